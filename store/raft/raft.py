@@ -593,7 +593,10 @@ class Raft:
                 self.send_append(m.frm)
             return
         was_paused = pr.is_paused()
-        if not pr.maybe_update(m.index):
+        # An idle follower probed at its match index answers with that same index: no
+        # progress, but the probe succeeded and it can go back to replicating.
+        probe_matched = pr.state == ProgressState.PROBE and m.index == pr.match
+        if not pr.maybe_update(m.index) and not probe_matched:
             return
         if pr.state == ProgressState.PROBE:
             pr.become_replicate()

@@ -70,7 +70,24 @@ CHURN_PROFILE = Profile(
     max_size_per_msg=16,
 )
 """Leader churn: the leader is crashed or cut off often, and appends carry one entry each."""
-PROFILES = {"default": DEFAULT_PROFILE, "churn": CHURN_PROFILE}
+FIGURE8_PROFILE = Profile(
+    tick_all=14,
+    drop=8,
+    partition=3,
+    heal=4,
+    crash=0.5,
+    crash_leader=0.5,
+    leader_crash_in_ready=0.1,
+    restart=5,
+    propose=12,
+    read=0,
+    compact=0,
+    conf_change=0,
+    max_size_per_msg=16,
+)
+"""Leaders die right after appending and messages carry one entry: old-term entries pile up
+in logs and get re-replicated by later leaders, the situation of the Raft paper's Figure 8."""
+PROFILES = {"default": DEFAULT_PROFILE, "churn": CHURN_PROFILE, "figure8": FIGURE8_PROFILE}
 
 
 @dataclass
@@ -133,11 +150,13 @@ class Simulator:
         self.stats = _Stats()
         self.last_leader_term: dict[int, int] = {}
         voters = list(range(1, self.n_nodes + 1))
+        self.checker.on_bootstrap(1)
         for nid in voters:
             node = self._new_node(nid)
-            raw = node.start()
-            raw.bootstrap(voters)
-        self.checker.on_bootstrap(1)
+            node.start().bootstrap(voters)
+            # Provisioning writes the initial configuration to disk before the member
+            # serves anything, as `raftkube store up` does.
+            self.process_ready(node)
         self.next_id = self.n_nodes + 1
         self._actions: list[tuple[float, Callable[[], None]]] = [
             (w, fn)
