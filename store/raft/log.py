@@ -202,4 +202,4 @@ class RaftLog:
         if hi > off:
             tail = self.unstable.slice(max(lo, off), hi)
             ents = ents + tail if ents else tail
-        return limit_size(ents, max_size) if max_size < NO_LIMIT else ents
+        return ents if max_size >= NO_LIMIT else limit_size(ents, max_size)

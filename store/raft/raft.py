@@ -25,7 +25,7 @@ from store.raft.errors import (
 from store.raft.log import NO_LIMIT, RaftLog
 from store.raft.progress import Progress, ProgressState
 from store.raft.read_only import ReadOnly
-from store.raft.storage import Storage, entry_size
+from store.raft.storage import Storage, entries_size
 from store.raft.types import (
     NONE,
     ConfChange,
@@ -225,7 +225,9 @@ class Raft:
                 commit=self.log.committed,
             )
         )
-        pr.sent_entries(len(ents), sum(entry_size(e) for e in ents) if ents else 0)
+        # Sizes are only needed when the in-flight window is bounded in bytes.
+        size = entries_size(ents) if ents and self.cfg.max_inflight_bytes < NO_LIMIT else 0
+        pr.sent_entries(len(ents), size)
         return True
 
     def _maybe_send_snapshot(self, to: int, pr: Progress) -> bool:

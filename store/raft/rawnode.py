@@ -165,10 +165,11 @@ class RawNode:
     # ------------------------------------------------------------------ outputs
     def has_ready(self) -> bool:
         r = self.raft
-        if r.soft_state() != self._prev_soft:
+        # Compare fields rather than build state objects: this runs once per event.
+        soft, hard = self._prev_soft, self._prev_hard
+        if r.lead != soft.lead or r.state != soft.raft_state:
             return True
-        hs = r.hard_state()
-        if hs != self._prev_hard:
+        if r.term != hard.term or r.vote != hard.vote or r.log.committed != hard.commit:
             return True
         if r.log.unstable.snapshot is not None:
             return True
