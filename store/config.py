@@ -23,6 +23,23 @@ class RaftSettings:
     check_quorum: bool = True
 
 
+@dataclass(frozen=True)
+class StoreSettings:
+    """The [store] section: how `raftkube store up` lays out and runs the members."""
+
+    members: int = 3
+    data_dir: Path = Path(".raftkube")
+    host: str = "127.0.0.1"
+    client_port: int = 2379
+    """Member i (1-based) serves clients on client_port + 10000*(i-1), peers on +1, HTTP on +2."""
+    snapshot_count: int = 10_000
+    snapshot_catchup_entries: int = 5_000
+    request_timeout: float = 5.0
+    startup_timeout: float = 15.0
+    fsync: bool = True
+    raft: RaftSettings = RaftSettings()
+
+
 def _typed(section: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
     value = section.get(key, default)
     if kind is int and isinstance(value, bool):
@@ -34,14 +51,52 @@ def _typed(section: dict[str, Any], key: str, kind: type, default: Any, where: s
     return value
 
 
-def load_raft_settings(path: Path) -> RaftSettings:
-    """The [store.raft] section of `path`, with defaults for what it leaves out."""
+def _load(path: Path) -> dict[str, Any]:
     try:
-        doc = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except FileNotFoundError as e:
         raise ConfigError(f"{path}: no such file") from e
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from e
+
+
+def load_store_settings(path: Path) -> StoreSettings:
+    """The [store] section (and [store.raft]) of `path`, with defaults for what it leaves out."""
+    doc = _load(path)
+    section = doc.get("store", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [store] must be a table")
+    where = f"{path}: store"
+    known = set(StoreSettings.__dataclass_fields__)
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise ConfigError(f"{where} has unknown keys: {', '.join(unknown)}")
+    d = StoreSettings()
+    members = _typed(section, "members", int, d.members, where)
+    if members not in (1, 3, 5):
+        raise ConfigError(f"{where}.members must be 1, 3 or 5, got {members}")
+    timeout = section.get("request_timeout", d.request_timeout)
+    startup = section.get("startup_timeout", d.startup_timeout)
+    for key, value in (("request_timeout", timeout), ("startup_timeout", startup)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"{where}.{key} must be a positive number of seconds, got {value!r}")
+    return StoreSettings(
+        members=members,
+        data_dir=Path(_typed(section, "data_dir", str, str(d.data_dir), where)),
+        host=_typed(section, "host", str, d.host, where),
+        client_port=_typed(section, "client_port", int, d.client_port, where),
+        snapshot_count=_typed(section, "snapshot_count", int, d.snapshot_count, where),
+        snapshot_catchup_entries=_typed(section, "snapshot_catchup_entries", int, d.snapshot_catchup_entries, where),
+        request_timeout=float(timeout),
+        startup_timeout=float(startup),
+        fsync=_typed(section, "fsync", bool, d.fsync, where),
+        raft=load_raft_settings(path),
+    )
+
+
+def load_raft_settings(path: Path) -> RaftSettings:
+    """The [store.raft] section of `path`, with defaults for what it leaves out."""
+    doc = _load(path)
     section = doc.get("store", {}).get("raft", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [store.raft] must be a table")

@@ -93,20 +93,21 @@ class RawNode:
         self._prev_hard = self.raft.hard_state()
 
     # ------------------------------------------------------------------ bootstrap
-    def bootstrap(self, voters: list[int]) -> None:
+    def bootstrap(self, voters: list[int], data: bytes = b"") -> None:
         """Start a brand-new cluster with `voters`; storage must be empty.
 
-        The initial membership becomes a snapshot at index 1 (term 1) with an empty state
-        machine, handed out in the first Ready.  A snapshot is atomic: a member can never
-        run with half of the initial configuration, as it could if the voters were added
-        by one log entry each and only some of them had been persisted or applied.
+        The initial membership becomes a snapshot at index 1 (term 1) holding `data`, the
+        application's initial state, handed out in the first Ready.  A snapshot is atomic:
+        a member can never run with half of the initial configuration, as it could if the
+        voters were added by one log entry each and only some of them had been persisted
+        or applied.  Every member must bootstrap with the same `data`.
         """
         r = self.raft
         if r.log.last_index() != 0 or r.term != 0:
             raise ValueError("bootstrap needs empty storage")
         if not voters or NONE in voters or len(set(voters)) != len(voters):
             raise ValueError(f"bootstrap needs distinct non-zero voter ids, got {voters}")
-        snap = Snapshot(SnapshotMetadata(index=1, term=1, conf_state=ConfState(voters=tuple(sorted(voters)))))
+        snap = Snapshot(SnapshotMetadata(index=1, term=1, conf_state=ConfState(voters=tuple(sorted(voters)))), data)
         r.become_follower(1, NONE)
         r.restore(snap)
 
