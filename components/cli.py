@@ -11,7 +11,10 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from bench import raft_core
+from store.cli import cluster as store_cli
+from store.cli.common import UsageError
 from store.config import ConfigError
+from store.launcher import LauncherError
 
 
 def _version() -> str:
@@ -32,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     raft_core.add_arguments(core)
     core.set_defaults(run=raft_core.run)
+    store_cli.register(sub)
     return p
 
 
@@ -43,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"raftkube: configuration error: {e}", file=sys.stderr)
         return 2
+    except (UsageError, LauncherError) as e:
+        print(f"raftkube: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

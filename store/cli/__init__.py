@@ -1,0 +1,1 @@
+"""The store's command-line commands (`raftkube store ...`, `raftkube kv ...`)."""

@@ -1,0 +1,385 @@
+"""The async store client: endpoint list, leader discovery, safe retries, watch resume.
+
+Requests go to the leader when it is known (writes and linearizable reads end up there
+anyway); a member that is not the leader answers NotLeaderError with a hint, and the client
+follows it.  What is retried:
+
+* anything refused before it was proposed (not leader, no leader, cannot connect): every
+  request, on another member, until the request deadline;
+* reads, leases keep-alives and status after a lost connection;
+* never a write whose connection dropped after it was sent: its outcome is unknown, and
+  the caller gets ConnectionLost (a retry could apply it twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+from store.api.errors import NotLeaderError, StoreError, UnavailableError
+from store.api.kv import (
+    CompactionRequest,
+    CompactionResponse,
+    DeleteRangeRequest,
+    DeleteRangeResponse,
+    PutRequest,
+    PutResponse,
+    RangeRequest,
+    RangeResponse,
+    SortOrder,
+    SortTarget,
+    TxnRequest,
+    TxnResponse,
+    prefix_end,
+)
+from store.api.lease import LeaseGrantResponse, LeaseKeepAliveResponse, LeaseTimeToLiveResponse
+from store.api.watch import WatchCreateRequest, WatchFilter, WatchResponse
+from store.client.connection import Connection, ConnectionLost
+from store.server.protocol import END, ERROR, Header, MemberInfo
+
+READ_METHODS = frozenset(
+    {"hello", "range", "status", "members", "lease_ttl", "lease_leases", "lease_keepalive", "hash_kv"}
+)
+
+
+class Client:
+    def __init__(self, endpoints: list[str], timeout: float = 5.0, connect_timeout: float = 1.0) -> None:
+        if not endpoints:
+            raise ValueError("the client needs at least one endpoint")
+        self.endpoints = list(endpoints)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._conns: dict[str, Connection] = {}
+        self._preferred: str | None = None
+        self._rng = random.Random()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        for c in list(self._conns.values()):
+            await c.close()
+        self._conns.clear()
+
+    # ------------------------------------------------------------------ plumbing
+    async def _conn(self, endpoint: str) -> Connection:
+        c = self._conns.get(endpoint)
+        if c is not None and c.is_open:
+            return c
+        c = Connection(endpoint)
+        await c.open(self.connect_timeout)
+        self._conns[endpoint] = c
+        return c
+
+    def _order(self) -> list[str]:
+        rest = [e for e in self.endpoints if e != self._preferred]
+        self._rng.shuffle(rest)
+        return ([self._preferred] if self._preferred else []) + rest
+
+    def _learn_leader(self, err: NotLeaderError) -> None:
+        hint = err.details.get("leader_client_url")
+        if hint:
+            if hint not in self.endpoints:
+                self.endpoints.append(hint)
+            self._preferred = hint
+
+    async def request(self, method: str, args: Any, endpoint: str | None = None) -> tuple[Header, Any]:
+        """Send one request (to `endpoint`, or wherever it can be served), retrying what is safe."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        last: StoreError | None = None
+        backoff = 0.02
+        while True:
+            targets = [endpoint] if endpoint else self._order()
+            for ep in targets:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    conn = await self._conn(ep)
+                except UnavailableError as e:
+                    last = e
+                    continue
+                try:
+                    header, result = await conn.call(method, args, timeout=remaining)
+                except NotLeaderError as e:
+                    last = e
+                    if endpoint is None:
+                        self._learn_leader(e)
+                    break  # retry from the top, leader first
+                except ConnectionLost as e:
+                    last = e
+                    if method not in READ_METHODS:
+                        raise
+                    continue
+                except StoreError as e:
+                    if not e.retryable:
+                        raise
+                    last = e
+                    continue
+                if endpoint is None:
+                    self._preferred = ep
+                return header, result
+            if loop.time() + backoff >= deadline:
+                raise last or UnavailableError("no endpoint answered")
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)
+
+    # ------------------------------------------------------------------ KV
+    async def range(self, req: RangeRequest) -> RangeResponse:
+        _, r = await self.request("range", req.to_wire())
+        return RangeResponse.from_wire(r)
+
+    async def get(
+        self,
+        key: bytes,
+        range_end: bytes = b"",
+        *,
+        prefix: bool = False,
+        revision: int = 0,
+        limit: int = 0,
+        keys_only: bool = False,
+        count_only: bool = False,
+        serializable: bool = False,
+        sort_order: SortOrder = SortOrder.NONE,
+        sort_target: SortTarget = SortTarget.KEY,
+    ) -> RangeResponse:
+        if prefix:
+            range_end = prefix_end(key)
+        return await self.range(
+            RangeRequest(
+                key=key,
+                range_end=range_end,
+                limit=limit,
+                revision=revision,
+                sort_order=sort_order,
+                sort_target=sort_target,
+                serializable=serializable,
+                keys_only=keys_only,
+                count_only=count_only,
+            )
+        )
+
+    async def put(
+        self,
+        key: bytes,
+        value: bytes,
+        *,
+        lease: int = 0,
+        prev_kv: bool = False,
+        ignore_value: bool = False,
+        ignore_lease: bool = False,
+    ) -> PutResponse:
+        req = PutRequest(key, value, lease, prev_kv, ignore_value, ignore_lease)
+        _, r = await self.request("put", req.to_wire())
+        return PutResponse.from_wire(r)
+
+    async def delete(
+        self, key: bytes, range_end: bytes = b"", *, prefix: bool = False, prev_kv: bool = False
+    ) -> DeleteRangeResponse:
+        if prefix:
+            range_end = prefix_end(key)
+        _, r = await self.request("delete_range", DeleteRangeRequest(key, range_end, prev_kv).to_wire())
+        return DeleteRangeResponse.from_wire(r)
+
+    async def txn(self, req: TxnRequest) -> TxnResponse:
+        _, r = await self.request("txn", req.to_wire())
+        return TxnResponse.from_wire(r)
+
+    async def compact(self, revision: int, physical: bool = False) -> CompactionResponse:
+        _, r = await self.request("compact", CompactionRequest(revision, physical).to_wire())
+        return CompactionResponse.from_wire(r)
+
+    # ------------------------------------------------------------------ leases
+    async def lease_grant(self, ttl: int, lease_id: int = 0) -> LeaseGrantResponse:
+        _, r = await self.request("lease_grant", [ttl, lease_id])
+        return LeaseGrantResponse.from_wire(r)
+
+    async def lease_revoke(self, lease_id: int) -> int:
+        header, _ = await self.request("lease_revoke", [lease_id])
+        return header.revision
+
+    async def lease_keepalive(self, lease_id: int) -> LeaseKeepAliveResponse:
+        _, r = await self.request("lease_keepalive", [lease_id])
+        return LeaseKeepAliveResponse.from_wire(r)
+
+    async def lease_ttl(self, lease_id: int, keys: bool = False) -> LeaseTimeToLiveResponse:
+        _, r = await self.request("lease_ttl", [lease_id, keys])
+        return LeaseTimeToLiveResponse.from_wire(r)
+
+    async def leases(self) -> list[int]:
+        _, r = await self.request("lease_leases", [])
+        return list(r)
+
+    # ------------------------------------------------------------------ cluster
+    async def status(self, endpoint: str | None = None) -> dict[str, Any]:
+        _, r = await self.request("status", [], endpoint=endpoint)
+        return dict(r)
+
+    async def members(self) -> list[MemberInfo]:
+        _, r = await self.request("members", [])
+        return [MemberInfo.from_wire(m) for m in r]
+
+    async def member_add(self, name: str, peer_url: str, client_url: str, http_url: str, learner: bool) -> MemberInfo:
+        _, r = await self.request("member_add", [name, peer_url, client_url, http_url, learner])
+        return MemberInfo.from_wire(r)
+
+    async def member_remove(self, member_id: int) -> None:
+        await self.request("member_remove", [member_id])
+
+    async def member_promote(self, member_id: int) -> None:
+        await self.request("member_promote", [member_id])
+
+    async def move_leader(self, member_id: int) -> None:
+        await self.request("move_leader", [member_id])
+
+    async def hash_kv(self, endpoint: str, revision: int = 0) -> tuple[int, int, int]:
+        """(hash, compact_revision, revision) of one member's key space."""
+        _, r = await self.request("hash_kv", [revision], endpoint=endpoint)
+        return int(r[0]), int(r[1]), int(r[2])
+
+    async def snapshot(self, endpoint: str | None = None) -> tuple[Header, bytes]:
+        """A consistent backup of one member's state (the leader's by default)."""
+        ep = endpoint or self._order()[0]
+        conn = await self._conn(ep)
+        parts: list[bytes] = []
+        done: asyncio.Future[Header] = asyncio.get_running_loop().create_future()
+
+        def on_frame(kind: int, header: Header | None, payload: Any) -> None:
+            if done.done():
+                return
+            if kind == ERROR:
+                done.set_exception(payload)
+                return
+            parts.append(payload)
+            if kind == END:
+                assert header is not None
+                done.set_result(header)
+
+        conn.open_stream("snapshot", [], on_frame)
+        header = await asyncio.wait_for(done, max(self.timeout, 60.0))
+        return header, b"".join(parts)
+
+    # ------------------------------------------------------------------ watch
+    def watch(
+        self,
+        key: bytes,
+        range_end: bytes = b"",
+        *,
+        prefix: bool = False,
+        start_revision: int = 0,
+        prev_kv: bool = False,
+        progress_notify: bool = False,
+        filters: tuple[WatchFilter, ...] = (),
+    ) -> Watch:
+        if prefix:
+            range_end = prefix_end(key)
+        req = WatchCreateRequest(key, range_end, start_revision, progress_notify, list(filters), prev_kv)
+        return Watch(self, req)
+
+
+class Watch:
+    """An async iterator of WatchResponses that survives member failures.
+
+    After a connection loss it re-creates the watch on another member from the revision
+    after the last one it delivered, so the stream stays ordered, without gaps or
+    duplicates.  A compacted start ends the stream with a canceled response.
+    """
+
+    def __init__(self, client: Client, req: WatchCreateRequest) -> None:
+        self.client = client
+        self.req = req
+        self.next_revision = req.start_revision
+        """Where a re-created watch starts: one past the last revision delivered."""
+        self._queue: asyncio.Queue[WatchResponse | StoreError] = asyncio.Queue()
+        self._conn: Connection | None = None
+        self._rid = 0
+        self.watch_id = 0
+        self._closed = False
+        self.resumes = 0
+
+    def __aiter__(self) -> AsyncIterator[WatchResponse]:
+        return self._iterate()
+
+    async def _open(self) -> None:
+        client = self.client
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + client.timeout
+        last: StoreError | None = None
+        while loop.time() < deadline:
+            for ep in client._order():
+                try:
+                    conn = await client._conn(ep)
+                except UnavailableError as e:
+                    last = e
+                    continue
+                req = WatchCreateRequest(
+                    self.req.key,
+                    self.req.range_end,
+                    self.next_revision,
+                    self.req.progress_notify,
+                    self.req.filters,
+                    self.req.prev_kv,
+                )
+                self._conn = conn
+                self._rid = conn.open_stream("watch", req.to_wire(), self._on_frame)
+                return
+            await asyncio.sleep(0.05)
+        raise last or UnavailableError("no member to watch on")
+
+    def _on_frame(self, kind: int, header: Header | None, payload: Any) -> None:
+        if kind == ERROR:
+            self._queue.put_nowait(payload)
+            return
+        self._queue.put_nowait(WatchResponse.from_wire(payload))
+
+    async def _iterate(self) -> AsyncIterator[WatchResponse]:
+        await self._open()
+        try:
+            while not self._closed:
+                item = await self._queue.get()
+                if isinstance(item, StoreError):
+                    if not item.retryable:
+                        raise item
+                    # The member went away: resume elsewhere from where we are.
+                    self.resumes += 1
+                    await asyncio.sleep(0.05)
+                    await self._open()
+                    continue
+                resp = item
+                if resp.created:
+                    self.watch_id = resp.watch_id
+                    if self.next_revision == 0:
+                        self.next_revision = resp.revision + 1
+                    if self.resumes:
+                        continue  # the consumer saw the first creation already
+                if resp.events:
+                    self.next_revision = resp.events[-1].kv.mod_revision + 1
+                elif resp.is_progress_notify:
+                    self.next_revision = max(self.next_revision, resp.revision + 1)
+                yield resp
+                if resp.canceled:
+                    return
+        finally:
+            await self.cancel()
+
+    async def progress(self) -> None:
+        """Ask for a progress notification (bookmark) on this watch's member."""
+        if self._conn is not None:
+            with contextlib.suppress(StoreError):
+                await self._conn.call("watch_progress", [self.watch_id], timeout=self.client.timeout)
+
+    async def cancel(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._conn is not None and self._conn.is_open:
+            self._conn.close_stream(self._rid)
+            with contextlib.suppress(StoreError):
+                await self._conn.call("watch_cancel", [self.watch_id], timeout=1.0)

@@ -1,0 +1,281 @@
+"""Starting, finding and stopping a local store cluster: one OS process per member.
+
+Layout under the data dir (default `.raftkube/`):
+
+    store/cluster.json          cluster id and members (id, name, urls, directory)
+    store/member-N/member.json  the member's own configuration (read by the process)
+    store/member-N/pid          pid of the running process (absent when stopped)
+    store/member-N/member.log   its stdout and stderr
+    store/member-N/wal/, snap/  its durable state
+
+Each member runs in its own process group, so signals aimed at one member (kill, pause)
+never reach the launcher or the other members.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from store.config import ConfigError, StoreSettings
+from store.server.main import read_member_file, write_member_file
+from store.server.member import MemberConfig
+from store.server.protocol import MemberInfo, split_url
+
+CLUSTER_FILE = "cluster.json"
+
+_children: dict[int, subprocess.Popen[bytes]] = {}
+"""Members started by this process: kept so that they are reaped (no zombies, no warnings)."""
+
+
+class LauncherError(Exception):
+    """A cluster cannot be started, found or stopped; the message says why."""
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """`n` distinct ports that were free a moment ago (for tests and benchmarks)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class LocalCluster:
+    """A store cluster whose members run as local processes under one data dir."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.root = data_dir / "store"
+        self.cluster_file = self.root / CLUSTER_FILE
+
+    # ------------------------------------------------------------------ layout
+    def exists(self) -> bool:
+        return self.cluster_file.exists()
+
+    def load(self) -> dict[str, Any]:
+        try:
+            doc: dict[str, Any] = json.loads(self.cluster_file.read_text())
+            return doc
+        except FileNotFoundError as e:
+            raise LauncherError(
+                f"no cluster in {self.root.parent} (start one with `raftkube store up --data-dir {self.root.parent}`)"
+            ) from e
+        except json.JSONDecodeError as e:
+            raise LauncherError(f"{self.cluster_file} is not valid JSON: {e}") from e
+
+    def member_dir(self, member_id: int) -> Path:
+        return self.root / f"member-{member_id}"
+
+    def member_ids(self) -> list[int]:
+        return [int(m["id"]) for m in self.load()["members"]]
+
+    def members(self) -> list[MemberInfo]:
+        return [
+            MemberInfo(m["id"], m["name"], m["peer_url"], m["client_url"], m["http_url"], m.get("is_learner", False))
+            for m in self.load()["members"]
+        ]
+
+    def client_urls(self) -> list[str]:
+        return [m.client_url for m in self.members()]
+
+    def create(self, s: StoreSettings, ports: list[int] | None = None) -> list[MemberInfo]:
+        """Write the layout of a new cluster; `ports` (3 per member) overrides the port scheme."""
+        if s.members not in (1, 3, 5):
+            raise ConfigError(f"members must be 1, 3 or 5, got {s.members}")
+        if self.exists():
+            raise LauncherError(f"{self.root} already holds a cluster")
+        infos = []
+        for i in range(1, s.members + 1):
+            if ports is not None:
+                c, p, h = ports[3 * (i - 1) : 3 * i]
+            else:
+                c = s.client_port + 10000 * (i - 1)
+                p, h = c + 1, c + 2
+            infos.append(
+                MemberInfo(i, f"m{i}", f"tcp://{s.host}:{p}", f"tcp://{s.host}:{c}", f"http://{s.host}:{h}", False)
+            )
+        cluster_id = random.getrandbits(63)
+        self.root.mkdir(parents=True, exist_ok=True)
+        for m in infos:
+            write_member_file(self.member_dir(m.id), self._member_config(m, infos, cluster_id, s, join=False))
+        self._write_cluster(cluster_id, infos)
+        return infos
+
+    def _write_cluster(self, cluster_id: int, infos: list[MemberInfo]) -> None:
+        doc = {"cluster_id": cluster_id, "members": [m.to_json() for m in infos]}
+        tmp = self.cluster_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, indent=2) + "\n")
+        tmp.replace(self.cluster_file)
+
+    def _member_config(
+        self, m: MemberInfo, infos: list[MemberInfo], cluster_id: int, s: StoreSettings, join: bool
+    ) -> MemberConfig:
+        return MemberConfig(
+            member_id=m.id,
+            name=m.name,
+            data_dir=self.member_dir(m.id),
+            peer_url=m.peer_url,
+            client_url=m.client_url,
+            http_url=m.http_url,
+            initial_cluster=infos,
+            cluster_id=cluster_id,
+            join=join,
+            tick_ms=s.raft.tick_ms,
+            election_ticks=s.raft.election_ticks,
+            heartbeat_ticks=s.raft.heartbeat_ticks,
+            snapshot_count=s.snapshot_count,
+            snapshot_catchup_entries=s.snapshot_catchup_entries,
+            request_timeout=s.request_timeout,
+            fsync=s.fsync,
+        )
+
+    def add_member_layout(self, info: MemberInfo, s: StoreSettings) -> None:
+        """Record a member added at runtime (`member add`) so that it can be started here."""
+        doc = self.load()
+        infos = self.members()
+        all_infos = [*infos, info]
+        write_member_file(self.member_dir(info.id), self._member_config(info, all_infos, doc["cluster_id"], s, True))
+        self._write_cluster(doc["cluster_id"], all_infos)
+
+    def forget_member(self, member_id: int) -> None:
+        doc = self.load()
+        infos = [m for m in self.members() if m.id != member_id]
+        self._write_cluster(doc["cluster_id"], infos)
+
+    # ------------------------------------------------------------------ processes
+    def pid(self, member_id: int) -> int | None:
+        """The member's pid if its process is alive (a stale pid file is ignored)."""
+        f = self.member_dir(member_id) / "pid"
+        try:
+            pid = int(f.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        _reap(pid)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return pid
+        # A zombie (exited, not yet reaped) is not alive.
+        with contextlib.suppress(FileNotFoundError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                return None
+        return pid
+
+    def start_member(self, member_id: int) -> int:
+        d = self.member_dir(member_id)
+        if self.pid(member_id) is not None:
+            raise LauncherError(f"member {member_id} is already running (pid {self.pid(member_id)})")
+        try:
+            cfg = read_member_file(d)
+        except ValueError as e:
+            raise LauncherError(str(e)) from e
+        for url in (cfg.client_url, cfg.peer_url, cfg.http_url):
+            host, port = split_url(url)
+            if not port_free(host, port):
+                raise LauncherError(f"member {member_id}: port {port} on {host} is in use ({url})")
+        log = open(d / "member.log", "ab")  # noqa: SIM115 - handed to the child process
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "store.server.main", str(d)],
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=os.getcwd(),
+                env={**os.environ, "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", "")},
+            )
+        finally:
+            log.close()
+        _children[proc.pid] = proc
+        (d / "pid").write_text(f"{proc.pid}\n")
+        return proc.pid
+
+    def signal_member(self, member_id: int, sig: int) -> int:
+        pid = self.pid(member_id)
+        if pid is None:
+            raise LauncherError(f"member {member_id} is not running")
+        os.killpg(pid, sig)
+        return pid
+
+    def stop_member(self, member_id: int, timeout: float = 10.0) -> bool:
+        """SIGTERM, then SIGKILL after `timeout`; True if it was running."""
+        pid = self.pid(member_id)
+        if pid is None:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGCONT)  # a paused member cannot handle SIGTERM
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.pid(member_id) is None:
+                break
+            _reap(pid)
+            time.sleep(0.02)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        _reap(pid)
+        with contextlib.suppress(FileNotFoundError):
+            (self.member_dir(member_id) / "pid").unlink()
+        return True
+
+    def kill_member(self, member_id: int) -> int:
+        pid = self.signal_member(member_id, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while self.pid(member_id) is not None and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.01)
+        with contextlib.suppress(FileNotFoundError):
+            (self.member_dir(member_id) / "pid").unlink()
+        return pid
+
+    def start_all(self) -> dict[int, int]:
+        started = {}
+        for mid in self.member_ids():
+            if self.pid(mid) is None:
+                started[mid] = self.start_member(mid)
+        return started
+
+    def stop_all(self, timeout: float = 10.0) -> list[int]:
+        return [mid for mid in self.member_ids() if self.stop_member(mid, timeout)]
+
+
+def _reap(pid: int) -> None:
+    proc = _children.get(pid)
+    if proc is not None:
+        if proc.poll() is not None:
+            del _children[pid]
+        return
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parents[1])

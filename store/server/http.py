@@ -1,0 +1,85 @@
+"""A minimal HTTP/1.1 endpoint for /health and /metrics.
+
+Two read-only GET routes do not justify a web framework in every member process; this is
+enough for curl, Prometheus and the launcher's readiness checks.  Anything else gets a
+4xx and the connection is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+HealthFn = Callable[[], tuple[bool, dict[str, Any]]]
+MetricsFn = Callable[[], str]
+
+
+class HttpEndpoint:
+    def __init__(self, health: HealthFn, metrics: MetricsFn) -> None:
+        self.health = health
+        self.metrics = metrics
+        self.server: asyncio.Server | None = None
+
+    async def listen(self, host: str, port: int) -> None:
+        self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            with contextlib.suppress(Exception):
+                await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5.0)
+            request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+            parts = request_line.split()
+            if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+                await self._respond(writer, 400, "text/plain", b"bad request\n")
+                return
+            method, target = parts[0], parts[1].split("?", 1)[0]
+            if method != "GET":
+                await self._respond(writer, 405, "text/plain", b"only GET is supported\n")
+            elif target == "/health":
+                ok, detail = self.health()
+                body = json.dumps({"health": "true" if ok else "false", **detail}).encode() + b"\n"
+                await self._respond(writer, 200 if ok else 503, "application/json", body)
+            elif target == "/metrics":
+                await self._respond(writer, 200, "text/plain; version=0.0.4", self.metrics().encode())
+            else:
+                await self._respond(writer, 404, "text/plain", b"not found: try /health or /metrics\n")
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    @staticmethod
+    async def _respond(writer: asyncio.StreamWriter, status: int, ctype: str, body: bytes) -> None:
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            404: "Not Found",
+            405: "Method Not Allowed",
+            503: "Service Unavailable",
+        }
+        writer.write(
+            f"HTTP/1.1 {status} {reason.get(status, '')}\r\nContent-Type: {ctype}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+
+
+def render_metrics(samples: list[tuple[str, str, str, float]]) -> str:
+    """Prometheus text format from (name, type, help, value) tuples."""
+    out = []
+    for name, kind, help_text, value in samples:
+        out.append(f"# HELP {name} {help_text}")
+        out.append(f"# TYPE {name} {kind}")
+        out.append(f"{name} {value:.6g}" if isinstance(value, float) else f"{name} {value}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,159 @@
+"""The Raft loop of a member: the only place that touches the RawNode.
+
+One Ready is in flight at a time.  While its persistence (one WAL write + one fdatasync,
+in a dedicated thread) is under way, the event loop keeps stepping incoming messages and
+proposals into the core; they all land in the next Ready, so the busier the member, the
+more every fsync carries (group commit).  After persisting, the loop updates the
+in-memory storage, sends the messages, applies the committed entries, then advances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from store.raft import RawNode, Ready
+from store.raft.errors import ProposalDroppedError, RaftError
+from store.raft.storage import MemoryStorage
+from store.raft.types import Message, StateType
+
+log = logging.getLogger("raftkube.node")
+
+
+class RaftNode:
+    def __init__(
+        self,
+        raw: RawNode,
+        storage: MemoryStorage,
+        persist: Callable[[Ready], None],
+        send: Callable[[list[Message]], None],
+        apply: Callable[[Ready], None],
+        tick_seconds: float,
+        on_tick: Callable[[], None] | None = None,
+    ) -> None:
+        self.raw = raw
+        self.storage = storage
+        self.persist = persist
+        self.send = send
+        self.apply = apply
+        self.tick_seconds = tick_seconds
+        self.on_tick = on_tick
+        self._wake = asyncio.Event()
+        self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wal")
+        self._tasks: list[asyncio.Task[None]] = []
+        self.stopped = asyncio.Event()
+        self.fatal: BaseException | None = None
+        # Metrics.
+        self.readies = 0
+        self.fsyncs = 0
+        self.fsync_seconds = 0.0
+        self.apply_seconds = 0.0
+        self.entries_persisted = 0
+
+    # ------------------------------------------------------------------ inputs
+    def step(self, msgs: list[Message]) -> None:
+        raw = self.raw
+        for m in msgs:
+            try:
+                raw.step(m)
+            except RaftError as e:
+                log.debug("dropped %s from %d: %s", m.type.name, m.frm, e)
+        self._wake.set()
+
+    def propose(self, datas: list[bytes]) -> None:
+        """Raises ProposalDroppedError when the core cannot take them (no leader...)."""
+        self.raw.propose_many(datas)
+        self._wake.set()
+
+    def read_index(self, ctx: bytes) -> None:
+        self.raw.read_index(ctx)
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @property
+    def is_leader(self) -> bool:
+        return self.raw.raft.state == StateType.LEADER
+
+    # ------------------------------------------------------------------ running
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._ready_loop(), name="raft-ready"),
+            loop.create_task(self._tick_loop(), name="raft-tick"),
+        ]
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._disk.shutdown(wait=True)
+
+    async def _tick_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while True:
+            next_at += self.tick_seconds
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            if loop.time() - next_at > 5 * self.tick_seconds:
+                next_at = loop.time()  # we were stalled (e.g. SIGSTOP): do not burst ticks
+            self.raw.tick()
+            if self.on_tick is not None:
+                self.on_tick()
+            self._wake.set()
+
+    async def _ready_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self.raw.has_ready():
+                    rd = self.raw.ready()
+                    self.readies += 1
+                    # A leader may replicate while it writes to its own disk (thesis §10.2.1):
+                    # its messages promise nothing about its own durability, and a commit
+                    # index counting these entries can only reach followers in a later
+                    # Ready, after this one is persisted.
+                    early = self.raw.raft.state == StateType.LEADER and rd.messages
+                    if early:
+                        self.send(rd.messages)
+                    if rd.snapshot is not None or rd.entries or rd.hard_state is not None:
+                        t0 = time.perf_counter()
+                        await loop.run_in_executor(self._disk, self.persist, rd)
+                        if rd.must_sync:
+                            self.fsyncs += 1
+                            self.fsync_seconds += time.perf_counter() - t0
+                        self.entries_persisted += len(rd.entries)
+                        st = self.storage
+                        if rd.snapshot is not None:
+                            st.apply_snapshot(rd.snapshot)
+                        if rd.entries:
+                            st.append(rd.entries)
+                        if rd.hard_state is not None:
+                            st.set_hard_state(rd.hard_state)
+                    if rd.messages and not early:
+                        self.send(rd.messages)
+                    t1 = time.perf_counter()
+                    self.apply(rd)
+                    self.apply_seconds += time.perf_counter() - t1
+                    self.raw.advance(rd)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:
+            # A failed fsync or apply leaves the member in an unknown state: stop it
+            # rather than acknowledge anything more (etcd does the same).
+            log.critical("raft loop stopped: %s: %s", type(e).__name__, e)
+            self.fatal = e
+            self.stopped.set()
+            raise
+
+
+__all__ = ["ProposalDroppedError", "RaftNode"]

@@ -1,0 +1,90 @@
+"""A member's durable state: data-dir lock, WAL and snapshot files, and the in-memory log
+rebuilt from them.  `persist_ready` runs on the member's single disk thread."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from store.raft import Ready
+from store.raft.storage import MemoryStorage
+from store.raft.types import Snapshot
+from store.wal.errors import RecoveryError
+from store.wal.lock import DataDirLock
+from store.wal.record import SnapshotMarker
+from store.wal.restore import restore, snap_dir, wal_dir
+from store.wal.snapshotter import Snapshotter
+from store.wal.wal import WAL
+
+log = logging.getLogger("raftkube.persistence")
+
+SNAPSHOTS_KEPT = 3
+
+
+class Persistence:
+    def __init__(
+        self,
+        lock: DataDirLock,
+        wal: WAL,
+        snapshotter: Snapshotter,
+        storage: MemoryStorage,
+        snapshot: Snapshot | None,
+        is_new: bool,
+        fsync: bool,
+    ) -> None:
+        self.lock = lock
+        self.wal = wal
+        self.snapshotter = snapshotter
+        self.storage = storage
+        self.snapshot = snapshot
+        """The snapshot the member restarts from (None for a new member)."""
+        self.is_new = is_new
+        self.fsync = fsync
+
+    @classmethod
+    def open(cls, data_dir: Path, member_id: int, cluster_id: int, fsync: bool = True) -> Persistence:
+        """Lock the data dir, then restore from it (or create an empty WAL for a new member)."""
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = DataDirLock(data_dir).acquire()
+        try:
+            snapshotter = Snapshotter(snap_dir(data_dir))
+            if WAL.exists(wal_dir(data_dir)):
+                r = restore(data_dir)
+                found = r.metadata.get("member_id"), r.metadata.get("cluster_id")
+                if found != (member_id, cluster_id):
+                    raise RecoveryError(
+                        f"{data_dir} belongs to member {found[0]} of cluster {found[1]}, "
+                        f"not member {member_id} of cluster {cluster_id}"
+                    )
+                snap = None if r.snapshot.is_empty else r.snapshot
+                return cls(lock, r.wal, snapshotter, r.storage, snap, is_new=False, fsync=fsync)
+            wal = WAL.create(wal_dir(data_dir), {"member_id": member_id, "cluster_id": cluster_id})
+            return cls(lock, wal, snapshotter, MemoryStorage(), None, is_new=True, fsync=fsync)
+        except BaseException:
+            lock.release()
+            raise
+
+    def persist_ready(self, rd: Ready) -> None:
+        """Snapshot file first (it must exist before the WAL points at it), then one WAL record."""
+        marker = None
+        if rd.snapshot is not None:
+            self.snapshotter.save(rd.snapshot)
+            marker = SnapshotMarker(rd.snapshot.metadata.index, rd.snapshot.metadata.term)
+        self.wal.save(rd.hard_state, rd.entries, sync=rd.must_sync and self.fsync, snapshot=marker)
+
+    def save_snapshot(self, snap: Snapshot) -> None:
+        """A snapshot the member took of its own state: file, then WAL marker, then old files go."""
+        self.snapshotter.save(snap)
+        self.wal.save_snapshot_marker(snap.metadata.index, snap.metadata.term, sync=self.fsync)
+        self.snapshotter.purge(keep=SNAPSHOTS_KEPT)
+
+    def release_wal_before(self, index: int) -> None:
+        index = min(index, self.wal.snapshot.index + 1)
+        for path in self.wal.release_before(index):
+            log.info("released WAL segment %s", path.name)
+
+    def close(self) -> None:
+        try:
+            self.wal.close()
+        finally:
+            self.lock.release()

@@ -1,0 +1,173 @@
+"""`raftkube store ...` as a user runs it: real processes, exit codes, human and JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from store.launcher import LocalCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def raftkube(*args: str, timeout: float = 60, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "components.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        input=stdin,
+    )
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    d = tmp_path_factory.mktemp("cli") / "rk"
+    cfg = d.parent / "cluster.toml"
+    cfg.write_text("[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n")
+    proc = raftkube("store", "up", "--detach", "--free-ports", "--data-dir", str(d), "--config", str(cfg))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    try:
+        yield d
+    finally:
+        LocalCluster(d).stop_all(timeout=5)
+
+
+def test_up_prints_a_status_table_with_a_leader(data_dir: Path) -> None:
+    """`store status` shows every member, exactly one leader, all healthy; JSON has the documented keys."""
+    proc = raftkube("store", "status", "--data-dir", str(data_dir), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == 3
+    for key in ("id", "client_url", "role", "term", "commit_index", "applied_index", "revision", "healthy"):
+        assert all(key in r for r in rows), key
+    assert sorted(r["role"] for r in rows) == ["follower", "follower", "leader"]
+    human = raftkube("store", "status", "--data-dir", str(data_dir))
+    assert "leader" in human.stdout and "HEALTH" in human.stdout
+
+
+def test_members_lists_voters(data_dir: Path) -> None:
+    """`store members` lists the three voters."""
+    proc = raftkube("store", "members", "--data-dir", str(data_dir), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    members = json.loads(proc.stdout)["members"]
+    assert [(m["id"], m["is_learner"]) for m in members] == [(1, False), (2, False), (3, False)]
+
+
+def _wait_healthy(data_dir: Path, timeout: float = 15) -> list[dict[str, object]]:
+    deadline = time.monotonic() + timeout
+    rows: list[dict[str, object]] = []
+    while time.monotonic() < deadline:
+        proc = raftkube("store", "status", "--data-dir", str(data_dir), "-o", "json", "--timeout", "1")
+        rows = json.loads(proc.stdout)
+        if proc.returncode == 0 and any(r["role"] == "leader" for r in rows):
+            return rows
+        time.sleep(0.2)
+    raise AssertionError(f"cluster not healthy: {rows}")
+
+
+def test_kill_leader_then_restart(data_dir: Path) -> None:
+    """`store kill leader` SIGKILLs it; status shows it down; `store start` brings it back."""
+    proc = raftkube("store", "kill", "leader", "--data-dir", str(data_dir), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    killed = json.loads(proc.stdout)["member"]
+    status = json.loads(raftkube("store", "status", "--data-dir", str(data_dir), "-o", "json").stdout)
+    assert next(r for r in status if r["id"] == killed)["role"] == "down"
+    assert raftkube("store", "start", str(killed), "--data-dir", str(data_dir)).returncode == 0
+    rows = _wait_healthy(data_dir)
+    assert all(r["healthy"] for r in rows)
+
+
+def test_pause_and_resume(data_dir: Path) -> None:
+    """`store pause N` stops the process (state T); `store resume N` continues it."""
+    assert raftkube("store", "pause", "2", "--data-dir", str(data_dir)).returncode == 0
+    pid = LocalCluster(data_dir).pid(2)
+    assert pid is not None
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state == "T"
+    assert raftkube("store", "resume", "2", "--data-dir", str(data_dir)).returncode == 0
+    _wait_healthy(data_dir)
+
+
+def test_bad_member_and_missing_cluster_exit_2(data_dir: Path, tmp_path: Path) -> None:
+    """Unknown member ids and missing clusters are usage errors (exit 2) with a clear message."""
+    proc = raftkube("store", "kill", "9", "--data-dir", str(data_dir))
+    assert proc.returncode == 2 and "no member 9" in proc.stderr
+    proc = raftkube("store", "kill", "bogus", "--data-dir", str(data_dir))
+    assert proc.returncode == 2 and "member id or `leader`" in proc.stderr
+    proc = raftkube("store", "status", "--data-dir", str(tmp_path / "none"))
+    assert proc.returncode == 2 and "no cluster" in proc.stderr
+    proc = raftkube("store", "member", "remove", "42", "--data-dir", str(data_dir))
+    assert proc.returncode == 2 and "member-not-found" in proc.stderr
+
+
+def test_snapshot_save_and_restore(data_dir: Path, tmp_path: Path) -> None:
+    """A saved backup restores into a new cluster directory that `store up` then serves."""
+    backup = tmp_path / "backup.bin"
+    proc = raftkube("store", "snapshot", "save", str(backup), "--data-dir", str(data_dir), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["size"] == backup.stat().st_size > 0
+    new = tmp_path / "restored"
+    proc = raftkube("store", "snapshot", "restore", str(backup), "--data-dir", str(new), "--members", "1")
+    assert proc.returncode == 0, proc.stderr
+    again = raftkube("store", "snapshot", "restore", str(backup), "--data-dir", str(new))
+    assert again.returncode == 2 and "already holds a cluster" in again.stderr
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"garbage")
+    proc = raftkube("store", "snapshot", "restore", str(bad), "--data-dir", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "not a usable backup" in proc.stderr
+
+
+def test_foreground_up_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
+    """`store up` in the foreground runs until SIGINT, then stops every member and exits 0."""
+    d = tmp_path / "fg"
+    cfg = tmp_path / "cluster.toml"
+    cfg.write_text("[store]\nmembers = 1\n[store.raft]\ntick_ms = 20\n")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "components.cli",
+            "store",
+            "up",
+            "--free-ports",
+            "--data-dir",
+            str(d),
+            "--config",
+            str(cfg),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30
+        line = ""
+        while time.monotonic() < deadline and "Ctrl-C" not in line:
+            line = proc.stdout.readline()
+        assert "Ctrl-C" in line
+        member_pid = LocalCluster(d).pid(1)
+        assert member_pid is not None
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "stopped member(s) [1]" in out
+        with pytest.raises(ProcessLookupError):
+            os.kill(member_pid, 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        LocalCluster(d).stop_all(timeout=5)
