@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from bench import raft_core
 from store.cli import cluster as store_cli
+from store.cli import kv as kv_cli
 from store.cli.common import UsageError
 from store.config import ConfigError
 from store.launcher import LauncherError
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     raft_core.add_arguments(core)
     core.set_defaults(run=raft_core.run)
     store_cli.register(sub)
+    kv_cli.register(sub)
     return p
 
 

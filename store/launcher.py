@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from store.config import ConfigError, StoreSettings
-from store.server.main import read_member_file, write_member_file
-from store.server.member import MemberConfig
+from store.server.config import MemberConfig, read_member_file, write_member_file
 from store.server.protocol import MemberInfo, split_url
 
 CLUSTER_FILE = "cluster.json"

@@ -17,7 +17,6 @@ from store.client.client import Client
 from store.config import StoreSettings, load_store_settings
 from store.launcher import LauncherError, LocalCluster, free_ports
 from store.server.protocol import MemberInfo
-from store.server.state import ReplicatedState
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -448,6 +447,9 @@ def cmd_snapshot_save(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot_restore(args: argparse.Namespace) -> int:
+    # The state machine is heavy to import; only this command needs it.
+    from store.server.state import ReplicatedState  # noqa: PLC0415
+
     if args.data_dir is None:
         raise UsageError("give --data-dir for the new cluster (it must not hold a cluster yet)")
     try:

@@ -10,81 +10,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 from store.api.errors import StoreError
-from store.server.member import Member, MemberConfig
-from store.server.protocol import MemberInfo
-
-MEMBER_FILE = "member.json"
-
-
-def write_member_file(member_dir: Path, cfg: MemberConfig) -> None:
-    doc: dict[str, Any] = {
-        "member_id": cfg.member_id,
-        "name": cfg.name,
-        "peer_url": cfg.peer_url,
-        "client_url": cfg.client_url,
-        "http_url": cfg.http_url,
-        "cluster_id": cfg.cluster_id,
-        "join": cfg.join,
-        "initial_cluster": [m.to_json() for m in cfg.initial_cluster],
-        "tick_ms": cfg.tick_ms,
-        "election_ticks": cfg.election_ticks,
-        "heartbeat_ticks": cfg.heartbeat_ticks,
-        "snapshot_count": cfg.snapshot_count,
-        "snapshot_catchup_entries": cfg.snapshot_catchup_entries,
-        "request_timeout": cfg.request_timeout,
-        "fsync": cfg.fsync,
-        "pre_vote": cfg.pre_vote,
-        "check_quorum": cfg.check_quorum,
-    }
-    member_dir.mkdir(parents=True, exist_ok=True)
-    tmp = member_dir / (MEMBER_FILE + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    tmp.replace(member_dir / MEMBER_FILE)
-
-
-def read_member_file(member_dir: Path) -> MemberConfig:
-    path = member_dir / MEMBER_FILE
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError as e:
-        raise ValueError(f"{path}: no such file (is {member_dir} a member directory?)") from e
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON: {e}") from e
-    try:
-        cluster = [
-            MemberInfo(m["id"], m["name"], m["peer_url"], m["client_url"], m["http_url"], m.get("is_learner", False))
-            for m in doc["initial_cluster"]
-        ]
-        return MemberConfig(
-            member_id=int(doc["member_id"]),
-            name=str(doc["name"]),
-            data_dir=member_dir,
-            peer_url=doc["peer_url"],
-            client_url=doc["client_url"],
-            http_url=doc["http_url"],
-            initial_cluster=cluster,
-            cluster_id=int(doc["cluster_id"]),
-            join=bool(doc.get("join", False)),
-            tick_ms=int(doc.get("tick_ms", 100)),
-            election_ticks=int(doc.get("election_ticks", 10)),
-            heartbeat_ticks=int(doc.get("heartbeat_ticks", 1)),
-            snapshot_count=int(doc.get("snapshot_count", 10_000)),
-            snapshot_catchup_entries=int(doc.get("snapshot_catchup_entries", 5_000)),
-            request_timeout=float(doc.get("request_timeout", 5.0)),
-            fsync=bool(doc.get("fsync", True)),
-            pre_vote=bool(doc.get("pre_vote", True)),
-            check_quorum=bool(doc.get("check_quorum", True)),
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"{path}: bad or missing field: {e}") from e
+from store.server.config import MemberConfig, read_member_file
+from store.server.member import Member
 
 
 async def serve(cfg: MemberConfig) -> int:

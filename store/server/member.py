@@ -22,7 +22,6 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -40,45 +39,16 @@ from store.lease.lessor import min_lease_ttl as lease_ttl_floor
 from store.raft import ConfChange, ConfChangeType, Config, RawNode, Ready
 from store.raft.errors import ProposalDroppedError
 from store.raft.types import NONE, EntryType, StateType
+from store.server.config import MemberConfig
 from store.server.framing import FrameReader, encode_frame
 from store.server.http import HttpEndpoint, render_metrics
 from store.server.node import RaftNode
 from store.server.persistence import Persistence
-from store.server.protocol import END, ERROR, MAX_REQUEST_BYTES, OK, PROTOCOL, STREAM, Header, MemberInfo, split_url
+from store.server.protocol import END, ERROR, OK, PROTOCOL, STREAM, Header, MemberInfo, split_url
 from store.server.state import ReplicatedState
 from store.server.transport import PeerTransport
 
 log = logging.getLogger("raftkube.member")
-
-
-@dataclass
-class MemberConfig:
-    member_id: int
-    name: str
-    data_dir: Path
-    peer_url: str
-    client_url: str
-    http_url: str
-    initial_cluster: list[MemberInfo]
-    cluster_id: int
-    join: bool = False
-    """Joining an existing cluster (added by `member add`): start empty, wait for the leader."""
-    tick_ms: int = 100
-    election_ticks: int = 10
-    heartbeat_ticks: int = 1
-    snapshot_count: int = 10_000
-    """Applied entries between two snapshots (and WAL releases)."""
-    snapshot_catchup_entries: int = 5_000
-    """Entries kept in the log after a snapshot, so slightly lagging followers need no snapshot."""
-    request_timeout: float = 5.0
-    max_request_bytes: int = MAX_REQUEST_BYTES
-    pre_vote: bool = True
-    check_quorum: bool = True
-    max_inflight_msgs: int = 256
-    max_size_per_msg: int = 1 << 20
-    fsync: bool = True
-    progress_notify_interval: float = 10.0
-    """Seconds between progress notifications to watchers created with progress_notify."""
 
 
 @dataclass
@@ -518,7 +488,9 @@ class Member:
     # ================================================================== client protocol
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = _ClientConn(writer)
-        frames = FrameReader(reader, max_frame=self.cfg.max_request_bytes + 4096)
+        # Frames up to the transport limit are read whole, so that an oversized request gets
+        # its own RequestTooLargeError instead of costing the connection.
+        frames = FrameReader(reader)
         tasks: set[asyncio.Task[None]] = set()
         try:
             first = await frames.sized_frames()

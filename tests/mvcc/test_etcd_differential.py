@@ -24,6 +24,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -35,12 +36,16 @@ from store.api.kv import (
     CompareResult,
     CompareTarget,
     DeleteRangeRequest,
+    DeleteRangeResponse,
     PutRequest,
+    PutResponse,
     RangeRequest,
+    RangeResponse,
     RequestOp,
     SortOrder,
     SortTarget,
     TxnRequest,
+    TxnResponse,
     prefix_end,
 )
 from store.mvcc import KVStore
@@ -72,15 +77,77 @@ def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Etcd]:
 _example_numbers = itertools.count(1)
 
 
-class Pair:
-    """A fresh KVStore and a fresh key prefix on the shared etcd."""
+class Subject(Protocol):
+    """The raftkube side of a comparison: the in-process KVStore, or a running cluster."""
 
-    def __init__(self, etcd: Etcd, *, record: bool = False) -> None:
+    @property
+    def current_revision(self) -> int: ...
+
+    @property
+    def compact_revision(self) -> int: ...
+
+    def range(self, r: RangeRequest) -> RangeResponse: ...
+
+    def put(self, r: PutRequest) -> PutResponse: ...
+
+    def delete(self, r: DeleteRangeRequest) -> DeleteRangeResponse: ...
+
+    def txn(self, r: TxnRequest) -> TxnResponse: ...
+
+    def compact(self, rev: int) -> int: ...
+
+    def grant(self, lease_id: int, ttl: int) -> tuple[int, int]: ...
+
+    def revoke(self, lease_id: int) -> int: ...
+
+
+class InProcess:
+    """A fresh KVStore: its revisions start at 1, like a fresh etcd."""
+
+    def __init__(self) -> None:
+        self.kv = KVStore()
+
+    @property
+    def current_revision(self) -> int:
+        return self.kv.current_revision
+
+    @property
+    def compact_revision(self) -> int:
+        return self.kv.compact_revision
+
+    def range(self, r: RangeRequest) -> RangeResponse:
+        return self.kv.range(r)
+
+    def put(self, r: PutRequest) -> PutResponse:
+        return self.kv.put(r)[0]
+
+    def delete(self, r: DeleteRangeRequest) -> DeleteRangeResponse:
+        return self.kv.delete_range(r)[0]
+
+    def txn(self, r: TxnRequest) -> TxnResponse:
+        return self.kv.txn(r)[0]
+
+    def compact(self, rev: int) -> int:
+        self.kv.compact(rev)
+        return self.kv.current_revision
+
+    def grant(self, lease_id: int, ttl: int) -> tuple[int, int]:
+        lease = self.kv.lessor.grant(lease_id, ttl, 0.0)
+        return lease.id, lease.ttl
+
+    def revoke(self, lease_id: int) -> int:
+        return self.kv.revoke_lease_keys(lease_id)[0]
+
+
+class Pair:
+    """A fresh subject (by default an in-process KVStore) and a fresh key prefix on the shared etcd."""
+
+    def __init__(self, etcd: Etcd, *, record: bool = False, subject: Subject | None = None) -> None:
         self.record = record
         self.n = next(_example_numbers)
         self.prefix = b"%06d/" % self.n
         self.etcd = etcd
-        self.kv = KVStore()
+        self.kv: Subject = subject if subject is not None else InProcess()
         # One write first, so that our revision 1 maps to an etcd revision above any compaction
         # an earlier example made (the marker key sorts before every example's prefix).
         d = etcd.call("/v3/kv/put", {"key": "AW1hcmtlcg=="})  # b"\x01marker"
@@ -127,12 +194,12 @@ class Pair:
     def put(self, r: PutRequest) -> None:
         self.same(
             f"put {r}",
-            lambda: ours(self.kv.put(r)[0]),
+            lambda: ours(self.kv.put(r)),
             lambda: theirs("put", self.etcd.call("/v3/kv/put", put_json(r)), self.off),
         )
 
     def delete(self, r: DeleteRangeRequest) -> None:
-        mine = lambda: ours(self.kv.delete_range(r)[0])  # noqa: E731
+        mine = lambda: ours(self.kv.delete(r))  # noqa: E731
         other = lambda: theirs("delete", self.etcd.call("/v3/kv/deleterange", delete_json(r)), self.off)  # noqa: E731
         if _inverted(r.key, r.range_end):
             a, b = self.both(f"delete {r} (inverted)", mine, other)
@@ -144,14 +211,13 @@ class Pair:
     def txn(self, r: TxnRequest) -> None:
         self.same(
             f"txn {r}",
-            lambda: ours(self.kv.txn(r)[0]),
+            lambda: ours(self.kv.txn(r)),
             lambda: theirs("txn", self.etcd.call("/v3/kv/txn", txn_json(r, self.off)), self.off),
         )
 
     def compact(self, rev: int) -> None:
         def mine() -> Canon:
-            self.kv.compact(rev)
-            return ("compact", self.kv.current_revision)
+            return ("compact", self.kv.compact(rev))
 
         def other() -> Canon:
             d = self.etcd.call("/v3/kv/compaction", {"revision": rev + self.off, "physical": True})
@@ -161,8 +227,7 @@ class Pair:
 
     def grant(self, lease_id: int) -> None:
         def mine() -> Canon:
-            lease = self.kv.lessor.grant(lease_id, LEASE_TTL, 0.0)
-            return ("lease", lease.id, lease.ttl)
+            return ("lease", *self.kv.grant(lease_id, LEASE_TTL))
 
         def other() -> Canon:
             d = self.etcd.call("/v3/lease/grant", {"ID": lease_id, "TTL": LEASE_TTL})
@@ -172,7 +237,7 @@ class Pair:
 
     def revoke(self, lease_id: int) -> None:
         def mine() -> Canon:
-            return ("revoke", self.kv.revoke_lease_keys(lease_id)[0])
+            return ("revoke", self.kv.revoke(lease_id))
 
         def other() -> Canon:
             d = self.etcd.call("/v3/lease/revoke", {"ID": lease_id})
