@@ -94,6 +94,7 @@ class Member:
         self.proposals_committed = 0
         self.proposals_failed = 0
         self.slow_watch_conns = 0
+        self.snapshots_installed = 0
 
     # ================================================================== lifecycle
     async def start(self) -> None:
@@ -251,6 +252,8 @@ class Member:
             )
             state.applied_index = rd.snapshot.metadata.index
             self._last_snapshot_index = rd.snapshot.metadata.index
+            if rd.snapshot.metadata.index > 1:  # not the bootstrap snapshot
+                self.snapshots_installed += 1
             self._sync_peers()
         wrote = False
         for e in rd.committed_entries:
@@ -888,5 +891,11 @@ class Member:
                 ),
                 ("raftkube_watchers", "gauge", "Open watchers.", self.state.hub.watcher_count()),
                 ("raftkube_watch_slow_connections_total", "counter", "Watch streams cut off.", self.slow_watch_conns),
+                (
+                    "raftkube_snapshots_installed_total",
+                    "counter",
+                    "Snapshots received from the leader and installed.",
+                    self.snapshots_installed,
+                ),
             ]
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -10,6 +11,8 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -194,6 +197,37 @@ def test_leader_kill_then_restart_loses_nothing(cluster: StoreCluster) -> None:
     run(check())
     log = (cluster.local.member_dir(new_leader) / "member.log").read_text()
     assert "Traceback" not in log
+    # It missed more entries than the leader keeps after a snapshot: it needed one.
+    metrics = _http_get(cluster, leader, "/metrics")
+    assert "raftkube_snapshots_installed_total 1" in metrics
+
+
+def _http_get(cluster: StoreCluster, member_id: int, path: str, expect: int = 200) -> str:
+    url = next(m.http_url for m in cluster.local.members() if m.id == member_id) + path
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            assert resp.status == expect
+            return str(resp.read().decode())
+    except urllib.error.HTTPError as e:
+        assert e.code == expect, f"{url}: {e.code}"
+        return str(e.read().decode())
+
+
+def test_health_and_metrics_endpoints(cluster: StoreCluster) -> None:
+    """/health answers JSON with a leader; /metrics is Prometheus text; anything else is 404."""
+    leader = cluster.wait_leader()
+    health = json.loads(_http_get(cluster, leader, "/health"))
+    assert health["health"] == "true" and health["leader"] == leader
+    metrics = _http_get(cluster, leader, "/metrics")
+    for name in (
+        "raftkube_raft_term",
+        "raftkube_wal_fsync_seconds_total",
+        "raftkube_mvcc_db_keys",
+        "raftkube_watchers",
+    ):
+        assert f"# TYPE {name} " in metrics
+    assert "raftkube_raft_is_leader 1" in metrics
+    assert "not found" in _http_get(cluster, leader, "/nope", expect=404)
 
 
 def test_write_to_a_member_cut_off_from_its_quorum_fails_in_bounded_time(cluster: StoreCluster) -> None:
