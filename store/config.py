@@ -32,7 +32,7 @@ class StoreSettings:
     host: str = "127.0.0.1"
     client_port: int = 2379
     """Member i (1-based) serves clients on client_port + 10000*(i-1), peers on +1, HTTP on +2."""
-    snapshot_count: int = 10_000
+    snapshot_count: int = 100_000
     snapshot_catchup_entries: int = 5_000
     request_timeout: float = 5.0
     startup_timeout: float = 15.0

@@ -29,7 +29,7 @@ class MemberConfig:
     tick_ms: int = 100
     election_ticks: int = 10
     heartbeat_ticks: int = 1
-    snapshot_count: int = 10_000
+    snapshot_count: int = 100_000
     """Applied entries between two snapshots (and WAL releases)."""
     snapshot_catchup_entries: int = 5_000
     """Entries kept in the log after a snapshot, so slightly lagging followers need no snapshot."""
@@ -99,7 +99,7 @@ def read_member_file(member_dir: Path) -> MemberConfig:
             tick_ms=int(doc.get("tick_ms", 100)),
             election_ticks=int(doc.get("election_ticks", 10)),
             heartbeat_ticks=int(doc.get("heartbeat_ticks", 1)),
-            snapshot_count=int(doc.get("snapshot_count", 10_000)),
+            snapshot_count=int(doc.get("snapshot_count", 100_000)),
             snapshot_catchup_entries=int(doc.get("snapshot_catchup_entries", 5_000)),
             request_timeout=float(doc.get("request_timeout", 5.0)),
             fsync=bool(doc.get("fsync", True)),

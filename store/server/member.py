@@ -83,7 +83,6 @@ class Member:
         self._reads_waiting: list[_ReadBatch] = []
         self._conns: set[_ClientConn] = set()
         self._watch_owner: dict[int, _ClientConn] = {}
-        self._revoking: set[int] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._dispatch_scheduled = False
         self._last_snapshot_index = 0
@@ -232,11 +231,9 @@ class Member:
         assert self.state is not None and self.node is not None
         if not self.node.is_leader:
             return
-        now = time.monotonic()
-        for lease_id in self.state.lessor.expired(now):
-            if lease_id in self._revoking:
-                continue
-            self._revoking.add(lease_id)
+        # The lessor reports each expired lease once, and again after a while if its
+        # revocation was lost (e.g. with a leader change).
+        for lease_id in self.state.lessor.expired(time.monotonic()):
             self._enqueue_proposal("lease_revoke", [lease_id], origin_seq=0)
 
     # ================================================================== apply
@@ -301,7 +298,6 @@ class Member:
         if rd.soft_state.raft_state == StateType.LEADER:
             # TTLs restart on a new leader: the old leader's keep-alives may not have reached us.
             self.state.lessor.promote(time.monotonic())
-            self._revoking.clear()
         else:
             self.state.lessor.demote()
             err = E.LeaderChangedError("leader changed before the request was applied; it may or may not be")
