@@ -11,6 +11,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from bench import raft_core
+from bench.store import cli as store_bench
 from store.cli import cluster as store_cli
 from store.cli import kv as kv_cli
 from store.cli.common import UsageError
@@ -36,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     raft_core.add_arguments(core)
     core.set_defaults(run=raft_core.run)
+    store = bench_sub.add_parser(
+        "store", help="the store side by side with etcd and pysyncobj: writes, reads, watch, failover, restart"
+    )
+    store_bench.add_arguments(store)
+    store.set_defaults(run=store_bench.run)
     store_cli.register(sub)
     kv_cli.register(sub)
     return p

@@ -1,0 +1,198 @@
+"""`raftkube bench store`: the store side by side with etcd 3.4 and a pysyncobj dict.
+
+    raftkube bench store [--peers etcd,pysyncobj] [--members 3|5] [--quick]
+                         [--only writes,reads,watch,failover,restart]
+
+Every system runs its members as local processes on free 127.0.0.1 ports in a temp dir,
+with fsync on; load generators run in processes of their own and report their CPU.  A
+progress line per phase goes to stderr, the table to stdout; the JSON (with machine and
+versions) and a PNG go to bench/results/.  Every process started is killed by pid at the
+end, also on Ctrl-C or an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from bench.store import procs
+from bench.store.progress import Progress
+
+if TYPE_CHECKING:
+    from bench.store.context import Context, Sizes
+
+# Only the standard library above: the `raftkube` command imports this module, and must work
+# without the bench extra (grpcio, pysyncobj, matplotlib) for everything but this benchmark.
+SYSTEMS = ("raftkube", "etcd", "pysyncobj")
+PHASES = ("writes", "reads", "watch", "failover", "restart")
+
+
+def _csv(allowed: tuple[str, ...], what: str) -> Any:
+    def parse(text: str) -> list[str]:
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in items if x not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(f"unknown {what}: {', '.join(bad)} (known: {', '.join(allowed)})")
+        return items
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    v = float(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {v}")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--peers",
+        type=_csv(SYSTEMS[1:], "peer"),
+        default=["etcd", "pysyncobj"],
+        help="systems to compare raftkube with (default: etcd,pysyncobj)",
+    )
+    p.add_argument("--members", type=int, choices=(3, 5), default=3, help="members per system (default 3)")
+    p.add_argument(
+        "--quick", action="store_true", help="shorter phases and smaller data (10k catch-up, 3 kills, 20k keys)"
+    )
+    p.add_argument(
+        "--only",
+        type=_csv(PHASES, "phase"),
+        default=list(PHASES),
+        help=f"phases to run (default: all of {','.join(PHASES)})",
+    )
+    p.add_argument("--seconds", type=_seconds, help="override the measuring time of each write/read/watch level")
+    p.add_argument("--levels", type=_csv(("1", "16", "64", "256"), "level"), help="write levels (default 1,16,64,256)")
+    p.add_argument("--clients", type=int, default=2, help="load generator processes at 16+ in flight (default 2)")
+    p.add_argument("--json", type=Path, default=Path("bench/results/store.json"), help="where to write the results")
+    p.add_argument("--png", type=Path, default=Path("bench/results/store.png"), help="where to write the plot")
+    p.add_argument("--config", type=Path, default=Path("cluster.toml"), help="raftkube settings ([store])")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (members' logs) after the run")
+
+
+def sizes_from(args: argparse.Namespace) -> Sizes:
+    from bench.store.context import Sizes
+
+    s = Sizes.quick() if args.quick else Sizes()
+    if args.seconds:
+        s.write_s = s.read_s = s.watch_s = args.seconds
+        s.warmup_s = min(s.warmup_s, args.seconds / 2)
+    if args.levels:
+        s.write_levels = tuple(int(x) for x in args.levels)
+    s.clients = max(1, args.clients)
+    return s
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from bench.store import plot, report, targets
+        from bench.store.context import Context
+        from bench.store.peers import PeerError, etcd_binary
+        from bench.store.phases import failover, reads, restart, watch, writes
+    except ImportError as e:
+        print(f"raftkube bench store: {e} (install the bench extra: pip install -e '.[bench]')", file=sys.stderr)
+        return 1
+
+    systems = ["raftkube", *[p for p in args.peers if p != "raftkube"]]
+    if "etcd" in systems:
+        try:
+            etcd_binary()
+        except PeerError as e:
+            print(f"raftkube bench store: {e}", file=sys.stderr)
+            return 1
+    sizes = sizes_from(args)
+    root = Path(tempfile.mkdtemp(prefix="raftkube-bench-store-"))
+    progress = Progress()
+    ctx = Context(root, systems, args.members, sizes, progress, args.config)
+    runners = {
+        "writes": writes.run,
+        "reads": reads.run,
+        "watch": watch.run,
+        "failover": failover.run,
+        "restart": restart.run,
+    }
+    old = signal.signal(signal.SIGTERM, _on_signal)
+    machine = report.machine()
+    phases: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    t0 = time.monotonic()
+    ok = False
+    try:
+        for name in PHASES:
+            if name not in args.only:
+                continue
+            try:
+                phases[name] = runners[name](ctx)
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:
+                progress.end(f"FAILED: {type(e).__name__}: {e}")
+                failed[name] = f"{type(e).__name__}: {e}"
+            finally:
+                procs.kill_all()
+        ok = True
+    finally:
+        procs.kill_all()
+        signal.signal(signal.SIGTERM, old)
+        progress.end()
+        if not args.keep and ok and not failed:
+            shutil.rmtree(root, ignore_errors=True)
+        elif not ok or failed:
+            print(f"member and load generator logs kept in {root}", file=sys.stderr)
+    config = {
+        "systems": systems,
+        "members": args.members,
+        "quick": args.quick,
+        "phases": [p for p in PHASES if p in args.only],
+        "sizes": asdict(sizes),
+        "peers": {s: _describe(s, ctx) for s in systems},
+        "wall_s": time.monotonic() - t0,
+        "failed_phases": failed,
+    }
+    found = targets.evaluate(phases)
+    doc = report.document(config, machine, phases, found)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    print(report.render(doc))
+    try:
+        plot.plot(doc, args.png)
+        print(f"\nwritten {args.json} and {args.png}")
+    except ImportError as e:
+        print(f"\nwritten {args.json}; no plot ({e}: pip install -e '.[bench]')")
+    for name, err in failed.items():
+        print(f"phase {name} failed: {err}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _describe(system: str, ctx: Context) -> dict[str, Any]:
+    from bench.store.peers import RaftkubePeer, etcd_version, pysyncobj_version
+
+    if system == "raftkube":
+        return RaftkubePeer(ctx.root / "describe", ctx.members, ctx.config).describe()
+    if system == "etcd":
+        return {"version": etcd_version(), "fsync": True, "heartbeat_ms": 100, "election_ms": 1000}
+    return {"version": pysyncobj_version(), "journal_file": True, "fsync": False}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

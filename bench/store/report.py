@@ -1,0 +1,225 @@
+"""The printed table, the JSON document (with machine and versions) and their assembly."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.store.peers import etcd_version, pysyncobj_version
+from bench.store.targets import Target
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        mem = 0
+    return {
+        "cpu_model": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem / 2**30, 1),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "etcd": etcd_version(),
+        "pysyncobj": pysyncobj_version(),
+        "git_commit": git_commit(),
+        "load_average_at_start": list(os.getloadavg()),
+    }
+
+
+def git_commit() -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (sha or "unknown") + ("+dirty" if dirty else "")
+
+
+def _f(v: float | None, fmt: str = ",.0f", unit: str = "") -> str:
+    return "-" if v is None else f"{v:{fmt}}{unit}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or not b:
+        return ""
+    return f"{a / b:.2f}x"
+
+
+def render(doc: dict[str, Any]) -> str:
+    m = doc["machine"]
+    cfg = doc["config"]
+    lines = [
+        f"raftkube store benchmark: {cfg['members']} members per system on 127.0.0.1, fsync on "
+        f"(pysyncobj: journal file, never fsynced){', QUICK' if cfg['quick'] else ''}",
+        f"machine: {m['cpu_model']}, {m['cores']} cores, Python {m['python']}, etcd {m['etcd']}, "
+        f"pysyncobj {m['pysyncobj']}, commit {m['git_commit'][:12]}, load average at start "
+        f"{m['load_average_at_start'][0]:.2f}",
+        "client CPU = the load generator processes' own CPU over the window (100 % = one core: a saturated client)",
+    ]
+    ph = doc["phases"]
+    if "writes" in ph:
+        w = ph["writes"]
+        lines += ["", f"WRITES ({w['value_size']} B values, {w['seconds']:.0f} s per level, writers to the leader)"]
+        lines.append(
+            f"{'in flight':>9}  {'system':<10}{'writes/s':>10}{'vs etcd':>9}{'p50 ms':>9}{'p99 ms':>9}"
+            f"{'client CPU':>12}{'server CPU':>12}{'CPU ms/write':>14}{'errors':>8}"
+        )
+        systems = w["systems"]
+        levels = sorted({r["concurrency"] for rows in systems.values() for r in rows})
+        for level in levels:
+            etcd = next((r for r in systems.get("etcd", []) if r["concurrency"] == level), None)
+            for s, rows in systems.items():
+                r = next((x for x in rows if x["concurrency"] == level), None)
+                if r is None:
+                    continue
+                lines.append(
+                    f"{level:>9}  {s:<10}{r['ops_per_s']:>10,.0f}"
+                    f"{_ratio(r['ops_per_s'], etcd['ops_per_s'] if etcd and s != 'etcd' else None):>9}"
+                    f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.1f}{r['client_cpu_pct']:>11.0f}%"
+                    f"{r['server_cpu_pct']:>11.0f}%{r['server_cpu_ms_per_op']:>14.3f}{r['errors']:>8}"
+                )
+        if "pysyncobj" in systems:
+            lines.append(
+                "pysyncobj runs with its default SyncObjConf: commands wait for its tick-driven batching "
+                "(autoTickPeriod 50 ms), hence its ~100 ms latency floor and low server CPU"
+            )
+    if "reads" in ph:
+        rd = ph["reads"]
+        lines += ["", f"READS ({rd['concurrency']} in flight, {rd['seconds']:.0f} s, to the leader)"]
+        lines.append(
+            f"{'system':<10}  {'kind':<28}{'reads/s':>10}{'vs etcd':>9}{'p50 ms':>9}{'p99 ms':>9}"
+            f"{'client CPU':>12}{'CPU ms/read':>13}"
+        )
+        for kind in ("linearizable", "serializable", "local"):
+            for s, kinds in rd["systems"].items():
+                r = kinds.get(kind)
+                if r is None:
+                    continue
+                label = "local dict read (not linear.)" if kind == "local" else kind
+                ref = rd["systems"].get("etcd", {}).get("serializable" if kind == "local" else kind)
+                vs = _ratio(r["ops_per_s"], ref["ops_per_s"] if ref and s != "etcd" else None)
+                lines.append(
+                    f"{s:<10}  {label:<28}{r['ops_per_s']:>10,.0f}{vs:>9}"
+                    f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.1f}{r['client_cpu_pct']:>11.0f}%"
+                    f"{r['server_cpu_ms_per_op']:>13.3f}"
+                )
+    if "watch" in ph:
+        wa = ph["watch"]
+        lines += [
+            "",
+            f"WATCH fan-out ({wa['seconds']:.0f} s, writers {wa['writers_in_flight']} in flight to the leader, "
+            "watchers on a follower)",
+        ]
+        lines.append(
+            f"{'watchers':>8}  {'system':<10}{'events/s':>11}{'vs etcd':>9}{'writes/s':>10}{'delivered':>11}"
+            f"{'watcher CPU':>13}{'writer CPU':>12}{'server CPU':>12}"
+        )
+        systems = wa["systems"]
+        counts = sorted({r["watchers"] for v in systems.values() for r in v.get("fanout", [])})
+        for n in counts:
+            etcd = next((r for r in systems.get("etcd", {}).get("fanout", []) if r["watchers"] == n), None)
+            for s, v in systems.items():
+                r = next((x for x in v.get("fanout", []) if x["watchers"] == n), None)
+                if r is None:
+                    continue
+                lines.append(
+                    f"{n:>8}  {s:<10}{r['events_per_s']:>11,.0f}"
+                    f"{_ratio(r['events_per_s'], etcd['events_per_s'] if etcd and s != 'etcd' else None):>9}"
+                    f"{r['writes_per_s']:>10,.0f}{100 * r['delivered_fraction']:>10.0f}%"
+                    f"{r['watcher_client_cpu_pct']:>12.0f}%{r['writer_client_cpu_pct']:>11.0f}%"
+                    f"{r['server_cpu_pct']:>11.0f}%"
+                )
+        lines += ["", "WATCH catch-up (one watcher from revision 1 on a follower, until the last event)"]
+        lines.append(
+            f"{'system':<10}{'events':>10}{'seconds':>10}{'events/s':>11}{'speed-up vs etcd':>18}{'client CPU':>12}"
+        )
+        et = systems.get("etcd", {}).get("catchup")
+        for s, v in systems.items():
+            c = v.get("catchup")
+            if c is None:
+                continue
+            speed = f"{et['seconds'] / c['seconds']:.1f}x" if et and c["seconds"] and s != "etcd" else ""
+            done = "" if c["complete"] else f" (incomplete: {c['events']:,} of {c['expected']:,})"
+            lines.append(
+                f"{s:<10}{c['events']:>10,}{c['seconds']:>10.2f}{c['events_per_s']:>11,.0f}{speed:>18}"
+                f"{c['client_cpu_pct']:>11.0f}%{done}"
+            )
+    if "failover" in ph:
+        fo = ph["failover"]
+        lines += [
+            "",
+            f"FAILOVER (SIGKILL the leader under load, {fo['in_flight']} writes in flight; "
+            "time from the kill to the first successful write started after it; "
+            f"{fo.get('request_timeout_s', 1.0):.1f} s deadline per write)",
+        ]
+        lines.append(
+            f"{'system':<10}{'kills':>6}{'median s':>10}{'max s':>8}{'leader seen s':>15}{'client CPU':>12}"
+            "  per kill (s)"
+        )
+        for s, r in fo["systems"].items():
+            each = " ".join(_f(k["unavailable_s"], ".2f") for k in r["kills"])
+            seen = statistics.median([k["leader_seen_s"] for k in r["kills"]]) if r["kills"] else None
+            lines.append(
+                f"{s:<10}{len(r['kills']):>6}{_f(r['median_s'], '.2f'):>10}{_f(r['max_s'], '.2f'):>8}"
+                f"{_f(seen, '.2f'):>15}{r['client_cpu_pct']:>11.0f}%  {each}"
+            )
+        lines.append("(leader seen = median time until the driver's status polls, every ~50 ms, found a new leader)")
+    if "restart" in ph:
+        rs = ph["restart"]
+        lines += [
+            "",
+            f"RESTART (a follower holding {rs['keys']:,} keys x {rs['value_size']} B: SIGKILL, restart, "
+            "time until a serializable read of the last key is right)",
+        ]
+        lines.append(
+            f"{'system':<10}{'restart s':>10}{'vs etcd':>9}{'RSS MiB per member':>28}{'RSS after':>11}"
+            f"{'fill writes/s':>15}{'CPU ms/write':>14}{'port wait s':>13}"
+        )
+        et = rs["systems"].get("etcd")
+        for s, r in rs["systems"].items():
+            rss = " ".join(f"{v:.0f}" for v in r["rss_mib"].values())
+            vs = _ratio(r["restart_s"], et["restart_s"] if et and s != "etcd" else None)
+            lines.append(
+                f"{s:<10}{r['restart_s']:>10.2f}{vs:>9}"
+                f"{rss:>28}{r['rss_restarted_mib']:>11.0f}{r['fill_writes_per_s']:>15,.0f}"
+                f"{r['fill_server_cpu_ms_per_write']:>14.3f}{r.get('port_wait_s', 0.0):>13.2f}"
+            )
+        lines.append("(port wait = time after the SIGKILL until the kernel let its ports be bound again; not counted)")
+    lines += ["", "TARGETS (raftkube, ratios to peers measured in this run)"]
+    lines.append(f"{'target':<58}{'goal':>10}{'measured':>12}  met")
+    for t in doc["targets"]:
+        value = "-" if t["value"] is None else f"{t['value']:.2f}{t['unit'] if t['unit'] != 's' else ' s'}"
+        met = "n/a (not measured)" if t["met"] is None else ("yes" if t["met"] else "NO")
+        lines.append(f"{t['name']:<58}{t['goal']:>10}{value:>12}  {met}")
+    return "\n".join(lines)
+
+
+def document(
+    config: dict[str, Any], machine_info: dict[str, Any], phases: dict[str, Any], targets: list[Target]
+) -> dict[str, Any]:
+    return {
+        "benchmark": "store",
+        "machine": machine_info,
+        "config": config,
+        "phases": phases,
+        "targets": [t.to_json() for t in targets],
+    }

@@ -1,0 +1,70 @@
+"""The goals raftkube is measured against, as ratios to the peers measured in the same run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    goal: str
+    value: float | None
+    """The measured figure (a ratio or seconds); None when a phase or peer was not run."""
+    met: bool | None
+    unit: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "goal": self.goal, "value": self.value, "met": self.met, "unit": self.unit}
+
+
+def _get(d: Any, *path: Any) -> Any:
+    for p in path:
+        if d is None:
+            return None
+        if isinstance(p, int) and isinstance(d, list):
+            d = next((x for x in d if x.get("concurrency") == p or x.get("watchers") == p), None)
+        else:
+            d = d.get(p) if isinstance(d, dict) else None
+    return d
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or not b:
+        return None
+    return a / b
+
+
+def _check(name: str, goal: str, value: float | None, ok: Callable[[float], bool], unit: str = "x") -> Target:
+    return Target(name, goal, value, None if value is None else bool(ok(value)), unit)
+
+
+def evaluate(phases: dict[str, Any]) -> list[Target]:
+    w = _get(phases, "writes", "systems")
+    out: list[Target] = []
+    for level in (64, 256):
+        rk, et = _get(w, "raftkube", level), _get(w, "etcd", level)
+        r = _ratio(_get(rk, "ops_per_s"), _get(et, "ops_per_s"))
+        out.append(_check(f"writes/s at {level} in flight vs etcd", ">= 1.0x", r, lambda v: v >= 1.0))
+        p = _ratio(_get(rk, "p99_ms"), _get(et, "p99_ms"))
+        out.append(_check(f"p99 at {level} in flight vs etcd", "<= 1.0x", p, lambda v: v <= 1.0))
+    r = _ratio(_get(w, "raftkube", 256, "ops_per_s"), _get(w, "pysyncobj", 256, "ops_per_s"))
+    out.append(_check("writes/s at 256 in flight vs pysyncobj", ">= 3.0x", r, lambda v: v >= 3.0))
+    out.append(_check("p50 at 1 in flight", "<= 1.5 ms", _get(w, "raftkube", 1, "p50_ms"), lambda v: v <= 1.5, "ms"))
+    ws = _get(phases, "watch", "systems")
+    r = _ratio(_get(ws, "raftkube", "fanout", 100, "events_per_s"), _get(ws, "etcd", "fanout", 100, "events_per_s"))
+    out.append(_check("watch events/s to 100 watchers vs etcd", ">= 1.0x", r, lambda v: v >= 1.0))
+    rk_c, et_c = _get(ws, "raftkube", "catchup"), _get(ws, "etcd", "catchup")
+    speed = None
+    if rk_c and et_c and rk_c.get("complete") and et_c.get("complete"):
+        speed = _ratio(et_c["seconds"], rk_c["seconds"])
+    out.append(_check("watch catch-up speed vs etcd", ">= 10x", speed, lambda v: v >= 10.0))
+    fo = _get(phases, "failover", "systems", "raftkube", "median_s")
+    out.append(_check("failover median (kill leader -> first write)", "<= 1.5 s", fo, lambda v: v <= 1.5, "s"))
+    rs = _get(phases, "restart", "systems", "raftkube", "restart_s")
+    keys = _get(phases, "restart", "keys")
+    label = f"restart of a {keys:,} x 1 KiB member until it serves" if keys else "restart until it serves"
+    out.append(_check(label, "<= 5 s", rs, lambda v: v <= 5.0, "s"))
+    return out
