@@ -1,5 +1,6 @@
 """A member's durable state: data-dir lock, WAL and snapshot files, and the in-memory log
-rebuilt from them.  `persist_ready` runs on the member's single disk thread."""
+rebuilt from them.  The WAL is written from the event loop thread only; snapshot files may
+be written from the disk thread."""
 
 from __future__ import annotations
 
@@ -64,17 +65,19 @@ class Persistence:
             lock.release()
             raise
 
+    def save_snapshot_file(self, snap: Snapshot) -> None:
+        """Write a snapshot file (fsynced).  Safe on another thread: it touches only snap/."""
+        self.snapshotter.save(snap)
+
     def persist_ready(self, rd: Ready) -> None:
-        """Snapshot file first (it must exist before the WAL points at it), then one WAL record."""
+        """One WAL record for the Ready (its snapshot file, if any, is already saved)."""
         marker = None
         if rd.snapshot is not None:
-            self.snapshotter.save(rd.snapshot)
             marker = SnapshotMarker(rd.snapshot.metadata.index, rd.snapshot.metadata.term)
         self.wal.save(rd.hard_state, rd.entries, sync=rd.must_sync and self.fsync, snapshot=marker)
 
-    def save_snapshot(self, snap: Snapshot) -> None:
-        """A snapshot the member took of its own state: file, then WAL marker, then old files go."""
-        self.snapshotter.save(snap)
+    def record_snapshot(self, snap: Snapshot) -> None:
+        """After the member's own snapshot file is saved: point the WAL at it, drop old files."""
         self.wal.save_snapshot_marker(snap.metadata.index, snap.metadata.term, sync=self.fsync)
         self.snapshotter.purge(keep=SNAPSHOTS_KEPT)
 

@@ -35,6 +35,16 @@ from store.server.protocol import MemberInfo
 from store.watch.hub import WatchHub
 
 STATE_VERSION = 1
+WATCH_BUFFER_EVENTS = 10_000
+"""Events a watcher may have queued before it falls back to catching up from history."""
+WATCH_SYNC_REVISIONS = 5_000
+"""Revisions of history replayed per catch-up step."""
+
+
+def new_hub(kv: KVStore) -> WatchHub:
+    return WatchHub(kv, buffer_events=WATCH_BUFFER_EVENTS, sync_revisions=WATCH_SYNC_REVISIONS)
+
+
 BACKUP_MAGIC = b"RKBACKUP1"
 
 
@@ -54,7 +64,7 @@ class ReplicatedState:
     @classmethod
     def new(cls, cluster_id: int, member_id: int, members: list[MemberInfo], min_lease_ttl: int = 2) -> ReplicatedState:
         kv = KVStore(Lessor(min_lease_ttl))
-        return cls(cluster_id, member_id, {m.id: m for m in members}, kv, WatchHub(kv))
+        return cls(cluster_id, member_id, {m.id: m for m in members}, kv, new_hub(kv))
 
     def snapshot(self) -> bytes:
         data: bytes = msgpack.packb(
@@ -76,7 +86,7 @@ class ReplicatedState:
         kv = KVStore.restore(kv_data, lessor=Lessor(min_lease_ttl), now=time.monotonic())
         infos = {m[0]: MemberInfo.from_wire(m) for m in members}
         if hub is None:
-            hub = WatchHub(kv)
+            hub = new_hub(kv)
         else:
             hub.restore(kv)
         return cls(cluster_id, member_id, infos, kv, hub)
