@@ -22,6 +22,7 @@ import gc
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,12 +53,22 @@ from store.server.watch_frames import WatchFrameEncoder
 
 log = logging.getLogger("raftkube.member")
 
+FAST_WRITES = frozenset({"put", "delete_range", "txn"})
+"""Methods served without a coroutine per request (see `_fast_write`)."""
 FREEZE_EVERY = 20_000
 """Applied entries between two gc.freeze() calls."""
 WATCH_BACKLOG_PAUSE = 4 << 20
 """Unsent bytes on a watch connection above which historic catch-up waits for the reader."""
 WATCH_BACKLOG_LIMIT = 64 << 20
 """Unsent bytes at which a watch connection is cut off (its client resumes elsewhere)."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A proposal waiting to be applied: `done` gets the wire result or a StoreError."""
+
+    deadline: float
+    done: Callable[[Any], None]
 
 
 @dataclass
@@ -85,7 +96,8 @@ class Member:
         self.http: HttpEndpoint | None = None
         self.client_server: asyncio.Server | None = None
         self._seq = 0
-        self._waiters: dict[int, asyncio.Future[Any]] = {}
+        self._waiters: dict[int, _Pending] = {}
+        """By seq, hence by deadline (every request gets the same timeout)."""
         self._props: list[bytes] = []
         self._read_batch: _ReadBatch | None = None
         self._reads_inflight: dict[bytes, _ReadBatch] = {}
@@ -239,8 +251,11 @@ class Member:
         )
 
     def _on_tick(self) -> None:
-        """Leader duties on the clock: expire leases (by proposing their revocation)."""
+        """Duties on the clock: time out waiting writes; as leader, expire leases (by
+        proposing their revocation)."""
         assert self.state is not None and self.node is not None
+        if self._waiters:
+            self._expire_waiters(time.monotonic())
         if not self.node.is_leader:
             return
         # The lessor reports each expired lease once, and again after a while if its
@@ -276,12 +291,9 @@ class Member:
             origin, seq, result = state.apply(e.data, e.index)
             wrote = True
             if origin == self.id:
-                fut = self._waiters.pop(seq, None)
-                if fut is not None and not fut.done():
-                    if isinstance(result, E.StoreError):
-                        fut.set_exception(result)
-                    else:
-                        fut.set_result(result)
+                pending = self._waiters.pop(seq, None)
+                if pending is not None:
+                    pending.done(result)
                 self.proposals_committed += 1
         if rd.read_states:
             for rs in rd.read_states:
@@ -327,10 +339,9 @@ class Member:
         else:
             self.state.lessor.demote()
             err = E.LeaderChangedError("leader changed before the request was applied; it may or may not be")
-            for fut in self._waiters.values():
-                if not fut.done():
-                    fut.set_exception(err)
-            self._waiters.clear()
+            waiters, self._waiters = self._waiters, {}
+            for pending in waiters.values():
+                pending.done(err)
         # Reads waiting for an index from a former leader must ask again.
         inflight, self._reads_inflight = self._reads_inflight, {}
         for b in inflight.values():
@@ -367,17 +378,21 @@ class Member:
         p = self.persistence
         fut = asyncio.get_running_loop().run_in_executor(self.node.disk_thread, p.save_snapshot_file, snap)
 
-        def saved(f: asyncio.Future[None]) -> None:
-            # Runs on the loop thread: the WAL has one writer.  Only once the snapshot file
-            # is durable may the WAL point at it and the log (and WAL) before it go.
-            if f.cancelled() or f.exception() is not None:
-                log.error("saving the snapshot at %d failed: %s", applied, f.exception())
-                return
+        def record() -> None:
+            # Between two Readies (the WAL has one writer), and only once the snapshot file
+            # is durable, may the WAL point at it and the log (and WAL) before it go.
             p.record_snapshot(snap)
             if compact_to > p.storage.first_index():
                 p.storage.compact(compact_to)
                 p.release_wal_before(compact_to)
 
+        def saved(f: asyncio.Future[None]) -> None:
+            if f.cancelled() or f.exception() is not None:
+                log.error("saving the snapshot at %d failed: %s", applied, f.exception())
+                return
+            node.defer(record)
+
+        node = self.node
         fut.add_done_callback(saved)
 
     # ================================================================== proposals
@@ -399,30 +414,50 @@ class Member:
             err = E.UnavailableError(f"proposal dropped: {e}")
             for data in batch:
                 seq = msgpack.unpackb(data)[1]
-                fut = self._waiters.pop(seq, None)
-                if fut is not None and not fut.done():
-                    fut.set_exception(err)
+                pending = self._waiters.pop(seq, None)
+                if pending is not None:
+                    pending.done(err)
             self.proposals_failed += len(batch)
 
-    async def propose(self, kind: str, args: Any) -> Any:
+    def submit(self, kind: str, args: Any, done: Callable[[Any], None]) -> None:
+        """Propose a write; `done` later gets its wire result or a StoreError (not leader,
+        dropped, leader changed, timed out).  No task, future or timer per request: the
+        tick expires overdue waiters, in seq order, which is deadline order."""
         assert self.node is not None
         if not self.node.is_leader:
-            raise self._leader_error()
+            done(self._leader_error())
+            return
         self._seq += 1
-        seq = self._seq
+        self._waiters[self._seq] = _Pending(time.monotonic() + self.cfg.request_timeout, done)
+        self._enqueue_proposal(kind, args, self._seq)
+
+    async def propose(self, kind: str, args: Any) -> Any:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiters[seq] = fut
-        self._enqueue_proposal(kind, args, seq)
-        try:
-            return await asyncio.wait_for(fut, self.cfg.request_timeout)
-        except TimeoutError:
+
+        def done(result: Any) -> None:
+            if not fut.done():
+                if isinstance(result, E.StoreError):
+                    fut.set_exception(result)
+                else:
+                    fut.set_result(result)
+
+        self.submit(kind, args, done)
+        return await fut
+
+    def _expire_waiters(self, now: float) -> None:
+        waiters = self._waiters
+        while waiters:
+            seq, pending = next(iter(waiters.items()))
+            if pending.deadline > now:
+                return
+            del waiters[seq]
             self.proposals_failed += 1
-            raise E.TimeoutError_(
-                f"not committed within {self.cfg.request_timeout:.1f}s (leader cut off from its quorum?); "
-                "the request may or may not be applied"
-            ) from None
-        finally:
-            self._waiters.pop(seq, None)
+            pending.done(
+                E.TimeoutError_(
+                    f"not committed within {self.cfg.request_timeout:.1f}s (leader cut off from its quorum?); "
+                    "the request may or may not be applied"
+                )
+            )
 
     # ================================================================== reads
     async def read_barrier(self) -> None:
@@ -542,6 +577,9 @@ class Member:
                 for f, size in pending:
                     if not isinstance(f, list) or len(f) != 3 or not isinstance(f[0], int):
                         raise E.ProtocolError("a request frame must be [id, method, args]")
+                    if f[1] in FAST_WRITES:
+                        self._fast_write(conn, f[0], f[1], f[2], size)
+                        continue
                     t = asyncio.get_running_loop().create_task(self._handle(conn, f[0], f[1], f[2], size))
                     tasks.add(t)
                     t.add_done_callback(tasks.discard)
@@ -563,6 +601,39 @@ class Member:
             for t in tasks:
                 t.cancel()
             writer.close()
+
+    def _fast_write(self, conn: _ClientConn, rid: int, method: str, args: Any, size: int) -> None:
+        """The hot path for put, delete and txn: validated and proposed right here, answered
+        by the apply loop writing the reply frame (no coroutine per request)."""
+        writer = conn.writer
+
+        def reply(result: Any) -> None:
+            if writer.is_closing():
+                return
+            if isinstance(result, E.StoreError):
+                writer.write(encode_frame([rid, ERROR, result.to_wire()]))
+            else:
+                writer.write(encode_frame([rid, OK, self.header().to_wire(), result]))
+
+        try:
+            if size > self.cfg.max_request_bytes:
+                raise E.RequestTooLargeError(
+                    f"request is too large: {size} bytes, the limit is {self.cfg.max_request_bytes}"
+                )
+            assert self.state is not None
+            if method == "put":
+                self.state.validate_put(PutRequest.from_wire(args))
+            elif method == "delete_range":
+                self.state.validate_delete(DeleteRangeRequest.from_wire(args))
+            else:
+                self.state.validate_txn(TxnRequest.from_wire(args))
+        except E.StoreError as e:
+            reply(e)
+            return
+        except (TypeError, ValueError, IndexError, KeyError) as e:
+            reply(E.InvalidArgumentError(f"malformed {method!r} request: {type(e).__name__}: {e}"))
+            return
+        self.submit(method, args, reply)
 
     @staticmethod
     def _is_hello(f: Any) -> bool:
@@ -607,24 +678,6 @@ class Member:
         if not req.serializable:
             await self.read_barrier()
         return self.state.kv.range(req).to_wire()
-
-    async def _h_put(self, args: Any) -> Any:
-        req = PutRequest.from_wire(args)
-        assert self.state is not None
-        self.state.validate_put(req)
-        return await self.propose("put", args)
-
-    async def _h_delete_range(self, args: Any) -> Any:
-        req = DeleteRangeRequest.from_wire(args)
-        assert self.state is not None
-        self.state.validate_delete(req)
-        return await self.propose("delete_range", args)
-
-    async def _h_txn(self, args: Any) -> Any:
-        req = TxnRequest.from_wire(args)
-        assert self.state is not None
-        self.state.validate_txn(req)
-        return await self.propose("txn", args)
 
     async def _h_compact(self, args: Any) -> Any:
         req = CompactionRequest.from_wire(args)
@@ -809,9 +862,6 @@ class Member:
     _handlers: dict[str, Any] = {
         "hello": _h_hello,
         "range": _h_range,
-        "put": _h_put,
-        "delete_range": _h_delete_range,
-        "txn": _h_txn,
         "compact": _h_compact,
         "lease_grant": _h_lease_grant,
         "lease_revoke": _h_lease_revoke,

@@ -1,11 +1,13 @@
 """The Raft loop of a member: the only place that touches the RawNode.
 
-Each Ready is persisted with one WAL write and one fdatasync, on the event loop's own
-thread: handing a few hundred bytes to a disk thread and back cost more (two thread
-wake-ups per hop, about half a millisecond per write at one request in flight) than the
-fdatasync itself.  Group commit still happens: whatever arrives while the loop is in
-fdatasync waits in the socket buffers and lands in the next Ready together.  Only
-snapshot files, which can be large, are written on a separate disk thread.  After
+Each Ready is persisted with one WAL write and one fdatasync.  A small Ready is written on
+the event loop's own thread: handing a few hundred bytes to a disk thread and back cost
+more (two thread wake-ups per hop, about half a millisecond per write at one request in
+flight) than the fdatasync itself.  A big Ready (a busy leader's group commit) goes to the
+disk thread, so that the loop keeps decoding and stepping requests meanwhile; they land in
+the next Ready together.  Either way the loop waits for the write before going on, so the
+WAL has a single writer at a time; other WAL writes (snapshot markers, releases) are
+`defer`red to run between Readies.  After
 persisting, the loop updates the in-memory storage, sends, applies, then advances.
 """
 
@@ -24,6 +26,9 @@ from store.raft.storage import MemoryStorage
 from store.raft.types import Message, Snapshot, StateType
 
 log = logging.getLogger("raftkube.node")
+
+OFFLOAD_PERSIST_ENTRIES = 8
+"""Readies with at least this many entries are written on the disk thread."""
 
 
 class RaftNode:
@@ -50,6 +55,7 @@ class RaftNode:
         self.disk_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshots")
         """For snapshot files only: the WAL is written from the loop thread (one writer)."""
         self._tasks: list[asyncio.Task[None]] = []
+        self._deferred: list[Callable[[], None]] = []
         self.stopped = asyncio.Event()
         self.fatal: BaseException | None = None
         # Metrics.
@@ -101,6 +107,16 @@ class RaftNode:
                 await t
         self.disk_thread.shutdown(wait=True)
 
+    def defer(self, fn: Callable[[], None]) -> None:
+        """Run `fn` on the loop between two Readies: for WAL writes outside the Ready path
+        (snapshot markers, segment release), so that the WAL only ever has one writer."""
+        self._deferred.append(fn)
+        self._wake.set()
+
+    def _run_deferred(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)()
+
     async def _tick_loop(self) -> None:
         loop = asyncio.get_running_loop()
         next_at = loop.time()
@@ -120,6 +136,7 @@ class RaftNode:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
+                self._run_deferred()
                 while self.raw.has_ready():
                     rd = self.raw.ready()
                     self.readies += 1
@@ -135,7 +152,13 @@ class RaftNode:
                         if rd.snapshot is not None:
                             # The file must exist before the WAL record that points at it.
                             await loop.run_in_executor(self.disk_thread, self.save_snapshot_file, rd.snapshot)
-                        self.persist(rd)
+                        if len(rd.entries) >= OFFLOAD_PERSIST_ENTRIES:
+                            # A big batch: let the loop decode and step what keeps arriving
+                            # while the disk works (the WAL still has one writer at a time:
+                            # this loop, which waits here).
+                            await loop.run_in_executor(self.disk_thread, self.persist, rd)
+                        else:
+                            self.persist(rd)
                         if rd.must_sync:
                             self.fsyncs += 1
                             self.fsync_seconds += time.perf_counter() - t0

@@ -22,6 +22,7 @@ import pytest
 from store.api.kv import Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest
 from store.cli.kv import lease_ref, parse_txn
 from store.launcher import LocalCluster, free_ports
+from tests.support.cli import raftkube
 from tests.support.cluster import running_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,18 +31,6 @@ KV_KEYS = ["key", "value", "create_revision", "mod_revision", "version", "lease"
 NOWHERE = ["--endpoints", "tcp://127.0.0.1:1"]
 """For invocations that must fail before contacting any cluster."""
 T = TypeVar("T")
-
-
-def raftkube(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "components.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        input=stdin,
-    )
 
 
 @pytest.fixture(scope="module")

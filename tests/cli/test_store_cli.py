@@ -14,20 +14,9 @@ from pathlib import Path
 import pytest
 
 from store.launcher import LocalCluster
+from tests.support.cli import raftkube
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def raftkube(*args: str, timeout: float = 60, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "components.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        input=stdin,
-    )
 
 
 @pytest.fixture(scope="module")
