@@ -25,7 +25,7 @@ from typing import Any
 from store.api.errors import ProtocolError
 from store.raft.types import Message, MessageType, Snapshot
 from store.server.framing import FrameReader, encode_frame, encode_frames
-from store.server.raft_codec import message_from_wire, message_to_wire, snapshot_meta_from_wire
+from store.server.raft_codec import BatchEncoder, message_from_wire, message_to_wire, snapshot_meta_from_wire
 
 log = logging.getLogger("raftkube.transport")
 
@@ -114,6 +114,7 @@ class PeerTransport:
         by_peer: dict[int, list[Message]] = {}
         for m in msgs:
             by_peer.setdefault(m.to, []).append(m)
+        encoder = BatchEncoder()
         for peer_id, batch in by_peer.items():
             p = self.peers.get(peer_id)
             if p is None:
@@ -128,7 +129,7 @@ class PeerTransport:
             ):
                 # Connected and keeping up: write now, in this loop turn, instead of
                 # waking the writer task for it (one loop iteration less per hop).
-                w.write(encode_frame(["m", [message_to_wire(x) for x in batch]]))
+                w.write(encoder.frame(batch))
                 continue
             q = p.queue
             q.extend(batch)

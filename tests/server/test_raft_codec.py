@@ -46,3 +46,18 @@ def test_malformed_message_is_protocol_error(wire: list[object]) -> None:
     """Short arrays, unknown types and bad entries raise ProtocolError, never something untyped."""
     with pytest.raises(ProtocolError):
         message_from_wire(wire)
+
+
+def test_batch_frame_equals_generic_encoding() -> None:
+    """Frames with once-packed entries are byte-identical to the generic encoding."""
+    from store.server.framing import encode_frame
+    from store.server.raft_codec import BatchEncoder
+
+    ents = [Entry(3, 7, EntryType.NORMAL, b"x" * 10), Entry(3, 8, EntryType.NORMAL, b"y")]
+    to2 = Message(type=MessageType.APP, to=2, frm=1, term=3, log_term=3, index=6, entries=ents, commit=5)
+    to3 = Message(type=MessageType.APP, to=3, frm=1, term=3, log_term=3, index=6, entries=list(ents), commit=5)
+    beat = Message(type=MessageType.HEARTBEAT, to=2, frm=1, term=3, commit=5)
+    enc = BatchEncoder()
+    for batch in ([to2, beat], [to3]):
+        assert enc.frame(batch) == encode_frame(["m", [message_to_wire(m) for m in batch]])
+    assert len(enc._entries) == 1
