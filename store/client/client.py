@@ -91,6 +91,18 @@ class Client:
 
     async def request(self, method: str, args: Any, endpoint: str | None = None) -> tuple[Header, Any]:
         """Send one request (to `endpoint`, or wherever it can be served), retrying what is safe."""
+        if endpoint is None and self._preferred is not None:
+            # The common case, kept cheap: an open connection to the member that answered last.
+            conn = self._conns.get(self._preferred)
+            if conn is not None and conn.is_open:
+                try:
+                    return await conn.call(method, args, timeout=self.timeout)
+                except StoreError as e:
+                    if not e.retryable or (isinstance(e, ConnectionLost) and method not in READ_METHODS):
+                        raise
+                    if isinstance(e, NotLeaderError):
+                        self._learn_leader(e)
+                    # Fall through to the general path: other members, backoff, deadline.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         last: StoreError | None = None

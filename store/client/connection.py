@@ -51,15 +51,21 @@ class Connection:
     async def call(self, method: str, args: Any, timeout: float) -> tuple[Header, Any]:
         rid = self._next_id
         self._next_id += 1
-        fut: asyncio.Future[tuple[Header, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[Header, Any]] = loop.create_future()
         self._pending[rid] = fut
+        # A plain timer rather than asyncio.wait_for: this runs once per request.
+        timer = loop.call_later(timeout, self._expire, fut, method, timeout)
         try:
             self._send(rid, method, args)
-            return await asyncio.wait_for(fut, timeout)
-        except TimeoutError as e:
-            raise TimeoutError_(f"{method} to {self.endpoint} timed out after {timeout:.1f}s") from e
+            return await fut
         finally:
+            timer.cancel()
             self._pending.pop(rid, None)
+
+    def _expire(self, fut: asyncio.Future[tuple[Header, Any]], method: str, timeout: float) -> None:
+        if not fut.done():
+            fut.set_exception(TimeoutError_(f"{method} to {self.endpoint} timed out after {timeout:.1f}s"))
 
     def open_stream(self, method: str, args: Any, on_frame: Callable[[int, Header | None, Any], None]) -> int:
         """Start a streaming request; `on_frame(kind, header, payload)` gets every frame for it."""
