@@ -26,6 +26,7 @@ class WatchFrameEncoder:
         self._packer = msgpack.Packer(use_bin_type=True)
         self._header = self._packer.pack(header_wire)
         self._events: dict[int, bytes] = {}
+        self._arrays: dict[tuple[int, ...], bytes] = {}
 
     def _event(self, e: Event) -> bytes:
         b = self._events.get(id(e))
@@ -44,10 +45,19 @@ class WatchFrameEncoder:
             self._events[id(e)] = b
         return b
 
+    def _events_array(self, events: list[Event]) -> bytes:
+        """The packed array of `events`; watchers of one prefix usually get the very same
+        sequence of Event objects, so whole arrays are cached too (keyed by identities)."""
+        key = tuple(map(id, events))
+        b = self._arrays.get(key)
+        if b is None:
+            b = self._packer.pack_array_header(len(events)) + b"".join([self._event(e) for e in events])
+            self._arrays[key] = b
+        return b
+
     def frame(self, request_id: int, kind: int, resp: WatchResponse) -> bytes:
         """[request_id, kind, header, resp.to_wire()] as one length-prefixed frame."""
         p = self._packer
-        events = resp.events
         body = b"".join(
             (
                 p.pack_array_header(4),
@@ -57,8 +67,7 @@ class WatchFrameEncoder:
                 p.pack_array_header(7),
                 p.pack(resp.watch_id),
                 p.pack(resp.revision),
-                p.pack_array_header(len(events)),
-                *(self._event(e) for e in events),
+                self._events_array(resp.events),
                 p.pack(resp.created),
                 p.pack(resp.canceled),
                 p.pack(resp.compact_revision),

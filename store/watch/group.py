@@ -59,7 +59,7 @@ class WatcherGroup:
             rev = kv.mod_revision
             for group in groups:
                 for w in group:
-                    if rev < w.min_rev or not w.wants(ev):
+                    if rev < w.min_rev or (w.filtered and not w.wants(ev)):
                         continue
                     e = ev
                     if ev.prev_kv is not None and not w.prev_kv:

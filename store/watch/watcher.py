@@ -21,6 +21,7 @@ class Watcher:
     __slots__ = (
         "buffer",
         "busy",
+        "filtered",
         "final",
         "head",
         "hi",
@@ -55,6 +56,8 @@ class Watcher:
         """Exclusive upper bound of a range watch (None: unbounded); unused for a single key."""
         self.no_put = WatchFilter.NOPUT in filters
         self.no_delete = WatchFilter.NODELETE in filters
+        self.filtered = self.no_put or self.no_delete
+        """Has a filter at all: the hot loop skips `wants` for the (usual) watcher without."""
         self.prev_kv = prev_kv
         self.progress_notify = progress_notify
         self.min_rev = min_rev

@@ -342,9 +342,11 @@ def test_restore_catches_watchers_up_from_the_new_store() -> None:
 def test_non_matching_single_key_watchers_are_never_looked_at(monkeypatch: pytest.MonkeyPatch) -> None:
     kv = KVStore()
     hub = WatchHub(kv)
+    # Filtered watchers, so that looking at one means calling its `wants`.
+    nodelete = [WatchFilter.NODELETE]
     for i in range(5000):
-        hub.create(WatchCreateRequest(b"other/%d" % i))
-    hub.create(WatchCreateRequest(b"k"))
+        hub.create(WatchCreateRequest(b"other/%d" % i, filters=nodelete))
+    hub.create(WatchCreateRequest(b"k", filters=nodelete))
     calls = 0
     wants = Watcher.wants
 
