@@ -267,8 +267,6 @@ class Member:
     def _apply_ready(self, rd: Ready) -> None:
         state = self.state
         assert state is not None
-        if rd.soft_state is not None:
-            self._on_soft_state(rd)
         if rd.snapshot is not None and rd.snapshot.data:
             # A snapshot from the leader replaces our whole state machine.
             self.state = state = ReplicatedState.restore(
@@ -311,6 +309,10 @@ class Member:
                 else:
                     still.append(b)
             self._reads_waiting = still
+        if rd.soft_state is not None:
+            # After applying: a write committed in this very Ready still gets its answer
+            # before a step-down fails the writes left waiting.
+            self._on_soft_state(rd)
         if wrote:
             self._schedule_dispatch()
         if state.applied_index - self._last_snapshot_index >= self.cfg.snapshot_count:

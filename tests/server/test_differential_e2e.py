@@ -34,9 +34,10 @@ from store.api.kv import (
     ResponseOp,
     TxnRequest,
     TxnResponse,
+    prefix_end,
 )
 from store.client.client import Client
-from tests.mvcc.etcd import Etcd, running_etcd
+from tests.mvcc.etcd import Canon, Etcd, event_canon, running_etcd
 from tests.mvcc.test_etcd_differential import Drawer, Pair
 from tests.support.cluster import StoreCluster, running_cluster
 
@@ -142,6 +143,40 @@ class ClusterSubject:
         return _up(self._run(self.client.lease_revoke(lease_id)), -self.off)
 
 
+def compare_watch(pair: Pair, subject: ClusterSubject) -> None:
+    """A watch replaying the example's whole prefix (prev_kv on) gives the same event
+    sequence on both systems: types, keys, values, revisions, versions, leases, prev_kvs."""
+    end = subject.current_revision
+    start = max(subject.compact_revision + 1, 2)  # relative revision 1 is the marker write
+    if end < start:
+        return
+    key, range_end = pair.prefix, prefix_end(pair.prefix)
+
+    async def ours() -> list[Canon]:
+        out: list[Canon] = []
+        w = subject.client.watch(key, range_end, start_revision=start + subject.off, prev_kv=True)
+        async for resp in w:
+            out += [event_canon(e) for e in resp.events]
+            if out and resp.events[-1].kv.mod_revision >= end + subject.off:
+                break
+            if resp.canceled:
+                raise AssertionError(f"raftkube canceled the watch: {resp}")
+        await w.cancel()
+        return [
+            (t, k, _shift_canon(kv, subject.off), _shift_canon(prev, subject.off) if prev else None)
+            for t, k, kv, prev in out
+        ]
+
+    mine = subject._run(asyncio.wait_for(ours(), 10))
+    theirs_ = pair.etcd.watch(key, range_end, start + pair.off, end + pair.off, off=pair.off)
+    assert mine == theirs_, "\n".join(["watch replay differs:", *pair.log, f"raftkube: {mine}", f"etcd:     {theirs_}"])
+
+
+def _shift_canon(kv: Canon, off: int) -> Canon:
+    key, create, mod, version, value, lease = kv
+    return (key, _up(create, -off), _up(mod, -off), version, value, lease)
+
+
 @pytest.fixture(scope="module")
 def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Etcd, StoreCluster]]:
     base = Path(tmp_path_factory.mktemp("differential"))
@@ -163,11 +198,13 @@ def test_cluster_gives_the_same_answers_as_etcd(systems: tuple[Etcd, StoreCluste
     loop = asyncio.new_event_loop()
     client = Client(cluster.endpoints)
     try:
-        pair = Pair(etcd, subject=ClusterSubject(loop, client))
+        subject = ClusterSubject(loop, client)
+        pair = Pair(etcd, subject=subject)
         drawer = Drawer(data, pair)
         for _ in range(data.draw(st.integers(1, 25))):
             drawer.step()
         pair.check_history()
+        compare_watch(pair, subject)
     finally:
         loop.run_until_complete(client.close())
         loop.close()
