@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument(
         "--free-ports", action="store_true", help="pick free ports for a new cluster instead of the client_port scheme"
     )
+    up.add_argument("--client-port", type=int, help="first member's client port for a new cluster (cluster.toml)")
+    up.add_argument("--startup-timeout", type=float, help="seconds to wait for a leader (cluster.toml)")
     up.set_defaults(run=cmd_up)
 
     down = ssub.add_parser("down", help="stop every member of the cluster")
@@ -99,6 +101,16 @@ def _settings(args: argparse.Namespace) -> StoreSettings:
         changes["members"] = args.members
     if args.data_dir is not None:
         changes["data_dir"] = args.data_dir
+    port = getattr(args, "client_port", None)
+    if port is not None:
+        if not 0 < port < 65536 - 10000 * (changes.get("members", s.members) - 1) - 2:
+            raise UsageError(f"--client-port {port} leaves no room for the members' ports (each +10000)")
+        changes["client_port"] = port
+    timeout = getattr(args, "startup_timeout", None)
+    if timeout is not None:
+        if timeout <= 0:
+            raise UsageError(f"--startup-timeout must be positive, got {timeout}")
+        changes["startup_timeout"] = timeout
     return dataclasses.replace(s, **changes)
 
 

@@ -160,3 +160,13 @@ def test_foreground_up_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         LocalCluster(d).stop_all(timeout=5)
+
+
+def test_up_refuses_bad_port_and_timeout_flags(tmp_path: Path) -> None:
+    """Flags that override cluster.toml are checked: bad values exit 2 naming the flag."""
+    d = str(tmp_path / "x")
+    proc = raftkube("store", "up", "--detach", "--data-dir", d, "--client-port", "65000")
+    assert proc.returncode == 2 and "--client-port 65000" in proc.stderr
+    proc = raftkube("store", "up", "--detach", "--data-dir", d, "--startup-timeout", "0")
+    assert proc.returncode == 2 and "--startup-timeout must be positive" in proc.stderr
+    assert not (tmp_path / "x").exists()
