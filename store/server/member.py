@@ -353,7 +353,11 @@ class Member:
         assert self.state is not None
         cc = ConfChange.decode(data)
         self.raw.apply_conf_change(cc)
-        self.state.apply_member_change(cc)
+        origin, seq = self.state.apply_member_change(cc)
+        if origin == self.id:
+            pending = self._waiters.pop(seq, None)
+            if pending is not None:
+                pending.done(None)
         if cc.type == ConfChangeType.REMOVE_NODE and cc.node_id == self.id:
             log.warning("member %d was removed from the cluster; it stops serving", self.id)
         self._sync_peers()
@@ -753,7 +757,7 @@ class Member:
         new_id = max(self.state.members, default=0) + 1
         info = MemberInfo(new_id, name, peer_url, client_url, http_url, learner)
         kind = ConfChangeType.ADD_LEARNER if learner else ConfChangeType.ADD_NODE
-        await self._propose_conf_change(ConfChange(kind, new_id, msgpack.packb(info.to_wire(), use_bin_type=True)))
+        await self._propose_conf_change(kind, new_id, info)
         return info.to_wire()
 
     async def _h_member_remove(self, args: Any) -> Any:
@@ -764,7 +768,7 @@ class Member:
         voters = self.raw.raft.voters()
         if voters == [mid]:
             raise E.LastVoterError(f"member {mid} is the last voter; removing it would leave no cluster")
-        await self._propose_conf_change(ConfChange(ConfChangeType.REMOVE_NODE, mid))
+        await self._propose_conf_change(ConfChangeType.REMOVE_NODE, mid)
         return None
 
     async def _h_member_promote(self, args: Any) -> Any:
@@ -781,27 +785,35 @@ class Member:
             raise E.LearnerNotReadyError(
                 f"learner {mid} has only {pr.match} of {self.raw.raft.log.committed} entries; promote it once caught up"
             )
-        await self._propose_conf_change(ConfChange(ConfChangeType.ADD_NODE, mid))
+        await self._propose_conf_change(ConfChangeType.ADD_NODE, mid)
         return None
 
-    async def _propose_conf_change(self, cc: ConfChange) -> None:
+    async def _propose_conf_change(self, kind: ConfChangeType, node_id: int, info: MemberInfo | None = None) -> None:
+        """Propose a membership change and wait until it is applied, like any other write
+        (its context carries our origin and seq, so the apply loop answers exactly it)."""
         assert self.node is not None
         if not self.node.is_leader:
             raise self._leader_error()
-        before = self.raw.raft.log.last_index()
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def done(result: Any) -> None:
+            if not fut.done():
+                if isinstance(result, E.StoreError):
+                    fut.set_exception(result)
+                else:
+                    fut.set_result(result)
+
+        self._seq += 1
+        seq = self._seq
+        context = msgpack.packb([self.id, seq, info.to_wire() if info else None], use_bin_type=True)
+        self._waiters[seq] = _Pending(time.monotonic() + self.cfg.request_timeout, done)
         try:
-            self.raw.propose_conf_change(cc)
+            self.raw.propose_conf_change(ConfChange(kind, node_id, context))
         except ProposalDroppedError as e:
+            self._waiters.pop(seq, None)
             raise E.UnavailableError(f"membership change refused: {e}") from e
         self.node.wake()
-        index = before + 1
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.cfg.request_timeout
-        assert self.state is not None
-        while self.state.applied_index < index:
-            if loop.time() > deadline:
-                raise E.TimeoutError_("membership change not applied in time; it may or may not be")
-            await asyncio.sleep(0.01)
+        await fut
 
     async def _h_move_leader(self, args: Any) -> Any:
         target = int(args[0])

@@ -195,24 +195,24 @@ class ReplicatedState:
             return [kv.current_revision]
         raise E.InvalidArgumentError(f"unknown entry kind {kind!r}")
 
-    def apply_member_change(self, cc: ConfChange) -> None:
+    def apply_member_change(self, cc: ConfChange) -> tuple[int, int]:
+        """Update the member table; returns (origin, seq) of the proposal, for its answer.
+
+        The change's context is msgpack [origin, seq, member info or None]."""
+        origin, seq, info_wire = msgpack.unpackb(cc.context, raw=False) if cc.context else (0, 0, None)
         if cc.type == ConfChangeType.REMOVE_NODE:
             self.members.pop(cc.node_id, None)
-            return
-        if cc.context:
-            info = MemberInfo.from_wire(msgpack.unpackb(cc.context, raw=False))
+        elif info_wire is not None:
+            info = MemberInfo.from_wire(info_wire)
+            learner = cc.type == ConfChangeType.ADD_LEARNER
             self.members[cc.node_id] = MemberInfo(
-                info.id,
-                info.name,
-                info.peer_url,
-                info.client_url,
-                info.http_url,
-                cc.type == ConfChangeType.ADD_LEARNER,
+                info.id, info.name, info.peer_url, info.client_url, info.http_url, learner
             )
         elif cc.node_id in self.members:
             # Promotion: same member, now a voter.
             m = self.members[cc.node_id]
             self.members[cc.node_id] = MemberInfo(m.id, m.name, m.peer_url, m.client_url, m.http_url, False)
+        return int(origin), int(seq)
 
     # ------------------------------------------------------------------ leases (local views)
     def lease_time_to_live(self, lease_id: int, keys: bool, now: float) -> LeaseTimeToLiveResponse:
