@@ -41,6 +41,7 @@ from store.lease.lessor import min_lease_ttl as lease_ttl_floor
 from store.raft import ConfChange, ConfChangeType, Config, RawNode, Ready
 from store.raft.errors import ProposalDroppedError
 from store.raft.types import NONE, EntryType, StateType
+from store.server.apply_log import SNAPSHOT_INSTALLED, SNAPSHOT_LOADED, ApplyLog
 from store.server.config import MemberConfig
 from store.server.framing import FrameReader, encode_frame
 from store.server.http import HttpEndpoint, render_metrics
@@ -109,6 +110,8 @@ class Member:
         self._last_snapshot_index = 0
         self._frozen_at = 0
         self._rng = random.Random()
+        self.apply_log = ApplyLog.from_env(cfg.data_dir)
+        """Test-only evidence for the chaos checker (see store/server/apply_log.py)."""
         self._started = time.monotonic()
         # Metrics.
         self.leader_changes = 0
@@ -128,6 +131,10 @@ class Member:
         ttl = self.min_lease_ttl
         if snap is not None and snap.data:
             self.state = ReplicatedState.restore(snap.data, self.id, min_lease_ttl=ttl)
+            if self.apply_log is not None:
+                meta = snap.metadata
+                rev = self.state.kv.current_revision
+                self.apply_log.record(meta.index, meta.term, SNAPSHOT_LOADED, b"", rev, time.monotonic())
         elif p.is_new and not cfg.join and backup.exists():
             # `store snapshot restore`: a new cluster that starts from a backup's state.
             self.state = ReplicatedState.from_backup(
@@ -278,21 +285,33 @@ class Member:
                 self.snapshots_installed += 1
             self._sync_peers()
         wrote = False
+        alog = self.apply_log
+        if alog is not None and rd.snapshot is not None and rd.snapshot.data:
+            meta = rd.snapshot.metadata
+            alog.record(meta.index, meta.term, SNAPSHOT_INSTALLED, b"", state.kv.current_revision, time.monotonic())
         for e in rd.committed_entries:
             if e.type == EntryType.CONF_CHANGE:
                 self._apply_conf_change(e.data)
                 state.applied_index = e.index
+                if alog is not None:
+                    alog.record(e.index, e.term, int(e.type), e.data, state.kv.current_revision, time.monotonic())
                 continue
             if not e.data:
                 state.applied_index = e.index
+                if alog is not None:
+                    alog.record(e.index, e.term, int(e.type), b"", state.kv.current_revision, time.monotonic())
                 continue
             origin, seq, result = state.apply(e.data, e.index)
+            if alog is not None:
+                alog.record(e.index, e.term, int(e.type), e.data, state.kv.current_revision, time.monotonic())
             wrote = True
             if origin == self.id:
                 pending = self._waiters.pop(seq, None)
                 if pending is not None:
                     pending.done(result)
                 self.proposals_committed += 1
+        if alog is not None:
+            alog.flush()
         if rd.read_states:
             for rs in rd.read_states:
                 batch = self._reads_inflight.pop(rs.request_ctx, None)

@@ -1,0 +1,1 @@
+"""The chaos suite: fault injection, a recorded workload, and the checks of its history."""
