@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from bench import raft_core
 from bench.store import cli as store_bench
+from store.chaos import cli as chaos_cli
 from store.cli import cluster as store_cli
 from store.cli import kv as kv_cli
 from store.cli.common import UsageError
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     store.set_defaults(run=store_bench.run)
     store_cli.register(sub)
     kv_cli.register(sub)
+    chaos_cli.register(sub)
     return p
 
 

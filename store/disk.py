@@ -289,5 +289,21 @@ def simulate_crash(ledger: StrPath) -> dict[str, tuple[int, int]]:
     return cut
 
 
-if os.environ.get(TRACK_ENV) or os.environ.get(FAULT_FILE_ENV):
+PER_MEMBER = "member"
+"""`RAFTKUBE_DISK_TRACK=member`: each member process keeps its ledger in its own data dir
+(`disk.ledger`, see `ledger_for`); the member enables test mode itself once it knows the dir."""
+LEDGER_FILE = "disk.ledger"
+
+
+def ledger_for(data_dir: StrPath) -> Path:
+    return Path(data_dir) / LEDGER_FILE
+
+
+def enable_for_member(data_dir: StrPath) -> None:
+    """Test mode as the environment asks, with a per-member ledger if it says `member`."""
+    if os.environ.get(TRACK_ENV) == PER_MEMBER:
+        enable_test_mode(ledger_for(data_dir), os.environ.get(FAULT_FILE_ENV) or None)
+
+
+if (os.environ.get(TRACK_ENV) or os.environ.get(FAULT_FILE_ENV)) and os.environ.get(TRACK_ENV) != PER_MEMBER:
     enable_test_mode(os.environ.get(TRACK_ENV) or None, os.environ.get(FAULT_FILE_ENV) or None)

@@ -15,6 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
+from store import disk
 from store.api.errors import StoreError
 from store.server.config import MemberConfig, read_member_file
 from store.server.member import Member
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"raftkube-member: {e}", file=sys.stderr)
         return 2
+    disk.enable_for_member(cfg.data_dir)
     try:
         return asyncio.run(serve(cfg))
     except StoreError as e:
