@@ -147,6 +147,12 @@ class DiskError(StoreError):
     code = "disk"
 
 
+class NoSpaceError(DiskError):
+    """The member's disk is full: writes are refused (never half-applied) until space returns."""
+
+    code = "no-space"
+
+
 ERRORS: dict[str, type[StoreError]] = {
     cls.code: cls
     for cls in (
@@ -174,6 +180,7 @@ ERRORS: dict[str, type[StoreError]] = {
         TimeoutError_,
         ProtocolError,
         DiskError,
+        NoSpaceError,
     )
 }
 

@@ -58,6 +58,7 @@ DEFINITE_FAILURES = frozenset(
         "lease-not-found",
         "lease-exists",
         "lease-ttl-too-large",
+        "no-space",
     }
 )
 """Error codes that mean the request never took effect: refused before it was proposed,

@@ -452,6 +452,9 @@ class Member:
         if not self.node.is_leader:
             done(self._leader_error())
             return
+        if self.node.no_space:
+            done(E.NoSpaceError("no space left on the member's disk: writes are refused until space returns"))
+            return
         self._seq += 1
         self._waiters[self._seq] = _Pending(time.monotonic() + self.cfg.request_timeout, done)
         self._enqueue_proposal(kind, args, self._seq)

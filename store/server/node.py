@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import time
 from collections.abc import Callable
@@ -24,11 +25,14 @@ from store.raft import RawNode, Ready
 from store.raft.errors import ProposalDroppedError, RaftError
 from store.raft.storage import MemoryStorage
 from store.raft.types import Message, Snapshot, StateType
+from store.wal.errors import DiskWriteError
 
 log = logging.getLogger("raftkube.node")
 
 OFFLOAD_PERSIST_ENTRIES = 8
 """Readies with at least this many entries are written on the disk thread."""
+NO_SPACE_RETRY = 0.2
+"""Seconds between two attempts to write a Ready while the disk is full."""
 
 
 class RaftNode:
@@ -58,6 +62,8 @@ class RaftNode:
         self._deferred: list[Callable[[], None]] = []
         self.stopped = asyncio.Event()
         self.fatal: BaseException | None = None
+        self.no_space = False
+        """The last write failed with ENOSPC: the member refuses new writes until one succeeds."""
         # Metrics.
         self.readies = 0
         self.fsyncs = 0
@@ -130,6 +136,35 @@ class RaftNode:
                 self.on_tick()
             self._wake.set()
 
+    async def _write(self, rd: Ready, loop: asyncio.AbstractEventLoop) -> None:
+        """Persist one Ready.  A full disk is waited out: the WAL rolled the failed write
+        back, so the same Ready is written again until space returns (meanwhile the member
+        refuses new writes, and peers elect another leader if this one stalls)."""
+        while True:
+            try:
+                if rd.snapshot is not None:
+                    # The file must exist before the WAL record that points at it.
+                    await loop.run_in_executor(self.disk_thread, self.save_snapshot_file, rd.snapshot)
+                if len(rd.entries) >= OFFLOAD_PERSIST_ENTRIES:
+                    # A big batch: let the loop decode and step what keeps arriving while
+                    # the disk works (the WAL still has one writer at a time: this loop,
+                    # which waits here).
+                    await loop.run_in_executor(self.disk_thread, self.persist, rd)
+                else:
+                    self.persist(rd)
+            except DiskWriteError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                if not self.no_space:
+                    log.error("disk full (%s): writes are refused until space returns", e)
+                self.no_space = True
+                await asyncio.sleep(NO_SPACE_RETRY)
+                continue
+            if self.no_space:
+                log.warning("disk space is back: writes are accepted again")
+                self.no_space = False
+            return
+
     async def _ready_loop(self) -> None:
         loop = asyncio.get_running_loop()
         try:
@@ -149,16 +184,7 @@ class RaftNode:
                         self.send(rd.messages)
                     if rd.snapshot is not None or rd.entries or rd.hard_state is not None:
                         t0 = time.perf_counter()
-                        if rd.snapshot is not None:
-                            # The file must exist before the WAL record that points at it.
-                            await loop.run_in_executor(self.disk_thread, self.save_snapshot_file, rd.snapshot)
-                        if len(rd.entries) >= OFFLOAD_PERSIST_ENTRIES:
-                            # A big batch: let the loop decode and step what keeps arriving
-                            # while the disk works (the WAL still has one writer at a time:
-                            # this loop, which waits here).
-                            await loop.run_in_executor(self.disk_thread, self.persist, rd)
-                        else:
-                            self.persist(rd)
+                        await self._write(rd, loop)
                         if rd.must_sync:
                             self.fsyncs += 1
                             self.fsync_seconds += time.perf_counter() - t0
