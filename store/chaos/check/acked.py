@@ -87,5 +87,5 @@ def _unchanged_problem(op: Operation, replay: Replay, rev: int) -> str:
         if expected is None:
             return f"wrote nothing at revision {rev}, but at that revision its txn would have written"
         if expected != resp:
-            return f"read-only txn answer differs from the replay at revision {rev}: got {resp!r}, expected {expected!r}"
+            return f"read-only txn answer differs from the replay at revision {rev}: got {resp!r}, want {expected!r}"
     return ""

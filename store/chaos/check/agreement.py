@@ -29,9 +29,7 @@ def check_agreement(applied: Applied, replay: Replay) -> list[Violation]:
         )
     for entry in replay.unreadable:
         out.append(
-            Violation(
-                CHECK, f"index {entry.index}: entry data cannot be decoded: {short(entry.data, 60)}", at=entry.at
-            )
+            Violation(CHECK, f"index {entry.index}: entry data cannot be decoded: {short(entry.data, 60)}", at=entry.at)
         )
     return out
 

@@ -66,10 +66,7 @@ def describe(op: Operation) -> str:
     outcome = op.outcome if op.outcome == OK else f"{op.outcome} {op.error}".rstrip()
     where = f" @m{op.member}" if op.member else ""
     rev = f" rev {op.revision}" if op.revision else ""
-    return (
-        f"client {op.client} #{op.seq} {describe_request(op.request)} "
-        f"[{op.call:.3f}..{ret}] {outcome}{rev}{where}"
-    )
+    return f"client {op.client} #{op.seq} {describe_request(op.request)} [{op.call:.3f}..{ret}] {outcome}{rev}{where}"
 
 
 def cap(violations: Iterable[Violation], limit: int = MAX_PER_CHECK) -> list[Violation]:

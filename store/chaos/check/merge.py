@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from store.chaos.history import Applied, AppliedEntry
 from store.chaos.check.common import short
+from store.chaos.history import Applied, AppliedEntry
 from store.server.apply_log import SNAPSHOT_INSTALLED, SNAPSHOT_LOADED
 
 

@@ -11,6 +11,7 @@ that served the old state.
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import pairwise
 
 from store.chaos.check.common import describe
 from store.chaos.check.realtime import ordered_ops
@@ -32,7 +33,7 @@ def _per_client(ops: list[Operation]) -> list[Violation]:
     out = []
     for client_ops in by_client.values():
         client_ops.sort(key=lambda o: o.seq)
-        for a, b in zip(client_ops, client_ops[1:], strict=False):
+        for a, b in pairwise(client_ops):
             if b.revision < a.revision:
                 out.append(
                     Violation(

@@ -20,7 +20,7 @@ CHECK = "serializable-read"
 
 
 def read_problem(replay: Replay, req: RangeRequest, resp: RangeResponse, revision: int) -> str:
-    """"" when `resp` is what `req` returns at `revision`, else what differs."""
+    """ "" when `resp` is what `req` returns at `revision`, else what differs."""
     expected = replay.range(req, revision)
     if expected is None:
         return f"revision {revision} was never reached (last applied revision {replay.final_revision})"

@@ -37,11 +37,7 @@ class _Point:
 
 def ordered_ops(ops: list[Operation]) -> list[Operation]:
     """The ok operations whose revision takes part in the real-time order."""
-    return [
-        op
-        for op in ops
-        if op.outcome == OK and op.kind in KV_KINDS and op.revision > 0 and not is_stale_read(op)
-    ]
+    return [op for op in ops if op.outcome == OK and op.kind in KV_KINDS and op.revision > 0 and not is_stale_read(op)]
 
 
 def check_realtime(ops: list[Operation], replay: Replay) -> list[Violation]:
@@ -100,5 +96,3 @@ def _read_contents(ops: list[Operation], replay: Replay) -> list[Violation]:
         if problem := read_problem(replay, req, resp, resp.revision):
             out.append(Violation(CHECK, f"stale or wrong read: {describe(op)}: {problem}", [op], op.ret))
     return out
-
-

@@ -31,6 +31,7 @@ from store.lease.lessor import Lessor
 from store.mvcc.kvstore import KVStore
 from store.raft.types import EntryType
 
+
 @dataclass(slots=True)
 class ReplayedEntry:
     """One applied client entry and what our store made of it."""
