@@ -14,8 +14,10 @@ from store.api.kv import (
     DeleteRangeRequest,
     PutRequest,
     RangeRequest,
+    RangeResponse,
     RequestOp,
     TxnRequest,
+    TxnResponse,
 )
 from store.chaos.history import OK, Operation, Violation
 
@@ -66,7 +68,21 @@ def describe(op: Operation) -> str:
     outcome = op.outcome if op.outcome == OK else f"{op.outcome} {op.error}".rstrip()
     where = f" @m{op.member}" if op.member else ""
     rev = f" rev {op.revision}" if op.revision else ""
-    return f"client {op.client} #{op.seq} {describe_request(op.request)} [{op.call:.3f}..{ret}] {outcome}{rev}{where}"
+    return (
+        f"client {op.client} #{op.seq} {describe_request(op.request)} "
+        f"[{op.call:.3f}..{ret}] {outcome}{rev}{where}{_answer(op.response)}"
+    )
+
+
+def _answer(resp: object) -> str:
+    """What a read saw, in brief: the part of an answer a person needs to follow a violation."""
+    if isinstance(resp, RangeResponse):
+        kvs = ", ".join(f"{short(kv.key, 20)}={short(kv.value, 20)}" for kv in resp.kvs[:4])
+        more = ", ..." if len(resp.kvs) > 4 else ""
+        return f" -> [{kvs}{more}] count {resp.count}"
+    if isinstance(resp, TxnResponse):
+        return f" -> {'succeeded' if resp.succeeded else 'failed'}"
+    return ""
 
 
 def cap(violations: Iterable[Violation], limit: int = MAX_PER_CHECK) -> list[Violation]:

@@ -26,6 +26,7 @@ from store.api.kv import (
     RangeResponse,
     TxnRequest,
 )
+from store.chaos.check.common import put_values
 from store.chaos.history import Applied, AppliedEntry
 from store.lease.lessor import Lessor
 from store.mvcc.kvstore import KVStore
@@ -105,7 +106,7 @@ class Replay:
             self.entries.append(done)
             if after != before:
                 self.by_revision[after] = done
-                self._index_values(after)
+                self._index_values(after, set(put_values(request)))
             if kind == "lease_revoke" and not isinstance(result, StoreError):
                 deleted = [ev.kv.key for ev in self.events(after)] if after != before else []
                 self.lease_revokes.append(LeaseRevoke(done, int(request[0]), int(seq) == 0, deleted))
@@ -136,12 +137,12 @@ class Replay:
             return kv.revoke_lease_keys(int(request[0]))
         raise ValueError(f"unknown entry kind {kind!r}")
 
-    def _index_values(self, revision: int) -> None:
+    def _index_values(self, revision: int, sent: set[bytes]) -> None:
+        """Record where the values the entry's requests carried were written (a put with
+        ignore_value re-writes an old value: that is not a new write of it)."""
         for ev in self.events(revision):
-            kv = ev.kv
-            # A put that rewrites the previous value (ignore_value) writes no new unique value.
-            if ev.type is EventType.PUT and kv.value and (ev.prev_kv is None or ev.prev_kv.value != kv.value):
-                self.value_at.setdefault(kv.value, []).append((revision, kv.key))
+            if ev.type is EventType.PUT and ev.kv.value in sent:
+                self.value_at.setdefault(ev.kv.value, []).append((revision, ev.kv.key))
 
     # ------------------------------------------------------------------ queries
     @property

@@ -59,7 +59,7 @@ def check_wgl(ops: list[Operation], replay: Replay, budget_s: float = 30.0) -> l
             )
             break
         if problem is not None:
-            msg, window = problem
+            msg, window = problem  # the failing window, after the one before it for context
             out.append(
                 Violation(
                     CHECK,
@@ -93,6 +93,7 @@ def check_register(ops: list[RegOp], budget: Budget) -> tuple[str, list[RegOp]] 
     configs: set[Config] = {(INITIAL, frozenset())}
     pending: dict[int, RegOp] = {}
     last_lease_use = _last_lease_use(ops)
+    before: list[RegOp] = []
     for n, window in enumerate(windows(ops)):
         carried = set(pending)
         for r in window:
@@ -100,10 +101,15 @@ def check_register(ops: list[RegOp], budget: Budget) -> tuple[str, list[RegOp]] 
         ends = _search(configs, carried, pending, budget)
         if not ends:
             end = max((r.ret for r in window if not math.isinf(r.ret)), default=math.inf)
-            return (f"no linearization of window {n} ({window[0].call:.3f}..{end:.3f}, {len(window)} ops)", window)
+            why = f"no linearization of window {n} ({window[0].call:.3f}..{end:.3f}, {len(window)} ops)"
+            context = before[-10:]
+            if context:
+                why += f", after the {len(context)} ops before it"
+            return why, context + window
         still = set().union(*(p for _, p in ends))
         pending = {k: r for k, r in pending.items() if k in still}
         horizon = window[-1].call
+        before = window
         configs = {(s, frozenset(p for p in ps if _relevant(pending[p], s, horizon, last_lease_use))) for s, ps in ends}
     return None
 
