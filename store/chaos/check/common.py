@@ -110,7 +110,3 @@ def put_values(req: object) -> list[bytes]:
         return [v for o in (*req.success, *req.failure) for v in put_values(o)]
     return []
 
-
-def branch_values(req: TxnRequest, succeeded: bool) -> list[bytes]:
-    """The values a txn's branch writes (nested txns: both of their branches)."""
-    return [v for o in (req.success if succeeded else req.failure) for v in put_values(o)]
