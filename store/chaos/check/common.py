@@ -109,4 +109,3 @@ def put_values(req: object) -> list[bytes]:
     if isinstance(req, TxnRequest):
         return [v for o in (*req.success, *req.failure) for v in put_values(o)]
     return []
-
