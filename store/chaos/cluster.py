@@ -130,7 +130,14 @@ class ChaosCluster:
 
     # ------------------------------------------------------------------ disk
     def corrupt_wal_tail(self, member_id: int, how: str) -> str:
-        """On a stopped member: tear ("torn") or flip one bit in ("bitflip") the last WAL record."""
+        """On a killed member: leave a damaged record after the durable end of its WAL, as a
+        crash in the middle of a write does: "torn" (only the first half of the record made
+        it) or "bitflip" (whole, with one bit flipped).  The record copies the last valid
+        one, so a reader that failed to detect the damage would apply a duplicate batch.
+
+        Damaging bytes that were fsynced (and so acknowledged to the leader) would be a disk
+        that lies, which Raft does not survive: etcd stops with "tocommit is out of range".
+        """
         from store.wal.record import scan  # noqa: PLC0415 - only this lever needs the record format
 
         segs = list_segments(self.local.member_dir(member_id) / "wal")
@@ -141,19 +148,26 @@ class ChaosCluster:
         s = scan(buf, str(path))
         if len(s.records) < 2:
             return f"{path.name}: no record after the header"
-        off = s.records[-1][0]
-        end = s.end
+        off, end = s.records[-1][0], s.end
+        record = bytearray(buf[off:end])
         if how == "torn":
-            cut = off + max(1, (end - off) // 2)
-            os.truncate(path, cut)
-            return f"{path.name}: last record at {off} torn at {cut} (of {end})"
-        pos = off + (end - off) * 3 // 4
-        with path.open("r+b") as f:
-            f.seek(pos)
-            b = f.read(1)
-            f.seek(pos)
-            f.write(bytes([b[0] ^ 0x10]))
-        return f"{path.name}: bit 4 of byte {pos} flipped (last record {off}..{end})"
+            damaged = bytes(record[: max(1, len(record) // 2)])
+            what = f"the first {len(damaged)} of {len(record)} bytes of a record"
+        else:
+            pos = len(record) * 3 // 4
+            record[pos] ^= 0x10
+            damaged = bytes(record)
+            what = f"a {len(record)}-byte record with bit 4 of byte {pos} flipped"
+        os.truncate(path, end)
+        with path.open("ab") as f:
+            f.write(damaged)
+        return f"{path.name}: {what} written after the durable end ({end})"
+
+    def log_mentions(self, member_id: int, text: str) -> bool:
+        try:
+            return text in (self.local.member_dir(member_id) / "member.log").read_text(errors="replace")
+        except FileNotFoundError:
+            return False
 
     def disk_full(self, on: bool) -> None:
         """The shared "disk": every member's writes fail with ENOSPC while the flag exists."""

@@ -96,8 +96,12 @@ async def _corrupt_wal(ctx: FaultContext, how: str) -> str:
     what = await asyncio.to_thread(ctx.cc.corrupt_wal_tail, m, how)
     await asyncio.sleep(ctx.hold / 2)
     await asyncio.to_thread(ctx.cc.restart, m)
+    deadline = time.monotonic() + 10
+    while not (seen := ctx.cc.log_mentions(m, "truncating a torn tail")) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
     ctx.intervals.append((t0, time.monotonic(), f"wal-{how}"))
-    return f"wal-{how} on member {m}: {what}; restarted"
+    verdict = "detected and truncated on restart" if seen else "NOT detected on restart"
+    return f"wal-{how} on member {m}: {what}; {verdict}"
 
 
 async def wal_torn(ctx: FaultContext) -> str:
