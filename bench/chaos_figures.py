@@ -28,7 +28,7 @@ from store.config import StoreSettings
 
 def pct(xs: list[float], p: float) -> float:
     s = sorted(xs)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 async def writer(urls: list[str], stop: asyncio.Event, log: list[tuple[float, float]], key: bytes) -> None:
