@@ -25,11 +25,14 @@ from typing import Any
 
 import pytest
 
-from store import failpoints
+from store import disk, failpoints
 from store.api import errors as E
-from store.api.kv import RangeRequest
+from store.api.kv import Event, EventType, RangeRequest
+from store.api.watch import WatchResponse
 from store.client.client import Client
 from store.launcher import LocalCluster, exit_code, free_ports
+from store.wal.reader import replay
+from store.wal.restore import wal_dir
 from tests.support.cluster import StoreCluster, fast_settings, running_cluster
 
 HTTP_ON = {failpoints.HTTP_ENV: "1"}
@@ -445,3 +448,158 @@ def test_slow_fsync_on_the_leader_moves_leadership(fp_cluster: StoreCluster) -> 
         clear_failpoint(tc, old, "wal-after-append")
     assert new and new != old, "no other member took over while the leader was stalled"
     converge(tc, acked)
+
+
+# ====================================================================== canaries
+UNSAFE = "RAFTKUBE_UNSAFE"
+
+
+@pytest.fixture(scope="module")
+def watch_canary_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreCluster]:
+    env = {UNSAFE: "skip-prev-kv,drop-watch-event-at-compaction"}
+    with running_cluster(tmp_path_factory.mktemp("canary-watch"), env=env) as tc:
+        yield tc
+
+
+async def _next_events(it: Any, until: bytes) -> list[Event]:
+    """Events from the watch iterator up to and including the one on key `until` (bounded)."""
+    got: list[Event] = []
+    while not any(e.kv.key == until for e in got):
+        resp: WatchResponse = await asyncio.wait_for(it.__anext__(), 5)
+        got.extend(resp.events)
+    return got
+
+
+def _delete_events(tc: StoreCluster, prefix: bytes) -> tuple[Event, Event]:
+    """(an update's PUT event, a DELETE event), seen by a watch that asked for prev_kv."""
+
+    async def go() -> tuple[Event, Event]:
+        async with tc.client() as c:
+            it = c.watch(prefix, prefix=True, prev_kv=True).__aiter__()
+            assert (await asyncio.wait_for(it.__anext__(), 5)).created
+            await c.put(prefix + b"k", b"1")
+            await c.put(prefix + b"k", b"2")
+            await c.delete(prefix + b"k")
+            await c.put(prefix + b"end", b"")
+            events = await _next_events(it, prefix + b"end")
+            await it.aclose()
+        update = next(e for e in events if e.type == EventType.PUT and e.kv.value == b"2")
+        delete = next(e for e in events if e.type == EventType.DELETE)
+        return update, delete
+
+    return run(go())  # type: ignore[no-any-return]
+
+
+def test_skip_prev_kv_canary_sends_deletes_without_prev_kv(
+    fp_cluster: StoreCluster, watch_canary_cluster: StoreCluster
+) -> None:
+    update, delete = _delete_events(fp_cluster, b"canary/prev/")
+    assert update.prev_kv is not None and update.prev_kv.value == b"1"
+    assert delete.prev_kv is not None and delete.prev_kv.value == b"2"
+    update, delete = _delete_events(watch_canary_cluster, b"canary/prev/")
+    assert update.prev_kv is not None and update.prev_kv.value == b"1"  # only deletes lose it
+    assert delete.prev_kv is None
+
+
+def _keys_around_compaction(tc: StoreCluster, prefix: bytes) -> list[bytes]:
+    """Keys a watcher is sent for: a1, then (after a compaction) a2, a3, end."""
+
+    async def go() -> list[bytes]:
+        async with tc.client() as c:
+            it = c.watch(prefix, prefix=True).__aiter__()
+            assert (await asyncio.wait_for(it.__anext__(), 5)).created
+            r = await c.put(prefix + b"a1", b"")
+            events = await _next_events(it, prefix + b"a1")  # delivered before the compaction
+            await c.compact(r.revision)
+            for k in (b"a2", b"a3", b"end"):
+                await c.put(prefix + k, b"")
+            events += await _next_events(it, prefix + b"end")
+            await it.aclose()
+        return [e.kv.key[len(prefix) :] for e in events]
+
+    return run(go())  # type: ignore[no-any-return]
+
+
+def test_drop_watch_event_at_compaction_canary_loses_one_event(
+    fp_cluster: StoreCluster, watch_canary_cluster: StoreCluster
+) -> None:
+    assert _keys_around_compaction(fp_cluster, b"canary/drop/") == [b"a1", b"a2", b"a3", b"end"]
+    assert _keys_around_compaction(watch_canary_cluster, b"canary/drop/") == [b"a1", b"a3", b"end"]
+
+
+def test_read_without_readindex_canary_serves_stale_reads_without_quorum(tmp_path: Path) -> None:
+    """A member cut off from the quorum, behind an acknowledged write: a linearizable read
+    must fail there; with the canary it answers at once with the stale value."""
+    with running_cluster(tmp_path) as tc:
+        leader = tc.wait_leader()
+        lagging, *others = [*sorted(m.id for m in tc.local.members() if m.id != leader), leader]
+
+        async def put(value: bytes) -> int:
+            async with tc.client() as c:
+                return (await c.put(b"canary/read", value)).revision
+
+        rev1 = run(put(b"v1"))
+        tc.wait_applied(rev1, [lagging])
+        tc.local.kill_member(lagging)
+        run(put(b"v2"))  # acknowledged by the other two
+        for m in others:
+            tc.local.kill_member(m)
+
+        async def linearizable_get(timeout: float) -> bytes | None:
+            async with Client([tc.endpoint(lagging)], timeout=timeout) as c:
+                r = await c.get(b"canary/read")
+                return r.kvs[0].value if r.kvs else None
+
+        tc.local.start_member(lagging)
+        with pytest.raises(E.StoreError):
+            run(linearizable_get(1.5))
+        tc.local.stop_member(lagging)
+
+        tc.local.start_member(lagging, {UNSAFE: "read-without-readindex"})
+        deadline = time.monotonic() + 10
+        value = None
+        while value is None and time.monotonic() < deadline:
+            with contextlib.suppress(E.StoreError, OSError):
+                value = run(linearizable_get(1.0))
+        assert value == b"v1", "a linearizable read on a cut-off member returned the stale value"
+        log = (tc.local.member_dir(lagging) / "member.log").read_text()
+        assert "UNSAFE MODES ON" in log and "read-without-readindex" in log
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["fsync", "ack-before-fsync"])
+def test_ack_before_fsync_canary_loses_acknowledged_writes_in_a_crash(tmp_path: Path, unsafe: bool) -> None:
+    """With the disk layer's ledger: after a SIGKILL of every member and a simulated power
+    loss (files cut to their fsynced length), the acknowledged write is in every member's WAL
+    - and, with the canary, in none."""
+    tc = StoreCluster(fast_settings(tmp_path))
+    ledgers = {m: tmp_path / f"ledger-{m}" for m in tc.local.member_ids()}
+    try:
+        for m, ledger in ledgers.items():
+            env = {disk.TRACK_ENV: str(ledger)}
+            if unsafe:
+                env[UNSAFE] = "ack-before-fsync"
+            tc.local.start_member(m, env)
+        tc.wait_leader()
+
+        async def put() -> int:
+            async with tc.client() as c:
+                return (await c.put(b"canary/durable", b"acked")).revision
+
+        rev = run(put())
+        tc.wait_applied(rev, list(ledgers))
+        for m in ledgers:
+            tc.local.kill_member(m)
+    finally:
+        tc.stop()
+    for m, ledger in ledgers.items():
+        disk.simulate_crash(ledger)
+        entries = replay(wal_dir(tc.local.member_dir(m))).entries
+        has_write = any(b"canary/durable" in e.data for e in entries)
+        assert has_write is not unsafe, f"member {m}: acknowledged write in WAL after crash: {has_write}"
+
+
+def test_canary_members_do_not_serve_failpoint_http(watch_canary_cluster: StoreCluster) -> None:
+    """No RAFTKUBE_FAILPOINTS_HTTP: the debug routes do not exist on a real member."""
+    url = _member_http(watch_canary_cluster, 1)
+    assert _http_call(f"{url}/debug/failpoints")[0] == 404
+    assert _http_call(f"{url}/debug/failpoints/apply-before", "PUT", b"crash")[0] == 404
