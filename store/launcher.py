@@ -34,6 +34,8 @@ CLUSTER_FILE = "cluster.json"
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
 """Members started by this process: kept so that they are reaped (no zombies, no warnings)."""
+_exit_codes: dict[int, int] = {}
+"""How reaped children ended (negative: killed by that signal), for tests."""
 
 
 class LauncherError(Exception):
@@ -187,7 +189,8 @@ class LocalCluster:
                 return None
         return pid
 
-    def start_member(self, member_id: int) -> int:
+    def start_member(self, member_id: int, env: dict[str, str] | None = None) -> int:
+        """Start the member's process; `env` adds to (or overrides) our environment for it."""
         d = self.member_dir(member_id)
         if self.pid(member_id) is not None:
             raise LauncherError(f"member {member_id} is already running (pid {self.pid(member_id)})")
@@ -208,7 +211,11 @@ class LocalCluster:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 cwd=os.getcwd(),
-                env={**os.environ, "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", "")},
+                env={
+                    **os.environ,
+                    **(env or {}),
+                    "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                },
             )
         finally:
             log.close()
@@ -255,21 +262,29 @@ class LocalCluster:
             (self.member_dir(member_id) / "pid").unlink()
         return pid
 
-    def start_all(self) -> dict[int, int]:
+    def start_all(self, env: dict[str, str] | None = None) -> dict[int, int]:
         started = {}
         for mid in self.member_ids():
             if self.pid(mid) is None:
-                started[mid] = self.start_member(mid)
+                started[mid] = self.start_member(mid, env)
         return started
 
     def stop_all(self, timeout: float = 10.0) -> list[int]:
         return [mid for mid in self.member_ids() if self.stop_member(mid, timeout)]
 
 
+def exit_code(pid: int) -> int | None:
+    """How a member started by this process ended (-9: SIGKILL), once reaped; else None."""
+    _reap(pid)
+    return _exit_codes.get(pid)
+
+
 def _reap(pid: int) -> None:
     proc = _children.get(pid)
     if proc is not None:
-        if proc.poll() is not None:
+        code = proc.poll()
+        if code is not None:
+            _exit_codes[pid] = code
             del _children[pid]
         return
     with contextlib.suppress(ChildProcessError, OSError):

@@ -2,7 +2,8 @@
 
 MEMBER_DIR holds `member.json` (written by the launcher or `member add`); the member keeps
 its WAL, snapshots and lock there too.  SIGTERM/SIGINT stop it cleanly; exit status 1 means
-it stopped on a fatal error (see its log), 2 that its configuration is unusable.
+it stopped on a fatal error (see its log), 2 that its configuration (or a test-only
+RAFTKUBE_FAILPOINTS / RAFTKUBE_UNSAFE setting) is unusable.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
-from store import disk
+from store import canaries, disk, failpoints
 from store.api.errors import StoreError
 from store.server.config import MemberConfig, read_member_file
 from store.server.member import Member
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         cfg = read_member_file(args.member_dir)
+        failpoints.check_env()  # test-only settings with a typo must not run as if absent
+        canaries.check_env()
     except ValueError as e:
         print(f"raftkube-member: {e}", file=sys.stderr)
         return 2

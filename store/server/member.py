@@ -28,6 +28,7 @@ from typing import Any
 
 import msgpack
 
+from store import canaries, failpoints
 from store.api import errors as E
 from store.api.kv import (
     CompactionRequest,
@@ -36,7 +37,7 @@ from store.api.kv import (
     RangeRequest,
     TxnRequest,
 )
-from store.api.watch import WatchCreateRequest
+from store.api.watch import WatchCreateRequest, WatchResponse
 from store.lease.lessor import min_lease_ttl as lease_ttl_floor
 from store.raft import ConfChange, ConfChangeType, Config, RawNode, Ready
 from store.raft.errors import ProposalDroppedError
@@ -50,6 +51,7 @@ from store.server.persistence import Persistence
 from store.server.protocol import END, ERROR, OK, PROTOCOL, STREAM, Header, MemberInfo, split_url
 from store.server.state import ReplicatedState
 from store.server.transport import PeerTransport
+from store.server.unsafe_watch import drop_after_compaction, strip_delete_prev_kv
 from store.server.watch_frames import WatchFrameEncoder
 
 log = logging.getLogger("raftkube.member")
@@ -109,6 +111,10 @@ class Member:
         self._dispatch_scheduled = False
         self._last_snapshot_index = 0
         self._frozen_at = 0
+        self._compact_seen = 0
+        """drop-watch-event-at-compaction: the compact revision the canary last acted on."""
+        self._drop_armed: dict[int, None] = {}
+        """drop-watch-event-at-compaction: watch ids whose next event is to be dropped."""
         self._rng = random.Random()
         self.apply_log = ApplyLog.from_env(cfg.data_dir)
         """Test-only evidence for the chaos checker (see store/server/apply_log.py)."""
@@ -124,7 +130,17 @@ class Member:
     async def start(self) -> None:
         cfg = self.cfg
         loop = asyncio.get_running_loop()
-        self.persistence = Persistence.open(cfg.data_dir, cfg.member_id, cfg.cluster_id, fsync=cfg.fsync)
+        failpoints.check_env()
+        canaries.check_env()
+        if canaries.ACTIVE:
+            log.warning(
+                "UNSAFE MODES ON (%s=%s): this member breaks its guarantees on purpose; for chaos tests only",
+                canaries.ENV,
+                ",".join(canaries.ACTIVE),
+            )
+        # ack-before-fsync: the WAL is written but never fsynced; writes are acknowledged anyway.
+        fsync = cfg.fsync and not canaries.ACK_BEFORE_FSYNC
+        self.persistence = Persistence.open(cfg.data_dir, cfg.member_id, cfg.cluster_id, fsync=fsync)
         p = self.persistence
         snap = p.snapshot
         backup = cfg.data_dir / "restore_from.bin"
@@ -146,6 +162,7 @@ class Member:
         applied = snap.metadata.index if snap is not None else 0
         self._last_snapshot_index = applied
         self.state.applied_index = applied
+        self._compact_seen = self.state.kv.compact_revision
         raw = RawNode(
             Config(
                 id=self.id,
@@ -283,7 +300,10 @@ class Member:
             self._last_snapshot_index = rd.snapshot.metadata.index
             if rd.snapshot.metadata.index > 1:  # not the bootstrap snapshot
                 self.snapshots_installed += 1
+                if failpoints.ENABLED:
+                    failpoints.hit("snapshot-after-install")
             self._sync_peers()
+        fp = failpoints.ENABLED  # once per Ready: the loop below is the hot path
         wrote = False
         alog = self.apply_log
         if alog is not None and rd.snapshot is not None and rd.snapshot.data:
@@ -301,7 +321,11 @@ class Member:
                 if alog is not None:
                     alog.record(e.index, e.term, int(e.type), b"", state.kv.current_revision, time.monotonic())
                 continue
+            if fp:
+                failpoints.hit("apply-before")
             origin, seq, result = state.apply(e.data, e.index)
+            if fp:
+                failpoints.hit("apply-after")
             if alog is not None:
                 alog.record(e.index, e.term, int(e.type), e.data, state.kv.current_revision, time.monotonic())
             wrote = True
@@ -370,6 +394,8 @@ class Member:
 
     def _apply_conf_change(self, data: bytes) -> None:
         assert self.state is not None
+        if failpoints.ENABLED:
+            failpoints.hit("conf-change-before-apply")
         cc = ConfChange.decode(data)
         self.raw.apply_conf_change(cc)
         origin, seq = self.state.apply_member_change(cc)
@@ -401,11 +427,15 @@ class Member:
         self._last_snapshot_index = applied
         compact_to = applied - self.cfg.snapshot_catchup_entries
         p = self.persistence
+        if failpoints.ENABLED:
+            failpoints.hit("snapshot-before-save")
         fut = asyncio.get_running_loop().run_in_executor(self.node.disk_thread, p.save_snapshot_file, snap)
 
         def record() -> None:
             # Between two Readies (the WAL has one writer), and only once the snapshot file
             # is durable, may the WAL point at it and the log (and WAL) before it go.
+            if failpoints.ENABLED:
+                failpoints.hit("snapshot-after-save")
             p.record_snapshot(snap)
             if compact_to > p.storage.first_index():
                 p.storage.compact(compact_to)
@@ -490,6 +520,8 @@ class Member:
     # ================================================================== reads
     async def read_barrier(self) -> None:
         """Wait until local state reflects every write committed before this call (ReadIndex)."""
+        if canaries.READ_WITHOUT_READINDEX:
+            return  # unsafe on purpose: local state, however stale, as if it were confirmed
         batch = self._read_batch
         if batch is None:
             self._seq += 1
@@ -528,8 +560,12 @@ class Member:
         self._dispatch_scheduled = False
         assert self.state is not None
         responses = self.state.hub.drain(max_events=50_000)
+        if canaries.DROP_WATCH_EVENT_AT_COMPACTION:
+            self._drop_event_after_compaction(responses)
         if not responses:
             return
+        if canaries.SKIP_PREV_KV:
+            responses = [strip_delete_prev_kv(r) for r in responses]
         if self.state.hub.pending():
             # Bounded work per loop turn: the rest goes out on the next one.
             self._schedule_dispatch()
@@ -547,6 +583,8 @@ class Member:
                 conn.watches.pop(resp.watch_id, None)
                 self._watch_owner.pop(resp.watch_id, None)
         for conn, frames in per_conn.items():
+            if failpoints.ENABLED:
+                failpoints.hit("watch-before-send")
             conn.writer.write(b"".join(frames))
             if self._write_backlog(conn) > WATCH_BACKLOG_LIMIT:
                 # A client that does not read its watch stream must not grow our memory
@@ -554,6 +592,16 @@ class Member:
                 self.slow_watch_conns += 1
                 log.warning("closing a client connection whose watch stream is not being read")
                 conn.writer.close()
+
+    def _drop_event_after_compaction(self, responses: list[WatchResponse]) -> None:
+        """drop-watch-event-at-compaction: once a new compaction shows, every watcher that
+        exists then loses the next event it would be sent."""
+        assert self.state is not None
+        compact = self.state.kv.compact_revision
+        if compact != self._compact_seen:
+            self._compact_seen = compact
+            self._drop_armed.update(dict.fromkeys(self._watch_owner))
+        drop_after_compaction(responses, self._drop_armed)
 
     @staticmethod
     def _write_backlog(conn: _ClientConn) -> int:

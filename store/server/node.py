@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from store import failpoints
 from store.raft import RawNode, Ready
 from store.raft.errors import ProposalDroppedError, RaftError
 from store.raft.storage import MemoryStorage
@@ -143,6 +144,8 @@ class RaftNode:
         while True:
             try:
                 if rd.snapshot is not None:
+                    if failpoints.ENABLED and rd.snapshot.metadata.index > 1:  # not the bootstrap
+                        failpoints.hit("snapshot-before-install")
                     # The file must exist before the WAL record that points at it.
                     await loop.run_in_executor(self.disk_thread, self.save_snapshot_file, rd.snapshot)
                 if len(rd.entries) >= OFFLOAD_PERSIST_ENTRIES:
@@ -181,6 +184,8 @@ class RaftNode:
                     # Ready, after this one is persisted.
                     early = self.raw.raft.state == StateType.LEADER and rd.messages
                     if early:
+                        if failpoints.ENABLED:
+                            failpoints.hit("raft-before-send")
                         self.send(rd.messages)
                     if rd.snapshot is not None or rd.entries or rd.hard_state is not None:
                         t0 = time.perf_counter()
@@ -201,6 +206,8 @@ class RaftNode:
                     t1 = time.perf_counter()
                     self.apply(rd)
                     self.apply_seconds += time.perf_counter() - t1
+                    if failpoints.ENABLED and rd.committed_entries:
+                        failpoints.hit("apply-before-applied-index")
                     self.raw.advance(rd)
         except asyncio.CancelledError:
             raise

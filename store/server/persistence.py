@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from store import canaries, failpoints
 from store.raft import Ready
 from store.raft.storage import MemoryStorage
 from store.raft.types import Snapshot
@@ -74,7 +75,20 @@ class Persistence:
         marker = None
         if rd.snapshot is not None:
             marker = SnapshotMarker(rd.snapshot.metadata.index, rd.snapshot.metadata.term)
-        self.wal.save(rd.hard_state, rd.entries, sync=rd.must_sync and self.fsync, snapshot=marker)
+        sync = rd.must_sync and self.fsync
+        if failpoints.ENABLED:
+            self._persist_with_failpoints(rd, sync, marker)
+            return
+        self.wal.save(rd.hard_state, rd.entries, sync=sync, snapshot=marker)
+
+    def _persist_with_failpoints(self, rd: Ready, sync: bool, marker: SnapshotMarker | None) -> None:
+        """`persist_ready` split into write and fsync, so a fault can land in between."""
+        failpoints.hit("wal-before-append")
+        self.wal.save(rd.hard_state, rd.entries, sync=False, snapshot=marker)
+        failpoints.hit("wal-after-append")
+        if sync:
+            self.wal.sync()
+        failpoints.hit("wal-after-fsync")
 
     def record_snapshot(self, snap: Snapshot) -> None:
         """After the member's own snapshot file is saved: point the WAL at it, drop old files."""
@@ -88,6 +102,6 @@ class Persistence:
 
     def close(self) -> None:
         try:
-            self.wal.close()
+            self.wal.close(sync=not canaries.ACK_BEFORE_FSYNC)
         finally:
             self.lock.release()

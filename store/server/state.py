@@ -17,6 +17,7 @@ from typing import Any
 
 import msgpack
 
+from store import failpoints
 from store.api import errors as E
 from store.api.kv import (
     CompactionRequest,
@@ -179,7 +180,11 @@ class ReplicatedState:
             return tresp.to_wire()
         if kind == "compact":
             req = CompactionRequest.from_wire(args)
+            if failpoints.ENABLED:
+                failpoints.hit("compact-before")
             kv.compact(req.revision)
+            if failpoints.ENABLED:
+                failpoints.hit("compact-after")
             return CompactionResponse(kv.current_revision).to_wire()
         if kind == "lease_grant":
             lease_id, ttl = int(args[0]), int(args[1])

@@ -28,9 +28,11 @@ def fast_settings(data_dir: Path, members: int = 3, **changes: Any) -> StoreSett
 
 
 class StoreCluster:
-    def __init__(self, settings: StoreSettings, backup: bytes | None = None) -> None:
-        """Lay out a new cluster; with `backup`, it starts from that backup's state."""
+    def __init__(self, settings: StoreSettings, backup: bytes | None = None, env: dict[str, str] | None = None) -> None:
+        """Lay out a new cluster; with `backup`, it starts from that backup's state; `env`
+        is added to every member process's environment (e.g. test-only failpoints)."""
         self.settings = settings
+        self.env = env
         self.local = LocalCluster(settings.data_dir)
         infos = self.local.create(settings, ports=free_ports(3 * settings.members))
         if backup is not None:
@@ -45,7 +47,11 @@ class StoreCluster:
         return next(m.client_url for m in self.local.members() if m.id == member_id)
 
     def start(self) -> None:
-        self.local.start_all()
+        self.local.start_all(self.env)
+
+    def start_member(self, member_id: int) -> int:
+        """(Re)start one member with the cluster's extra environment."""
+        return self.local.start_member(member_id, self.env)
 
     def stop(self) -> None:
         self.local.stop_all(timeout=5)
@@ -89,8 +95,10 @@ class StoreCluster:
 
 
 @contextmanager
-def running_cluster(data_dir: Path, members: int = 3, **changes: Any) -> Iterator[StoreCluster]:
-    tc = StoreCluster(fast_settings(data_dir, members, **changes))
+def running_cluster(
+    data_dir: Path, members: int = 3, env: dict[str, str] | None = None, **changes: Any
+) -> Iterator[StoreCluster]:
+    tc = StoreCluster(fast_settings(data_dir, members, **changes), env=env)
     try:
         tc.start()
         tc.wait_leader()
