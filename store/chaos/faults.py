@@ -141,28 +141,36 @@ async def pause_follower_long(ctx: FaultContext) -> str:
 
 
 # ---------------------------------------------------------------- failpoints
-async def _crash_at(ctx: FaultContext, member: int, point: str) -> str:
-    """Arm `point` to crash once; wait for the member to die there; restart it."""
+async def _crash_at(ctx: FaultContext, members: list[int], point: str) -> str:
+    """Arm `point` to crash once on `members`; wait for one of them to die there (the others
+    are disarmed then); restart it."""
     t0 = time.monotonic()
-    await asyncio.to_thread(ctx.cc.failpoint, member, point, "1*crash")
+    for m in members:
+        await asyncio.to_thread(ctx.cc.failpoint, m, point, "1*crash")
     deadline = time.monotonic() + max(3.0, 4 * ctx.hold)
-    while ctx.cc.alive(member) and time.monotonic() < deadline:
+    while all(ctx.cc.alive(m) for m in members) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
-    died = not ctx.cc.alive(member)
+    died = [m for m in members if not ctx.cc.alive(m)]
+    for m in members:
+        if m not in died:
+            await asyncio.to_thread(ctx.cc.failpoint, m, point, None)
+    for m in died:
+        await asyncio.to_thread(ctx.cc.kill, m, True)  # drop its un-fsynced bytes too
     if died:
-        await asyncio.to_thread(ctx.cc.kill, member, True)  # drop its un-fsynced bytes too
         await asyncio.sleep(ctx.hold / 2)
-        await asyncio.to_thread(ctx.cc.restart, member)
-    else:
-        await asyncio.to_thread(ctx.cc.failpoint, member, point, None)
+    for m in died:
+        await asyncio.to_thread(ctx.cc.restart, m)
     ctx.intervals.append((t0, time.monotonic(), f"crash at {point}"))
-    state = "crashed there and was restarted" if died else "was NOT reached within the time allowed"
-    return f"failpoint {point} on member {member}: {state}"
+    if died:
+        return f"failpoint {point}: member(s) {died} crashed there and were restarted"
+    return f"failpoint {point} on member(s) {members}: was NOT reached within the time allowed"
 
 
 def crash_point(point: str) -> Fault:
     async def fault(ctx: FaultContext) -> str:
-        return await _crash_at(ctx, await ctx.leader(), point)
+        # Watches are served by any member: arm it everywhere, the first to send crashes.
+        members = list(ctx.cc.ids()) if point == "watch-before-send" else [await ctx.leader()]
+        return await _crash_at(ctx, members, point)
 
     fault.__name__ = f"crash_{point.replace('-', '_')}"
     return fault
@@ -176,7 +184,7 @@ def follower_snapshot_crash(point: str) -> Fault:
         m = await ctx.follower()
         await asyncio.to_thread(ctx.cc.failpoint, m, point, "1*crash")
         detail = await _isolate_until_snapshot(ctx, m)
-        return (await _crash_at(ctx, m, point)) + f" ({detail})"
+        return (await _crash_at(ctx, [m], point)) + f" ({detail})"
 
     fault.__name__ = f"crash_{point.replace('-', '_')}"
     return fault
