@@ -1,19 +1,26 @@
-"""LinkProxy on plain asyncio sockets: what it forwards, loses, delays and closes."""
+"""LinkProxy on plain asyncio sockets (what it forwards, loses, delays and closes), then a
+real 3-member cluster whose peer links run through a ProxyMesh."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
 
+from store.api.errors import StoreError
+from store.chaos.network import ProxyMesh
 from store.chaos.proxy import LinkProxy
+from store.client.client import Client
+from store.server.config import read_member_file
 from store.server.framing import HEADER, encode_frame
+from tests.support.cluster import StoreCluster, fast_settings
 
 HELLO = ["raftkube-peer/1", 7]
 
@@ -282,3 +289,176 @@ def test_raw_mode_forwards_both_ways_and_blackhole_breaks_the_stream_until_heal(
             server.close()
 
     asyncio.run(go())
+
+
+# ---------------------------------------------------------------------- a real cluster behind a ProxyMesh
+
+
+@pytest.fixture
+def meshed(tmp_path: Path) -> Iterator[tuple[StoreCluster, ProxyMesh]]:
+    """A 3-member cluster (fast_settings) whose peer links all go through a ProxyMesh."""
+    tc = StoreCluster(fast_settings(tmp_path))
+    mesh = ProxyMesh(tc.local, seed=7)
+    try:
+        tc.start()
+        tc.wait_leader()
+        yield tc, mesh
+    finally:
+        tc.stop()
+        mesh.close()
+
+
+def put(tc: StoreCluster, key: bytes, value: bytes, members: list[int] | None = None, timeout: float = 5.0) -> int:
+    """Write through the given members (all by default); the revision it got."""
+    eps = [tc.endpoint(m) for m in members] if members else None
+
+    async def go() -> int:
+        async with tc.client(eps, timeout=timeout) as c:
+            return (await c.put(key, value)).revision
+
+    return asyncio.run(go())
+
+
+def role(tc: StoreCluster, member: int) -> str | None:
+    st = asyncio.run(tc.statuses())[member]
+    return None if st is None else str(st["role"])
+
+
+def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout}s")
+        time.sleep(0.05)
+
+
+def assert_converged(tc: StoreCluster, timeout: float = 15.0) -> int:
+    """A fresh write reaches every member and their key spaces hash equal at its revision."""
+    rev = put(tc, b"chaos/marker", b"%d" % time.monotonic_ns(), timeout=timeout)
+    ids = tc.local.member_ids()
+    tc.wait_applied(rev, ids, timeout=timeout)
+
+    async def hashes() -> set[int]:
+        async with tc.client() as c:
+            return {(await c.hash_kv(tc.endpoint(m), rev))[0] for m in ids}
+
+    assert len(asyncio.run(hashes())) == 1
+    return rev
+
+
+def test_mesh_points_members_at_their_link_proxies(meshed: tuple[StoreCluster, ProxyMesh]) -> None:
+    """Each member dials peer j through proxy i->j: Raft traffic shows up on every link."""
+    tc, mesh = meshed
+    put(tc, b"chaos/a", b"1")
+    for i in (1, 2, 3):
+        dial = read_member_file(tc.local.member_dir(i)).peer_dial
+        assert dial == {j: mesh.peer_url(i, j) for j in (1, 2, 3) if j != i}
+    links = [f"{i}->{j}" for i in (1, 2, 3) for j in (1, 2, 3) if i != j]
+    wait_for(lambda: all(mesh.stats()[k]["frames_forwarded"] > 0 for k in links), 5, "a frame on every link")
+
+
+def test_isolated_leader_steps_down_and_the_rest_carry_on_then_all_converge(
+    meshed: tuple[StoreCluster, ProxyMesh],
+) -> None:
+    """Isolating the leader: the other two elect a leader and take writes; the old one steps
+    down (CheckQuorum) and refuses writes; after heal all three hold the same data."""
+    tc, mesh = meshed
+    old = tc.wait_leader()
+    rest = [m for m in (1, 2, 3) if m != old]
+    mesh.isolate(old)
+    new = tc.wait_leader(timeout=10, exclude=(old,))
+    assert new in rest
+    rev = put(tc, b"chaos/while-isolated", b"v", members=rest)
+    wait_for(lambda: role(tc, old) != "leader", 5, "the isolated leader steps down")
+    with pytest.raises(StoreError):
+        put(tc, b"chaos/refused", b"v", members=[old], timeout=1.0)
+    mesh.heal()
+    tc.wait_leader(timeout=10)
+    assert assert_converged(tc) > rev
+
+    async def refused_absent() -> int:
+        async with tc.client() as c:
+            return len((await c.get(b"chaos/refused")).kvs)
+
+    assert asyncio.run(refused_absent()) == 0
+
+
+def test_one_way_blackhole_leader_to_follower(meshed: tuple[StoreCluster, ProxyMesh]) -> None:
+    """The leader's messages to one follower are lost (the follower's to it still arrive):
+    writes commit with the other follower, the cut-off one lags, and catches up on heal."""
+    tc, mesh = meshed
+    leader = tc.wait_leader()
+    deaf, other = (m for m in (1, 2, 3) if m != leader)
+    mesh.one_way(leader, deaf)
+    revs = [put(tc, b"chaos/one-way/%d" % i, b"v", members=[leader, other]) for i in range(10)]
+    tc.wait_applied(revs[-1], [leader, other])
+    st = asyncio.run(tc.statuses())
+    assert st[deaf] is not None and st[deaf]["revision"] < revs[-1]
+    assert mesh.stats()[f"{leader}->{deaf}"]["frames_dropped"] > 0
+    mesh.heal()
+    tc.wait_leader(timeout=10)
+    assert_converged(tc)
+
+
+def test_lossy_slow_links_still_make_progress(meshed: tuple[StoreCluster, ProxyMesh]) -> None:
+    """30% of frames lost and 75 +- 50 ms of delay on every link: writes still commit."""
+    tc, mesh = meshed
+    for m in (1, 2, 3):
+        mesh.drop(m, 0.3)
+        mesh.delay(m, 0.075, 0.05)
+    done = 0
+    deadline = time.monotonic() + 30
+    while done < 10 and time.monotonic() < deadline:
+        with contextlib.suppress(StoreError):
+            put(tc, b"chaos/lossy/%d" % done, b"v", timeout=5.0)
+            done += 1
+    assert done == 10, f"only {done} writes committed in 30s"
+    stats = mesh.stats()
+    assert sum(s["frames_dropped"] for s in stats.values()) > 0
+    mesh.heal()
+    tc.wait_leader(timeout=10)
+    assert_converged(tc)
+
+
+def test_cut_all_connections_reconnect(meshed: tuple[StoreCluster, ProxyMesh]) -> None:
+    """Resetting every peer connection of the leader, again and again: members reconnect
+    through the proxies and writes keep committing."""
+    tc, mesh = meshed
+    leader = tc.wait_leader()
+    before = mesh.stats()
+    for i in range(5):
+        mesh.cut_all(leader)
+        put(tc, b"chaos/cut/%d" % i, b"v")
+        time.sleep(0.1)
+    after = mesh.stats()
+    for m in (1, 2, 3):
+        if m != leader:
+            for link in (f"{leader}->{m}", f"{m}->{leader}"):
+                assert after[link]["connections"] > before[link]["connections"], link
+                assert after[link]["closed_by_fault"] >= 1, link
+    assert_converged(tc)
+
+
+def test_clients_cut_from_one_member(meshed: tuple[StoreCluster, ProxyMesh]) -> None:
+    """cut_clients: that member is unreachable through its proxied endpoint while the
+    cluster stays healthy; heal_clients makes it reachable again."""
+    tc, mesh = meshed
+    leader = tc.wait_leader()
+    m = next(i for i in (1, 2, 3) if i != leader)
+    url = mesh.client_url(m)
+
+    async def status_via_proxy() -> dict[str, Any]:
+        async with Client([url], timeout=1.0, connect_timeout=0.5) as c:
+            return await c.status(endpoint=url)
+
+    assert asyncio.run(status_via_proxy())["id"] == m
+    mesh.cut_clients(m)
+    t0 = time.monotonic()
+    with pytest.raises(StoreError):
+        asyncio.run(status_via_proxy())
+    assert time.monotonic() - t0 < 5
+    put(tc, b"chaos/clients-cut", b"v")
+    st = asyncio.run(tc.statuses())
+    assert all(s is not None and s["healthy"] for s in st.values())
+    mesh.heal_clients(m)
+    assert asyncio.run(status_via_proxy())["id"] == m
