@@ -60,8 +60,17 @@ class ProxyMesh:
             raise
 
     async def _start(self) -> None:
+        # The members' ports were free when chosen but are not bound until they start:
+        # a proxy must not take one of them (bind(0) may hand out a just-released port).
+        reserved = {split_url(u)[1] for m in self.cluster.members() for u in (m.peer_url, m.client_url, m.http_url)}
         for p in self._all():
-            await p.start()
+            for _ in range(50):
+                await p.start()
+                if p.port not in reserved:
+                    break
+                await p.close()
+            else:
+                raise RuntimeError("no free port for a proxy outside the cluster's own ports")
 
     def _all(self) -> list[LinkProxy]:
         return [*self.links.values(), *self.clients.values()]

@@ -308,6 +308,43 @@ def meshed(tmp_path: Path) -> Iterator[tuple[StoreCluster, ProxyMesh]]:
         mesh.close()
 
 
+def test_mesh_faults_select_the_right_links(tmp_path: Path) -> None:
+    """partition, bridge, isolate and per-link faults mark exactly the intended directed links
+    (on a laid-out cluster whose members are not running)."""
+    tc = StoreCluster(fast_settings(tmp_path))
+    with ProxyMesh(tc.local, seed=1) as mesh:
+
+        def holes() -> set[str]:
+            return {k for k, v in mesh.stats().items() if v["blackhole"]}
+
+        mesh.partition([[1], [2, 3]])
+        assert holes() == {"1->2", "2->1", "1->3", "3->1"}
+        mesh.heal()
+        mesh.bridge(1, 2, [3])
+        assert holes() == {"1->3", "3->1"}
+        mesh.heal()
+        mesh.isolate(2)
+        mesh.one_way(3, 1)
+        assert holes() == {"1->2", "2->1", "3->2", "2->3", "3->1"}
+        mesh.heal_link(3, 1)
+        assert holes() == {"1->2", "2->1", "3->2", "2->3"}
+        mesh.heal()
+        mesh.delay((1, 2), 0.05, 0.01)
+        mesh.drop(3, 0.25)
+        st = mesh.stats()
+        assert st["1->2"]["delay_mean"] == 0.05 and st["2->1"]["delay_mean"] == 0.0
+        assert {k for k, v in st.items() if v["drop"] == 0.25} == {"1->3", "3->1", "2->3", "3->2"}
+        mesh.cut_clients(2)
+        assert mesh.stats()["client-2"]["blackhole"]
+        with pytest.raises(ValueError):
+            mesh.isolate(9)
+        with pytest.raises(ValueError):
+            mesh.partition([[1, 2], [2, 3]])
+    mesh.close()
+    with pytest.raises(RuntimeError):
+        mesh.heal()
+
+
 def put(tc: StoreCluster, key: bytes, value: bytes, members: list[int] | None = None, timeout: float = 5.0) -> int:
     """Write through the given members (all by default); the revision it got."""
     eps = [tc.endpoint(m) for m in members] if members else None
