@@ -154,6 +154,17 @@ class LocalCluster:
             fsync=s.fsync,
         )
 
+    def set_peer_dial(self, member_id: int, dial: dict[int, str]) -> None:
+        """Make the member dial these URLs for these peers (e.g. fault-injecting proxies);
+        read at its next start."""
+        d = self.member_dir(member_id)
+        try:
+            cfg = read_member_file(d)
+        except ValueError as e:
+            raise LauncherError(str(e)) from e
+        cfg.peer_dial = dict(dial)
+        write_member_file(d, cfg)
+
     def add_member_layout(self, info: MemberInfo, s: StoreSettings) -> None:
         """Record a member added at runtime (`member add`) so that it can be started here."""
         doc = self.load()

@@ -36,7 +36,12 @@ class Connection:
         except (TimeoutError, OSError) as e:
             raise UnavailableError(f"cannot connect to {self.endpoint}: {e or type(e).__name__}") from e
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop(), name=f"client-{self.endpoint}")
-        header, _ = await self.call("hello", [PROTOCOL], timeout=timeout)
+        try:
+            header, _ = await self.call("hello", [PROTOCOL], timeout=timeout)
+        except BaseException:
+            # Accepted but unanswered (a partitioned member): do not leak the socket.
+            await self.close()
+            raise
         self.hello = header
 
     @property

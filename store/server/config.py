@@ -7,7 +7,7 @@ without importing the whole server.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,13 @@ class MemberConfig:
     fsync: bool = True
     progress_notify_interval: float = 10.0
     """Seconds between progress notifications to watchers created with progress_notify."""
+    peer_dial: dict[int, str] = field(default_factory=dict)
+    """Peer id -> URL to dial instead of that peer's advertised peer_url (a fault-injecting
+    proxy in the chaos suite); peers not named here are dialled at their advertised URL."""
+
+    def dial_url(self, peer: MemberInfo) -> str:
+        """Where this member connects to reach `peer`."""
+        return self.peer_dial.get(peer.id, peer.peer_url)
 
 
 MEMBER_FILE = "member.json"
@@ -67,6 +74,8 @@ def write_member_file(member_dir: Path, cfg: MemberConfig) -> None:
         "pre_vote": cfg.pre_vote,
         "check_quorum": cfg.check_quorum,
     }
+    if cfg.peer_dial:
+        doc["peer_dial"] = {str(k): v for k, v in sorted(cfg.peer_dial.items())}
     member_dir.mkdir(parents=True, exist_ok=True)
     tmp = member_dir / (MEMBER_FILE + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2) + "\n")
@@ -105,6 +114,7 @@ def read_member_file(member_dir: Path) -> MemberConfig:
             fsync=bool(doc.get("fsync", True)),
             pre_vote=bool(doc.get("pre_vote", True)),
             check_quorum=bool(doc.get("check_quorum", True)),
+            peer_dial={int(k): str(v) for k, v in doc.get("peer_dial", {}).items()},
         )
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"{path}: bad or missing field: {e}") from e

@@ -195,7 +195,7 @@ class Member:
         await self.transport.listen(host, port)
         for m in self._known_members():
             if m.id != self.id:
-                h, pt = split_url(m.peer_url)
+                h, pt = split_url(cfg.dial_url(m))
                 self.transport.add_peer(m.id, h, pt)
         host, port = split_url(cfg.client_url)
         self.client_server = await asyncio.start_server(self._serve_client, host, port, reuse_address=True)
@@ -411,7 +411,7 @@ class Member:
         assert self.state is not None and self.transport is not None
         for m in self.state.members.values():
             if m.id != self.id:
-                h, p = split_url(m.peer_url)
+                h, p = split_url(self.cfg.dial_url(m))
                 self.transport.add_peer(m.id, h, p)
         for pid in list(self.transport.peers):
             if pid not in self.state.members:
