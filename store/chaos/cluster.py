@@ -73,7 +73,7 @@ class ChaosCluster:
 
     def client_url(self, member_id: int) -> str:
         """Where clients reach this member (through the mesh's client proxy when there is one)."""
-        if self.mesh is not None and member_id in self.mesh.client_members():
+        if self.mesh is not None and member_id in self.mesh.clients:
             return str(self.mesh.client_url(member_id))
         return self.info(member_id).client_url
 

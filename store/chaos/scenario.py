@@ -177,7 +177,8 @@ async def run_scenario(sc: Scenario, report_dir: Path, progress: Any = None) -> 
         # Recovery: undo every fault, start whatever is down.
         if cc.mesh is not None:
             cc.mesh.heal()
-            cc.mesh.heal_clients_all()
+            for m in cc.ids():
+                cc.mesh.heal_clients(m)
         cc.disk_full(False)
         for m in cc.ids():
             cc.resume(m)
