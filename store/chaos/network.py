@@ -8,6 +8,15 @@ client port, and points every member's `peer_dial` at its proxies.  Build it aft
 The proxies run on one asyncio loop in a background thread; the control methods are plain
 synchronous calls (the harness is synchronous), safe from any thread.  Blackholes add up
 (`partition` after `isolate` keeps both) until `heal()`, which clears every fault.
+
+    local = LocalCluster(data_dir)
+    local.create(settings, ports=free_ports(3 * settings.members))
+    mesh = ProxyMesh(local, seed=42)      # before start_all(): members read peer_dial at start
+    local.start_all()
+    mesh.isolate(leader); ...; mesh.heal()
+    mesh.close()                          # after the members are stopped
+
+Members added later (`member add`) are dialled directly: the mesh covers the initial ones.
 """
 
 from __future__ import annotations

@@ -112,6 +112,7 @@ class LinkProxy:
             c.shutdown(reset=True)
 
     def delay(self, mean_s: float, jitter_s: float = 0.0) -> None:
+        """Delay each frame by mean +- jitter (raw mode: each chunk, towards the target only)."""
         if mean_s < 0 or jitter_s < 0:
             raise ValueError("delay and jitter must not be negative")
         self.delay_mean, self.delay_jitter = mean_s, jitter_s
