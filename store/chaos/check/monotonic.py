@@ -28,7 +28,12 @@ def _per_client(ops: list[Operation]) -> list[Violation]:
     by_client: dict[int, list[Operation]] = defaultdict(list)
     for op in ops:
         if op.outcome == OK and op.kind in KV_KINDS and op.revision > 0:
-            if not (op.serializable and op.endpoint == ""):
+            if op.serializable:
+                # A serializable read is as fresh as the member that served it: it may lag
+                # the leader that answered this client's last write, but never that member's
+                # own earlier answers to this client (across its restarts too).
+                by_client[-(op.client * 1000 + op.member)].append(op)
+            else:
                 by_client[op.client].append(op)
     out = []
     for client_ops in by_client.values():
