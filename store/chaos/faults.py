@@ -14,25 +14,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from store import failpoints
 from store.chaos.cluster import ChaosCluster
 
-CRASH_POINTS = (
-    "wal-before-append",
-    "wal-after-append",
-    "wal-after-fsync",
-    "raft-before-send",
-    "apply-before",
-    "apply-after",
-    "apply-before-applied-index",
-    "compact-before",
-    "compact-after",
-    "snapshot-before-save",
-    "snapshot-after-save",
-    "watch-before-send",
-)
-"""Crash failpoints reached on the leader by the workload itself."""
 FOLLOWER_CRASH_POINTS = ("snapshot-before-install", "snapshot-after-install")
 """Crash failpoints reached on a follower that the leader must send a snapshot to."""
+CRASH_POINTS = tuple(n for n in failpoints.NAMES if n not in (*FOLLOWER_CRASH_POINTS, "conf-change-before-apply"))
+"""Crash failpoints reached on the leader (watch-before-send: on any member) by the workload itself;
+conf-change-before-apply is exercised as a sleep by `slow-conf-change`."""
 
 
 @dataclass
