@@ -286,10 +286,16 @@ class WatchHub:
         return self._queue_progress(due)
 
     def _queue_progress(self, ws: Iterable[Watcher]) -> int:
+        """A watcher whose start revision is ahead of this member (a watch resumed here from a
+        member that was further along) gets no bookmark until the member reaches the start: a
+        bookmark below start - 1 would move the client's stream backwards (etcd does the same)."""
         n = 0
         for w in ws:
             if w.synced and not w.has_output():
-                w.head.append(WatchResponse(w.id, self._covered(w)))
+                rev = self._covered(w)
+                if rev < w.min_rev - 1:
+                    continue
+                w.head.append(WatchResponse(w.id, rev))
                 self._ready[w] = None
                 n += 1
         return n

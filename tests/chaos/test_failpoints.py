@@ -261,8 +261,17 @@ def converge(tc: StoreCluster, acked: dict[bytes, bytes]) -> None:
     members = [m.id for m in tc.local.members()]
 
     async def mark() -> int:
+        # The marker is harness bookkeeping, not a checked write: on a loaded machine the
+        # restarted member may still be settling, so an ambiguous outcome is simply retried.
+        deadline = time.monotonic() + 30
         async with tc.client(timeout=10) as c:
-            return (await c.put(b"chaos/mark", b"x")).revision
+            while True:
+                try:
+                    return (await c.put(b"chaos/mark", b"x")).revision
+                except (E.LeaderChangedError, E.TimeoutError_, E.UnavailableError):
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.2)
 
     rev = run(mark())
     tc.wait_applied(rev, members, timeout=20)

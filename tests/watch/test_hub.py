@@ -260,6 +260,24 @@ def test_no_progress_for_an_unsynced_watcher() -> None:
     assert rig.hub.request_progress(wid) == 1
 
 
+def test_no_progress_below_a_future_start_revision() -> None:
+    """A watch resumed at start S on a member still behind S must not bookmark below S - 1:
+    the client already has every event up to S - 1 from another member, so a lower bookmark
+    would move its stream backwards (found by `raftkube chaos --faults kill-all --seed 7`)."""
+    rig = Rig()
+    rig.put(b"other")  # revision 2
+    wid = rig.watch(b"k", start_revision=5, progress_notify=True)
+    rig.drain_all()
+    assert rig.hub.request_progress(wid) == 0
+    assert rig.hub.progress_tick() == 0
+    rig.put(b"other")  # 3
+    rig.put(b"other")  # 4: the member has now reached S - 1
+    assert rig.hub.request_progress(wid) == 1
+    rig.drain_all()
+    assert rig.got[wid][-1] == WatchResponse(wid, 4)
+    assert rig.got[wid][-1].is_progress_notify
+
+
 def test_progress_tick_skips_watchers_that_got_events() -> None:
     rig = Rig()
     busy = rig.watch(b"a", progress_notify=True)
