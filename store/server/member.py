@@ -138,9 +138,7 @@ class Member:
                 canaries.ENV,
                 ",".join(canaries.ACTIVE),
             )
-        # ack-before-fsync: the WAL is written but never fsynced; writes are acknowledged anyway.
-        fsync = cfg.fsync and not canaries.ACK_BEFORE_FSYNC
-        self.persistence = Persistence.open(cfg.data_dir, cfg.member_id, cfg.cluster_id, fsync=fsync)
+        self.persistence = Persistence.open(cfg.data_dir, cfg.member_id, cfg.cluster_id, fsync=cfg.fsync)
         p = self.persistence
         snap = p.snapshot
         backup = cfg.data_dir / "restore_from.bin"

@@ -10,7 +10,7 @@ from pathlib import Path
 from store import canaries, failpoints
 from store.raft import Ready
 from store.raft.storage import MemoryStorage
-from store.raft.types import Snapshot
+from store.raft.types import EntryType, Snapshot
 from store.wal.errors import RecoveryError
 from store.wal.lock import DataDirLock
 from store.wal.record import SnapshotMarker
@@ -42,6 +42,7 @@ class Persistence:
         """The snapshot the member restarts from (None for a new member)."""
         self.is_new = is_new
         self.fsync = fsync
+        self._synced_term_vote = (-1, -1)
 
     @classmethod
     def open(cls, data_dir: Path, member_id: int, cluster_id: int, fsync: bool = True) -> Persistence:
@@ -76,10 +77,23 @@ class Persistence:
         if rd.snapshot is not None:
             marker = SnapshotMarker(rd.snapshot.metadata.index, rd.snapshot.metadata.term)
         sync = rd.must_sync and self.fsync
+        if sync and canaries.ACK_BEFORE_FSYNC:
+            sync = self._canary_fsync_due(rd)
         if failpoints.ENABLED:
             self._persist_with_failpoints(rd, sync, marker)
             return
         self.wal.save(rd.hard_state, rd.entries, sync=sync, snapshot=marker)
+
+    def _canary_fsync_due(self, rd: Ready) -> bool:
+        """The ack-before-fsync canary's policy: fsync only what an election and the
+        membership need (a new term or vote, conf changes); client writes are acknowledged
+        without ever being fsynced.  A crash then loses acknowledged writes while the prefix
+        that survives stays consistent, so the cluster restarts and the loss can be seen."""
+        hs = rd.hard_state
+        if hs is not None and (hs.term, hs.vote) != self._synced_term_vote:
+            self._synced_term_vote = (hs.term, hs.vote)
+            return True
+        return any(e.type != EntryType.NORMAL for e in rd.entries)
 
     def _persist_with_failpoints(self, rd: Ready, sync: bool, marker: SnapshotMarker | None) -> None:
         """`persist_ready` split into write and fsync, so a fault can land in between."""
@@ -92,7 +106,9 @@ class Persistence:
 
     def record_snapshot(self, snap: Snapshot) -> None:
         """After the member's own snapshot file is saved: point the WAL at it, drop old files."""
-        self.wal.save_snapshot_marker(snap.metadata.index, snap.metadata.term, sync=self.fsync)
+        # (The canary must not fsync here: that would flush the client writes before the marker.)
+        sync = self.fsync and not canaries.ACK_BEFORE_FSYNC
+        self.wal.save_snapshot_marker(snap.metadata.index, snap.metadata.term, sync=sync)
         self.snapshotter.purge(keep=SNAPSHOTS_KEPT)
 
     def release_wal_before(self, index: int) -> None:
