@@ -17,7 +17,7 @@ import signal
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +196,10 @@ class ChaosCluster:
             return {}
 
     # ------------------------------------------------------------------ state
-    async def statuses(self) -> dict[int, dict[str, Any] | None]:
+    async def statuses(self, only: Iterable[int] | None = None) -> dict[int, dict[str, Any] | None]:
+        """Each member's status (None: no answer), asked concurrently; `only` limits the
+        poll to some members, so that a dead one does not set its pace."""
+
         async def one(m: MemberInfo) -> dict[str, Any] | None:
             c = Client([m.client_url], timeout=0.5, connect_timeout=0.3)
             try:
@@ -207,6 +210,9 @@ class ChaosCluster:
                 await c.close()
 
         members = self.local.members()
+        if only is not None:
+            wanted = set(only)
+            members = [m for m in members if m.id in wanted]
         found = await asyncio.gather(*(one(m) for m in members))
         return {m.id: s for m, s in zip(members, found, strict=True)}
 

@@ -44,6 +44,9 @@ READ_METHODS = frozenset(
     {"hello", "range", "status", "members", "lease_ttl", "lease_leases", "lease_keepalive", "hash_kv"}
 )
 
+MAX_BACKOFF = 0.1
+"""Seconds between retry rounds at most (from 20 ms, doubling)."""
+
 
 class Client:
     def __init__(self, endpoints: list[str], timeout: float = 5.0, connect_timeout: float = 1.0) -> None:
@@ -53,6 +56,8 @@ class Client:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._conns: dict[str, Connection] = {}
+        self._connecting: dict[str, asyncio.Future[Connection]] = {}
+        """One open attempt per endpoint, shared by every request that needs it meanwhile."""
         self._preferred: str | None = None
         self._rng = random.Random()
 
@@ -63,19 +68,45 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        for c in list(self._conns.values()):
-            await c.close()
+        for attempt in list(self._connecting.values()):
+            attempt.cancel()  # Connection.open closes its socket when cancelled
+        conns = list(self._conns.values())
         self._conns.clear()
+        for c in conns:
+            c.abort()  # all sockets closed before the first await, in case we are cancelled
+        for c in conns:
+            await c.close()
 
     # ------------------------------------------------------------------ plumbing
     async def _conn(self, endpoint: str) -> Connection:
+        """The open connection to `endpoint`, opening it if needed.  Concurrent callers share
+        one attempt: 64 requests at once on a fresh client must not open 64 sockets (all but
+        the last one stored would leak)."""
         c = self._conns.get(endpoint)
-        if c is not None and c.is_open:
-            return c
+        if c is not None:
+            if c.is_open:
+                return c
+            del self._conns[endpoint]
+            c.abort()  # its reader has ended; release the socket before replacing it
+        attempt = self._connecting.get(endpoint)
+        if attempt is None:
+            attempt = asyncio.ensure_future(self._open(endpoint))
+            self._connecting[endpoint] = attempt
+            attempt.add_done_callback(lambda f: self._opened(endpoint, f))
+        # Shielded: one caller giving up (cancelled) does not cancel the others' attempt.
+        return await asyncio.shield(attempt)
+
+    async def _open(self, endpoint: str) -> Connection:
         c = Connection(endpoint)
         await c.open(self.connect_timeout)
         self._conns[endpoint] = c
         return c
+
+    def _opened(self, endpoint: str, attempt: asyncio.Future[Connection]) -> None:
+        if self._connecting.get(endpoint) is attempt:
+            del self._connecting[endpoint]
+        if not attempt.cancelled():
+            attempt.exception()  # retrieved here: every waiter may have gone
 
     def _order(self) -> list[str]:
         rest = [e for e in self.endpoints if e != self._preferred]
@@ -141,7 +172,10 @@ class Client:
             if loop.time() + backoff >= deadline:
                 raise last or UnavailableError("no endpoint answered")
             await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 0.5)
+            # Capped low (etcd's client waits 25 ms between retries): during an election the
+            # wait after the new leader appears is at most this, and a round costs a few
+            # small frames per member.
+            backoff = min(backoff * 2, MAX_BACKOFF)
 
     # ------------------------------------------------------------------ KV
     async def range(self, req: RangeRequest) -> RangeResponse:

@@ -129,13 +129,20 @@ class Connection:
         elif kind in (STREAM, END):
             fut.set_exception(ProtocolError(f"unexpected stream frame for request {rid}"))
 
-    async def close(self) -> None:
+    def abort(self) -> None:
+        """Close the socket and stop the reader now, without waiting: done synchronously so
+        that a caller cancelled while closing still leaves no socket or task behind."""
         if self.writer is not None:
             self.writer.close()
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+
+    async def close(self) -> None:
+        self.abort()
+        if self.writer is not None:
             with contextlib.suppress(Exception):
                 await self.writer.wait_closed()
         if self._reader_task is not None:
-            self._reader_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader_task
         self.closed.set()

@@ -298,6 +298,8 @@ class Member:
             self._last_snapshot_index = rd.snapshot.metadata.index
             if rd.snapshot.metadata.index > 1:  # not the bootstrap snapshot
                 self.snapshots_installed += 1
+                meta = rd.snapshot.metadata
+                log.info("installed a snapshot from the leader at index %d, term %d", meta.index, meta.term)
                 if failpoints.ENABLED:
                     failpoints.hit("snapshot-after-install")
             self._sync_peers()
