@@ -56,6 +56,7 @@ class Client:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._conns: dict[str, Connection] = {}
+        self._closed = False
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
         """One open attempt per endpoint, shared by every request that needs it meanwhile."""
         self._preferred: str | None = None
@@ -68,6 +69,9 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
+        """Close every connection.  A request or watch still running afterwards gets
+        UnavailableError instead of opening a new one (which nobody would close)."""
+        self._closed = True
         for attempt in list(self._connecting.values()):
             attempt.cancel()  # Connection.open closes its socket when cancelled
         conns = list(self._conns.values())
@@ -82,6 +86,8 @@ class Client:
         """The open connection to `endpoint`, opening it if needed.  Concurrent callers share
         one attempt: 64 requests at once on a fresh client must not open 64 sockets (all but
         the last one stored would leak)."""
+        if self._closed:
+            raise UnavailableError("the client is closed")
         c = self._conns.get(endpoint)
         if c is not None:
             if c.is_open:
@@ -99,6 +105,9 @@ class Client:
     async def _open(self, endpoint: str) -> Connection:
         c = Connection(endpoint)
         await c.open(self.connect_timeout)
+        if self._closed:  # closed while we were connecting
+            await c.close()
+            raise UnavailableError("the client is closed")
         self._conns[endpoint] = c
         return c
 
@@ -147,6 +156,8 @@ class Client:
                 try:
                     conn = await self._conn(ep)
                 except UnavailableError as e:
+                    if self._closed:
+                        raise
                     last = e
                     continue
                 try:
@@ -363,6 +374,8 @@ class Watch:
                 try:
                     conn = await client._conn(ep)
                 except UnavailableError as e:
+                    if client._closed:
+                        raise
                     last = e
                     continue
                 req = WatchCreateRequest(

@@ -19,13 +19,6 @@ from store.chaos.scenario import Result, Scenario, run_scenario
 
 SEED = 7
 
-# Workload clients cancelled at the end of a run may leave a socket for the garbage
-# collector; that is not what these tests are about (left for a later session to tidy).
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
-
 CI_FAULTS = [f for f in FAULTS if f != "none"]  # the baseline has its own test below
 """Every named fault, each verified end to end through the runner with this seed."""
 
