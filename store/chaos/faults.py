@@ -130,19 +130,27 @@ async def pause_follower_long(ctx: FaultContext) -> str:
 
 
 # ---------------------------------------------------------------- failpoints
-async def _crash_at(ctx: FaultContext, members: list[int], point: str) -> str:
-    """Arm `point` to crash once on `members`; wait for one of them to die there (the others
-    are disarmed then); restart it."""
+async def _crash_at(ctx: FaultContext, members: list[int], point: str, armed: bool = False) -> str:
+    """Arm `point` to crash once on `members` (unless the caller `armed` it already: the
+    member may be dying there right now, and an HTTP call to it would fail); wait for one
+    of them to die there (the others are disarmed then); restart it."""
     t0 = time.monotonic()
-    for m in members:
-        await asyncio.to_thread(ctx.cc.failpoint, m, point, "1*crash")
+    if not armed:
+        for m in members:
+            await asyncio.to_thread(ctx.cc.failpoint, m, point, "1*crash")
     deadline = time.monotonic() + max(3.0, 4 * ctx.hold)
     while all(ctx.cc.alive(m) for m in members) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     died = [m for m in members if not ctx.cc.alive(m)]
     for m in members:
         if m not in died:
-            await asyncio.to_thread(ctx.cc.failpoint, m, point, None)
+            try:
+                await asyncio.to_thread(ctx.cc.failpoint, m, point, None)
+            except OSError:  # it was crashing there as we disarmed
+                await asyncio.sleep(0.2)
+                if ctx.cc.alive(m):
+                    raise
+                died.append(m)
     for m in died:
         await asyncio.to_thread(ctx.cc.kill, m, True)  # drop its un-fsynced bytes too
     if died:
@@ -173,7 +181,7 @@ def follower_snapshot_crash(point: str) -> Fault:
         m = await ctx.follower()
         await asyncio.to_thread(ctx.cc.failpoint, m, point, "1*crash")
         detail = await _isolate_until_snapshot(ctx, m)
-        return (await _crash_at(ctx, [m], point)) + f" ({detail})"
+        return (await _crash_at(ctx, [m], point, armed=True)) + f" ({detail})"
 
     fault.__name__ = f"crash_{point.replace('-', '_')}"
     return fault
