@@ -92,6 +92,7 @@ class Member:
     def __init__(self, cfg: MemberConfig) -> None:
         self.cfg = cfg
         self.id = cfg.member_id
+        self._last_member_id_given = 0
         self.persistence: Persistence | None = None
         self.state: ReplicatedState | None = None
         self.node: RaftNode | None = None
@@ -824,7 +825,9 @@ class Member:
         for m in self.state.members.values():
             if m.peer_url == peer_url or m.client_url == client_url or m.name == name:
                 raise E.MemberExistsError(f"member {m.id} ({m.name}) already uses that name or address")
-        new_id = max(self.state.members, default=0) + 1
+        # Above every member ever known, and above any add still in flight on this leader.
+        new_id = max(self.state.next_member_id(), self._last_member_id_given + 1)
+        self._last_member_id_given = new_id
         info = MemberInfo(new_id, name, peer_url, client_url, http_url, learner)
         kind = ConfChangeType.ADD_LEARNER if learner else ConfChangeType.ADD_NODE
         await self._propose_conf_change(kind, new_id, info)

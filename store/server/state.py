@@ -56,6 +56,9 @@ class ReplicatedState:
         self.cluster_id = cluster_id
         self.member_id = member_id
         self.members = members
+        self.removed: set[int] = set()
+        """IDs of removed members: never given out again (as etcd), so that a removed member
+        still running somewhere can never pass for the member that took its place."""
         self.kv = kv
         self.lessor: Lessor = kv.lessor
         self.hub = hub
@@ -69,7 +72,13 @@ class ReplicatedState:
 
     def snapshot(self) -> bytes:
         data: bytes = msgpack.packb(
-            [STATE_VERSION, self.cluster_id, [m.to_wire() for m in self.members.values()], self.kv.snapshot()],
+            [
+                STATE_VERSION,
+                self.cluster_id,
+                [m.to_wire() for m in self.members.values()],
+                self.kv.snapshot(),
+                sorted(self.removed),
+            ],
             use_bin_type=True,
         )
         return data
@@ -79,7 +88,9 @@ class ReplicatedState:
         cls, data: bytes, member_id: int, hub: WatchHub | None = None, min_lease_ttl: int = 2
     ) -> ReplicatedState:
         try:
-            version, cluster_id, members, kv_data = msgpack.unpackb(data, raw=False)
+            parts = msgpack.unpackb(data, raw=False)
+            version, cluster_id, members, kv_data = parts[:4]
+            removed = parts[4] if len(parts) > 4 else []  # snapshots from before removed IDs were kept
         except Exception as e:
             raise E.DiskError(f"state snapshot is not readable: {type(e).__name__}: {e}") from e
         if version != STATE_VERSION:
@@ -90,7 +101,13 @@ class ReplicatedState:
             hub = new_hub(kv)
         else:
             hub.restore(kv)
-        return cls(cluster_id, member_id, infos, kv, hub)
+        state = cls(cluster_id, member_id, infos, kv, hub)
+        state.removed = {int(i) for i in removed}
+        return state
+
+    def next_member_id(self) -> int:
+        """The ID for a member being added: above every current and every removed one."""
+        return max([*self.members, *self.removed], default=0) + 1
 
     # ------------------------------------------------------------------ backups
     def backup(self) -> bytes:
@@ -121,6 +138,7 @@ class ReplicatedState:
         old = cls.restore(cls._backup_body(data), member_id, min_lease_ttl=min_lease_ttl)
         old.cluster_id = cluster_id
         old.members = {m.id: m for m in members}
+        old.removed = set()  # a new cluster: the backup's member history does not apply
         return old
 
     # ------------------------------------------------------------------ validation (before proposing)
@@ -207,6 +225,7 @@ class ReplicatedState:
         origin, seq, info_wire = msgpack.unpackb(cc.context, raw=False) if cc.context else (0, 0, None)
         if cc.type == ConfChangeType.REMOVE_NODE:
             self.members.pop(cc.node_id, None)
+            self.removed.add(cc.node_id)
         elif info_wire is not None:
             info = MemberInfo.from_wire(info_wire)
             learner = cc.type == ConfChangeType.ADD_LEARNER
