@@ -88,11 +88,24 @@ class _ClientConn:
     """watch_id -> request id of the watch stream on this connection."""
 
 
+def _settles(fut: asyncio.Future[Any]) -> Callable[[Any], None]:
+    """The `done` callback of a waiter that an awaiting handler holds as a future: a
+    StoreError result fails it; a second answer (expired, then applied) is ignored."""
+
+    def done(result: Any) -> None:
+        if not fut.done():
+            if isinstance(result, E.StoreError):
+                fut.set_exception(result)
+            else:
+                fut.set_result(result)
+
+    return done
+
+
 class Member:
     def __init__(self, cfg: MemberConfig) -> None:
         self.cfg = cfg
         self.id = cfg.member_id
-        self._last_member_id_given = 0
         self.persistence: Persistence | None = None
         self.state: ReplicatedState | None = None
         self.node: RaftNode | None = None
@@ -492,13 +505,7 @@ class Member:
 
     async def propose(self, kind: str, args: Any) -> Any:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-        def done(result: Any) -> None:
-            if not fut.done():
-                if isinstance(result, E.StoreError):
-                    fut.set_exception(result)
-                else:
-                    fut.set_result(result)
+        done = _settles(fut)
 
         self.submit(kind, args, done)
         return await fut
@@ -825,9 +832,9 @@ class Member:
         for m in self.state.members.values():
             if m.peer_url == peer_url or m.client_url == client_url or m.name == name:
                 raise E.MemberExistsError(f"member {m.id} ({m.name}) already uses that name or address")
-        # Above every member ever known, and above any add still in flight on this leader.
-        new_id = max(self.state.next_member_id(), self._last_member_id_given + 1)
-        self._last_member_id_given = new_id
+        # No add can be in flight here: the Raft core refuses a second membership change
+        # until the pending one is applied, so the state alone knows every ID given out.
+        new_id = self.state.next_member_id()
         info = MemberInfo(new_id, name, peer_url, client_url, http_url, learner)
         kind = ConfChangeType.ADD_LEARNER if learner else ConfChangeType.ADD_NODE
         await self._propose_conf_change(kind, new_id, info)
@@ -868,13 +875,7 @@ class Member:
         if not self.node.is_leader:
             raise self._leader_error()
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-        def done(result: Any) -> None:
-            if not fut.done():
-                if isinstance(result, E.StoreError):
-                    fut.set_exception(result)
-                else:
-                    fut.set_result(result)
+        done = _settles(fut)
 
         self._seq += 1
         seq = self._seq
