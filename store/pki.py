@@ -210,6 +210,9 @@ def issue_member_cert(
     """
     if isinstance(member_id, bool) or not isinstance(member_id, int) or not 1 <= member_id <= MAX_MEMBER_ID:
         raise ValueError(f"member id must be an integer from 1 to {MAX_MEMBER_ID}, not {member_id!r}")
+    given: object = hosts  # typed list[str], but a lone string would pass for a list of one-letter hosts
+    if isinstance(given, str):
+        raise ValueError(f"hosts must be a list of host names or addresses, not the string {hosts!r}")
     names: list[x509.GeneralName] = []
     for host in hosts:
         general = _host_name(host)
@@ -401,27 +404,30 @@ def _write_files(directory: Path, files: list[tuple[str, bytes, int]]) -> None:
     fsynced once for all of them.
     """
     pending: list[tuple[Path, Path]] = []
+    where = directory
     try:
         for name, data, mode in files:
-            final = directory / name
+            where = directory / name
             tmp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
             fd = os.open(tmp, _FILE_FLAGS, mode)
-            pending.append((tmp, final))
+            pending.append((tmp, where))
             try:
                 os.fchmod(fd, mode)
                 disk.write(fd, data)
                 disk.fsync(fd)
             finally:
                 disk.close(fd)
-        for tmp, final in pending:
-            disk.rename(tmp, final)
+        for tmp, where in pending:  # `where`: the file an error names
+            disk.rename(tmp, where)
+        where = directory
         disk.fsync_dir(directory)
-    except OSError as e:
+    except BaseException as e:
         for tmp, _ in pending:
             with contextlib.suppress(OSError):
                 disk.remove(tmp)
-        where = Path(e.filename) if isinstance(e.filename, str) else directory
-        raise PKIError(f"cannot write {where}: {e.strerror or e}", where) from e
+        if isinstance(e, OSError):
+            raise PKIError(f"cannot write {where}: {e.strerror or e}", where) from e
+        raise
 
 
 def _holds_cert(path: Path, cert: x509.Certificate) -> bool:
