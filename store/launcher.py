@@ -15,6 +15,7 @@ never reach the launcher or the other members.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -145,13 +146,7 @@ class LocalCluster:
             initial_cluster=infos,
             cluster_id=cluster_id,
             join=join,
-            tick_ms=s.raft.tick_ms,
-            election_ticks=s.raft.election_ticks,
-            heartbeat_ticks=s.raft.heartbeat_ticks,
-            snapshot_count=s.snapshot_count,
-            snapshot_catchup_entries=s.snapshot_catchup_entries,
-            request_timeout=s.request_timeout,
-            fsync=s.fsync,
+            **s.member_settings(),
         )
 
     def set_peer_dial(self, member_id: int, dial: dict[int, str]) -> None:
@@ -162,8 +157,7 @@ class LocalCluster:
             cfg = read_member_file(d)
         except ValueError as e:
             raise LauncherError(str(e)) from e
-        cfg.peer_dial = dict(dial)
-        write_member_file(d, cfg)
+        write_member_file(d, dataclasses.replace(cfg, peer_dial=dict(dial)))
 
     def add_member_layout(self, info: MemberInfo, s: StoreSettings) -> None:
         """Record a member added at runtime (`member add`) so that it can be started here."""
