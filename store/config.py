@@ -1,54 +1,68 @@
-"""Loading `cluster.toml`: the defaults every command starts from."""
+"""Loading `cluster.toml`: the defaults every command starts from.
+
+The settings a member runs with, and their defaults, are declared once in
+store/server/config.py (`RaftSettings`, `MemberSettings`); this module adds the keys that
+only the launcher uses (`StoreSettings`) and checks every value read from the file the same
+way member.json is checked.
+"""
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from store.server.config import MemberSettings, RaftSettings, SettingError, check_field
+
+__all__ = [
+    "ConfigError",
+    "MemberSettings",
+    "RaftSettings",
+    "StoreSettings",
+    "load_raft_settings",
+    "load_store_settings",
+]
 
 
 class ConfigError(Exception):
     """cluster.toml is missing, unreadable, or has a value of the wrong kind."""
 
 
-@dataclass(frozen=True)
-class RaftSettings:
-    tick_ms: int = 100
-    heartbeat_ticks: int = 1
-    election_ticks: int = 10
-    max_size_per_msg: int = 1 << 20
-    max_inflight_msgs: int = 256
-    pre_vote: bool = True
-    check_quorum: bool = True
+@dataclass(frozen=True, kw_only=True)
+class StoreSettings(MemberSettings):
+    """The [store] section: how `raftkube store up` lays out and runs the members.
 
+    The fields declared here are the launcher's own; the inherited ones (MemberSettings)
+    and `raft` go into every member's member.json (see `member_settings`)."""
 
-@dataclass(frozen=True)
-class StoreSettings:
-    """The [store] section: how `raftkube store up` lays out and runs the members."""
-
-    members: int = 3
+    members: int = field(default=3, metadata={"choices": (1, 3, 5)})
     data_dir: Path = Path(".raftkube")
     host: str = "127.0.0.1"
-    client_port: int = 2379
+    client_port: int = field(default=2379, metadata={"max": 65535})
     """Member i (1-based) serves clients on client_port + 10000*(i-1), peers on +1, HTTP on +2."""
-    snapshot_count: int = 100_000
-    snapshot_catchup_entries: int = 5_000
-    request_timeout: float = 5.0
     startup_timeout: float = 15.0
-    fsync: bool = True
-    raft: RaftSettings = RaftSettings()
+    """Seconds `store up` waits for a leader with every member healthy."""
+    raft: RaftSettings = field(default_factory=RaftSettings)
+
+    def member_settings(self) -> dict[str, Any]:
+        """Every setting a member runs with, by MemberConfig field name: the member keys of
+        [store] and all of [store.raft]."""
+        out = {f.name: getattr(self, f.name) for f in fields(MemberSettings)}
+        out.update({f.name: getattr(self.raft, f.name) for f in fields(RaftSettings)})
+        return out
 
 
-def _typed(section: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
-    value = section.get(key, default)
-    if kind is int and isinstance(value, bool):
-        raise ConfigError(f"{where}.{key} must be an integer, got {value!r}")
-    if not isinstance(value, kind):
-        raise ConfigError(f"{where}.{key} must be {kind.__name__}, got {value!r}")
-    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
-        raise ConfigError(f"{where}.{key} must be positive, got {value}")
-    return value
+def _section(cls: type[Any], section: dict[str, Any], where: str, *, tables: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The values of `section` for the fields of `cls` (not its sub-tables), each checked."""
+    known = {f.name: f for f in fields(cls) if f.name not in tables}
+    unknown = sorted(set(section) - set(known) - set(tables))
+    if unknown:
+        raise ConfigError(f"{where} has unknown keys: {', '.join(unknown)}")
+    try:
+        return {k: check_field(cls, known[k], v, f"{where}.{k}") for k, v in section.items() if k not in tables}
+    except SettingError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -60,61 +74,27 @@ def _load(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {e}") from e
 
 
+def _table(doc: dict[str, Any], key: str, path: Path, name: str) -> dict[str, Any]:
+    section = doc.get(key, {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [{name}] must be a table")
+    return section
+
+
 def load_store_settings(path: Path) -> StoreSettings:
     """The [store] section (and [store.raft]) of `path`, with defaults for what it leaves out."""
-    doc = _load(path)
-    section = doc.get("store", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [store] must be a table")
-    where = f"{path}: store"
-    known = set(StoreSettings.__dataclass_fields__)
-    unknown = sorted(set(section) - known)
-    if unknown:
-        raise ConfigError(f"{where} has unknown keys: {', '.join(unknown)}")
-    d = StoreSettings()
-    members = _typed(section, "members", int, d.members, where)
-    if members not in (1, 3, 5):
-        raise ConfigError(f"{where}.members must be 1, 3 or 5, got {members}")
-    timeout = section.get("request_timeout", d.request_timeout)
-    startup = section.get("startup_timeout", d.startup_timeout)
-    for key, value in (("request_timeout", timeout), ("startup_timeout", startup)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError(f"{where}.{key} must be a positive number of seconds, got {value!r}")
-    return StoreSettings(
-        members=members,
-        data_dir=Path(_typed(section, "data_dir", str, str(d.data_dir), where)),
-        host=_typed(section, "host", str, d.host, where),
-        client_port=_typed(section, "client_port", int, d.client_port, where),
-        snapshot_count=_typed(section, "snapshot_count", int, d.snapshot_count, where),
-        snapshot_catchup_entries=_typed(section, "snapshot_catchup_entries", int, d.snapshot_catchup_entries, where),
-        request_timeout=float(timeout),
-        startup_timeout=float(startup),
-        fsync=_typed(section, "fsync", bool, d.fsync, where),
-        raft=load_raft_settings(path),
-    )
+    section = _table(_load(path), "store", path, "store")
+    values = _section(StoreSettings, section, f"{path}: store", tables=("raft",))
+    return StoreSettings(**values, raft=load_raft_settings(path))
 
 
 def load_raft_settings(path: Path) -> RaftSettings:
     """The [store.raft] section of `path`, with defaults for what it leaves out."""
-    doc = _load(path)
-    section = doc.get("store", {}).get("raft", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [store.raft] must be a table")
-    d = RaftSettings()
     where = f"{path}: store.raft"
-    known = set(RaftSettings.__dataclass_fields__)
-    unknown = sorted(set(section) - known)
-    if unknown:
-        raise ConfigError(f"{where} has unknown keys: {', '.join(unknown)}")
-    s = RaftSettings(
-        tick_ms=_typed(section, "tick_ms", int, d.tick_ms, where),
-        heartbeat_ticks=_typed(section, "heartbeat_ticks", int, d.heartbeat_ticks, where),
-        election_ticks=_typed(section, "election_ticks", int, d.election_ticks, where),
-        max_size_per_msg=_typed(section, "max_size_per_msg", int, d.max_size_per_msg, where),
-        max_inflight_msgs=_typed(section, "max_inflight_msgs", int, d.max_inflight_msgs, where),
-        pre_vote=_typed(section, "pre_vote", bool, d.pre_vote, where),
-        check_quorum=_typed(section, "check_quorum", bool, d.check_quorum, where),
-    )
-    if s.election_ticks <= s.heartbeat_ticks:
-        raise ConfigError(f"{where}: election_ticks ({s.election_ticks}) must exceed heartbeat_ticks")
+    section = _table(_table(_load(path), "store", path, "store"), "raft", path, "store.raft")
+    s = RaftSettings(**_section(RaftSettings, section, where))
+    try:
+        s.check()
+    except SettingError as e:
+        raise ConfigError(f"{where}: {e}") from None
     return s

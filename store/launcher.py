@@ -15,6 +15,7 @@ never reach the launcher or the other members.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from store.config import ConfigError, StoreSettings
-from store.server.config import MemberConfig, read_member_file, write_member_file
+from store.server.config import SETTINGS, MemberConfig, read_member_file, write_member_file
 from store.server.protocol import MemberInfo, split_url
 
 CLUSTER_FILE = "cluster.json"
@@ -122,7 +123,8 @@ class LocalCluster:
         cluster_id = random.getrandbits(63)
         self.root.mkdir(parents=True, exist_ok=True)
         for m in infos:
-            write_member_file(self.member_dir(m.id), self._member_config(m, infos, cluster_id, s, join=False))
+            cfg = self._member_config(m, infos, cluster_id, s.member_settings(), join=False)
+            write_member_file(self.member_dir(m.id), cfg)
         self._write_cluster(cluster_id, infos)
         return infos
 
@@ -133,7 +135,7 @@ class LocalCluster:
         tmp.replace(self.cluster_file)
 
     def _member_config(
-        self, m: MemberInfo, infos: list[MemberInfo], cluster_id: int, s: StoreSettings, join: bool
+        self, m: MemberInfo, infos: list[MemberInfo], cluster_id: int, settings: dict[str, Any], join: bool
     ) -> MemberConfig:
         return MemberConfig(
             member_id=m.id,
@@ -145,13 +147,7 @@ class LocalCluster:
             initial_cluster=infos,
             cluster_id=cluster_id,
             join=join,
-            tick_ms=s.raft.tick_ms,
-            election_ticks=s.raft.election_ticks,
-            heartbeat_ticks=s.raft.heartbeat_ticks,
-            snapshot_count=s.snapshot_count,
-            snapshot_catchup_entries=s.snapshot_catchup_entries,
-            request_timeout=s.request_timeout,
-            fsync=s.fsync,
+            **settings,
         )
 
     def set_peer_dial(self, member_id: int, dial: dict[int, str]) -> None:
@@ -162,16 +158,31 @@ class LocalCluster:
             cfg = read_member_file(d)
         except ValueError as e:
             raise LauncherError(str(e)) from e
-        cfg.peer_dial = dict(dial)
-        write_member_file(d, cfg)
+        write_member_file(d, dataclasses.replace(cfg, peer_dial=dict(dial)))
 
-    def add_member_layout(self, info: MemberInfo, s: StoreSettings) -> None:
-        """Record a member added at runtime (`member add`) so that it can be started here."""
+    def add_member_layout(self, info: MemberInfo) -> None:
+        """Record a member added at runtime (`member add`) so that it can be started here.
+
+        It runs with the settings of the members already here (those of the cluster.toml the
+        cluster was created from), not with the defaults."""
         doc = self.load()
         infos = self.members()
         all_infos = [*infos, info]
-        write_member_file(self.member_dir(info.id), self._member_config(info, all_infos, doc["cluster_id"], s, True))
+        cfg = self._member_config(info, all_infos, doc["cluster_id"], self._settings_of(infos), join=True)
+        write_member_file(self.member_dir(info.id), cfg)
         self._write_cluster(doc["cluster_id"], all_infos)
+
+    def _settings_of(self, infos: list[MemberInfo]) -> dict[str, Any]:
+        """The settings in the first readable member.json of these members."""
+        problems = []
+        for m in infos:
+            try:
+                cfg = read_member_file(self.member_dir(m.id))
+            except ValueError as e:
+                problems.append(str(e))
+                continue
+            return {name: getattr(cfg, name) for name in SETTINGS}
+        raise LauncherError(f"no member here to take the settings from: {'; '.join(problems) or 'no members'}")
 
     def forget_member(self, member_id: int) -> None:
         doc = self.load()

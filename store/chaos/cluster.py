@@ -281,7 +281,7 @@ class ChaosCluster:
         async with Client(self.client_urls(), timeout=10) as c:
             added = await c.member_add(info.name, info.peer_url, info.client_url, info.http_url, learner=True)
         info = MemberInfo(added.id, info.name, info.peer_url, info.client_url, info.http_url, True)
-        self.local.add_member_layout(info, self.settings)
+        self.local.add_member_layout(info)
         await asyncio.to_thread(self._start, info.id)
         # Promote once it has caught up (the leader refuses before that).
         deadline = time.monotonic() + 20

@@ -377,8 +377,7 @@ def cmd_member_add(args: argparse.Namespace) -> int:
         ]
     info = _run_client(args, lambda cl: cl.member_add(args.name, urls[0], urls[1], urls[2], not args.voter))
     if local:
-        s = dataclasses.replace(StoreSettings(), data_dir=data_dir(args))
-        cluster.add_member_layout(info, s)
+        cluster.add_member_layout(info)
         if not args.no_start:
             cluster.start_member(info.id)
     if args.output == "json":

@@ -2,46 +2,101 @@
 
 Kept apart from the member itself so that the launcher and the CLI can read and write it
 without importing the whole server.
+
+Every tunable setting is declared once, with its default, in `RaftSettings` (cluster.toml's
+[store.raft]) or `MemberSettings` (the keys of [store] that a member runs with).  The toml
+loader (store/config.py) fills them from cluster.toml; `MemberConfig` inherits both, so the
+launcher copies them into each member's member.json field by field and the member reads them
+back the same way.  member.json is a file a user can edit: reading it checks every field's
+type and range strictly and refuses keys it does not know, naming the field.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import MISSING, Field, dataclass, field, fields
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
-from store.server.protocol import MAX_REQUEST_BYTES, MemberInfo
+from store.server.protocol import MAX_REQUEST_BYTES, MemberInfo, split_url
+
+INT_MAX = (1 << 63) - 1
+"""No integer setting or ID goes above this (msgpack's and the WAL's signed 64-bit range)."""
 
 
-@dataclass
-class MemberConfig:
-    member_id: int
-    name: str
-    data_dir: Path
-    peer_url: str
-    client_url: str
-    http_url: str
-    initial_cluster: list[MemberInfo]
-    cluster_id: int
-    join: bool = False
-    """Joining an existing cluster (added by `member add`): start empty, wait for the leader."""
+class SettingError(ValueError):
+    """A setting (in cluster.toml or member.json) cannot be used; `field` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True, kw_only=True)
+class RaftSettings:
+    """[store.raft] in cluster.toml: the Raft core of every member."""
+
     tick_ms: int = 100
-    election_ticks: int = 10
+    """Milliseconds of one logical tick."""
     heartbeat_ticks: int = 1
+    election_ticks: int = 10
+    """Followers campaign after election_ticks..2*election_ticks silent ticks."""
+    max_size_per_msg: int = 1 << 20
+    """Bytes of entries per append message (at least one entry is always sent)."""
+    max_inflight_msgs: int = 256
+    """Append messages in flight to one follower before the leader waits for acks."""
+    pre_vote: bool = True
+    check_quorum: bool = True
+
+    def check(self) -> None:
+        """Raise SettingError if the settings do not fit together."""
+        if self.election_ticks <= self.heartbeat_ticks:
+            raise SettingError(
+                "election_ticks",
+                f"election_ticks ({self.election_ticks}) must exceed heartbeat_ticks ({self.heartbeat_ticks})",
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberSettings:
+    """The keys of [store] in cluster.toml that every member runs with."""
+
     snapshot_count: int = 100_000
     """Applied entries between two snapshots (and WAL releases)."""
     snapshot_catchup_entries: int = 5_000
     """Entries kept in the log after a snapshot, so slightly lagging followers need no snapshot."""
     request_timeout: float = 5.0
-    max_request_bytes: int = MAX_REQUEST_BYTES
-    pre_vote: bool = True
-    check_quorum: bool = True
-    max_inflight_msgs: int = 256
-    max_size_per_msg: int = 1 << 20
+    """Seconds a member waits for a write to commit (or a read to be confirmed)."""
     fsync: bool = True
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    """The largest client request a member accepts."""
+    max_client_connections: int = 10_000
+    """Client connections a member holds at once; file descriptors beyond are kept for its WAL and peers."""
+    hello_timeout: float = 5.0
+    """Seconds a new client connection has to send its hello before it is closed."""
+    watch_backlog_limit: int = 16 << 20
+    """Bytes of unsent watch responses a client connection may owe; beyond, it is closed."""
     progress_notify_interval: float = 10.0
     """Seconds between progress notifications to watchers created with progress_notify."""
+
+
+@dataclass(frozen=True)
+class MemberConfig(MemberSettings, RaftSettings):
+    """Everything a member process starts from: who it is, its cluster, and its settings
+    (the inherited, keyword-only fields of MemberSettings and RaftSettings)."""
+
+    member_id: int
+    name: str
+    data_dir: Path
+    peer_url: str = field(metadata={"url": True})
+    client_url: str = field(metadata={"url": True})
+    http_url: str = field(metadata={"url": True})
+    initial_cluster: list[MemberInfo]
+    cluster_id: int = field(metadata={"min": 0})
+    join: bool = False
+    """Joining an existing cluster (added by `member add`): start empty, wait for the leader."""
     peer_dial: dict[int, str] = field(default_factory=dict)
     """Peer id -> URL to dial instead of that peer's advertised peer_url (a fault-injecting
     proxy in the chaos suite); peers not named here are dialled at their advertised URL."""
@@ -51,31 +106,138 @@ class MemberConfig:
         return self.peer_dial.get(peer.id, peer.peer_url)
 
 
+SETTINGS = tuple(f.name for f in (*fields(RaftSettings), *fields(MemberSettings)))
+"""The name of every tunable setting: a MemberConfig field, a key of cluster.toml."""
+
+
+# ---------------------------------------------------------------------- checking values
+def check_value(f: Field[Any], kind: Any, value: Any, what: str) -> Any:
+    """`value` for the field `f` of declared type `kind`, or SettingError naming `what`.
+
+    Bools are not integers, floats are not integers, integers are positive (or at least
+    the field's metadata "min") and at most INT_MAX; numbers of seconds are finite and
+    positive (an integer is taken as seconds too); strings are not empty.
+    """
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise SettingError(f.name, f"{what} must be true or false, got {value!r}")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SettingError(f.name, f"{what} must be an integer, got {value!r}")
+        choices = f.metadata.get("choices")
+        if choices is not None and value not in choices:
+            raise SettingError(f.name, f"{what} must be {' or '.join(map(str, choices))}, got {value}")
+        lo: int = f.metadata.get("min", 1)
+        hi: int = f.metadata.get("max", INT_MAX)
+        if value < lo:
+            raise SettingError(f.name, f"{what} must be {'positive' if lo == 1 else f'at least {lo}'}, got {value}")
+        if value > hi:
+            raise SettingError(f.name, f"{what} must be at most {hi}, got {value}")
+        return value
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise SettingError(f.name, f"{what} must be a positive number of seconds, got {value!r}")
+        return float(value)
+    if kind is str or kind is Path:
+        if not isinstance(value, str) or not value:
+            raise SettingError(f.name, f"{what} must be a non-empty string, got {value!r}")
+        if f.metadata.get("url"):
+            try:
+                split_url(value)
+            except ValueError as e:
+                raise SettingError(f.name, f"{what}: {e}") from None
+        return Path(value) if kind is Path else value
+    raise TypeError(f"no check for settings of type {kind!r} ({what})")  # a programming error
+
+
+def _url(value: Any, name: str, what: str) -> str:
+    if not isinstance(value, str):
+        raise SettingError(name, f"{what} must be a string, got {value!r}")
+    try:
+        split_url(value)
+    except ValueError as e:
+        raise SettingError(name, f"{what}: {e}") from None
+    return value
+
+
+def _member_info(value: Any, what: str) -> MemberInfo:
+    name = "initial_cluster"
+    if not isinstance(value, dict):
+        raise SettingError(name, f"{what} must be an object, got {value!r}")
+    keys = {"id", "name", "peer_url", "client_url", "http_url", "is_learner"}
+    missing = sorted(keys - {"is_learner"} - set(value))
+    unknown = sorted(set(value) - keys)
+    if missing or unknown:
+        problem = f"lacks {', '.join(missing)}" if missing else f"has unknown keys: {', '.join(unknown)}"
+        raise SettingError(name, f"{what} {problem}")
+    mid = value["id"]
+    if isinstance(mid, bool) or not isinstance(mid, int) or not 0 < mid <= INT_MAX:
+        raise SettingError(name, f"{what}.id must be a positive integer, got {mid!r}")
+    if not isinstance(value["name"], str):
+        raise SettingError(name, f"{what}.name must be a string, got {value['name']!r}")
+    learner = value.get("is_learner", False)
+    if not isinstance(learner, bool):
+        raise SettingError(name, f"{what}.is_learner must be true or false, got {learner!r}")
+    urls = [_url(value[k], name, f"{what}.{k}") for k in ("peer_url", "client_url", "http_url")]
+    return MemberInfo(mid, value["name"], urls[0], urls[1], urls[2], learner)
+
+
+def _members(value: Any, what: str) -> list[MemberInfo]:
+    if not isinstance(value, list) or not value:
+        raise SettingError("initial_cluster", f"{what} must be a non-empty list of members, got {value!r}")
+    infos = [_member_info(m, f"{what}[{i}]") for i, m in enumerate(value)]
+    ids = [m.id for m in infos]
+    if len(set(ids)) != len(ids):
+        raise SettingError("initial_cluster", f"{what} names a member ID twice: {ids}")
+    return infos
+
+
+def _peer_dial(value: Any, what: str) -> dict[int, str]:
+    if not isinstance(value, dict):
+        raise SettingError("peer_dial", f"{what} must be an object of peer ID -> URL, got {value!r}")
+    out = {}
+    for k, url in value.items():
+        if not (k.isascii() and k.isdigit()) or not 0 < int(k) <= INT_MAX:
+            raise SettingError("peer_dial", f"{what} keys must be member IDs, got {k!r}")
+        out[int(k)] = _url(url, "peer_dial", f"{what}[{k}]")
+    return out
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def check_field(cls: type, f: Field[Any], value: Any, what: str) -> Any:
+    """`value` for field `f` of the dataclass `cls`, checked as its declared type demands."""
+    kind = _hints(cls)[f.name]
+    if kind == list[MemberInfo]:
+        return _members(value, what)
+    if kind == dict[int, str]:
+        return _peer_dial(value, what)
+    return check_value(f, kind, value, what)
+
+
+# ---------------------------------------------------------------------- member.json
 MEMBER_FILE = "member.json"
+
+_NOT_IN_FILE = frozenset({"data_dir"})
+"""Fields member.json does not carry: data_dir is the directory the file is in."""
 
 
 def write_member_file(member_dir: Path, cfg: MemberConfig) -> None:
-    doc: dict[str, Any] = {
-        "member_id": cfg.member_id,
-        "name": cfg.name,
-        "peer_url": cfg.peer_url,
-        "client_url": cfg.client_url,
-        "http_url": cfg.http_url,
-        "cluster_id": cfg.cluster_id,
-        "join": cfg.join,
-        "initial_cluster": [m.to_json() for m in cfg.initial_cluster],
-        "tick_ms": cfg.tick_ms,
-        "election_ticks": cfg.election_ticks,
-        "heartbeat_ticks": cfg.heartbeat_ticks,
-        "snapshot_count": cfg.snapshot_count,
-        "snapshot_catchup_entries": cfg.snapshot_catchup_entries,
-        "request_timeout": cfg.request_timeout,
-        "fsync": cfg.fsync,
-        "pre_vote": cfg.pre_vote,
-        "check_quorum": cfg.check_quorum,
-    }
-    if cfg.peer_dial:
-        doc["peer_dial"] = {str(k): v for k, v in sorted(cfg.peer_dial.items())}
+    """Write every field of `cfg` (but data_dir) to member_dir/member.json, atomically."""
+    doc: dict[str, Any] = {}
+    for f in sorted(fields(cfg), key=lambda f: f.name in SETTINGS):  # who it is first, then settings
+        if f.name in _NOT_IN_FILE:
+            continue
+        value = getattr(cfg, f.name)
+        if f.name == "initial_cluster":
+            value = [m.to_json() for m in value]
+        elif f.name == "peer_dial":
+            value = {str(k): v for k, v in sorted(value.items())}
+        doc[f.name] = value
     member_dir.mkdir(parents=True, exist_ok=True)
     tmp = member_dir / (MEMBER_FILE + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2) + "\n")
@@ -83,38 +245,37 @@ def write_member_file(member_dir: Path, cfg: MemberConfig) -> None:
 
 
 def read_member_file(member_dir: Path) -> MemberConfig:
+    """The MemberConfig in member_dir/member.json.
+
+    ValueError if the file is missing or not a JSON object; SettingError (a ValueError) naming
+    the file and field for a key it does not know, a required field that is missing, or a
+    value of the wrong type or range.  Settings the file leaves out take their defaults (files
+    written before a setting existed still start).
+    """
     path = member_dir / MEMBER_FILE
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError as e:
         raise ValueError(f"{path}: no such file (is {member_dir} a member directory?)") from e
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not valid JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: must hold a JSON object, got {type(doc).__name__}")
+    known = {f.name: f for f in fields(MemberConfig) if f.name not in _NOT_IN_FILE}
+    unknown = sorted(set(doc) - set(known))
+    if unknown:
+        raise SettingError(unknown[0], f"{path}: unknown keys: {', '.join(unknown)}")
+    values: dict[str, Any] = {"data_dir": member_dir}
+    for name, f in known.items():
+        if name in doc:
+            values[name] = check_field(MemberConfig, f, doc[name], f"{path}: {name}")
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise SettingError(name, f"{path}: {name} is missing")
+    cfg = MemberConfig(**values)
     try:
-        cluster = [
-            MemberInfo(m["id"], m["name"], m["peer_url"], m["client_url"], m["http_url"], m.get("is_learner", False))
-            for m in doc["initial_cluster"]
-        ]
-        return MemberConfig(
-            member_id=int(doc["member_id"]),
-            name=str(doc["name"]),
-            data_dir=member_dir,
-            peer_url=doc["peer_url"],
-            client_url=doc["client_url"],
-            http_url=doc["http_url"],
-            initial_cluster=cluster,
-            cluster_id=int(doc["cluster_id"]),
-            join=bool(doc.get("join", False)),
-            tick_ms=int(doc.get("tick_ms", 100)),
-            election_ticks=int(doc.get("election_ticks", 10)),
-            heartbeat_ticks=int(doc.get("heartbeat_ticks", 1)),
-            snapshot_count=int(doc.get("snapshot_count", 100_000)),
-            snapshot_catchup_entries=int(doc.get("snapshot_catchup_entries", 5_000)),
-            request_timeout=float(doc.get("request_timeout", 5.0)),
-            fsync=bool(doc.get("fsync", True)),
-            pre_vote=bool(doc.get("pre_vote", True)),
-            check_quorum=bool(doc.get("check_quorum", True)),
-            peer_dial={int(k): str(v) for k, v in doc.get("peer_dial", {}).items()},
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"{path}: bad or missing field: {e}") from e
+        cfg.check()
+    except SettingError as e:
+        raise SettingError(e.field, f"{path}: {e}") from None
+    if cfg.member_id not in {m.id for m in cfg.initial_cluster}:
+        raise SettingError("member_id", f"{path}: member_id {cfg.member_id} is not in initial_cluster")
+    return cfg

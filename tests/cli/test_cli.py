@@ -55,7 +55,7 @@ def test_bad_config_exits_2(tmp_path: Path) -> None:
     cfg.write_text("[store.raft]\nheartbeat_ticks = 'x'\n")
     proc = raftkube("bench", "raft-core", "--seconds", "0.1", "--config", str(cfg), "--json", str(tmp_path / "o.json"))
     assert proc.returncode == 2
-    assert "store.raft.heartbeat_ticks must be int" in proc.stderr
+    assert "store.raft.heartbeat_ticks must be an integer" in proc.stderr
 
 
 def test_version() -> None:

@@ -25,7 +25,7 @@ def _add_local_member(tc: StoreCluster, name: str, learner: bool) -> MemberInfo:
             )
 
     info = asyncio.run(add())
-    tc.local.add_member_layout(info, tc.settings)
+    tc.local.add_member_layout(info)
     tc.local.start_member(info.id)
     return info
 
