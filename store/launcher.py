@@ -7,6 +7,12 @@ Layout under the data dir (default `.raftkube/`):
     store/member-N/pid          pid of the running process (absent when stopped)
     store/member-N/member.log   its stdout and stderr
     store/member-N/wal/, snap/  its durable state
+    store/member-N/tls/         its certificate and key, and the cluster CA's certificate
+    store/pki/                  the cluster CA (ca.crt, ca.key) and the admin client's
+                                certificate (admin.crt, admin.key): what the CLI uses
+
+Unless the cluster is created `insecure`, every member speaks only mutual TLS: peers with
+member certificates, clients with any certificate the cluster CA signed.
 
 Each member runs in its own process group, so signals aimed at one member (kill, pause)
 never reach the launcher or the other members.
@@ -21,17 +27,24 @@ import os
 import random
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from store import pki
+from store.api.cluster import MemberInfo
+from store.api.protocol import split_url
 from store.config import ConfigError, StoreSettings
 from store.server.config import SETTINGS, MemberConfig, read_member_file, write_member_file
-from store.server.protocol import MemberInfo, split_url
 
 CLUSTER_FILE = "cluster.json"
+PKI_DIR = "pki"
+MEMBER_TLS_DIR = "tls"
+"""In a member's directory; the member process reads the same name (store.server.member.TLS_DIR)."""
+CLIENT_NAME = "admin"
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
 """Members started by this process: kept so that they are reaped (no zombies, no warnings)."""
@@ -104,8 +117,24 @@ class LocalCluster:
     def client_urls(self) -> list[str]:
         return [m.client_url for m in self.members()]
 
-    def create(self, s: StoreSettings, ports: list[int] | None = None) -> list[MemberInfo]:
-        """Write the layout of a new cluster; `ports` (3 per member) overrides the port scheme."""
+    @property
+    def pki_dir(self) -> Path:
+        return self.root / PKI_DIR
+
+    def insecure(self) -> bool:
+        return bool(self.load().get("insecure", False))
+
+    def client_tls(self) -> ssl.SSLContext | None:
+        """TLS for a client of this cluster (the admin certificate); None when it is insecure.
+        A PKIError names a missing or damaged file."""
+        if self.insecure():
+            return None
+        files = pki.load_files(self.pki_dir, CLIENT_NAME)
+        return pki.client_context(files.ca, files.cert, files.key)
+
+    def create(self, s: StoreSettings, ports: list[int] | None = None, insecure: bool = False) -> list[MemberInfo]:
+        """Write the layout of a new cluster; `ports` (3 per member) overrides the port scheme.
+        Unless `insecure`, create the cluster CA and every certificate too."""
         if s.members not in (1, 3, 5):
             raise ConfigError(f"members must be 1, 3 or 5, got {s.members}")
         if self.exists():
@@ -122,20 +151,35 @@ class LocalCluster:
             )
         cluster_id = random.getrandbits(63)
         self.root.mkdir(parents=True, exist_ok=True)
+        ca = None if insecure else pki.create_ca(self.pki_dir)
+        if ca is not None:
+            pki.issue_client_cert(ca, self.pki_dir, CLIENT_NAME)
         for m in infos:
-            cfg = self._member_config(m, infos, cluster_id, s.member_settings(), join=False)
+            cfg = self._member_config(m, infos, cluster_id, s.member_settings(), join=False, insecure=insecure)
             write_member_file(self.member_dir(m.id), cfg)
-        self._write_cluster(cluster_id, infos)
+            if ca is not None:
+                self._issue_member_cert(ca, m)
+        self._write_cluster(cluster_id, infos, insecure)
         return infos
 
-    def _write_cluster(self, cluster_id: int, infos: list[MemberInfo]) -> None:
-        doc = {"cluster_id": cluster_id, "members": [m.to_json() for m in infos]}
+    def _issue_member_cert(self, ca: pki.CertFiles, m: MemberInfo) -> None:
+        hosts = {split_url(u)[0] for u in (m.peer_url, m.client_url)} | {"localhost"}
+        pki.issue_member_cert(ca, self.member_dir(m.id) / MEMBER_TLS_DIR, m.id, sorted(hosts))
+
+    def _write_cluster(self, cluster_id: int, infos: list[MemberInfo], insecure: bool) -> None:
+        doc = {"cluster_id": cluster_id, "insecure": insecure, "members": [m.to_json() for m in infos]}
         tmp = self.cluster_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, indent=2) + "\n")
         tmp.replace(self.cluster_file)
 
     def _member_config(
-        self, m: MemberInfo, infos: list[MemberInfo], cluster_id: int, settings: dict[str, Any], join: bool
+        self,
+        m: MemberInfo,
+        infos: list[MemberInfo],
+        cluster_id: int,
+        settings: dict[str, Any],
+        join: bool,
+        insecure: bool,
     ) -> MemberConfig:
         return MemberConfig(
             member_id=m.id,
@@ -147,6 +191,7 @@ class LocalCluster:
             initial_cluster=infos,
             cluster_id=cluster_id,
             join=join,
+            insecure=insecure,
             **settings,
         )
 
@@ -168,9 +213,13 @@ class LocalCluster:
         doc = self.load()
         infos = self.members()
         all_infos = [*infos, info]
-        cfg = self._member_config(info, all_infos, doc["cluster_id"], self._settings_of(infos), join=True)
+        insecure = self.insecure()
+        settings = self._settings_of(infos)
+        cfg = self._member_config(info, all_infos, doc["cluster_id"], settings, join=True, insecure=insecure)
         write_member_file(self.member_dir(info.id), cfg)
-        self._write_cluster(doc["cluster_id"], all_infos)
+        if not insecure:
+            self._issue_member_cert(pki.load_files(self.pki_dir, "ca"), info)
+        self._write_cluster(doc["cluster_id"], all_infos, insecure)
 
     def _settings_of(self, infos: list[MemberInfo]) -> dict[str, Any]:
         """The settings in the first readable member.json of these members."""
@@ -187,7 +236,7 @@ class LocalCluster:
     def forget_member(self, member_id: int) -> None:
         doc = self.load()
         infos = [m for m in self.members() if m.id != member_id]
-        self._write_cluster(doc["cluster_id"], infos)
+        self._write_cluster(doc["cluster_id"], infos, bool(doc.get("insecure", False)))
 
     # ------------------------------------------------------------------ processes
     def pid(self, member_id: int) -> int | None:

@@ -47,9 +47,9 @@ class RaftkubeAdapter:
 
     async def watch(self, endpoint: str, prefix: bytes, watchers: int, start_revision: int, on_events: OnEvents) -> Any:
         from store.api.kv import prefix_end
+        from store.api.protocol import ERROR
         from store.api.watch import WatchCreateRequest
         from store.client.connection import Connection
-        from store.server.protocol import ERROR
 
         conn = Connection(endpoint)
         await conn.open(5.0)

@@ -145,7 +145,7 @@ class RaftkubePeer(Peer):
         self._urls: dict[int, str] = {}
 
     def start(self, timeout: float = 30.0) -> None:
-        infos = self.local.create(self.settings, ports=free_ports(3 * self.members))
+        infos = self.local.create(self.settings, ports=free_ports(3 * self.members), insecure=True)
         self._urls = {m.id: m.client_url for m in infos}
         for m in self.ids:
             self.start_member(m)
@@ -180,7 +180,7 @@ class RaftkubePeer(Peer):
             c = Client([self.endpoint(m)], timeout=0.5, connect_timeout=0.3)
             try:
                 st = await c.status(endpoint=self.endpoint(m))
-                return int(st["leader"]) or None
+                return st.leader or None
             except (StoreError, OSError):
                 return None
             finally:

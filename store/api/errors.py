@@ -1,17 +1,36 @@
 """Typed store errors.  Each has a stable `code` that crosses the wire, so the client
-re-raises the same type the server raised; messages follow etcd's wording where etcd has one."""
+re-raises the same type the server raised; messages follow etcd's wording where etcd has one.
+
+Each error also says what became of the request (`outcome`), and that alone decides what a
+caller may do next: the client's retries (`may_retry`) and the CLI's exit status both read
+it, so "is this retryable" is answered here and nowhere else.
+"""
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, ClassVar
+
+
+class Outcome(Enum):
+    REFUSED = "refused"
+    """The request itself is wrong (bad argument, compacted, not found...): nothing changed,
+    and sending it again cannot help."""
+    NOT_APPLIED = "not-applied"
+    """Refused before it was proposed (not the leader, no leader, cannot connect): nothing
+    changed, and any member may be asked again."""
+    UNKNOWN = "unknown"
+    """It may or may not have been applied (timeout, leader changed, connection lost after
+    sending): only a request that is safe to repeat may be sent again."""
+    FAILED = "failed"
+    """The member could not serve it (disk full or failing, an internal error)."""
 
 
 class StoreError(Exception):
     """Base of every error the store reports to a client."""
 
     code: ClassVar[str] = "internal"
-    retryable: ClassVar[bool] = False
-    """Safe to retry on another member without risking a double write."""
+    outcome: ClassVar[Outcome] = Outcome.FAILED
 
     def __init__(self, message: str = "", **details: Any) -> None:
         super().__init__(message or self.code)
@@ -22,39 +41,45 @@ class StoreError(Exception):
         return [self.code, self.message, self.details]
 
 
-class KeyEmptyError(StoreError):
+class RefusedError(StoreError):
+    """Base of the errors that refuse the request itself."""
+
+    outcome = Outcome.REFUSED
+
+
+class KeyEmptyError(RefusedError):
     code = "key-empty"
 
 
-class RequestTooLargeError(StoreError):
+class RequestTooLargeError(RefusedError):
     code = "request-too-large"
 
 
-class TooManyOpsError(StoreError):
+class TooManyOpsError(RefusedError):
     code = "too-many-ops"
 
 
-class DuplicateKeyError(StoreError):
+class DuplicateKeyError(RefusedError):
     code = "duplicate-key"
 
 
-class KeyNotFoundError(StoreError):
+class KeyNotFoundError(RefusedError):
     """A put with ignore_value or ignore_lease names a key that does not exist (etcd's ErrKeyNotFound)."""
 
     code = "key-not-found"
 
 
-class InvalidRangeError(StoreError):
+class InvalidRangeError(RefusedError):
     """range_end sorts before key (and is not one of the special values "" or "\\0")."""
 
     code = "invalid-range"
 
 
-class InvalidArgumentError(StoreError):
+class InvalidArgumentError(RefusedError):
     code = "invalid-argument"
 
 
-class CompactedError(StoreError):
+class CompactedError(RefusedError):
     """The revision asked for was compacted away; `compact_revision` says where history starts."""
 
     code = "compacted"
@@ -64,7 +89,7 @@ class CompactedError(StoreError):
         self.compact_revision = compact_revision
 
 
-class FutureRevisionError(StoreError):
+class FutureRevisionError(RefusedError):
     code = "future-revision"
 
     def __init__(self, current_revision: int, message: str = "") -> None:
@@ -72,7 +97,7 @@ class FutureRevisionError(StoreError):
         self.current_revision = current_revision
 
 
-class LeaseNotFoundError(StoreError):
+class LeaseNotFoundError(RefusedError):
     code = "lease-not-found"
 
     def __init__(self, lease_id: int, message: str = "") -> None:
@@ -80,29 +105,29 @@ class LeaseNotFoundError(StoreError):
         self.lease_id = lease_id
 
 
-class LeaseExistsError(StoreError):
+class LeaseExistsError(RefusedError):
     code = "lease-exists"
 
 
-class LeaseTTLTooLargeError(StoreError):
+class LeaseTTLTooLargeError(RefusedError):
     code = "lease-ttl-too-large"
 
 
-class MemberNotFoundError(StoreError):
+class MemberNotFoundError(RefusedError):
     code = "member-not-found"
 
 
-class MemberExistsError(StoreError):
+class MemberExistsError(RefusedError):
     code = "member-exists"
 
 
-class LastVoterError(StoreError):
+class LastVoterError(RefusedError):
     """Removing this member would leave the cluster with no voter."""
 
     code = "last-voter"
 
 
-class LearnerNotReadyError(StoreError):
+class LearnerNotReadyError(RefusedError):
     code = "learner-not-ready"
 
 
@@ -110,37 +135,54 @@ class NotLeaderError(StoreError):
     """This member is not the leader; `leader` names the one it knows, if any."""
 
     code = "not-leader"
-    retryable = True
+    outcome = Outcome.NOT_APPLIED
 
 
 class NoLeaderError(StoreError):
     """No leader is known (election under way, or this member is cut off)."""
 
     code = "no-leader"
-    retryable = True
+    outcome = Outcome.NOT_APPLIED
 
 
 class UnavailableError(StoreError):
+    """The member or the client cannot take requests (cannot connect, shutting down)."""
+
     code = "unavailable"
-    retryable = True
+    outcome = Outcome.NOT_APPLIED
 
 
 class LeaderChangedError(StoreError):
     """The leader changed while the request waited to be applied: it may or may not be."""
 
     code = "leader-changed"
+    outcome = Outcome.UNKNOWN
 
 
 class TimeoutError_(StoreError):
     """The request was not answered in time; a write may or may not have been applied."""
 
     code = "timeout"
+    outcome = Outcome.UNKNOWN
 
 
 class ProtocolError(StoreError):
-    """The peer sent bytes that are not a valid frame or request."""
+    """The peer sent bytes that are not a valid frame or request; the connection is closed."""
 
     code = "protocol"
+
+
+class WatchNotFoundError(RefusedError):
+    """No such watch on this connection (watches belong to the connection that made them)."""
+
+    code = "watch-not-found"
+
+
+class ConnectionLost(UnavailableError):
+    """The connection closed with this request possibly delivered: a write's outcome is unknown."""
+
+    code = "connection-lost"
+    outcome = Outcome.UNKNOWN
 
 
 class DiskError(StoreError):
@@ -148,9 +190,11 @@ class DiskError(StoreError):
 
 
 class NoSpaceError(DiskError):
-    """The member's disk is full: writes are refused (never half-applied) until space returns."""
+    """The member's disk is full: writes are refused before they are proposed (never
+    half-applied) until space returns."""
 
     code = "no-space"
+    outcome = Outcome.NOT_APPLIED
 
 
 ERRORS: dict[str, type[StoreError]] = {
@@ -179,20 +223,37 @@ ERRORS: dict[str, type[StoreError]] = {
         LeaderChangedError,
         TimeoutError_,
         ProtocolError,
+        WatchNotFoundError,
+        ConnectionLost,
         DiskError,
         NoSpaceError,
     )
 }
 
 
-def error_from_wire(w: list[Any]) -> StoreError:
-    code, message, details = w[0], w[1], w[2] or {}
+def may_retry(err: StoreError, idempotent: bool) -> bool:
+    """Whether a request that failed with `err` may be sent again (to any member): always when
+    it was never proposed, and when its outcome is unknown only if repeating it is harmless."""
+    return err.outcome is Outcome.NOT_APPLIED or (err.outcome is Outcome.UNKNOWN and idempotent)
+
+
+def error_from_wire(w: Any) -> StoreError:
+    """The error a member sent; a malformed error frame is itself a protocol error."""
+    if type(w) is not list or len(w) != 3 or type(w[0]) is not str or type(w[1]) is not str:
+        return ProtocolError(f"malformed error frame: {str(w)[:200]}")
+    code, message, details = w[0], w[1], w[2]
+    if type(details) is not dict or not all(type(k) is str for k in details):
+        details = {}
     cls = ERRORS.get(code, StoreError)
+
+    def number(name: str) -> int:
+        v = details.get(name, 0)
+        return v if type(v) is int else 0
+
     if cls is CompactedError:
-        return CompactedError(int(details.get("compact_revision", 0)), message)
+        return CompactedError(number("compact_revision"), message)
     if cls is FutureRevisionError:
-        return FutureRevisionError(int(details.get("current_revision", 0)), message)
+        return FutureRevisionError(number("current_revision"), message)
     if cls is LeaseNotFoundError:
-        return LeaseNotFoundError(int(details.get("lease_id", 0)), message)
-    err = cls(message, **details)
-    return err
+        return LeaseNotFoundError(number("lease_id"), message)
+    return cls(message, **details)

@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, ClassVar, TypeAlias
 
+from store.api.wire import INT64_MIN, Fields, check_bytes, check_int
+
+MAX_TXN_DEPTH = 16
+"""Nesting of txns inside txns (etcd has no explicit bound; the op limit bounds it there)."""
+
 
 def prefix_end(prefix: bytes) -> bytes:
     """The range_end that selects every key starting with `prefix` (etcd's GetPrefixRangeEnd)."""
@@ -136,8 +141,23 @@ class RangeRequest:
         ]
 
     @staticmethod
-    def from_wire(w: list[Any]) -> RangeRequest:
-        return RangeRequest(w[0], w[1], w[2], w[3], SortOrder(w[4]), SortTarget(w[5]), *w[6:13])
+    def from_wire(w: Any, path: str = "range") -> RangeRequest:
+        f = Fields(w, path, 13)
+        return RangeRequest(
+            f.blob("key"),
+            f.blob("range_end"),
+            f.integer("limit"),
+            f.integer("revision"),
+            f.enum("sort_order", SortOrder),
+            f.enum("sort_target", SortTarget),
+            f.flag("serializable"),
+            f.flag("keys_only"),
+            f.flag("count_only"),
+            f.integer("min_mod_revision"),
+            f.integer("max_mod_revision"),
+            f.integer("min_create_revision"),
+            f.integer("max_create_revision"),
+        )
 
 
 @dataclass(slots=True)
@@ -154,8 +174,16 @@ class PutRequest:
         return [self.key, self.value, self.lease, self.prev_kv, self.ignore_value, self.ignore_lease]
 
     @staticmethod
-    def from_wire(w: list[Any]) -> PutRequest:
-        return PutRequest(w[0], w[1], w[2], w[3], w[4], w[5])
+    def from_wire(w: Any, path: str = "put") -> PutRequest:
+        f = Fields(w, path, 6)
+        return PutRequest(
+            f.blob("key"),
+            f.blob("value"),
+            f.integer("lease", lo=INT64_MIN),
+            f.flag("prev_kv"),
+            f.flag("ignore_value"),
+            f.flag("ignore_lease"),
+        )
 
 
 @dataclass(slots=True)
@@ -169,8 +197,9 @@ class DeleteRangeRequest:
         return [self.key, self.range_end, self.prev_kv]
 
     @staticmethod
-    def from_wire(w: list[Any]) -> DeleteRangeRequest:
-        return DeleteRangeRequest(w[0], w[1], w[2])
+    def from_wire(w: Any, path: str = "delete_range") -> DeleteRangeRequest:
+        f = Fields(w, path, 3)
+        return DeleteRangeRequest(f.blob("key"), f.blob("range_end"), f.flag("prev_kv"))
 
 
 @dataclass(slots=True)
@@ -191,8 +220,16 @@ class Compare:
         return [int(self.result), int(self.target), self.key, self.value, self.range_end]
 
     @staticmethod
-    def from_wire(w: list[Any]) -> Compare:
-        return Compare(CompareResult(w[0]), CompareTarget(w[1]), w[2], w[3], w[4])
+    def from_wire(w: Any, path: str = "compare") -> Compare:
+        f = Fields(w, path, 5)
+        result = f.enum("result", CompareResult)
+        target = f.enum("target", CompareTarget)
+        key = f.blob("key")
+        raw, vpath = f.any("value")
+        value: int | bytes = (
+            check_bytes(raw, vpath) if target is CompareTarget.VALUE else check_int(raw, vpath, lo=INT64_MIN)
+        )
+        return Compare(result, target, key, value, f.blob("range_end"))
 
 
 @dataclass(slots=True)
@@ -210,11 +247,17 @@ class TxnRequest:
         ]
 
     @staticmethod
-    def from_wire(w: list[Any]) -> TxnRequest:
+    def from_wire(w: Any, path: str = "txn", depth: int = 0) -> TxnRequest:
+        if depth > MAX_TXN_DEPTH:
+            raise Fields.fail(path, f"txns nested deeper than {MAX_TXN_DEPTH}")
+        f = Fields(w, path, 3)
+        compare, cpath = f.array("compare")
+        success, spath = f.array("success")
+        failure, fpath = f.array("failure")
         return TxnRequest(
-            [Compare.from_wire(c) for c in w[0]],
-            [op_from_wire(o) for o in w[1]],
-            [op_from_wire(o) for o in w[2]],
+            [Compare.from_wire(c, f"{cpath}[{i}]") for i, c in enumerate(compare)],
+            [op_from_wire(o, f"{spath}[{i}]", depth) for i, o in enumerate(success)],
+            [op_from_wire(o, f"{fpath}[{i}]", depth) for i, o in enumerate(failure)],
         )
 
     def op_count(self) -> int:
@@ -224,24 +267,25 @@ class TxnRequest:
 
 RequestOp: TypeAlias = RangeRequest | PutRequest | DeleteRangeRequest | TxnRequest
 
-_OP_TYPES: dict[str, Any] = {
-    "range": RangeRequest,
-    "put": PutRequest,
-    "delete_range": DeleteRangeRequest,
-    "txn": TxnRequest,
-}
-
 
 def op_to_wire(op: RequestOp) -> list[Any]:
     return [op.kind, op.to_wire()]
 
 
-def op_from_wire(w: list[Any]) -> RequestOp:
-    cls = _OP_TYPES.get(w[0])
-    if cls is None:
-        raise ValueError(f"unknown txn operation {w[0]!r}")
-    op: RequestOp = cls.from_wire(w[1])
-    return op
+def op_from_wire(w: Any, path: str = "op", depth: int = 0) -> RequestOp:
+    f = Fields(w, path, 2)
+    kind = f.text("kind", 16)
+    body, _ = f.any("request")
+    sub = f"{path}.{kind}"
+    if kind == "range":
+        return RangeRequest.from_wire(body, sub)
+    if kind == "put":
+        return PutRequest.from_wire(body, sub)
+    if kind == "delete_range":
+        return DeleteRangeRequest.from_wire(body, sub)
+    if kind == "txn":
+        return TxnRequest.from_wire(body, sub, depth + 1)
+    raise Fields.fail(f"{path}.kind", f"unknown txn operation {kind!r}")
 
 
 @dataclass(slots=True)
@@ -254,8 +298,9 @@ class CompactionRequest:
         return [self.revision, self.physical]
 
     @staticmethod
-    def from_wire(w: list[Any]) -> CompactionRequest:
-        return CompactionRequest(w[0], w[1])
+    def from_wire(w: Any, path: str = "compact") -> CompactionRequest:
+        f = Fields(w, path, 2)
+        return CompactionRequest(f.integer("revision"), f.flag("physical"))
 
 
 # ---------------------------------------------------------------------------- responses

@@ -5,8 +5,77 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from store.api.wire import INT64_MIN, Fields
+
 MAX_LEASE_TTL = 9_000_000_000
 """etcd's MaxLeaseTTL (about 285 years)."""
+
+
+@dataclass(slots=True)
+class LeaseGrantRequest:
+    ttl: int
+    id: int = 0
+    """0: the member picks an id."""
+
+    def to_wire(self) -> list[Any]:
+        return [self.ttl, self.id]
+
+    @staticmethod
+    def from_wire(w: Any, path: str = "lease_grant") -> LeaseGrantRequest:
+        f = Fields(w, path, 2)
+        return LeaseGrantRequest(f.integer("ttl", lo=INT64_MIN), f.integer("id", lo=INT64_MIN))
+
+
+@dataclass(slots=True)
+class LeaseIdRequest:
+    """A request naming one lease: revoke, keep-alive."""
+
+    id: int
+
+    def to_wire(self) -> list[Any]:
+        return [self.id]
+
+    @staticmethod
+    def from_wire(w: Any, path: str = "lease") -> LeaseIdRequest:
+        return LeaseIdRequest(Fields(w, path, 1).integer("id", lo=INT64_MIN))
+
+
+@dataclass(slots=True)
+class LeaseTimeToLiveRequest:
+    id: int
+    keys: bool = False
+
+    def to_wire(self) -> list[Any]:
+        return [self.id, self.keys]
+
+    @staticmethod
+    def from_wire(w: Any, path: str = "lease_ttl") -> LeaseTimeToLiveRequest:
+        f = Fields(w, path, 2)
+        return LeaseTimeToLiveRequest(f.integer("id", lo=INT64_MIN), f.flag("keys"))
+
+
+@dataclass(slots=True)
+class LeaseRevokeResponse:
+    revision: int
+
+    def to_wire(self) -> list[Any]:
+        return [self.revision]
+
+    @staticmethod
+    def from_wire(w: list[Any]) -> LeaseRevokeResponse:
+        return LeaseRevokeResponse(w[0])
+
+
+@dataclass(slots=True)
+class LeaseLeasesResponse:
+    ids: list[int]
+
+    def to_wire(self) -> list[int]:
+        return list(self.ids)
+
+    @staticmethod
+    def from_wire(w: list[Any]) -> LeaseLeasesResponse:
+        return LeaseLeasesResponse([int(i) for i in w])
 
 
 @dataclass(slots=True)

@@ -7,6 +7,7 @@ from enum import IntEnum
 from typing import Any
 
 from store.api.kv import Event
+from store.api.wire import Fields, check_int
 
 
 class WatchFilter(IntEnum):
@@ -39,8 +40,17 @@ class WatchCreateRequest:
         ]
 
     @staticmethod
-    def from_wire(w: list[Any]) -> WatchCreateRequest:
-        return WatchCreateRequest(w[0], w[1], w[2], w[3], [WatchFilter(f) for f in w[4]], w[5], w[6])
+    def from_wire(w: Any, path: str = "watch") -> WatchCreateRequest:
+        f = Fields(w, path, 7)
+        key, range_end, start = f.blob("key"), f.blob("range_end"), f.integer("start_revision")
+        progress_notify = f.flag("progress_notify")
+        raw, fpath = f.array("filters", max_len=len(WatchFilter))
+        filters = []
+        for i, v in enumerate(raw):
+            filters.append(WatchFilter(check_int(v, f"{fpath}[{i}]", 0, max(WatchFilter))))
+        return WatchCreateRequest(
+            key, range_end, start, progress_notify, filters, f.flag("prev_kv"), f.integer("watch_id")
+        )
 
 
 @dataclass(slots=True)

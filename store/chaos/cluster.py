@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from store import disk
+from store.api.cluster import MemberInfo
 from store.api.errors import StoreError
+from store.api.protocol import split_url
 from store.client.client import Client
 from store.config import StoreSettings
 from store.launcher import LocalCluster, free_ports, port_free
 from store.server.apply_log import FILE as APPLY_LOG_FILE
 from store.server.apply_log import read_apply_log
-from store.server.protocol import MemberInfo, split_url
 from store.wal.segment import list_segments
 
 TEST_ENV = {
@@ -58,7 +59,9 @@ class ChaosCluster:
         self.settings = settings
         self.workdir = workdir
         self.local = LocalCluster(settings.data_dir)
-        self.infos = self.local.create(settings, ports=free_ports(3 * settings.members))
+        # Plaintext: the peer proxies of the fault mesh are frame-aware (they drop and delay
+        # whole Raft frames), which they could not be inside TLS.
+        self.infos = self.local.create(settings, ports=free_ports(3 * settings.members), insecure=True)
         self.disk_full_flag = workdir / "disk-full"
         self.env = {**TEST_ENV, disk.FAULT_FILE_ENV: str(self.disk_full_flag)}
         self.mesh: Any = None
@@ -203,7 +206,7 @@ class ChaosCluster:
         async def one(m: MemberInfo) -> dict[str, Any] | None:
             c = Client([m.client_url], timeout=0.5, connect_timeout=0.3)
             try:
-                return await c.status(endpoint=m.client_url)
+                return (await c.status(endpoint=m.client_url)).to_json()
             except (StoreError, OSError):
                 return None
             finally:

@@ -28,9 +28,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from store.api.protocol import split_url
 from store.chaos.proxy import LinkProxy
 from store.launcher import LocalCluster
-from store.server.protocol import split_url
 
 T = TypeVar("T")
 CONTROL_TIMEOUT = 10.0

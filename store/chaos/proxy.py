@@ -3,7 +3,7 @@
 Members dial each peer through a proxy (`MemberConfig.peer_dial`), so the proxy sees exactly
 one direction of Raft traffic: i's messages to j.  Faults therefore act per direction.
 
-Peer mode is frame-aware (the length prefix of store/server/framing.py): it only ever
+Peer mode is frame-aware (the length prefix of store/api/framing.py): it only ever
 forwards or loses whole frames, so the stream stays parseable whatever is lost, and it
 never loses the first frame (the hello naming the sender): without it the receiver would
 close the stream as garbage, which is a protocol failure, not a network one.  Raw mode
@@ -28,7 +28,7 @@ import random
 from collections import deque
 from dataclasses import asdict, dataclass
 
-from store.server.framing import HEADER, MAX_FRAME
+from store.api.framing import HEADER, MAX_FRAME
 
 READ_SIZE = 1 << 18
 QUEUE_LIMIT = 8 << 20

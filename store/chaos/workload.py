@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store.api import errors as E
+from store.api import methods as M
 from store.api.kv import (
     CompactionRequest,
     CompactionResponse,
@@ -38,31 +39,8 @@ from store.api.kv import (
 from store.api.lease import LeaseGrantResponse, LeaseKeepAliveResponse
 from store.chaos.history import FAIL, OK, UNKNOWN, Operation, WatchRecord, WatchResponseSeen
 from store.client.client import Client, Watch
-from store.client.connection import ConnectionLost
 
 PREFIX = b"/chaos/"
-
-DEFINITE_FAILURES = frozenset(
-    {
-        "not-leader",
-        "no-leader",
-        "key-empty",
-        "request-too-large",
-        "too-many-ops",
-        "duplicate-key",
-        "key-not-found",
-        "invalid-range",
-        "invalid-argument",
-        "compacted",
-        "future-revision",
-        "lease-not-found",
-        "lease-exists",
-        "lease-ttl-too-large",
-        "no-space",
-    }
-)
-"""Error codes that mean the request never took effect: refused before it was proposed,
-or refused by the state machine without a change (e.g. a put on a lease revoked meanwhile)."""
 
 DECODERS: dict[str, Any] = {
     "range": RangeResponse.from_wire,
@@ -77,10 +55,9 @@ DECODERS: dict[str, Any] = {
 
 
 def outcome_of(err: BaseException) -> str:
-    """FAIL when the error proves the request had no effect, else UNKNOWN."""
-    if isinstance(err, ConnectionLost):
-        return UNKNOWN  # sent, then the connection went: it may have been applied
-    if isinstance(err, E.StoreError) and (err.code in DEFINITE_FAILURES or err.code == "unavailable"):
+    """FAIL when the error proves the request had no effect (refused, or never proposed),
+    else UNKNOWN (a lost connection, a timeout, a leader change, a member's own failure)."""
+    if isinstance(err, E.StoreError) and err.outcome in (E.Outcome.REFUSED, E.Outcome.NOT_APPLIED):
         return FAIL
     return UNKNOWN
 
@@ -112,7 +89,7 @@ class Recorder:
         self.operations.append(op)
         op.call = time.monotonic()
         try:
-            header, result = await client.request(method, wire, endpoint=endpoint)
+            header, result = await client.request(M.METHODS[method], wire, endpoint=endpoint)
         except Exception as e:  # every failure is part of the history
             op.outcome = outcome_of(e)
             op.error = getattr(e, "code", type(e).__name__)

@@ -6,17 +6,27 @@ import argparse
 import asyncio
 import dataclasses
 import signal
+import ssl
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from store.api.cluster import MemberInfo
 from store.api.errors import StoreError
-from store.cli.common import UsageError, add_cluster_arguments, data_dir, endpoints, print_json, table
+from store.cli.common import (
+    UsageError,
+    add_cluster_arguments,
+    client_tls,
+    data_dir,
+    endpoints,
+    make_client,
+    print_json,
+    table,
+)
 from store.client.client import Client
 from store.config import StoreSettings, load_store_settings
 from store.launcher import LauncherError, LocalCluster, free_ports
-from store.server.protocol import MemberInfo
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -121,11 +131,11 @@ def _cluster(args: argparse.Namespace) -> LocalCluster:
     return c
 
 
-async def _statuses(eps: list[str], timeout: float) -> list[dict[str, Any] | None]:
+async def _statuses(eps: list[str], timeout: float, tls: ssl.SSLContext | None) -> list[dict[str, Any] | None]:
     async def one(ep: str) -> dict[str, Any] | None:
-        client = Client([ep], timeout=timeout, connect_timeout=min(timeout, 1.0))
+        client = Client([ep], timeout=timeout, connect_timeout=min(timeout, 1.0), tls=tls)
         try:
-            return await client.status(endpoint=ep)
+            return (await client.status(endpoint=ep)).to_json()
         except (StoreError, OSError):
             return None
         finally:
@@ -215,7 +225,7 @@ def _wait_ready(cluster: LocalCluster, timeout: float) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     rows: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
-        statuses = asyncio.run(_statuses([m.client_url for m in members], 1.0))
+        statuses = asyncio.run(_statuses([m.client_url for m in members], 1.0, cluster.client_tls()))
         rows = _status_rows(members, statuses, cluster)
         if any(r["role"] == "leader" for r in rows) and all(r["healthy"] for r in rows):
             return rows
@@ -230,7 +240,7 @@ def _wait_ready(cluster: LocalCluster, timeout: float) -> list[dict[str, Any]]:
 
 def _resolve_member(args: argparse.Namespace, cluster: LocalCluster) -> int:
     if args.member == "leader":
-        statuses = asyncio.run(_statuses(cluster.client_urls(), args.timeout))
+        statuses = asyncio.run(_statuses(cluster.client_urls(), args.timeout, client_tls(args)))
         leaders = [s["id"] for s in statuses if s is not None and s["role"] == "leader"]
         if not leaders:
             raise UsageError("no member reports itself leader right now")
@@ -253,7 +263,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         if args.members and args.members != have:
             raise UsageError(f"{s.data_dir} holds a {have}-member cluster; --members {args.members} does not match")
     else:
-        cluster.create(s, ports=free_ports(3 * s.members, s.host) if args.free_ports else None)
+        if args.insecure:
+            print(
+                "raftkube: WARNING: --insecure: the members speak plaintext and check no certificates",
+                file=sys.stderr,
+            )
+        cluster.create(s, ports=free_ports(3 * s.members, s.host) if args.free_ports else None, insecure=args.insecure)
     try:
         started = cluster.start_all()
     except LauncherError as e:
@@ -328,7 +343,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         cluster = None
         members = [MemberInfo(0, ep, "", ep, "") for ep in endpoints(args)]
-    statuses = asyncio.run(_statuses([m.client_url for m in members], args.timeout))
+    statuses = asyncio.run(_statuses([m.client_url for m in members], args.timeout, client_tls(args)))
     rows = _status_rows(members, statuses, cluster)
     _print_status(rows, args.output)
     return 0 if all(r["healthy"] for r in rows) else 1
@@ -336,7 +351,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _run_client(args: argparse.Namespace, coro_fn: Any) -> Any:
     async def go() -> Any:
-        async with Client(endpoints(args), timeout=args.timeout) as c:
+        async with make_client(args) as c:
             return await coro_fn(c)
 
     try:
@@ -475,7 +490,7 @@ def cmd_snapshot_restore(args: argparse.Namespace) -> int:
     cluster = LocalCluster(s.data_dir)
     if cluster.exists():
         raise UsageError(f"{s.data_dir} already holds a cluster; restore into a new directory")
-    infos = cluster.create(s)
+    infos = cluster.create(s, insecure=args.insecure)
     for m in infos:
         (cluster.member_dir(m.id) / "restore_from.bin").write_bytes(backup)
     if args.output == "json":

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from store import pki
+from store.client.client import Client
 from store.config import ConfigError
 from store.launcher import LauncherError, LocalCluster
 
@@ -28,6 +31,17 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--endpoints", help="comma-separated client URLs, instead of finding them in the data dir")
     p.add_argument("-o", "--output", choices=("human", "json"), default="human", help="output format")
     p.add_argument("--timeout", type=float, default=5.0, help="request timeout in seconds")
+    tls = p.add_argument_group("TLS (found in the data dir unless given)")
+    tls.add_argument("--cacert", dest="tls_cacert", type=Path, help="the cluster CA's certificate (PEM)")
+    tls.add_argument(
+        "--cert", dest="tls_cert", type=Path, help="this client's certificate (PEM), signed by the cluster CA"
+    )
+    tls.add_argument("--key", dest="tls_key", type=Path, help="this client's private key (PEM)")
+    tls.add_argument(
+        "--insecure",
+        action="store_true",
+        help="plaintext, no certificates (a cluster started with --insecure; `store up`: start one)",
+    )
 
 
 def data_dir(args: argparse.Namespace) -> Path:
@@ -45,6 +59,40 @@ def endpoints(args: argparse.Namespace) -> list[str]:
         return cluster.client_urls()
     except LauncherError as e:
         raise UsageError(f"{e}; or give --endpoints") from e
+
+
+def client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The TLS context for talking to the cluster: --cacert/--cert/--key when given (as with
+    etcdctl), else the admin certificate in the data dir; None with --insecure."""
+    cacert, cert, key = args.tls_cacert, args.tls_cert, args.tls_key
+    if args.insecure:
+        if cacert or cert or key:
+            raise UsageError("--insecure excludes --cacert, --cert and --key")
+        return None
+    if (cert is None) != (key is None):
+        raise UsageError("give --cert and --key together")
+    try:
+        if cacert is not None:
+            return pki.client_context(cacert, cert, key)
+        cluster = LocalCluster(data_dir(args))
+        if not cluster.exists():
+            if args.endpoints:
+                raise UsageError(
+                    "--endpoints: give --cacert, --cert and --key for the cluster's TLS "
+                    "(or --insecure for a cluster started with --insecure)"
+                )
+            raise UsageError(f"no cluster in {data_dir(args)} (start one with `raftkube store up`)")
+        return cluster.client_tls()
+    except (pki.PKIError, ssl.SSLError, OSError) as e:
+        raise UsageError(f"TLS credentials: {e}") from e
+    except LauncherError as e:
+        raise UsageError(str(e)) from e
+
+
+def make_client(args: argparse.Namespace, eps: list[str] | None = None, timeout: float | None = None) -> Client:
+    """A client for the cluster the arguments name (endpoints, TLS, timeout)."""
+    t = args.timeout if timeout is None else timeout
+    return Client(eps or endpoints(args), timeout=t, connect_timeout=min(t, 1.0), tls=client_tls(args))
 
 
 def print_json(obj: Any) -> None:
@@ -65,4 +113,15 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ConfigError", "UsageError", "add_cluster_arguments", "data_dir", "endpoints", "fail", "print_json", "table"]
+__all__ = [
+    "ConfigError",
+    "UsageError",
+    "add_cluster_arguments",
+    "client_tls",
+    "data_dir",
+    "endpoints",
+    "fail",
+    "make_client",
+    "print_json",
+    "table",
+]

@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from store.api.errors import CompactedError, FutureRevisionError, LeaseNotFoundError, StoreError
+from store.api import methods as M
+from store.api.cluster import EMPTY
+from store.api.errors import CompactedError, FutureRevisionError, LeaseNotFoundError, Outcome, StoreError
 from store.api.kv import (
     CompactionRequest,
-    CompactionResponse,
     Compare,
     CompareResult,
     CompareTarget,
@@ -59,16 +60,11 @@ from store.api.kv import (
     TxnResponse,
     prefix_end,
 )
-from store.api.lease import LeaseGrantResponse, LeaseKeepAliveResponse, LeaseTimeToLiveResponse
+from store.api.lease import LeaseGrantRequest, LeaseIdRequest, LeaseTimeToLiveRequest
+from store.api.protocol import Header, split_url
 from store.api.watch import WatchFilter, WatchResponse
-from store.cli.common import UsageError, add_cluster_arguments, endpoints
+from store.cli.common import UsageError, add_cluster_arguments, endpoints, make_client
 from store.client.client import Client
-from store.server.protocol import Header, split_url
-
-TRANSIENT_CODES = frozenset(
-    {"unavailable", "no-leader", "not-leader", "timeout", "leader-changed", "internal", "protocol", "disk"}
-)
-"""Errors that say the cluster could not serve the request (exit 1), not that it was refused (exit 2)."""
 
 _SORT_TARGETS = {
     "KEY": SortTarget.KEY,
@@ -230,8 +226,8 @@ async def resolve_lease(c: Client, ref: LeaseRef) -> int:
     """The lease `ref` means: the one candidate, or the candidate that exists in the cluster."""
     if len(ref.candidates) == 1:
         return ref.candidates[0]
-    _, leases = await c.request("lease_leases", [])
-    live = [v for v in ref.candidates if v in set(leases)]
+    leases = set(await c.leases())
+    live = [v for v in ref.candidates if v in leases]
     if len(live) == 2:
         dec, hexa = ref.candidates
         raise UsageError(
@@ -385,13 +381,13 @@ def _run(args: argparse.Namespace, fn: Callable[[Client], Awaitable[int]]) -> in
     eps = _endpoints(args)
 
     async def go() -> int:
-        async with Client(eps, timeout=args.timeout, connect_timeout=min(args.timeout, 1.0)) as c:
+        async with make_client(args, eps) as c:
             return await fn(c)
 
     try:
         return asyncio.run(go())
     except StoreError as e:
-        if e.code in TRANSIENT_CODES:
+        if e.outcome is not Outcome.REFUSED:  # the cluster could not serve it: exit 1
             print(f"raftkube: {_describe(e)}", file=sys.stderr)
             return 1
         raise UsageError(_describe(e)) from e
@@ -434,8 +430,7 @@ def cmd_put(args: argparse.Namespace) -> int:
     async def go(c: Client) -> int:
         lease = await resolve_lease(c, args.lease) if args.lease is not None else 0
         req = PutRequest(arg_bytes(args.key), value, lease, args.prev_kv, args.ignore_value, args.ignore_lease)
-        header, w = await c.request("put", req.to_wire())
-        r = PutResponse.from_wire(w)
+        header, r = await c.call(M.PUT, req)
         if args.output == "json":
             emit_json({"header": header.to_json(), **_put_json(r)})
         else:
@@ -460,8 +455,7 @@ def cmd_get(args: argparse.Namespace) -> int:
     )
 
     async def go(c: Client) -> int:
-        header, w = await c.request("range", req.to_wire())
-        r = RangeResponse.from_wire(w)
+        header, r = await c.call(M.RANGE, req)
         if args.output == "json":
             emit_json({"header": header.to_json(), **_range_json(r)})
         elif args.count_only:
@@ -478,8 +472,7 @@ def cmd_del(args: argparse.Namespace) -> int:
     req = DeleteRangeRequest(key, end, args.prev_kv)
 
     async def go(c: Client) -> int:
-        header, w = await c.request("delete_range", req.to_wire())
-        r = DeleteRangeResponse.from_wire(w)
+        header, r = await c.call(M.DELETE_RANGE, req)
         if args.output == "json":
             emit_json({"header": header.to_json(), **_del_json(r)})
         else:
@@ -503,8 +496,7 @@ def cmd_txn(args: argparse.Namespace) -> int:
         raise UsageError(f"txn: {e}") from e
 
     async def go(c: Client) -> int:
-        header, w = await c.request("txn", req.to_wire())
-        r = TxnResponse.from_wire(w)
+        header, r = await c.call(M.TXN, req)
         if args.output == "json":
             emit_json({"header": header.to_json(), **_txn_json(r)})
         else:
@@ -562,8 +554,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     req = CompactionRequest(args.revision, args.physical)
 
     async def go(c: Client) -> int:
-        header, w = await c.request("compact", req.to_wire())
-        CompactionResponse.from_wire(w)
+        header, _ = await c.call(M.COMPACT, req)
         if args.output == "json":
             emit_json({"header": header.to_json(), "compact_revision": args.revision})
         else:
@@ -579,8 +570,7 @@ def _lease_json(header: Header, lease_id: int, **rest: Any) -> dict[str, Any]:
 
 def cmd_lease_grant(args: argparse.Namespace) -> int:
     async def go(c: Client) -> int:
-        header, w = await c.request("lease_grant", [args.ttl, 0])
-        r = LeaseGrantResponse.from_wire(w)
+        header, r = await c.call(M.LEASE_GRANT, LeaseGrantRequest(args.ttl))
         if args.output == "json":
             emit_json(_lease_json(header, r.id, ttl=r.ttl))
         else:
@@ -593,7 +583,7 @@ def cmd_lease_grant(args: argparse.Namespace) -> int:
 def cmd_lease_revoke(args: argparse.Namespace) -> int:
     async def go(c: Client) -> int:
         lease_id = await resolve_lease(c, args.lease)
-        header, _ = await c.request("lease_revoke", [lease_id])
+        header, _ = await c.call(M.LEASE_REVOKE, LeaseIdRequest(lease_id))
         if args.output == "json":
             emit_json(_lease_json(header, lease_id, revoked=True))
         else:
@@ -607,8 +597,7 @@ def cmd_lease_keepalive(args: argparse.Namespace) -> int:
     async def go(c: Client) -> int:
         lease_id = await resolve_lease(c, args.lease)
         while True:
-            header, w = await c.request("lease_keepalive", [lease_id])
-            r = LeaseKeepAliveResponse.from_wire(w)
+            header, r = await c.call(M.LEASE_KEEPALIVE, LeaseIdRequest(lease_id))
             if args.output == "json":
                 emit_json(_lease_json(header, r.id, ttl=r.ttl))
             else:
@@ -623,8 +612,7 @@ def cmd_lease_keepalive(args: argparse.Namespace) -> int:
 def cmd_lease_ttl(args: argparse.Namespace) -> int:
     async def go(c: Client) -> int:
         lease_id = await resolve_lease(c, args.lease)
-        header, w = await c.request("lease_ttl", [lease_id, args.keys])
-        r = LeaseTimeToLiveResponse.from_wire(w)
+        header, r = await c.call(M.LEASE_TTL, LeaseTimeToLiveRequest(lease_id, args.keys))
         if args.output == "json":
             keys = [_text(k) for k in r.keys]
             emit_json(_lease_json(header, lease_id, ttl=r.ttl, granted_ttl=r.granted_ttl, keys=keys))
@@ -642,8 +630,8 @@ def cmd_lease_ttl(args: argparse.Namespace) -> int:
 
 def cmd_lease_list(args: argparse.Namespace) -> int:
     async def go(c: Client) -> int:
-        header, w = await c.request("lease_leases", [])
-        ids = sorted(int(x) for x in w)
+        header, r = await c.call(M.LEASE_LEASES, EMPTY)
+        ids = sorted(r.ids)
         if args.output == "json":
             emit_json({"header": header.to_json(), "leases": [{"id": i, "id_hex": _hex(i)} for i in ids]})
         else:

@@ -2,13 +2,19 @@
 
 Requests go to the leader when it is known (writes and linearizable reads end up there
 anyway); a member that is not the leader answers NotLeaderError with a hint, and the client
-follows it.  What is retried:
+follows it.  What is retried is decided by the error's outcome and the method
+(`errors.may_retry`):
 
 * anything refused before it was proposed (not leader, no leader, cannot connect): every
   request, on another member, until the request deadline;
-* reads, leases keep-alives and status after a lost connection;
-* never a write whose connection dropped after it was sent: its outcome is unknown, and
-  the caller gets ConnectionLost (a retry could apply it twice).
+* reads, lease keep-alives and status whose outcome is unknown (lost connection, timeout);
+* never a write whose outcome is unknown: the caller gets ConnectionLost or the timeout
+  (a retry could apply it twice).
+
+Every call is typed by its method in the registry (store/api/methods.py): `call(PUT, req)`
+returns the PutResponse; the convenience methods below wrap it.  Connections use TLS with a
+client certificate unless the client is made without one (`tls=None`: plaintext, for
+clusters started with --insecure).
 """
 
 from __future__ import annotations
@@ -16,10 +22,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import ssl
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from store.api.errors import NotLeaderError, StoreError, UnavailableError
+from store.api import methods as M
+from store.api.cluster import (
+    EMPTY,
+    HashKVRequest,
+    MemberAddRequest,
+    MemberIdRequest,
+    MemberInfo,
+    StatusResponse,
+)
+from store.api.errors import ConnectionLost, NotLeaderError, ProtocolError, StoreError, UnavailableError, may_retry
 from store.api.kv import (
     CompactionRequest,
     CompactionResponse,
@@ -35,26 +51,42 @@ from store.api.kv import (
     TxnResponse,
     prefix_end,
 )
-from store.api.lease import LeaseGrantResponse, LeaseKeepAliveResponse, LeaseTimeToLiveResponse
-from store.api.watch import WatchCreateRequest, WatchFilter, WatchResponse
-from store.client.connection import Connection, ConnectionLost
-from store.server.protocol import END, ERROR, Header, MemberInfo
-
-READ_METHODS = frozenset(
-    {"hello", "range", "status", "members", "lease_ttl", "lease_leases", "lease_keepalive", "hash_kv"}
+from store.api.lease import (
+    LeaseGrantRequest,
+    LeaseGrantResponse,
+    LeaseIdRequest,
+    LeaseKeepAliveResponse,
+    LeaseTimeToLiveRequest,
+    LeaseTimeToLiveResponse,
 )
+from store.api.protocol import END, ERROR, Header
+from store.api.watch import WatchCreateRequest, WatchFilter, WatchResponse
+from store.client.connection import Connection
 
 MAX_BACKOFF = 0.1
 """Seconds between retry rounds at most (from 20 ms, doubling)."""
 
+Rs = TypeVar("Rs")
+
+
+class Request(Protocol):
+    def to_wire(self) -> Any: ...
+
 
 class Client:
-    def __init__(self, endpoints: list[str], timeout: float = 5.0, connect_timeout: float = 1.0) -> None:
+    def __init__(
+        self,
+        endpoints: list[str],
+        timeout: float = 5.0,
+        connect_timeout: float = 1.0,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         if not endpoints:
             raise ValueError("the client needs at least one endpoint")
         self.endpoints = list(endpoints)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.tls = tls
         self._conns: dict[str, Connection] = {}
         self._closed = False
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
@@ -103,7 +135,7 @@ class Client:
         return await asyncio.shield(attempt)
 
     async def _open(self, endpoint: str) -> Connection:
-        c = Connection(endpoint)
+        c = Connection(endpoint, self.tls)
         await c.open(self.connect_timeout)
         if self._closed:  # closed while we were connecting
             await c.close()
@@ -129,16 +161,26 @@ class Client:
                 self.endpoints.append(hint)
             self._preferred = hint
 
-    async def request(self, method: str, args: Any, endpoint: str | None = None) -> tuple[Header, Any]:
-        """Send one request (to `endpoint`, or wherever it can be served), retrying what is safe."""
+    async def call(self, method: M.Method[Any, Rs], req: Request, endpoint: str | None = None) -> tuple[Header, Rs]:
+        """Send one typed request (to `endpoint`, or wherever it can be served), retrying
+        what is safe; returns the member's header and the typed response."""
+        header, result = await self.request(method, req.to_wire(), endpoint)
+        try:
+            return header, method.decode_response(result)
+        except StoreError as e:
+            raise ProtocolError(f"malformed {method.name} response from member {header.member_id}: {e}") from None
+
+    async def request(self, method: M.Method[Any, Any], args: Any, endpoint: str | None = None) -> tuple[Header, Any]:
+        """Send one request in wire form and return the wire result (see `call`)."""
+        name = method.name
         if endpoint is None and self._preferred is not None:
             # The common case, kept cheap: an open connection to the member that answered last.
             conn = self._conns.get(self._preferred)
             if conn is not None and conn.is_open:
                 try:
-                    return await conn.call(method, args, timeout=self.timeout)
+                    return await conn.call(name, args, timeout=self.timeout)
                 except StoreError as e:
-                    if not e.retryable or (isinstance(e, ConnectionLost) and method not in READ_METHODS):
+                    if not may_retry(e, method.idempotent):
                         raise
                     if isinstance(e, NotLeaderError):
                         self._learn_leader(e)
@@ -161,19 +203,14 @@ class Client:
                     last = e
                     continue
                 try:
-                    header, result = await conn.call(method, args, timeout=remaining)
+                    header, result = await conn.call(name, args, timeout=remaining)
                 except NotLeaderError as e:
                     last = e
                     if endpoint is None:
                         self._learn_leader(e)
                     break  # retry from the top, leader first
-                except ConnectionLost as e:
-                    last = e
-                    if method not in READ_METHODS:
-                        raise
-                    continue
                 except StoreError as e:
-                    if not e.retryable:
+                    if not may_retry(e, method.idempotent):
                         raise
                     last = e
                     continue
@@ -190,8 +227,7 @@ class Client:
 
     # ------------------------------------------------------------------ KV
     async def range(self, req: RangeRequest) -> RangeResponse:
-        _, r = await self.request("range", req.to_wire())
-        return RangeResponse.from_wire(r)
+        return (await self.call(M.RANGE, req))[1]
 
     async def get(
         self,
@@ -234,72 +270,61 @@ class Client:
         ignore_lease: bool = False,
     ) -> PutResponse:
         req = PutRequest(key, value, lease, prev_kv, ignore_value, ignore_lease)
-        _, r = await self.request("put", req.to_wire())
-        return PutResponse.from_wire(r)
+        return (await self.call(M.PUT, req))[1]
 
     async def delete(
         self, key: bytes, range_end: bytes = b"", *, prefix: bool = False, prev_kv: bool = False
     ) -> DeleteRangeResponse:
         if prefix:
             range_end = prefix_end(key)
-        _, r = await self.request("delete_range", DeleteRangeRequest(key, range_end, prev_kv).to_wire())
-        return DeleteRangeResponse.from_wire(r)
+        return (await self.call(M.DELETE_RANGE, DeleteRangeRequest(key, range_end, prev_kv)))[1]
 
     async def txn(self, req: TxnRequest) -> TxnResponse:
-        _, r = await self.request("txn", req.to_wire())
-        return TxnResponse.from_wire(r)
+        return (await self.call(M.TXN, req))[1]
 
     async def compact(self, revision: int, physical: bool = False) -> CompactionResponse:
-        _, r = await self.request("compact", CompactionRequest(revision, physical).to_wire())
-        return CompactionResponse.from_wire(r)
+        return (await self.call(M.COMPACT, CompactionRequest(revision, physical)))[1]
 
     # ------------------------------------------------------------------ leases
     async def lease_grant(self, ttl: int, lease_id: int = 0) -> LeaseGrantResponse:
-        _, r = await self.request("lease_grant", [ttl, lease_id])
-        return LeaseGrantResponse.from_wire(r)
+        return (await self.call(M.LEASE_GRANT, LeaseGrantRequest(ttl, lease_id)))[1]
 
     async def lease_revoke(self, lease_id: int) -> int:
-        header, _ = await self.request("lease_revoke", [lease_id])
-        return header.revision
+        """Revoke the lease (and delete its keys); returns the revision after it."""
+        return (await self.call(M.LEASE_REVOKE, LeaseIdRequest(lease_id)))[1].revision
 
     async def lease_keepalive(self, lease_id: int) -> LeaseKeepAliveResponse:
-        _, r = await self.request("lease_keepalive", [lease_id])
-        return LeaseKeepAliveResponse.from_wire(r)
+        return (await self.call(M.LEASE_KEEPALIVE, LeaseIdRequest(lease_id)))[1]
 
     async def lease_ttl(self, lease_id: int, keys: bool = False) -> LeaseTimeToLiveResponse:
-        _, r = await self.request("lease_ttl", [lease_id, keys])
-        return LeaseTimeToLiveResponse.from_wire(r)
+        return (await self.call(M.LEASE_TTL, LeaseTimeToLiveRequest(lease_id, keys)))[1]
 
     async def leases(self) -> list[int]:
-        _, r = await self.request("lease_leases", [])
-        return list(r)
+        return (await self.call(M.LEASE_LEASES, EMPTY))[1].ids
 
     # ------------------------------------------------------------------ cluster
-    async def status(self, endpoint: str | None = None) -> dict[str, Any]:
-        _, r = await self.request("status", [], endpoint=endpoint)
-        return dict(r)
+    async def status(self, endpoint: str | None = None) -> StatusResponse:
+        return (await self.call(M.STATUS, EMPTY, endpoint=endpoint))[1]
 
     async def members(self) -> list[MemberInfo]:
-        _, r = await self.request("members", [])
-        return [MemberInfo.from_wire(m) for m in r]
+        return (await self.call(M.MEMBERS, EMPTY))[1].members
 
     async def member_add(self, name: str, peer_url: str, client_url: str, http_url: str, learner: bool) -> MemberInfo:
-        _, r = await self.request("member_add", [name, peer_url, client_url, http_url, learner])
-        return MemberInfo.from_wire(r)
+        return (await self.call(M.MEMBER_ADD, MemberAddRequest(name, peer_url, client_url, http_url, learner)))[1]
 
     async def member_remove(self, member_id: int) -> None:
-        await self.request("member_remove", [member_id])
+        await self.call(M.MEMBER_REMOVE, MemberIdRequest(member_id))
 
     async def member_promote(self, member_id: int) -> None:
-        await self.request("member_promote", [member_id])
+        await self.call(M.MEMBER_PROMOTE, MemberIdRequest(member_id))
 
     async def move_leader(self, member_id: int) -> None:
-        await self.request("move_leader", [member_id])
+        await self.call(M.MOVE_LEADER, MemberIdRequest(member_id))
 
     async def hash_kv(self, endpoint: str, revision: int = 0) -> tuple[int, int, int]:
         """(hash, compact_revision, revision) of one member's key space."""
-        _, r = await self.request("hash_kv", [revision], endpoint=endpoint)
-        return int(r[0]), int(r[1]), int(r[2])
+        r = (await self.call(M.HASH_KV, HashKVRequest(revision), endpoint=endpoint))[1]
+        return r.hash, r.compact_revision, r.revision
 
     async def snapshot(self, endpoint: str | None = None) -> tuple[Header, bytes]:
         """A consistent backup of one member's state (the leader's by default)."""
@@ -314,12 +339,16 @@ class Client:
             if kind == ERROR:
                 done.set_exception(payload)
                 return
-            parts.append(payload)
+            try:
+                parts.append(M.SNAPSHOT.decode_response(payload).data)
+            except StoreError as e:
+                done.set_exception(ProtocolError(f"malformed snapshot chunk: {e}"))
+                return
             if kind == END:
                 assert header is not None
                 done.set_result(header)
 
-        conn.open_stream("snapshot", [], on_frame)
+        conn.open_stream(M.SNAPSHOT.name, EMPTY.to_wire(), on_frame)
         header = await asyncio.wait_for(done, max(self.timeout, 60.0))
         return header, b"".join(parts)
 
@@ -387,7 +416,7 @@ class Watch:
                     self.req.prev_kv,
                 )
                 self._conn = conn
-                self._rid = conn.open_stream("watch", req.to_wire(), self._on_frame)
+                self._rid = conn.open_stream(M.WATCH.name, req.to_wire(), self._on_frame)
                 return
             await asyncio.sleep(0.05)
         raise last or UnavailableError("no member to watch on")
@@ -396,7 +425,10 @@ class Watch:
         if kind == ERROR:
             self._queue.put_nowait(payload)
             return
-        self._queue.put_nowait(WatchResponse.from_wire(payload))
+        try:
+            self._queue.put_nowait(WatchResponse.from_wire(payload))
+        except Exception as e:  # a member sent garbage: treat it as a lost stream
+            self._queue.put_nowait(ConnectionLost(f"malformed watch response: {type(e).__name__}"))
 
     async def _iterate(self) -> AsyncIterator[WatchResponse]:
         await self._open()
@@ -404,7 +436,7 @@ class Watch:
             while not self._closed:
                 item = await self._queue.get()
                 if isinstance(item, StoreError):
-                    if not item.retryable:
+                    if not may_retry(item, M.WATCH.idempotent):
                         raise item
                     # The member went away: resume elsewhere from where we are.
                     self.resumes += 1
@@ -432,7 +464,7 @@ class Watch:
         """Ask for a progress notification (bookmark) on this watch's member."""
         if self._conn is not None:
             with contextlib.suppress(StoreError):
-                await self._conn.call("watch_progress", [self.watch_id], timeout=self.client.timeout)
+                await self._conn.call(M.WATCH_PROGRESS.name, [self.watch_id], timeout=self.client.timeout)
 
     async def cancel(self) -> None:
         if self._closed:
@@ -441,4 +473,4 @@ class Watch:
         if self._conn is not None and self._conn.is_open:
             self._conn.close_stream(self._rid)
             with contextlib.suppress(StoreError):
-                await self._conn.call("watch_cancel", [self.watch_id], timeout=1.0)
+                await self._conn.call(M.WATCH_CANCEL.name, [self.watch_id], timeout=1.0)

@@ -5,21 +5,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Callable
 from typing import Any
 
-from store.api.errors import ProtocolError, StoreError, TimeoutError_, UnavailableError, error_from_wire
-from store.server.framing import FrameReader, encode_frame
-from store.server.protocol import END, ERROR, OK, PROTOCOL, STREAM, Header, split_url
+from store.api import methods as M
+from store.api.errors import (
+    ConnectionLost,
+    ProtocolError,
+    StoreError,
+    TimeoutError_,
+    UnavailableError,
+    error_from_wire,
+)
+from store.api.framing import FrameReader, encode_frame
+from store.api.protocol import END, ERROR, OK, STREAM, Header, split_url
+from store.api.wire import Fields
+
+__all__ = ["Connection", "ConnectionLost"]
 
 
-class ConnectionLost(UnavailableError):
-    """The connection closed with this request possibly delivered: a write's outcome is unknown."""
+def _header(w: Any) -> Header:
+    f = Fields(w, "header", 4)
+    return Header(f.integer("cluster_id"), f.integer("member_id"), f.integer("revision"), f.integer("raft_term"))
 
 
 class Connection:
-    def __init__(self, endpoint: str) -> None:
+    def __init__(self, endpoint: str, tls: ssl.SSLContext | None = None) -> None:
         self.endpoint = endpoint
+        self.tls = tls
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self._next_id = 1
@@ -32,12 +46,24 @@ class Connection:
     async def open(self, timeout: float) -> None:
         host, port = split_url(self.endpoint)
         try:
-            self.reader, self.writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+            self.reader, self.writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    host, port, ssl=self.tls, ssl_handshake_timeout=timeout if self.tls is not None else None
+                ),
+                timeout,
+            )
+        except ssl.SSLError as e:
+            raise UnavailableError(f"TLS with {self.endpoint} failed: {e.reason or e}") from e
         except (TimeoutError, OSError) as e:
             raise UnavailableError(f"cannot connect to {self.endpoint}: {e or type(e).__name__}") from e
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop(), name=f"client-{self.endpoint}")
         try:
-            header, _ = await self.call("hello", [PROTOCOL], timeout=timeout)
+            header, _ = await self.call(M.HELLO.name, M.HelloRequest().to_wire(), timeout=timeout)
+        except ConnectionLost as e:
+            # Nothing but the hello was sent: no request's outcome is in doubt.
+            await self.close()
+            hint = "" if self.tls is not None else " (a TLS port reached without TLS?)"
+            raise UnavailableError(f"{self.endpoint} closed the connection during the hello{hint}: {e}") from e
         except BaseException:
             # Accepted but unanswered (a partitioned member): do not leak the socket.
             await self.close()
@@ -94,9 +120,9 @@ class Connection:
                     break
                 for f in batch:
                     self._dispatch(f)
-        except ProtocolError as e:
+        except StoreError as e:
             err = ConnectionLost(f"{self.endpoint} sent a bad frame: {e}")
-        except (OSError, ConnectionError, asyncio.IncompleteReadError):
+        except (OSError, ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
             pass
         finally:
             self.closed.set()
@@ -107,8 +133,16 @@ class Connection:
                 cb(ERROR, None, err)
             self._streams.clear()
 
-    def _dispatch(self, f: list[Any]) -> None:
+    def _dispatch(self, f: Any) -> None:
+        """One reply frame; a frame that is not a reply is a ProtocolError (the connection ends)."""
+        if type(f) is not list or len(f) < 3 or type(f[0]) is not int or f[1] not in (OK, ERROR, STREAM, END):
+            raise ProtocolError(f"not a reply frame: {str(f)[:100]}")
         rid, kind = f[0], f[1]
+        if kind != ERROR and len(f) != 4:
+            raise ProtocolError(f"reply frame for request {rid} has {len(f)} fields, not 4")
+        if rid == 0 and kind == ERROR:
+            # About the connection, not a request: the member is closing it and says why.
+            raise ProtocolError(f"member refused the connection: {error_from_wire(f[2])}")
         stream = self._streams.get(rid)
         if stream is not None:
             if kind == ERROR:
@@ -117,16 +151,16 @@ class Connection:
             else:
                 if kind == END:
                     self._streams.pop(rid, None)
-                stream(kind, Header.from_wire(f[2]), f[3])
+                stream(kind, _header(f[2]), f[3])
             return
         fut = self._pending.get(rid)
         if fut is None or fut.done():
             return
         if kind == OK:
-            fut.set_result((Header.from_wire(f[2]), f[3]))
+            fut.set_result((_header(f[2]), f[3]))
         elif kind == ERROR:
             fut.set_exception(error_from_wire(f[2]))
-        elif kind in (STREAM, END):
+        else:
             fut.set_exception(ProtocolError(f"unexpected stream frame for request {rid}"))
 
     def abort(self) -> None:

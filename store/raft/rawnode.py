@@ -72,7 +72,25 @@ class Ready:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerProgress:
+    """What a leader knows of one member's replication (a copy: it does not change later)."""
+
+    match: int
+    next: int
+    state: str
+    """probe, replicate or snapshot."""
+    is_learner: bool
+
+    def __str__(self) -> str:
+        learner = " learner" if self.is_learner else ""
+        return f"{self.state} match={self.match} next={self.next}{learner}"
+
+
+@dataclass(frozen=True, slots=True)
 class Status:
+    """A consistent copy of the node's state, for the application to read: it never needs
+    to look inside the core."""
+
     id: int
     hard_state: HardState
     soft_state: SoftState
@@ -80,8 +98,28 @@ class Status:
     last_index: int
     conf_state: ConfState
     lead_transferee: int
-    progress: dict[int, str]
-    """For a leader: each peer's flow-control state, for display."""
+    progress: dict[int, PeerProgress]
+    """For a leader: every member's replication progress (its own included); else empty."""
+
+    @property
+    def term(self) -> int:
+        return self.hard_state.term
+
+    @property
+    def commit(self) -> int:
+        return self.hard_state.commit
+
+    @property
+    def lead(self) -> int:
+        return self.soft_state.lead
+
+    @property
+    def state(self) -> StateType:
+        return self.soft_state.raft_state
+
+    @property
+    def is_learner(self) -> bool:
+        return self.id in self.conf_state.learners
 
 
 class RawNode:
@@ -216,7 +254,11 @@ class RawNode:
     # ------------------------------------------------------------------ inspection
     def status(self) -> Status:
         r = self.raft
-        progress = {pid: repr(pr) for pid, pr in r.prs.items()} if r.state == StateType.LEADER else {}
+        progress = {}
+        if r.state == StateType.LEADER:
+            progress = {
+                pid: PeerProgress(pr.match, pr.next, pr.state.name.lower(), pr.is_learner) for pid, pr in r.prs.items()
+            }
         return Status(
             id=r.id,
             hard_state=r.hard_state(),
@@ -229,4 +271,4 @@ class RawNode:
         )
 
 
-__all__ = ["ProposalDroppedError", "RawNode", "Ready", "Status"]
+__all__ = ["PeerProgress", "ProposalDroppedError", "RawNode", "Ready", "Status"]

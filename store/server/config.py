@@ -20,7 +20,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from store.server.protocol import MAX_REQUEST_BYTES, MemberInfo, split_url
+from store.api.cluster import MemberInfo
+from store.api.protocol import MAX_REQUEST_BYTES, split_url
 
 INT_MAX = (1 << 63) - 1
 """No integer setting or ID goes above this (msgpack's and the WAL's signed 64-bit range)."""
@@ -97,6 +98,9 @@ class MemberConfig(MemberSettings, RaftSettings):
     cluster_id: int = field(metadata={"min": 0})
     join: bool = False
     """Joining an existing cluster (added by `member add`): start empty, wait for the leader."""
+    insecure: bool = False
+    """Plaintext on both ports, no certificates (`store up --insecure`); otherwise the member
+    needs its certificate in <data dir>/tls and speaks only mutual TLS."""
     peer_dial: dict[int, str] = field(default_factory=dict)
     """Peer id -> URL to dial instead of that peer's advertised peer_url (a fault-injecting
     proxy in the chaos suite); peers not named here are dialled at their advertised URL."""

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from store import failpoints
-from store.raft import RawNode, Ready
+from store.raft import ConfChange, ConfState, RawNode, Ready, Status
 from store.raft.errors import ProposalDroppedError, RaftError
 from store.raft.storage import MemoryStorage
-from store.raft.types import Message, Snapshot, StateType
+from store.raft.types import NONE, Message, Snapshot, StateType
 from store.wal.errors import DiskWriteError
 
 log = logging.getLogger("raftkube.node")
@@ -65,6 +65,12 @@ class RaftNode:
         self.fatal: BaseException | None = None
         self.no_space = False
         """The last write failed with ENOSPC: the member refuses new writes until one succeeds."""
+        st = raw.status()
+        self.term = st.term
+        """The core's term, leader and role as of the last Ready: read on every response,
+        so kept here rather than copied out of the core each time."""
+        self.lead = st.lead
+        self.role = st.state
         # Metrics.
         self.readies = 0
         self.fsyncs = 0
@@ -94,9 +100,46 @@ class RaftNode:
     def wake(self) -> None:
         self._wake.set()
 
+    def propose_conf_change(self, cc: ConfChange) -> None:
+        """Raises ProposalDroppedError when not the leader or a change is still pending."""
+        self.raw.propose_conf_change(cc)
+        self._wake.set()
+
+    def apply_conf_change(self, cc: ConfChange) -> ConfState:
+        """Called by the apply loop for each committed conf change entry, in order."""
+        return self.raw.apply_conf_change(cc)
+
+    def transfer_leader(self, transferee: int) -> None:
+        self.raw.transfer_leader(transferee)
+        self._wake.set()
+
+    def report_unreachable(self, peer: int) -> None:
+        with contextlib.suppress(RaftError):
+            self.raw.report_unreachable(peer)
+
+    def report_snapshot(self, peer: int, failed: bool) -> None:
+        with contextlib.suppress(RaftError):
+            self.raw.report_snapshot(peer, failed)
+        self._wake.set()
+
+    def status(self) -> Status:
+        """A copy of the core's state (membership, progress of each peer, indexes)."""
+        return self.raw.status()
+
     @property
     def is_leader(self) -> bool:
-        return self.raw.raft.state == StateType.LEADER
+        return self.role == StateType.LEADER
+
+    @property
+    def has_leader(self) -> bool:
+        return self.lead != NONE
+
+    def _observe(self, rd: Ready) -> None:
+        if rd.soft_state is not None:
+            self.lead = rd.soft_state.lead
+            self.role = rd.soft_state.raft_state
+        if rd.hard_state is not None:
+            self.term = rd.hard_state.term
 
     # ------------------------------------------------------------------ running
     def start(self) -> None:
@@ -178,11 +221,12 @@ class RaftNode:
                 while self.raw.has_ready():
                     rd = self.raw.ready()
                     self.readies += 1
+                    self._observe(rd)
                     # A leader may replicate while it writes to its own disk (thesis §10.2.1):
                     # its messages promise nothing about its own durability, and a commit
                     # index counting these entries can only reach followers in a later
                     # Ready, after this one is persisted.
-                    early = self.raw.raft.state == StateType.LEADER and rd.messages
+                    early = self.is_leader and rd.messages
                     if early:
                         if failpoints.ENABLED:
                             failpoints.hit("raft-before-send")

@@ -7,8 +7,10 @@ from typing import Any
 
 import msgpack
 
-from store.api.errors import ProtocolError
+from store.api.errors import ProtocolError, StoreError
+from store.api.wire import INT64_MAX, Fields, check_bytes, check_int
 from store.raft.types import (
+    LOCAL_MESSAGES,
     ConfState,
     Entry,
     EntryType,
@@ -17,6 +19,10 @@ from store.raft.types import (
     Snapshot,
     SnapshotMetadata,
 )
+
+MAX_ENTRY_BYTES = 1 << 26
+"""No entry's data can be larger than a peer frame."""
+MAX_MEMBERS = 1 << 10
 
 
 def entry_to_wire(e: Entry) -> list[Any]:
@@ -31,8 +37,20 @@ def snapshot_meta_to_wire(m: SnapshotMetadata) -> list[Any]:
     return [m.index, m.term, list(m.conf_state.voters), list(m.conf_state.learners)]
 
 
-def snapshot_meta_from_wire(w: list[Any]) -> SnapshotMetadata:
-    return SnapshotMetadata(index=w[0], term=w[1], conf_state=ConfState(tuple(w[2]), tuple(w[3])))
+def snapshot_meta_from_wire(w: Any, path: str = "snapshot") -> SnapshotMetadata:
+    """Raises ProtocolError naming the field when `w` is not a snapshot's metadata."""
+    try:
+        f = Fields(w, path, 4)
+        index, term = f.integer("index"), f.integer("term")
+        voters, vpath = f.array("voters", MAX_MEMBERS)
+        learners, lpath = f.array("learners", MAX_MEMBERS)
+        conf = ConfState(
+            tuple(check_int(v, f"{vpath}[{i}]", lo=1) for i, v in enumerate(voters)),
+            tuple(check_int(v, f"{lpath}[{i}]", lo=1) for i, v in enumerate(learners)),
+        )
+    except StoreError as e:
+        raise ProtocolError(f"malformed raft message: {e.message}") from None
+    return SnapshotMetadata(index=index, term=term, conf_state=conf)
 
 
 ENTRIES_FIELD = 6
@@ -60,27 +78,60 @@ def message_to_wire(m: Message, with_entries: bool = True) -> list[Any]:
     ]
 
 
-def message_from_wire(w: list[Any]) -> Message:
+def message_from_wire(w: Any) -> Message:
+    """A peer's message, every field checked: ids in [1, 2^63), terms and indexes in
+    [0, 2^63), entries well-formed, no local-only message types.  Anything else is a
+    ProtocolError naming the field (the connection it came on is closed)."""
     try:
+        f = Fields(w, "message", 12)
+        kind = f.enum("type", MessageType)
+        if kind in LOCAL_MESSAGES:
+            raise Fields.fail("message.type", f"{kind.name} is never sent between members")
+        to, frm = f.integer("to", lo=1), f.integer("from", lo=1)
+        term, log_term, index = f.integer("term"), f.integer("log_term"), f.integer("index")
+        raw_entries, epath = f.array("entries")
+        entries = [_entry_from_wire(e, f"{epath}[{i}]") for i, e in enumerate(raw_entries)]
+        commit = f.integer("commit")
+        raw_snap, spath = f.any("snapshot")
         snap = None
-        if w[8] is not None:
-            snap = Snapshot(snapshot_meta_from_wire(w[8][0]), w[8][1])
-        return Message(
-            type=MessageType(w[0]),
-            to=w[1],
-            frm=w[2],
-            term=w[3],
-            log_term=w[4],
-            index=w[5],
-            entries=[Entry(t, i, EntryType(k), d) for t, i, k, d in w[6]],
-            commit=w[7],
-            snapshot=snap,
-            reject=w[9],
-            reject_hint=w[10],
-            context=w[11],
-        )
-    except (IndexError, TypeError, ValueError) as e:
-        raise ProtocolError(f"malformed raft message: {e}") from e
+        if raw_snap is not None:
+            sf = Fields(raw_snap, spath, 2)
+            meta_w, mpath = sf.any("metadata")
+            meta = snapshot_meta_from_wire(meta_w, mpath)
+            snap = Snapshot(meta, sf.blob("data", max_len=INT64_MAX))
+        reject, reject_hint = f.flag("reject"), f.integer("reject_hint")
+        context = f.blob("context", max_len=1024)
+    except StoreError as e:
+        raise ProtocolError(f"malformed raft message: {e.message}") from None
+    return Message(
+        type=kind,
+        to=to,
+        frm=frm,
+        term=term,
+        log_term=log_term,
+        index=index,
+        entries=entries,
+        commit=commit,
+        snapshot=snap,
+        reject=reject,
+        reject_hint=reject_hint,
+        context=context,
+    )
+
+
+def _entry_from_wire(w: Any, path: str) -> Entry:
+    if type(w) is not list or len(w) != 4:
+        raise Fields.fail(path, "expected [term, index, type, data]")
+    term, index, kind, data = w
+    check_int(term, f"{path}.term")
+    check_int(index, f"{path}.index")
+    if type(kind) is not int or kind not in _ENTRY_TYPES:
+        raise Fields.fail(f"{path}.type", f"{kind!r} is not an entry type")
+    check_bytes(data, f"{path}.data", MAX_ENTRY_BYTES)
+    return Entry(term, index, _ENTRY_TYPES[kind], data)
+
+
+_ENTRY_TYPES = {int(t): t for t in EntryType}
 
 
 _LEN = struct.Struct(">I")

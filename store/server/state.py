@@ -6,12 +6,17 @@ The watch hub hangs off the key-value store but is local: it is kept across a sn
 install (its watchers then catch up from the new store's history).
 
 An entry's payload is msgpack [origin_member, seq, kind, args]; the member that proposed
-it (origin) answers its client with the result.
+it (origin) answers its client with the result.  `args` is the request's own wire form
+(for lease_grant: [lease_id, ttl], the id chosen by the leader).
+
+Applying an entry never raises: an entry that cannot be decoded or applied (it got into the
+log somehow: a member of another version, a bug, a forged peer) gives the same typed error
+on every member, which answers its client with it, and the member goes on.
 """
 
 from __future__ import annotations
 
-import time
+import logging
 import zlib
 from typing import Any
 
@@ -19,6 +24,7 @@ import msgpack
 
 from store import failpoints
 from store.api import errors as E
+from store.api.cluster import MemberInfo
 from store.api.kv import (
     CompactionRequest,
     CompactionResponse,
@@ -27,13 +33,15 @@ from store.api.kv import (
     RangeRequest,
     TxnRequest,
 )
-from store.api.lease import LeaseGrantResponse, LeaseTimeToLiveResponse
+from store.api.lease import LeaseGrantResponse, LeaseIdRequest, LeaseRevokeResponse, LeaseTimeToLiveResponse
+from store.api.wire import INT64_MIN, Fields, check_int
 from store.lease.lessor import Lessor
 from store.mvcc.kvstore import KVStore
 from store.mvcc.validate import check_delete, check_put, check_range_request, check_txn
 from store.raft.types import ConfChange, ConfChangeType
-from store.server.protocol import MemberInfo
 from store.watch.hub import WatchHub
+
+log = logging.getLogger("raftkube.state")
 
 STATE_VERSION = 1
 WATCH_BUFFER_EVENTS = 10_000
@@ -85,25 +93,61 @@ class ReplicatedState:
 
     @classmethod
     def restore(
-        cls, data: bytes, member_id: int, hub: WatchHub | None = None, min_lease_ttl: int = 2
+        cls, data: bytes, member_id: int, hub: WatchHub | None = None, min_lease_ttl: int = 2, now: float = 0.0
     ) -> ReplicatedState:
-        try:
-            parts = msgpack.unpackb(data, raw=False)
-            version, cluster_id, members, kv_data = parts[:4]
-            removed = parts[4] if len(parts) > 4 else []  # snapshots from before removed IDs were kept
-        except Exception as e:
-            raise E.DiskError(f"state snapshot is not readable: {type(e).__name__}: {e}") from e
-        if version != STATE_VERSION:
-            raise E.DiskError(f"state snapshot version {version} is not supported (expected {STATE_VERSION})")
-        kv = KVStore.restore(kv_data, lessor=Lessor(min_lease_ttl), now=time.monotonic())
-        infos = {m[0]: MemberInfo.from_wire(m) for m in members}
+        """The state a snapshot holds; DiskError says why bytes are not a usable snapshot."""
+        cluster_id, infos, removed, kv = cls._decode(data, min_lease_ttl, now)
         if hub is None:
             hub = new_hub(kv)
         else:
             hub.restore(kv)
         state = cls(cluster_id, member_id, infos, kv, hub)
-        state.removed = {int(i) for i in removed}
+        state.removed = removed
         return state
+
+    @staticmethod
+    def _decode(data: bytes, min_lease_ttl: int, now: float) -> tuple[int, dict[int, MemberInfo], set[int], KVStore]:
+        try:
+            parts = msgpack.unpackb(data, raw=False)
+            f = Fields(parts, "snapshot", 4, 5)  # snapshots from before removed IDs were kept have 4
+            version = f.integer("version")
+            if version != STATE_VERSION:
+                raise E.DiskError(f"state snapshot version {version} is not supported (expected {STATE_VERSION})")
+            cluster_id = f.integer("cluster_id")
+            members, mpath = f.array("members")
+            infos = {}
+            for i, m in enumerate(members):
+                info = MemberInfo.from_wire(m, f"{mpath}[{i}]")
+                infos[info.id] = info
+            kv_data = f.blob("kv", max_len=1 << 62)
+            removed: set[int] = set()
+            if f.more():
+                ids, rpath = f.array("removed")
+                removed = {check_int(v, f"{rpath}[{i}]", lo=1) for i, v in enumerate(ids)}
+            kv = KVStore.restore(kv_data, lessor=Lessor(min_lease_ttl), now=now)
+        except E.DiskError:
+            raise
+        except Exception as e:  # whatever the bytes are, they are not a snapshot we can use
+            raise E.DiskError(f"state snapshot is not readable: {type(e).__name__}: {e}") from e
+        return cluster_id, infos, removed, kv
+
+    @classmethod
+    def check_snapshot(cls, data: bytes) -> None:
+        """Raise DiskError unless `data` restores: a snapshot received from a peer is checked
+        before it is made durable, so that bad bytes can never become the member's state."""
+        cls._decode(data, 1, 0.0)
+
+    def install(self, data: bytes, now: float) -> None:
+        """Replace the whole state with a snapshot's (sent by the leader), in place: whoever
+        holds this object sees the new state.  The watch hub is kept; its watchers catch up
+        from the new history."""
+        cluster_id, infos, removed, kv = self._decode(data, self.lessor.min_ttl, now)
+        self.cluster_id = cluster_id
+        self.members = infos
+        self.removed = removed
+        self.kv = kv
+        self.lessor = kv.lessor
+        self.hub.restore(kv)
 
     def next_member_id(self) -> int:
         """The ID for a member being added: above every current and every removed one."""
@@ -169,32 +213,47 @@ class ReplicatedState:
             raise E.LeaseExistsError("etcdserver: lease already exists")
 
     # ------------------------------------------------------------------ apply
-    def apply(self, data: bytes, index: int) -> tuple[int, int, Any]:
-        """Apply one committed entry; returns (origin, seq, wire result or StoreError)."""
-        self.applied_index = index
-        origin, seq, kind, args = msgpack.unpackb(data, raw=False)
-        try:
-            return origin, seq, self._apply(kind, args)
-        except E.StoreError as e:
-            # Refused at apply time (e.g. a lease revoked between validation and commit):
-            # every member refuses it the same way, and nothing changed.
-            return origin, seq, e
+    def apply(self, data: bytes, index: int, now: float) -> tuple[int, int, Any]:
+        """Apply one committed entry; returns (origin, seq, wire result or StoreError).
 
-    def _apply(self, kind: str, args: Any) -> Any:
+        Never raises: a refused or undecodable entry changes nothing and yields the same
+        error on every member (origin 0 when not even the envelope decodes: nobody to answer)."""
+        self.applied_index = index
+        try:
+            envelope = msgpack.unpackb(data, raw=False)
+            f = Fields(envelope, "entry", 4)
+            origin, seq, kind = f.integer("origin"), f.integer("seq"), f.text("kind", 32)
+            args, _ = f.any("args")
+        except Exception as e:  # garbage in the log: nothing to apply, nobody to answer
+            log.error("entry %d cannot be decoded and is skipped: %s: %s", index, type(e).__name__, e)
+            return 0, 0, E.InvalidArgumentError(f"entry {index} cannot be decoded")
+        try:
+            return origin, seq, self._apply(kind, args, now)
+        except E.StoreError as e:
+            # Refused at apply time (a malformed request, a lease revoked between validation
+            # and commit): every member refuses it the same way, and nothing changed.
+            return origin, seq, e
+        except MemoryError:
+            raise  # not deterministic: the member cannot go on safely
+        except Exception as e:
+            # A bug, met the same way by every member applying the same entry: report it to
+            # the client and in the log, and keep serving (etcd would stop here for good).
+            log.exception("applying entry %d (%s) failed", index, kind)
+            return origin, seq, E.StoreError(f"internal error applying {kind}: {type(e).__name__}: {e}")
+
+    def _apply(self, kind: str, args: Any, now: float) -> Any:
         kv = self.kv
         if kind == "put":
             resp, events = kv.put(PutRequest.from_wire(args))
-            self.hub.notify(resp.revision, events)
+            self._notify(resp.revision, events)
             return resp.to_wire()
         if kind == "delete_range":
             dresp, events = kv.delete_range(DeleteRangeRequest.from_wire(args))
-            if events:
-                self.hub.notify(dresp.revision, events)
+            self._notify(dresp.revision, events)
             return dresp.to_wire()
         if kind == "txn":
             tresp, events = kv.txn(TxnRequest.from_wire(args))
-            if events:
-                self.hub.notify(tresp.revision, events)
+            self._notify(tresp.revision, events)
             return tresp.to_wire()
         if kind == "compact":
             req = CompactionRequest.from_wire(args)
@@ -205,29 +264,54 @@ class ReplicatedState:
                 failpoints.hit("compact-after")
             return CompactionResponse(kv.current_revision).to_wire()
         if kind == "lease_grant":
-            lease_id, ttl = int(args[0]), int(args[1])
-            lease = self.lessor.grant(lease_id, ttl, time.monotonic())
+            f = Fields(args, "lease_grant", 2)
+            lease_id, ttl = f.integer("id", lo=INT64_MIN), f.integer("ttl", lo=INT64_MIN)
+            self.validate_lease_grant(lease_id, ttl)
+            lease = self.lessor.grant(lease_id, ttl, now)
             return LeaseGrantResponse(kv.current_revision, lease.id, lease.ttl).to_wire()
         if kind == "lease_revoke":
-            lease_id = int(args[0])
+            lease_id = LeaseIdRequest.from_wire(args, "lease_revoke").id
             if not self.lessor.exists(lease_id):
                 raise E.LeaseNotFoundError(lease_id)
             rev, events = kv.revoke_lease_keys(lease_id)  # also removes it from the lessor
-            if events:
-                self.hub.notify(rev, events)
-            return [kv.current_revision]
-        raise E.InvalidArgumentError(f"unknown entry kind {kind!r}")
+            self._notify(rev, events)
+            return LeaseRevokeResponse(kv.current_revision).to_wire()
+        raise E.InvalidArgumentError(f"entry.kind: unknown entry kind {kind!r}", field="entry.kind")
 
-    def apply_member_change(self, cc: ConfChange) -> tuple[int, int]:
-        """Update the member table; returns (origin, seq) of the proposal, for its answer.
+    def _notify(self, revision: int, events: list[Any]) -> None:
+        """Hand a revision's events to the watch hub.  The hub is local to this member, so a
+        failure there must not turn an applied write into an error answer."""
+        if not events:
+            return
+        try:
+            self.hub.notify(revision, events)
+        except Exception:
+            log.exception("watch hub failed on revision %d; its watchers catch up from history", revision)
 
-        The change's context is msgpack [origin, seq, member info or None]."""
-        origin, seq, info_wire = msgpack.unpackb(cc.context, raw=False) if cc.context else (0, 0, None)
+    @staticmethod
+    def decode_member_change(cc: ConfChange) -> tuple[int, int, MemberInfo | None]:
+        """(origin, seq, member info or None) from a change's context, msgpack
+        [origin, seq, info or nil]; InvalidArgumentError if it is not that."""
+        if not cc.context:
+            return 0, 0, None
+        try:
+            w = msgpack.unpackb(cc.context, raw=False)
+        except Exception as e:
+            raise E.InvalidArgumentError(f"conf change context does not decode: {type(e).__name__}") from None
+        f = Fields(w, "conf_change", 3)
+        origin, seq = f.integer("origin"), f.integer("seq")
+        raw, path = f.any("member")
+        info = None if raw is None else MemberInfo.from_wire(raw, path)
+        if info is not None and info.id != cc.node_id:
+            raise Fields.fail(f"{path}.id", f"names member {info.id}, the change is for {cc.node_id}")
+        return origin, seq, info
+
+    def apply_member_change(self, cc: ConfChange, info: MemberInfo | None) -> None:
+        """Update the member table (the change was decoded by `decode_member_change`)."""
         if cc.type == ConfChangeType.REMOVE_NODE:
             self.members.pop(cc.node_id, None)
             self.removed.add(cc.node_id)
-        elif info_wire is not None:
-            info = MemberInfo.from_wire(info_wire)
+        elif info is not None:
             learner = cc.type == ConfChangeType.ADD_LEARNER
             self.members[cc.node_id] = MemberInfo(
                 info.id, info.name, info.peer_url, info.client_url, info.http_url, learner
@@ -236,7 +320,6 @@ class ReplicatedState:
             # Promotion: same member, now a voter.
             m = self.members[cc.node_id]
             self.members[cc.node_id] = MemberInfo(m.id, m.name, m.peer_url, m.client_url, m.http_url, False)
-        return int(origin), int(seq)
 
     # ------------------------------------------------------------------ leases (local views)
     def lease_time_to_live(self, lease_id: int, keys: bool, now: float) -> LeaseTimeToLiveResponse:

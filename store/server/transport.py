@@ -9,8 +9,17 @@ control falls back to probing.
 Inbound: a listener accepts peer streams; each starts with a hello frame naming the
 sender.  Anything that is not our protocol closes that connection only.
 
+Who may speak: with TLS (the default), both ends present certificates signed by the
+cluster CA; the hello must name the member its certificate names, the member we dial must
+be the one whose certificate answers, and every message on a connection must come from
+its sender and be addressed to us.  Members removed from the cluster are refused.  Every
+message is checked field by field (raft_codec), so a malformed one closes only its
+connection.  Without TLS (`--insecure`) the same checks run, but the hello is taken on trust.
+
 Snapshots larger than `CHUNK` travel as a series of chunk frames and are reassembled by
 the receiver before being stepped into Raft, so no frame and no single write is huge.
+Append batches are split so that no frame carries more than `FRAME_BUDGET` bytes of
+entries (a lagging follower is sent many messages at once).
 """
 
 from __future__ import annotations
@@ -18,13 +27,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from store import pki
 from store.api.errors import ProtocolError
+from store.api.framing import FrameReader, encode_frame
+from store.api.wire import INT64_MAX
 from store.raft.types import Message, MessageType, Snapshot
-from store.server.framing import FrameReader, encode_frame, encode_frames
 from store.server.raft_codec import BatchEncoder, message_from_wire, message_to_wire, snapshot_meta_from_wire
 
 log = logging.getLogger("raftkube.transport")
@@ -34,6 +46,33 @@ CHUNK = 1 << 20
 MAX_QUEUE = 8192
 DIRECT_WRITE_LIMIT = 1 << 20
 """Unsent bytes to a peer above which messages wait in the queue for the writer task's drain."""
+FRAME_BUDGET = 8 << 20
+"""Bytes of entries per frame at most (a single larger message goes alone); the receiver
+refuses frames over framing.MAX_FRAME."""
+MAX_SNAPSHOT_BYTES = 1 << 40
+HANDSHAKE_TIMEOUT = 5.0
+MAX_INBOUND = 64
+"""Inbound peer connections at once (a cluster has at most a handful of peers)."""
+
+
+def message_size(m: Message) -> int:
+    """About the bytes `m` takes on the wire (its entries' data dominate)."""
+    return 64 + sum(len(e.data) + 16 for e in m.entries)
+
+
+def split_batch(msgs: list[Message], budget: int = FRAME_BUDGET) -> Iterator[list[Message]]:
+    """`msgs` in order, in runs of at most `budget` bytes (a bigger message alone)."""
+    run: list[Message] = []
+    size = 0
+    for m in msgs:
+        n = message_size(m)
+        if run and size + n > budget:
+            yield run
+            run, size = [], 0
+        run.append(m)
+        size += n
+    if run:
+        yield run
 
 
 @dataclass
@@ -65,11 +104,17 @@ class PeerTransport:
         on_messages: Callable[[list[Message]], None],
         on_unreachable: Callable[[int], None],
         on_snapshot_status: Callable[[int, bool], None],
+        server_tls: ssl.SSLContext | None = None,
+        client_tls: ssl.SSLContext | None = None,
+        is_removed: Callable[[int], bool] = lambda _: False,
     ) -> None:
         self.member_id = member_id
         self.on_messages = on_messages
         self.on_unreachable = on_unreachable
         self.on_snapshot_status = on_snapshot_status
+        self.server_tls = server_tls
+        self.client_tls = client_tls
+        self.is_removed = is_removed
         self.peers: dict[int, _Peer] = {}
         self.server: asyncio.Server | None = None
         self.inbound: set[asyncio.Task[None]] = set()
@@ -79,7 +124,9 @@ class PeerTransport:
 
     # ------------------------------------------------------------------ lifecycle
     async def listen(self, host: str, port: int) -> None:
-        self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+        # TLS is started by hand after accepting, so that pending handshakes count against
+        # MAX_INBOUND and are timed out.
+        self.server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
 
     def add_peer(self, peer_id: int, host: str, port: int) -> None:
         if peer_id == self.member_id:
@@ -129,7 +176,8 @@ class PeerTransport:
             ):
                 # Connected and keeping up: write now, in this loop turn, instead of
                 # waking the writer task for it (one loop iteration less per hop).
-                w.write(encoder.frame(batch))
+                for run in split_batch(batch):
+                    w.write(encoder.frame(run))
                 continue
             q = p.queue
             q.extend(batch)
@@ -149,8 +197,9 @@ class PeerTransport:
         backoff = 0.05
         while not self._closing:
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(p.host, p.port), timeout=1.0)
-            except (TimeoutError, OSError):
+                reader, writer = await asyncio.wait_for(self._dial(p), timeout=1.0 + HANDSHAKE_TIMEOUT)
+            except (TimeoutError, OSError, ssl.SSLError, pki.PKIError) as e:
+                log.debug("cannot reach peer %d: %s", p.id, e)
                 self._fail_queue(p)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
@@ -173,6 +222,21 @@ class PeerTransport:
                 with contextlib.suppress(Exception):
                     await writer.wait_closed()
             self._fail_queue(p)
+
+    async def _dial(self, p: _Peer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect to `p`; with TLS, make sure the member that answers is the one we dialled."""
+        if self.client_tls is None:
+            return await asyncio.wait_for(asyncio.open_connection(p.host, p.port), timeout=1.0)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(p.host, p.port, ssl=self.client_tls, ssl_handshake_timeout=HANDSHAKE_TIMEOUT),
+            timeout=1.0 + HANDSHAKE_TIMEOUT,
+        )
+        try:
+            pki.check_server_identity(writer.get_extra_info("peercert"), p.id)
+        except pki.PKIError:
+            writer.transport.abort()
+            raise
+        return reader, writer
 
     async def _until_closed(self, p: _Peer, reader: asyncio.StreamReader) -> None:
         with contextlib.suppress(OSError, ConnectionError):
@@ -202,14 +266,14 @@ class PeerTransport:
             plain: list[Message] = []
             for m in batch:
                 if m.type == MessageType.SNAP and m.snapshot is not None and len(m.snapshot.data) > CHUNK:
-                    if plain:
-                        writer.write(encode_frame(["m", [message_to_wire(x) for x in plain]]))
-                        plain = []
+                    for run in split_batch(plain):
+                        writer.write(encode_frame(["m", [message_to_wire(x) for x in run]]))
+                    plain = []
                     await self._send_snapshot(m, writer)
                 else:
                     plain.append(m)
-            if plain:
-                writer.write(encode_frames([["m", [message_to_wire(x) for x in plain]]]))
+            for run in split_batch(plain):
+                writer.write(encode_frame(["m", [message_to_wire(x) for x in run]]))
             await writer.drain()
             for m in batch:
                 if m.type == MessageType.SNAP:
@@ -226,56 +290,117 @@ class PeerTransport:
             await writer.drain()
 
     # ------------------------------------------------------------------ inbound
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.inbound) >= MAX_INBOUND:
+            writer.transport.abort()
+            return
         task = asyncio.current_task()
         assert task is not None
         self.inbound.add(task)
+        try:
+            await self._serve(reader, writer)
+        finally:
+            self.inbound.discard(task)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         frames = FrameReader(reader)
         snaps: dict[int, _SnapAssembly] = {}
         try:
-            first = await frames.frames()
-            if not first or not isinstance(first[0], list) or len(first[0]) != 2 or first[0][0] != HELLO:
-                raise ProtocolError(f"peer {peer} did not say hello")
-            sender = first[0][1]
+            certified: int | None = None
+            if self.server_tls is not None:
+                await writer.start_tls(self.server_tls, ssl_handshake_timeout=HANDSHAKE_TIMEOUT)
+                ident = pki.peer_identity(writer.get_extra_info("ssl_object"))
+                if ident.kind != "member" or ident.member_id is None:
+                    raise ProtocolError(f"{ident} is not a member: the peer port is for members only")
+                certified = ident.member_id
+            first = await asyncio.wait_for(frames.frames(), HANDSHAKE_TIMEOUT)
+            sender = self._hello_sender(first[0] if first else None, certified)
             pending = first[1:]
             while True:
+                if self.is_removed(sender):
+                    raise ProtocolError(f"member {sender} was removed from the cluster")
                 for f in pending:
                     self._handle_frame(sender, f, snaps)
                 pending = await frames.frames()
                 if not pending:
                     return
-        except ProtocolError as e:
+        except (ProtocolError, pki.PKIError) as e:
             self.protocol_errors += 1
             log.warning("closing peer connection from %s: %s", peer, e)
-        except (OSError, ConnectionError, asyncio.IncompleteReadError):
-            pass
+        except TimeoutError:
+            self.protocol_errors += 1
+            log.warning("closing peer connection from %s: no hello in time", peer)
+        except (OSError, ConnectionError, asyncio.IncompleteReadError, ssl.SSLError) as e:
+            log.debug("peer connection from %s ended: %s", peer, e)
         finally:
-            self.inbound.discard(task)
-            writer.close()
+            writer.transport.abort()
+
+    def _hello_sender(self, f: Any, certified: int | None) -> int:
+        """The member a connection speaks for: named by its hello, which must agree with its
+        certificate (when there is one) and must not be us or a removed member."""
+        if type(f) is not list or len(f) != 2 or f[0] != HELLO:
+            raise ProtocolError("the first frame must be a peer hello")
+        sender = f[1]
+        if type(sender) is not int or not 1 <= sender <= INT64_MAX:
+            raise ProtocolError(f"peer hello names no member id: {str(sender)[:64]}")
+        if certified is not None and sender != certified:
+            raise ProtocolError(f"peer hello claims member {sender}, its certificate is member {certified}'s")
+        if sender == self.member_id:
+            raise ProtocolError(f"peer hello claims our own id {sender}")
+        if self.is_removed(sender):
+            raise ProtocolError(f"member {sender} was removed from the cluster")
+        return sender
+
+    def _check_origin(self, sender: int, m: Message) -> None:
+        if m.frm != sender:
+            raise ProtocolError(f"member {sender} sent a message from member {m.frm}")
+        if m.to != self.member_id:
+            raise ProtocolError(f"member {sender} sent a message for member {m.to} to member {self.member_id}")
 
     def _handle_frame(self, sender: int, f: Any, snaps: dict[int, _SnapAssembly]) -> None:
-        if not isinstance(f, list) or not f:
+        if type(f) is not list or not f:
             raise ProtocolError("peer frame is not an array")
         self.frames_in += 1
         kind = f[0]
         if kind == "m":
+            if len(f) != 2 or type(f[1]) is not list:
+                raise ProtocolError("a message frame must be ['m', [message, ...]]")
             msgs = [message_from_wire(w) for w in f[1]]
+            for m in msgs:
+                self._check_origin(sender, m)
             self.on_messages(msgs)
         elif kind == "s":
-            head, total, off, chunk = f[1], f[2], f[3], f[4]
-            asm = snaps.get(sender)
-            if asm is None or off == 0:
-                asm = snaps[sender] = _SnapAssembly(head, total)
-            if off != asm.received:
-                raise ProtocolError(f"snapshot chunk at {off}, expected {asm.received}")
-            asm.parts.append(chunk)
-            asm.received += len(chunk)
-            if asm.received >= asm.total:
-                del snaps[sender]
-                m = message_from_wire(asm.msg_wire)
-                meta = snapshot_meta_from_wire(asm.msg_wire[8][0])
-                m.snapshot = Snapshot(meta, b"".join(asm.parts))
-                self.on_messages([m])
+            self._snapshot_chunk(sender, f, snaps)
         else:
-            raise ProtocolError(f"unknown peer frame kind {kind!r}")
+            raise ProtocolError(f"unknown peer frame kind {str(kind)[:32]!r}")
+
+    def _snapshot_chunk(self, sender: int, f: list[Any], snaps: dict[int, _SnapAssembly]) -> None:
+        if len(f) != 5:
+            raise ProtocolError("a snapshot frame must be ['s', head, total, offset, chunk]")
+        head, total, off, chunk = f[1], f[2], f[3], f[4]
+        if type(total) is not int or not 0 < total <= MAX_SNAPSHOT_BYTES:
+            raise ProtocolError(f"snapshot size {str(total)[:32]} is out of range")
+        if type(off) is not int or type(chunk) is not bytes or not chunk:
+            raise ProtocolError("snapshot chunk offset or bytes malformed")
+        asm = snaps.get(sender)
+        if asm is None or off == 0:
+            if off != 0:
+                raise ProtocolError(f"snapshot chunk at {off} without its start")
+            asm = snaps[sender] = _SnapAssembly(head, total)
+            m = message_from_wire(head)  # checked before a byte is kept
+            self._check_origin(sender, m)
+            if m.type != MessageType.SNAP or m.snapshot is None:
+                raise ProtocolError("snapshot chunks must carry a snapshot message")
+        if off != asm.received or asm.total != total:
+            raise ProtocolError(f"snapshot chunk at {off} of {total}, expected {asm.received} of {asm.total}")
+        if asm.received + len(chunk) > asm.total:
+            raise ProtocolError("snapshot chunks run past the announced size")
+        asm.parts.append(chunk)
+        asm.received += len(chunk)
+        if asm.received == asm.total:
+            del snaps[sender]
+            m = message_from_wire(asm.msg_wire)
+            meta = snapshot_meta_from_wire(asm.msg_wire[8][0])
+            m.snapshot = Snapshot(meta, b"".join(asm.parts))
+            self.on_messages([m])

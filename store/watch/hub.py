@@ -23,7 +23,7 @@ replaces the store with a snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from store.api.errors import InvalidArgumentError, KeyEmptyError
@@ -39,7 +39,15 @@ DEFAULT_BUFFER_EVENTS = 1000
 DEFAULT_SYNC_REVISIONS = 1000
 """Revisions of history replayed per `sync_unsynced` call (etcd's 1000-revision batches)."""
 
+DEFAULT_RESPONSE_BYTES = 1 << 20
+"""About how many bytes of keys and values one response carries at most (a single revision
+may exceed it: revisions are never split)."""
+
 COMPACTED_REASON = "mvcc: required revision has been compacted"
+
+Held = Callable[[Watcher], bool]
+"""Says which watchers must not be given output now (their client is not reading): they
+keep their place and catch up later, from their buffer or from history."""
 
 
 class History(Protocol):
@@ -93,6 +101,10 @@ class WatchHub:
     def pending(self) -> int:
         """Number of watchers with responses waiting for `drain`."""
         return len(self._ready)
+
+    def ready_watchers(self) -> Iterable[Watcher]:
+        """The watchers with responses waiting for `drain` (a live view)."""
+        return self._ready.keys()
 
     def get(self, watch_id: int) -> Watcher | None:
         return self._watchers.get(watch_id)
@@ -211,10 +223,11 @@ class WatchHub:
             self._rev = source.current_revision
 
     # ------------------------------------------------------------------ catching up
-    def sync_unsynced(self, max_revisions: int | None = None) -> int:
+    def sync_unsynced(self, max_revisions: int | None = None, held: Held | None = None) -> int:
         """Replay at most `max_revisions` revisions of history to the unsynced watchers that have
-        room in their buffers; watchers that reach the current revision rejoin the synced group.
-        Returns how many watchers got new output (events or a final canceled response)."""
+        room in their buffers (and are not `held`); watchers that reach the current revision
+        rejoin the synced group.  Returns how many watchers got new output (events or a final
+        canceled response)."""
         if not self._unsynced_ws:
             return 0
         src = self._src
@@ -230,7 +243,7 @@ class WatchHub:
             elif w.min_rev > cur:
                 self._leave(w)
                 self._join_synced(w)
-            elif len(w.buffer) < cap:
+            elif len(w.buffer) < cap and (held is None or not held(w)):
                 candidates.append(w)
         if not candidates:
             return touched
@@ -301,39 +314,57 @@ class WatchHub:
         return n
 
     # ------------------------------------------------------------------ delivery
-    def drain(self, max_events: int = 1000) -> list[WatchResponse]:
-        """Responses ready to send, taking about `max_events` events (never splitting a revision),
-        round-robin over watchers so that one busy watcher cannot starve the others."""
-        out: list[WatchResponse] = []
+    def drain(self, max_events: int = 1000, max_bytes: int = DEFAULT_RESPONSE_BYTES) -> list[WatchResponse]:
+        """Every response `drain_iter` yields now, as a list."""
+        return list(self.drain_iter(max_events, max_bytes))
+
+    def drain_iter(
+        self, max_events: int = 1000, max_bytes: int = DEFAULT_RESPONSE_BYTES, held: Held | None = None
+    ) -> Iterator[WatchResponse]:
+        """Responses ready to send, taking about `max_events` events in all and about
+        `max_bytes` per response (never splitting a revision), round-robin over watchers so
+        that one busy watcher cannot starve the others.  Lazy: `held` is asked about each
+        watcher just before it is served, so it can see what the consumer did with the
+        responses already yielded (a connection whose backlog grew meanwhile).  Consume it
+        whole: a watcher's place in the round is kept only by running to the end."""
         budget = max_events
         ready = self._ready
-        while ready and budget > 0:
-            w = next(iter(ready))
-            del ready[w]
-            if w.head:
-                out.extend(w.head)
-                w.head.clear()
-            buf = w.buffer
-            if buf:
-                take = _whole_revisions(buf, budget, allow_over=True)
-                if take == len(buf):
-                    events = buf[:]
-                    buf.clear()
-                    rev = self._covered(w)
-                else:
-                    events = buf[:take]
-                    del buf[:take]
-                    rev = events[-1].kv.mod_revision
-                budget -= take
-                out.append(WatchResponse(w.id, rev, events))
-                if buf:
-                    ready[w] = None  # the rest later, after the other watchers
+        skipped: list[Watcher] = []
+        try:
+            while ready and budget > 0:
+                w = next(iter(ready))
+                del ready[w]
+                if held is not None and held(w):
+                    skipped.append(w)
                     continue
-            if w.final is not None:
-                out.append(w.final)
-                w.final = None
-                del self._closing[w.id]
-        return out
+                if w.head:
+                    head, w.head = w.head, []
+                    yield from head
+                buf = w.buffer
+                if buf:
+                    take = _whole_revisions(buf, budget, allow_over=True)
+                    take = _within_bytes(buf, take, max_bytes)
+                    if take == len(buf):
+                        events = buf[:]
+                        buf.clear()
+                        rev = self._covered(w)
+                    else:
+                        events = buf[:take]
+                        del buf[:take]
+                        rev = events[-1].kv.mod_revision
+                    budget -= take
+                    if buf:
+                        ready[w] = None  # the rest later, after the other watchers
+                    yield WatchResponse(w.id, rev, events)
+                    if buf:
+                        continue
+                if w.final is not None and w.id in self._closing:
+                    final, w.final = w.final, None
+                    del self._closing[w.id]
+                    yield final
+        finally:
+            for w in skipped:
+                ready[w] = None
 
     def _covered(self, w: Watcher) -> int:
         """The revision up to which `w` has been given (or has queued) every event it wants:
@@ -360,6 +391,28 @@ class WatchHub:
         else:
             self._unsynced.remove(w)
             del self._unsynced_ws[w]
+
+
+def _within_bytes(evs: list[Event], take: int, max_bytes: int) -> int:
+    """`take` cut back so that the events' keys and values stay within about `max_bytes`,
+    never splitting a revision and always keeping the first revision whole."""
+    total = 0
+    for i in range(take):
+        kv = evs[i].kv
+        prev = evs[i].prev_kv
+        total += len(kv.key) + len(kv.value) + (len(prev.value) if prev is not None else 0)
+        if total > max_bytes and i > 0:
+            n = i
+            last = evs[n].kv.mod_revision
+            while n > 0 and evs[n - 1].kv.mod_revision == last:
+                n -= 1
+            if n == 0:  # the first revision alone is over: it goes whole
+                n = 1
+                first = evs[0].kv.mod_revision
+                while n < take and evs[n].kv.mod_revision == first:
+                    n += 1
+            return n
+    return take
 
 
 def _whole_revisions(evs: list[Event], room: int, *, allow_over: bool) -> int:

@@ -440,13 +440,13 @@ def test_slow_fsync_on_the_leader_moves_leadership(fp_cluster: StoreCluster) -> 
             new = 0
             while not new and time.monotonic() < deadline:
                 for ep in others:
-                    async with Client([ep], timeout=0.3) as one:
+                    async with tc.client([ep], timeout=0.3) as one:
                         try:
                             st = await one.status(endpoint=ep)
                         except (E.StoreError, OSError):
                             continue
-                        if st["role"] == "leader":
-                            new = int(st["id"])
+                        if st.role == "leader":
+                            new = st.id
                 await asyncio.sleep(0.02)
             await stalled
             return new
@@ -555,7 +555,7 @@ def test_read_without_readindex_canary_serves_stale_reads_without_quorum(tmp_pat
             tc.local.kill_member(m)
 
         async def linearizable_get(timeout: float) -> bytes | None:
-            async with Client([tc.endpoint(lagging)], timeout=timeout) as c:
+            async with tc.client([tc.endpoint(lagging)], timeout=timeout) as c:
                 r = await c.get(b"canary/read")
                 return r.kvs[0].value if r.kvs else None
 

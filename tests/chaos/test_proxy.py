@@ -15,11 +15,11 @@ import msgpack
 import pytest
 
 from store.api.errors import StoreError
+from store.api.framing import HEADER, encode_frame
 from store.chaos.network import ProxyMesh
 from store.chaos.proxy import LinkProxy
 from store.client.client import Client
 from store.server.config import read_member_file
-from store.server.framing import HEADER, encode_frame
 from tests.support.cluster import StoreCluster, fast_settings
 
 HELLO = ["raftkube-peer/1", 7]
@@ -297,7 +297,7 @@ def test_raw_mode_forwards_both_ways_and_blackhole_breaks_the_stream_until_heal(
 @pytest.fixture
 def meshed(tmp_path: Path) -> Iterator[tuple[StoreCluster, ProxyMesh]]:
     """A 3-member cluster (fast_settings) whose peer links all go through a ProxyMesh."""
-    tc = StoreCluster(fast_settings(tmp_path))
+    tc = StoreCluster(fast_settings(tmp_path), insecure=True)
     mesh = ProxyMesh(tc.local, seed=7)
     try:
         tc.start()
@@ -311,7 +311,7 @@ def meshed(tmp_path: Path) -> Iterator[tuple[StoreCluster, ProxyMesh]]:
 def test_mesh_faults_select_the_right_links(tmp_path: Path) -> None:
     """partition, bridge, isolate and per-link faults mark exactly the intended directed links
     (on a laid-out cluster whose members are not running)."""
-    tc = StoreCluster(fast_settings(tmp_path))
+    tc = StoreCluster(fast_settings(tmp_path), insecure=True)
     with ProxyMesh(tc.local, seed=1) as mesh:
 
         def holes() -> set[str]:
@@ -486,7 +486,7 @@ def test_clients_cut_from_one_member(meshed: tuple[StoreCluster, ProxyMesh]) -> 
 
     async def status_via_proxy() -> dict[str, Any]:
         async with Client([url], timeout=1.0, connect_timeout=0.5) as c:
-            return await c.status(endpoint=url)
+            return (await c.status(endpoint=url)).to_json()
 
     assert asyncio.run(status_via_proxy())["id"] == m
     mesh.cut_clients(m)

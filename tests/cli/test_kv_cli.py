@@ -103,10 +103,17 @@ def test_put_get_round_trip_has_the_documented_json_shapes(data_dir: Path) -> No
     assert item["mod_revision"] == put["header"]["revision"] > item["create_revision"]
     assert ok_human(data_dir, "get", "rt/k") == "rt/k\nhéllo wörld\n"
 
-    # --endpoints instead of --data-dir finds the same data.
+    # --endpoints instead of --data-dir finds the same data, given the TLS files as etcdctl takes them.
     eps = ",".join(LocalCluster(data_dir).client_urls()[:2])
-    proc = raftkube("kv", "get", "rt/k", "--print-value-only", "--endpoints", eps)
+    pki = LocalCluster(data_dir).pki_dir
+    tls = ["--cacert", str(pki / "ca.crt"), "--cert", str(pki / "admin.crt"), "--key", str(pki / "admin.key")]
+    proc = raftkube("kv", "get", "rt/k", "--print-value-only", "--endpoints", eps, *tls)
     assert proc.returncode == 0 and proc.stdout == "héllo wörld\n", proc.stderr
+    # Without them the CLI says what it needs, and refuses to talk plaintext to a TLS cluster.
+    proc = raftkube("kv", "get", "rt/k", "--endpoints", eps)
+    assert proc.returncode == 2 and "--cacert" in proc.stderr, proc.stderr
+    proc = raftkube("kv", "get", "rt/k", "--endpoints", eps, "--insecure", "--timeout", "1")
+    assert proc.returncode == 1 and "unavailable" in proc.stderr, proc.stderr
 
 
 def test_non_utf8_bytes_round_trip_raw_and_show_backslash_escaped_in_json(data_dir: Path) -> None:
@@ -411,7 +418,7 @@ def test_bad_usage_exits_2_with_a_message() -> None:
 def test_unreachable_cluster_exits_1_with_a_clear_message() -> None:
     """No member answers: not a usage error (retrying may help), so exit 1, naming the endpoint."""
     (port,) = free_ports(1)
-    proc = raftkube("kv", "get", "k", "--endpoints", f"tcp://127.0.0.1:{port}", "--timeout", "0.5")
+    proc = raftkube("kv", "get", "k", "--endpoints", f"tcp://127.0.0.1:{port}", "--timeout", "0.5", "--insecure")
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"raftkube: unavailable: cannot connect to tcp://127.0.0.1:{port}")
     proc = raftkube("kv", "get", "k", "--endpoints", "nonsense")

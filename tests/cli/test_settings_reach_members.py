@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from components.cli import build_parser
+from store.api.cluster import MemberInfo
+from store.api.protocol import split_url
 from store.cli import cluster as store_cli
 from store.cli.common import UsageError
 from store.config import StoreSettings, load_store_settings
 from store.launcher import LocalCluster
 from store.server.config import SETTINGS, MemberConfig, RaftSettings, read_member_file
-from store.server.protocol import MemberInfo, split_url
 
 ROOT = Path(__file__).resolve().parents[2]
 TOML = tomllib.loads((ROOT / "cluster.toml").read_text())

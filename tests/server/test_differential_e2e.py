@@ -196,7 +196,7 @@ def test_cluster_gives_the_same_answers_as_etcd(systems: tuple[Etcd, StoreCluste
     a 3-member raftkube cluster and etcd 3.4 answer identically (values, revisions, errors)."""
     etcd, cluster = systems
     loop = asyncio.new_event_loop()
-    client = Client(cluster.endpoints)
+    client = cluster.client()
     try:
         subject = ClusterSubject(loop, client)
         pair = Pair(etcd, subject=subject)

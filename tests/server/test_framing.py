@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from store.api.errors import ProtocolError
-from store.server.framing import FrameReader, encode_frame, encode_frames, read_frame
+from store.api.framing import FrameReader, encode_frame, encode_frames, read_frame
 
 
 def _reader(data: bytes) -> asyncio.StreamReader:

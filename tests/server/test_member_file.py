@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from store.api.cluster import MemberInfo
 from store.server.config import (
     MEMBER_FILE,
     SETTINGS,
@@ -26,7 +27,6 @@ from store.server.config import (
     read_member_file,
     write_member_file,
 )
-from store.server.protocol import MemberInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from store.api import errors as E
+from store.api.cluster import MemberInfo
 from store.launcher import free_ports
-from store.server.protocol import MemberInfo
 from store.server.state import ReplicatedState
 from tests.support.cluster import StoreCluster, fast_settings, running_cluster
 

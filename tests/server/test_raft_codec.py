@@ -50,7 +50,7 @@ def test_malformed_message_is_protocol_error(wire: list[object]) -> None:
 
 def test_batch_frame_equals_generic_encoding() -> None:
     """Frames with once-packed entries are byte-identical to the generic encoding."""
-    from store.server.framing import encode_frame
+    from store.api.framing import encode_frame
     from store.server.raft_codec import BatchEncoder
 
     ents = [Entry(3, 7, EntryType.NORMAL, b"x" * 10), Entry(3, 8, EntryType.NORMAL, b"y")]

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import msgpack
 
+from store.api.framing import HEADER
+from store.api.protocol import split_url
 from store.raft.storage import entries_size
 from store.raft.types import Entry, MessageType
-from store.server.framing import HEADER
-from store.server.protocol import split_url
 from store.server.raft_codec import message_from_wire
 from tests.support.cluster import StoreCluster, fast_settings
 
@@ -120,7 +120,7 @@ def test_max_size_per_msg_from_cluster_toml_bounds_the_appends(tmp_path: Path) -
     limit, writes, value = 4096, 200, b"v" * 1000
     s = fast_settings(tmp_path)
     s = dataclasses.replace(s, raft=dataclasses.replace(s.raft, max_size_per_msg=limit))
-    tc = StoreCluster(s)
+    tc = StoreCluster(s, insecure=True)  # the relay reads plaintext Raft frames
     members = tc.local.members()
     ports = {split_url(u)[1] for m in members for u in (m.peer_url, m.client_url, m.http_url)}
     relay = AppendRecorder(members[2].peer_url, avoid=ports)

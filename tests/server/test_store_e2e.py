@@ -20,7 +20,7 @@ import pytest
 
 from store.api import errors as E
 from store.api.kv import Compare, CompareResult, CompareTarget, PutRequest, RangeRequest, TxnRequest
-from store.server.protocol import split_url
+from store.api.protocol import split_url
 from tests.support.cluster import StoreCluster, running_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,7 +140,7 @@ def test_garbage_on_client_and_peer_ports_closes_only_that_connection(cluster: S
     async def go() -> None:
         async with cluster.client([m.client_url]) as c:
             st = await c.status(m.client_url)
-            assert st["healthy"]
+            assert st.healthy
             await c.put(b"e2e/after-garbage", b"ok")
 
     run(go())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgpack
 
+from store.api.framing import encode_frame
 from store.api.kv import Event, EventType, KeyValue
+from store.api.protocol import STREAM
 from store.api.watch import WatchResponse
-from store.server.framing import encode_frame
-from store.server.protocol import STREAM
 from store.server.watch_frames import WatchFrameEncoder
 
 

@@ -28,13 +28,21 @@ def fast_settings(data_dir: Path, members: int = 3, **changes: Any) -> StoreSett
 
 
 class StoreCluster:
-    def __init__(self, settings: StoreSettings, backup: bytes | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        settings: StoreSettings,
+        backup: bytes | None = None,
+        env: dict[str, str] | None = None,
+        insecure: bool = False,
+    ) -> None:
         """Lay out a new cluster; with `backup`, it starts from that backup's state; `env`
-        is added to every member process's environment (e.g. test-only failpoints)."""
+        is added to every member process's environment (e.g. test-only failpoints).  It
+        speaks mutual TLS unless `insecure` (for tests whose proxies read Raft frames)."""
         self.settings = settings
         self.env = env
         self.local = LocalCluster(settings.data_dir)
-        infos = self.local.create(settings, ports=free_ports(3 * settings.members))
+        infos = self.local.create(settings, ports=free_ports(3 * settings.members), insecure=insecure)
+        self.tls = self.local.client_tls()
         if backup is not None:
             for m in infos:
                 (self.local.member_dir(m.id) / "restore_from.bin").write_bytes(backup)
@@ -56,15 +64,16 @@ class StoreCluster:
     def stop(self) -> None:
         self.local.stop_all(timeout=5)
 
-    def client(self, endpoints: list[str] | None = None, timeout: float = 5.0) -> Client:
-        return Client(endpoints or self.endpoints, timeout=timeout)
+    def client(self, endpoints: list[str] | None = None, timeout: float = 5.0, connect_timeout: float = 1.0) -> Client:
+        """A client of this cluster (with its admin certificate)."""
+        return Client(endpoints or self.endpoints, timeout=timeout, connect_timeout=connect_timeout, tls=self.tls)
 
     async def statuses(self) -> dict[int, dict[str, Any] | None]:
         out: dict[int, dict[str, Any] | None] = {}
         for m in self.local.members():
-            c = Client([m.client_url], timeout=0.5, connect_timeout=0.3)
+            c = self.client([m.client_url], timeout=0.5, connect_timeout=0.3)
             try:
-                out[m.id] = await c.status(endpoint=m.client_url)
+                out[m.id] = (await c.status(endpoint=m.client_url)).to_json()
             except (StoreError, OSError):
                 out[m.id] = None
             finally:
@@ -96,9 +105,9 @@ class StoreCluster:
 
 @contextmanager
 def running_cluster(
-    data_dir: Path, members: int = 3, env: dict[str, str] | None = None, **changes: Any
+    data_dir: Path, members: int = 3, env: dict[str, str] | None = None, insecure: bool = False, **changes: Any
 ) -> Iterator[StoreCluster]:
-    tc = StoreCluster(fast_settings(data_dir, members, **changes), env=env)
+    tc = StoreCluster(fast_settings(data_dir, members, **changes), env=env, insecure=insecure)
     try:
         tc.start()
         tc.wait_leader()

@@ -52,35 +52,6 @@ class Header:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class MemberInfo:
-    """A member as the cluster knows it (replicated in the membership entries)."""
-
-    id: int
-    name: str
-    peer_url: str
-    client_url: str
-    http_url: str
-    is_learner: bool = False
-
-    def to_wire(self) -> list[Any]:
-        return [self.id, self.name, self.peer_url, self.client_url, self.http_url, self.is_learner]
-
-    @staticmethod
-    def from_wire(w: list[Any]) -> MemberInfo:
-        return MemberInfo(w[0], w[1], w[2], w[3], w[4], bool(w[5]))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "peer_url": self.peer_url,
-            "client_url": self.client_url,
-            "http_url": self.http_url,
-            "is_learner": self.is_learner,
-        }
-
-
 def split_url(url: str) -> tuple[str, int]:
     """'tcp://127.0.0.1:2379' or '127.0.0.1:2379' -> ('127.0.0.1', 2379); ValueError names the problem."""
     rest = url.split("://", 1)[1] if "://" in url else url

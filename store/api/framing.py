@@ -3,12 +3,18 @@
 A frame is a 4-byte big-endian length followed by that many bytes of msgpack.  Anything
 else on the wire (a length over the limit, bytes that do not decode) is a ProtocolError:
 the caller closes that one connection and the member keeps running.
+
+The length is checked before the body is buffered.  A reader that must answer an oversized
+request rather than drop the connection (the client port) skips the body without keeping
+it and yields an `Oversized` in its place, carrying the request id read from the body's
+first bytes: memory stays bounded by the limit whatever length a peer announces.
 """
 
 from __future__ import annotations
 
 import asyncio
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -49,14 +55,43 @@ async def read_frame(reader: asyncio.StreamReader, max_frame: int = MAX_FRAME) -
         raise ProtocolError(f"undecodable frame of {n} bytes: {type(e).__name__}") from e
 
 
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A frame over the limit, skipped unread: `request_id` is None if its first bytes do
+    not start a request array with an integer id."""
+
+    request_id: int | None
+    size: int
+
+
+_PEEK = 16
+"""Bytes of an oversized body read for its request id (array header + uint64 fit in 14)."""
+
+
+def _peek_request_id(head: bytes) -> int | None:
+    u = msgpack.Unpacker(raw=False)
+    u.feed(head)
+    try:
+        if u.read_array_header() < 1:
+            return None
+        rid = u.unpack()
+    except Exception:  # not an array, or cut short: no id to answer
+        return None
+    return rid if type(rid) is int else None
+
+
 class FrameReader:
     """Decodes frames from a stream in chunks: many small frames cost one read() call."""
 
-    def __init__(self, reader: asyncio.StreamReader, max_frame: int = MAX_FRAME) -> None:
+    def __init__(self, reader: asyncio.StreamReader, max_frame: int = MAX_FRAME, skip_oversized: bool = False) -> None:
         self.reader = reader
         self.max_frame = max_frame
+        self.skip_oversized = skip_oversized
+        """Yield an `Oversized` for a frame over the limit (instead of a ProtocolError)."""
         self.buf = bytearray()
         self.pos = 0
+        self._skip = 0
+        """Bytes of an oversized frame's body still to be read and dropped."""
 
     async def frames(self) -> list[Any]:
         """Every complete frame available (waiting for at least one); [] at EOF."""
@@ -71,9 +106,15 @@ class FrameReader:
                 break
             chunk = await self.reader.read(1 << 18)
             if not chunk:
-                if len(self.buf) > self.pos:
+                if len(self.buf) > self.pos or self._skip:
                     raise ProtocolError(f"connection closed inside a frame ({len(self.buf) - self.pos} bytes pending)")
                 return []
+            if self._skip:
+                if len(chunk) <= self._skip:
+                    self._skip -= len(chunk)
+                    continue
+                chunk = chunk[self._skip :]
+                self._skip = 0
             if self.pos:
                 del self.buf[: self.pos]
                 self.pos = 0
@@ -86,7 +127,19 @@ class FrameReader:
         while end - pos >= 4:
             (n,) = HEADER.unpack_from(buf, pos)
             if n > self.max_frame:
-                raise ProtocolError(f"frame of {n} bytes exceeds the {self.max_frame}-byte limit")
+                if not self.skip_oversized:
+                    raise ProtocolError(f"frame of {n} bytes exceeds the {self.max_frame}-byte limit")
+                have = end - pos - 4
+                if have < _PEEK:
+                    break  # wait for the first bytes of the body, to learn the request id
+                rid = _peek_request_id(bytes(buf[pos + 4 : pos + 4 + _PEEK]))
+                out.append((Oversized(rid, n), n))
+                taken = min(have, n)
+                pos += 4 + taken
+                self._skip = n - taken
+                if self._skip:
+                    break  # the buffer is used up; the rest of the body is dropped as it comes
+                continue
             if end - pos - 4 < n:
                 break
             body = bytes(buf[pos + 4 : pos + 4 + n])

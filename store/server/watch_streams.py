@@ -1,0 +1,199 @@
+"""The member's side of watch streams: which connection owns which watch, and getting the
+hub's responses onto the sockets without letting a slow reader cost unbounded memory.
+
+Each watch belongs to the connection that created it; cancels and progress requests from
+any other connection are refused (watch IDs are small integers anyone could guess).
+
+Memory stays bounded whatever a client does:
+* a connection whose unsent backlog is over `pause_bytes` gets no new watch output: its
+  watchers keep their place in the hub (a bounded buffer of shared events, then a position
+  in history) and catch up once it reads again; the other watchers, on this connection or
+  any other, are not held up;
+* a connection whose backlog passes `limit_bytes` anyway (one huge revision) is aborted:
+  the socket and its unsent bytes are dropped at once and its watchers cancelled.  Its
+  client resumes on any member from the last revision it got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from store import canaries, failpoints
+from store.api import errors as E
+from store.api.protocol import END, STREAM
+from store.api.watch import WatchCreateRequest, WatchResponse
+from store.server.client_conn import ClientConn
+from store.server.state import ReplicatedState
+from store.server.unsafe_watch import drop_after_compaction, strip_delete_prev_kv
+from store.server.watch_frames import WatchFrameEncoder
+from store.watch.watcher import Watcher
+
+log = logging.getLogger("raftkube.watch")
+
+DISPATCH_EVENTS = 50_000
+"""Events sent per dispatch round at most; the rest go out on the next loop turn."""
+PAUSE_BYTES = 4 << 20
+"""Unsent bytes on a connection above which its watchers get no new output for now."""
+SYNC_IDLE = 0.02
+"""Seconds between two catch-up rounds when there was nothing to catch up."""
+
+
+class WatchStreams:
+    def __init__(
+        self,
+        state: ReplicatedState,
+        header: Callable[[], list[int]],
+        progress_interval: float,
+        limit_bytes: int,
+        pause_bytes: int = PAUSE_BYTES,
+    ) -> None:
+        self.state = state
+        self.header = header
+        self.progress_interval = progress_interval
+        self.limit_bytes = limit_bytes
+        self.pause_bytes = min(pause_bytes, limit_bytes // 2)
+        self._owner: dict[int, ClientConn] = {}
+        self._scheduled = False
+        self._compact_seen = state.kv.compact_revision
+        """drop-watch-event-at-compaction: the compact revision the canary last acted on."""
+        self._drop_armed: dict[int, None] = {}
+        """drop-watch-event-at-compaction: watch ids whose next event is to be dropped."""
+        self.cut_off = 0
+        """Connections aborted for not reading (a metric)."""
+
+    # ------------------------------------------------------------------ requests
+    def create(self, conn: ClientConn, rid: int, req: WatchCreateRequest) -> None:
+        wid = self.state.hub.create(req)
+        conn.watches[wid] = rid
+        self._owner[wid] = conn
+        self.schedule()
+
+    def cancel(self, conn: ClientConn, watch_id: int) -> None:
+        if watch_id not in conn.watches:
+            raise E.WatchNotFoundError(f"no watch {watch_id} on this connection")
+        self._forget(conn, watch_id)
+
+    def progress(self, conn: ClientConn, watch_id: int) -> None:
+        """A progress notification for one of this connection's watches (0: all of them)."""
+        if watch_id == 0:
+            for wid in list(conn.watches):
+                self.state.hub.request_progress(wid)
+        elif watch_id in conn.watches:
+            self.state.hub.request_progress(watch_id)
+        else:
+            raise E.WatchNotFoundError(f"no watch {watch_id} on this connection")
+        self.schedule()
+
+    def drop(self, conn: ClientConn) -> None:
+        """The connection is gone: its watches end."""
+        for wid in list(conn.watches):
+            self._forget(conn, wid)
+
+    def _forget(self, conn: ClientConn, watch_id: int) -> None:
+        self.state.hub.cancel(watch_id)
+        conn.watches.pop(watch_id, None)
+        self._owner.pop(watch_id, None)
+        self._drop_armed.pop(watch_id, None)
+
+    def watcher_count(self) -> int:
+        return self.state.hub.watcher_count()
+
+    # ------------------------------------------------------------------ sending
+    def schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._dispatch)
+
+    def _held(self, w: Watcher) -> bool:
+        conn = self._owner.get(w.id)
+        return conn is not None and (conn.closed or conn.backlog() > self.pause_bytes)
+
+    def _dispatch(self) -> None:
+        self._scheduled = False
+        hub = self.state.hub
+        enc = WatchFrameEncoder(self.header())
+        pending: dict[ClientConn, list[bytes]] = {}
+        sizes: dict[ClientConn, int] = {}
+
+        def held(w: Watcher) -> bool:
+            conn = self._owner.get(w.id)
+            if conn is None:
+                return False  # nobody to send to: let the hub drain it
+            return conn.closed or conn.backlog() + sizes.get(conn, 0) > self.pause_bytes
+
+        responses = hub.drain_iter(max_events=DISPATCH_EVENTS, held=held)
+        if canaries.DROP_WATCH_EVENT_AT_COMPACTION:
+            responses = iter(self._drop_event_after_compaction(list(responses)))
+        for resp in responses:
+            if canaries.SKIP_PREV_KV:
+                resp = strip_delete_prev_kv(resp)
+            conn = self._owner.get(resp.watch_id)
+            if conn is None:
+                continue
+            rid = conn.watches.get(resp.watch_id)
+            if rid is None:
+                continue
+            frame = enc.frame(rid, END if resp.canceled else STREAM, resp)
+            pending.setdefault(conn, []).append(frame)
+            sizes[conn] = sizes.get(conn, 0) + len(frame)
+            if resp.canceled:
+                conn.watches.pop(resp.watch_id, None)
+                self._owner.pop(resp.watch_id, None)
+        if hub.pending():
+            # Bounded work per loop turn: the rest goes out on the next one.  (Watchers that
+            # are held stay pending too; the sync loop reschedules once they may go on.)
+            if any(not self._held(w) for w in hub.ready_watchers()):
+                self.schedule()
+        for conn, frames in pending.items():
+            if failpoints.ENABLED:
+                failpoints.hit("watch-before-send")
+            conn.send(b"".join(frames))
+            if conn.backlog() > self.limit_bytes:
+                self._cut_off(conn)
+
+    def _cut_off(self, conn: ClientConn) -> None:
+        """A client that does not read its watch streams must not grow our memory without
+        bound: drop the connection and everything queued for it."""
+        self.cut_off += 1
+        log.warning(
+            "aborting a client connection with %d unsent bytes of watch responses (limit %d): it is not reading",
+            conn.backlog(),
+            self.limit_bytes,
+        )
+        conn.abort()
+        self.drop(conn)
+
+    def _drop_event_after_compaction(self, responses: list[WatchResponse]) -> list[WatchResponse]:
+        """drop-watch-event-at-compaction: once a new compaction shows, every watcher that
+        exists then loses the next event it would be sent."""
+        compact = self.state.kv.compact_revision
+        if compact != self._compact_seen:
+            self._compact_seen = compact
+            self._drop_armed.update(dict.fromkeys(self._owner))
+        drop_after_compaction(responses, self._drop_armed)
+        return responses
+
+    # ------------------------------------------------------------------ catching up
+    async def sync_loop(self) -> None:
+        """Catch up slow or historic watchers from history, send the periodic progress
+        notifications, and restart delivery to connections that read again.
+
+        Catch-up runs batch after batch, yielding to the event loop in between, for as long
+        as there is history to replay; watchers whose connection is not reading are left
+        where they are, so one slow reader holds up nobody else."""
+        loop = asyncio.get_running_loop()
+        next_progress = loop.time() + self.progress_interval
+        while True:
+            hub = self.state.hub
+            busy = False
+            if hub.unsynced_count() and hub.sync_unsynced(held=self._held):
+                busy = True
+            if loop.time() >= next_progress:
+                next_progress = loop.time() + self.progress_interval
+                if hub.progress_tick():
+                    busy = True
+            if busy or (hub.pending() and any(not self._held(w) for w in hub.ready_watchers())):
+                self.schedule()
+            await asyncio.sleep(0 if busy else SYNC_IDLE)
