@@ -34,6 +34,9 @@ OFFLOAD_PERSIST_ENTRIES = 8
 """Readies with at least this many entries are written on the disk thread."""
 NO_SPACE_RETRY = 0.2
 """Seconds between two attempts to write a Ready while the disk is full."""
+RETRIED_ERRNOS = frozenset({errno.ENOSPC, errno.EMFILE, errno.ENFILE})
+"""Write failures that pass by themselves (space freed, descriptors closed): the WAL rolled
+the failed write back, so the same Ready is written again until it goes through."""
 
 
 class RaftNode:
@@ -181,9 +184,10 @@ class RaftNode:
             self._wake.set()
 
     async def _write(self, rd: Ready, loop: asyncio.AbstractEventLoop) -> None:
-        """Persist one Ready.  A full disk is waited out: the WAL rolled the failed write
-        back, so the same Ready is written again until space returns (meanwhile the member
-        refuses new writes, and peers elect another leader if this one stalls)."""
+        """Persist one Ready.  A full disk (or a process out of file descriptors when a new
+        segment is due) is waited out: the WAL rolled the failed write back, so the same
+        Ready is written again until it succeeds (meanwhile the member refuses new writes,
+        and peers elect another leader if this one stalls)."""
         while True:
             try:
                 if rd.snapshot is not None:
@@ -199,10 +203,10 @@ class RaftNode:
                 else:
                     self.persist(rd)
             except DiskWriteError as e:
-                if e.errno != errno.ENOSPC:
+                if e.errno not in RETRIED_ERRNOS:
                     raise
                 if not self.no_space:
-                    log.error("disk full (%s): writes are refused until space returns", e)
+                    log.error("%s: writes are refused until it passes", e)
                 self.no_space = True
                 await asyncio.sleep(NO_SPACE_RETRY)
                 continue

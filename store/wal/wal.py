@@ -78,9 +78,9 @@ class WAL:
         for tmp in list_temporaries(path):
             disk.remove(tmp)
         wal = cls(path, [], -1, 0, dict(metadata), HardState(), NO_SNAPSHOT, 0, segment_size)
-        seg, size = wal._write_segment(0)
+        seg, fd, size = wal._write_segment(0)
         disk.fsync_dir(path.parent)
-        wal._fd = disk.open_append(seg.path)
+        wal._fd = fd
         wal._segments.append(seg)
         wal._size = size
         return wal
@@ -284,33 +284,36 @@ class WAL:
         raise DiskWriteError(f"write to {path} failed: {e}", str(path), e.errno) from e
 
     def _cut(self) -> None:
-        """Start the next segment, named after the log's last index + 1."""
+        """Start the next segment, named after the log's last index + 1.
+
+        Everything that can fail for want of a resource (a file descriptor, space) happens
+        before the new segment is renamed into place, and such a failure leaves the WAL as
+        it was: the caller may retry the same write once the resource is back."""
         if self._dirty:
             self.sync()
-        seg, size = self._write_segment(self._segments[-1].seq + 1)
-        try:
-            fd = disk.open_append(seg.path)
-        except OSError as e:
-            self._fail(f"opening the new segment {seg.path} failed: {e}")
-            raise DiskWriteError(self._failed or "", str(seg.path), e.errno) from e
+        seg, fd, size = self._write_segment(self._segments[-1].seq + 1)
         disk.close(self._fd)
         self._fd = fd
         self._segments.append(seg)
         self._size = size
 
-    def _write_segment(self, seq: int) -> tuple[Segment, int]:
-        """Write a segment's header via a temporary file; returns the segment and its size."""
+    def _write_segment(self, seq: int) -> tuple[Segment, int, int]:
+        """Write a segment's header via a temporary file, kept open for appending, then
+        install it; returns the segment, its descriptor and its size."""
         seg = Segment(seq, self._last + 1, self.dir / segment_name(seq, self._last + 1))
         tmp = seg.path.with_name(seg.path.name + ".tmp")
         header = encode_segment_header(seq, self.metadata, self._hs, self._snapshot, self._last)
         try:
-            fd = disk.open_new(tmp)
-            try:
-                disk.write(fd, header)
-                disk.fdatasync(fd)
-            finally:
-                disk.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                disk.remove(tmp)  # left by an earlier failed attempt: appends must start empty
+            fd = disk.open_append(tmp)
         except OSError as e:
+            raise DiskWriteError(f"creating segment {tmp} failed: {e}", str(tmp), e.errno) from e
+        try:
+            disk.write(fd, header)
+            disk.fdatasync(fd)
+        except OSError as e:
+            disk.close(fd)
             with contextlib.suppress(OSError):
                 disk.remove(tmp)
             raise DiskWriteError(f"creating segment {tmp} failed: {e}", str(tmp), e.errno) from e
@@ -318,6 +321,7 @@ class WAL:
             disk.rename(tmp, seg.path)
             disk.fsync_dir(self.dir)
         except OSError as e:
+            disk.close(fd)
             self._fail(f"installing segment {seg.path} failed: {e}")
             raise DiskWriteError(self._failed or "", str(seg.path), e.errno) from e
-        return seg, len(header)
+        return seg, fd, len(header)

@@ -280,3 +280,35 @@ def _check(r: object, ms: MemoryStorage) -> None:
     assert r.entries == ms.entries(ms.first_index(), ms.last_index() + 1, 1 << 62)
     assert r.hard_state == ms.hard_state
     assert r.last_index == ms.last_index()
+
+
+@pytest.mark.parametrize("fails", ["open", "write", "fsync"])
+def test_a_segment_cut_that_runs_out_of_descriptors_leaves_the_wal_usable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """20,000 idle client sockets used to make the next segment's open fail with EMFILE,
+    which stopped the member for good.  Now the failed save changes nothing, is retried, and
+    goes through once a descriptor is free."""
+    import errno
+
+    from store import disk
+    from store.wal.errors import DiskWriteError
+
+    w = WAL.create(tmp_path, {}, segment_size=100)  # every save starts a segment
+    w.save(hs(1, 1), ents(1, 2))
+    real = {"open": disk.open_append, "write": disk.write, "fsync": disk.fdatasync}
+    name = {"open": "open_append", "write": "write", "fsync": "fdatasync"}[fails]
+
+    def out_of_descriptors(*args: object) -> None:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(disk, name, out_of_descriptors)
+    with pytest.raises(DiskWriteError) as e:
+        w.save(hs(1, 1), ents(3, 3))
+    assert e.value.errno == errno.EMFILE
+    monkeypatch.setattr(disk, name, real[fails])
+    w.save(hs(1, 1), ents(3, 3))  # the same write, retried: the WAL took no harm
+    w.close()
+    _, r = WAL.open(tmp_path)
+    assert [e.index for e in r.entries] == [1, 2, 3]
+    assert not list(tmp_path.glob("*.tmp"))
