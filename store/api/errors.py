@@ -172,6 +172,20 @@ class ProtocolError(StoreError):
     code = "protocol"
 
 
+class TooManyRequestsError(StoreError):
+    """The member has as many writes waiting to commit as it takes (etcd's "too many
+    requests"): nothing was proposed; any member may be asked again a little later."""
+
+    code = "too-many-requests"
+    outcome = Outcome.NOT_APPLIED
+
+
+class TooManyWatchesError(RefusedError):
+    """The connection (or the member) holds as many watches as it allows."""
+
+    code = "too-many-watches"
+
+
 class WatchNotFoundError(RefusedError):
     """No such watch on this connection (watches belong to the connection that made them)."""
 
@@ -224,6 +238,8 @@ ERRORS: dict[str, type[StoreError]] = {
         TimeoutError_,
         ProtocolError,
         WatchNotFoundError,
+        TooManyRequestsError,
+        TooManyWatchesError,
         ConnectionLost,
         DiskError,
         NoSpaceError,

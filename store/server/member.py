@@ -306,6 +306,12 @@ class Member:
             ("raftkube_proposals_committed_total", "counter", "Proposals applied.", self.proposals.committed),
             ("raftkube_proposals_failed_total", "counter", "Proposals dropped or timed out.", self.proposals.failed),
             ("raftkube_proposals_pending", "gauge", "Proposals waiting to be applied.", len(self.proposals)),
+            (
+                "raftkube_proposals_refused_total",
+                "counter",
+                "Writes refused because too many were waiting to commit.",
+                self.proposals.refused,
+            ),
             ("raftkube_watch_slow_connections_total", "counter", "Watch streams cut off.", self.watches.cut_off),
             (
                 "raftkube_snapshots_installed_total",

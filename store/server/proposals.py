@@ -25,6 +25,11 @@ from store.raft.errors import ProposalDroppedError
 from store.server.clock import Clock
 from store.server.node import RaftNode
 
+MAX_PENDING = 50_000
+"""Writes waiting to commit at most; more are refused (too-many-requests), never queued."""
+MAX_PENDING_BYTES = 256 << 20
+"""Bytes of writes waiting to commit at most (the log holds them until they are applied)."""
+
 Done = Callable[[Any], None]
 """Gets the wire result of an applied write, or the StoreError that ended it."""
 
@@ -33,6 +38,7 @@ Done = Callable[[Any], None]
 class _Pending:
     deadline: float
     done: Done
+    size: int = 0
 
 
 def settles(fut: asyncio.Future[Any]) -> Done:
@@ -67,8 +73,10 @@ class Proposals:
         self._waiters: dict[int, _Pending] = {}
         """By seq, hence by deadline."""
         self._batch: list[bytes] = []
+        self._pending_bytes = 0
         self.committed = 0
         self.failed = 0
+        self.refused = 0
 
     def __len__(self) -> int:
         return len(self._waiters)
@@ -87,8 +95,14 @@ class Proposals:
             done(E.NoSpaceError("no space left on the member's disk: writes are refused until space returns"))
             return
         seq = self.next_seq()
-        self._waiters[seq] = _Pending(self.clock.monotonic() + self.timeout, done)
-        self._enqueue(kind, args, seq)
+        data = self._encode(kind, args, seq)
+        if len(self._waiters) >= MAX_PENDING or self._pending_bytes + len(data) > MAX_PENDING_BYTES:
+            self.refused += 1
+            done(E.TooManyRequestsError("too many requests waiting to commit on this member; retry shortly"))
+            return
+        self._waiters[seq] = _Pending(self.clock.monotonic() + self.timeout, done, len(data))
+        self._pending_bytes += len(data)
+        self._enqueue(data)
 
     async def propose(self, kind: str, args: Any) -> Any:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -97,11 +111,15 @@ class Proposals:
 
     def propose_internal(self, kind: str, args: Any) -> None:
         """A write of the member's own (a lease expiry), answered to nobody (seq 0)."""
-        self._enqueue(kind, args, 0)
+        self._enqueue(self._encode(kind, args, 0))
 
-    def _enqueue(self, kind: str, args: Any, seq: int) -> None:
+    def _encode(self, kind: str, args: Any, seq: int) -> bytes:
+        data: bytes = msgpack.packb([self.member_id, seq, kind, args], use_bin_type=True)
+        return data
+
+    def _enqueue(self, data: bytes) -> None:
         first = not self._batch
-        self._batch.append(msgpack.packb([self.member_id, seq, kind, args], use_bin_type=True))
+        self._batch.append(data)
         if first:
             asyncio.get_running_loop().call_soon(self._flush)
 
@@ -140,6 +158,7 @@ class Proposals:
             return
         pending = self._waiters.pop(seq, None)
         if pending is not None:
+            self._pending_bytes -= pending.size
             if not isinstance(result, E.StoreError):
                 self.committed += 1
             pending.done(result)
@@ -154,6 +173,7 @@ class Proposals:
             if pending.deadline > now:
                 return
             del waiters[seq]
+            self._pending_bytes -= pending.size
             self.failed += 1
             pending.done(
                 E.TimeoutError_(
@@ -165,5 +185,6 @@ class Proposals:
     def fail_all(self, err: E.StoreError) -> None:
         """This member stopped being the leader: nothing waiting here will be answered."""
         waiters, self._waiters = self._waiters, {}
+        self._pending_bytes = 0
         for pending in waiters.values():
             pending.done(err)

@@ -9,6 +9,7 @@ Memory stays bounded whatever a client does:
   watchers keep their place in the hub (a bounded buffer of shared events, then a position
   in history) and catch up once it reads again; the other watchers, on this connection or
   any other, are not held up;
+* a connection holds at most MAX_WATCHES_PER_CONNECTION watches, a member MAX_WATCHES;
 * a connection whose backlog passes `limit_bytes` anyway (one huge revision) is aborted:
   the socket and its unsent bytes are dropped at once and its watchers cancelled.  Its
   client resumes on any member from the last revision it got.
@@ -36,6 +37,9 @@ DISPATCH_EVENTS = 50_000
 """Events sent per dispatch round at most; the rest go out on the next loop turn."""
 PAUSE_BYTES = 4 << 20
 """Unsent bytes on a connection above which its watchers get no new output for now."""
+MAX_WATCHES_PER_CONNECTION = 10_000
+MAX_WATCHES = 200_000
+"""Watches a member holds at most (each costs about a kilobyte, more while it catches up)."""
 SYNC_IDLE = 0.02
 """Seconds between two catch-up rounds when there was nothing to catch up."""
 
@@ -65,6 +69,10 @@ class WatchStreams:
 
     # ------------------------------------------------------------------ requests
     def create(self, conn: ClientConn, rid: int, req: WatchCreateRequest) -> None:
+        if len(conn.watches) >= MAX_WATCHES_PER_CONNECTION:
+            raise E.TooManyWatchesError(f"this connection holds {len(conn.watches)} watches, the most allowed")
+        if self.state.hub.watcher_count() >= MAX_WATCHES:
+            raise E.TooManyWatchesError(f"this member holds {MAX_WATCHES} watches, the most allowed")
         wid = self.state.hub.create(req)
         conn.watches[wid] = rid
         self._owner[wid] = conn

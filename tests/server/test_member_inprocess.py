@@ -8,8 +8,11 @@ import asyncio
 from pathlib import Path
 
 import msgpack
+import pytest
 
 from store.api.errors import StoreError
+from store.api.protocol import ERROR, STREAM
+from store.api.watch import WatchCreateRequest
 from store.raft.types import ConfChange, ConfChangeType
 from store.server.clock import ManualClock
 from tests.support.inprocess import InProcessCluster, inprocess_cluster
@@ -118,3 +121,56 @@ def test_leases_expire_on_the_members_clock(tmp_path: Path) -> None:
             assert lease.id not in await client.leases()
 
     run(go())
+
+
+def test_writes_beyond_what_may_wait_to_commit_are_refused_not_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from store.server import proposals
+
+    monkeypatch.setattr(proposals, "MAX_PENDING", 5)
+
+    async def go() -> list[str]:
+        async with inprocess_cluster(tmp_path) as c:
+            leader = await c.leader()
+            results: list[str] = []
+            for i in range(8):  # all in one loop turn: none can commit in between
+                leader.proposals.submit(
+                    "put", [b"k%d" % i, b"v", 0, False, False, False], lambda r: results.append(_outcome(r))
+                )
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 5
+            while len(results) < 8 and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+            return results
+
+    results = run(go())
+    assert sorted(results) == ["ok"] * 5 + ["too-many-requests"] * 3
+
+
+def _outcome(result: object) -> str:
+    return result.code if isinstance(result, StoreError) else "ok"
+
+
+def test_watches_per_connection_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from store.server import watch_streams
+    from tests.support.raw import RawConn
+
+    monkeypatch.setattr(watch_streams, "MAX_WATCHES_PER_CONNECTION", 3)
+
+    async def go() -> list[object]:
+        async with inprocess_cluster(tmp_path, members=1) as c:
+            await c.leader()
+            conn = await RawConn.open(c.local.client_urls()[0], c.local.client_tls())
+            try:
+                req = WatchCreateRequest(b"w").to_wire()
+                replies = []
+                for rid in range(1, 5):
+                    replies.append(await conn.call(rid, "watch", req))
+                return replies
+            finally:
+                conn.close()
+
+    replies = run(go())
+    assert [r[1] for r in replies[:3]] == [STREAM] * 3
+    assert replies[3][1] == ERROR and replies[3][2][0] == "too-many-watches", replies[3]
