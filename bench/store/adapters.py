@@ -1,9 +1,10 @@
 """One async client interface over the three systems, used inside the load generators.
 
 Each adapter uses the system's own client path: raftkube's `store.client` (leader discovery,
-retries), our etcd gRPC client, the pysyncobj service's msgpack client.  Watch streams only
-count events (both raftkube's msgpack and etcd's protobuf are scanned, not turned into
-objects), so that the watch benchmark measures the servers rather than a Python decoder.
+retries), our etcd gRPC client, the pysyncobj service's msgpack client; raftkube and etcd
+with mutual TLS when their cluster runs it (`ClientTLS`).  Watch streams only count events
+(both raftkube's msgpack and etcd's protobuf are scanned, not turned into objects), so that
+the watch benchmark measures the servers rather than a Python decoder.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from bench.store.tls import ClientTLS
 
 OnEvents = Callable[[int], None]
 """Called with the number of events in each watch response."""
@@ -33,10 +36,11 @@ class Adapter(Protocol):
 
 
 class RaftkubeAdapter:
-    def __init__(self, endpoints: list[str], timeout: float) -> None:
+    def __init__(self, endpoints: list[str], timeout: float, tls: ClientTLS | None = None) -> None:
         from store.client.client import Client
 
-        self.client = Client(endpoints, timeout=timeout)
+        self.tls = tls.ssl_context() if tls is not None else None
+        self.client = Client(endpoints, timeout=timeout, tls=self.tls)
 
     async def put(self, key: bytes, value: bytes) -> int:
         return (await self.client.put(key, value)).revision
@@ -51,7 +55,7 @@ class RaftkubeAdapter:
         from store.api.watch import WatchCreateRequest
         from store.client.connection import Connection
 
-        conn = Connection(endpoint)
+        conn = Connection(endpoint, tls=self.tls)
         await conn.open(5.0)
         req = WatchCreateRequest(prefix, prefix_end(prefix), start_revision).to_wire()
 
@@ -73,10 +77,10 @@ class RaftkubeAdapter:
 
 
 class EtcdAdapter:
-    def __init__(self, endpoints: list[str], timeout: float) -> None:
+    def __init__(self, endpoints: list[str], timeout: float, tls: ClientTLS | None = None) -> None:
         from bench.store.etcd_client import EtcdClient
 
-        self.client = EtcdClient(endpoints, timeout=timeout)
+        self.client = EtcdClient(endpoints, timeout=timeout, tls=tls)
 
     async def put(self, key: bytes, value: bytes) -> int:
         return await self.client.put(key, value)
@@ -136,11 +140,14 @@ class SyncobjAdapter:
         await self.client.close()
 
 
-def make_adapter(system: str, endpoints: list[str], timeout: float = 5.0) -> Adapter:
+def make_adapter(system: str, endpoints: list[str], timeout: float = 5.0, tls: ClientTLS | None = None) -> Adapter:
+    """`tls`: the client files of a cluster started with TLS (pysyncobj has none)."""
     if system == "raftkube":
-        return RaftkubeAdapter(endpoints, timeout)
+        return RaftkubeAdapter(endpoints, timeout, tls)
     if system == "etcd":
-        return EtcdAdapter(endpoints, timeout)
+        return EtcdAdapter(endpoints, timeout, tls)
     if system == "pysyncobj":
+        if tls is not None:
+            raise ValueError("pysyncobj has no TLS")
         return SyncobjAdapter(endpoints, timeout)
     raise ValueError(f"unknown system {system!r}")

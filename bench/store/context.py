@@ -30,6 +30,11 @@ class Sizes:
     watch_s: float = 5.0
     watch_writers: int = 64
     catchup_events: int = 100_000
+    slow_watchers: int = 1000
+    """slow-watchers: watchers on one member, of which `slow_stalled` never read."""
+    slow_stalled: int = 10
+    slow_warmup_s: float = 5.0
+    """slow-watchers: load before the window, for the never-reading connections to back up."""
     kills: int = 10
     restart_keys: int = 100_000
     restart_value: int = 1024
@@ -41,7 +46,14 @@ class Sizes:
     @staticmethod
     def quick() -> Sizes:
         return Sizes(
-            write_s=3.0, warmup_s=0.5, read_s=2.0, watch_s=3.0, catchup_events=10_000, kills=3, restart_keys=20_000
+            write_s=3.0,
+            warmup_s=0.5,
+            read_s=2.0,
+            watch_s=3.0,
+            catchup_events=10_000,
+            kills=3,
+            restart_keys=20_000,
+            slow_warmup_s=3.0,
         )
 
 
@@ -53,6 +65,10 @@ class Context:
     sizes: Sizes
     progress: Progress
     config: Path | None = None
+    tls: str = "off"
+    """both: the write phase runs raftkube and etcd with and without TLS, slow-watchers with TLS,
+    the other phases without; on: every phase with TLS; off: every phase without (pysyncobj,
+    which has no TLS, always runs without)."""
     logs: Path = field(init=False)
     _seq: int = 0
 
@@ -64,12 +80,22 @@ class Context:
         self._seq += 1
         return self.logs / f"{self._seq:03d}-{name}.log"
 
+    def tls_variants(self, system: str) -> list[bool]:
+        """With and/or without TLS, for a phase that shows both (the writes)."""
+        if system == "pysyncobj":
+            return [False]
+        return {"both": [False, True], "on": [True], "off": [False]}[self.tls]
+
     @contextlib.contextmanager
-    def cluster(self, system: str, phase: str) -> Iterator[Peer]:
-        """A fresh cluster of `system` for one phase, killed by pid when the phase ends."""
+    def cluster(self, system: str, phase: str, tls: bool | None = None) -> Iterator[Peer]:
+        """A fresh cluster of `system` for one phase, killed by pid when the phase ends.
+        `tls` None: with TLS only when every phase runs with it (--tls on)."""
+        if tls is None:
+            tls = self.tls == "on"
+        tls = tls and system != "pysyncobj"
         self._seq += 1
-        peer = make_peer(system, self.root / f"{self._seq:03d}-{phase}", self.members, self.config)
-        self.progress.update(f"starting {system} ({self.members} members)")
+        peer = make_peer(system, self.root / f"{self._seq:03d}-{phase}", self.members, self.config, tls)
+        self.progress.update(f"starting {peer.label} ({self.members} members)")
         try:
             peer.start(timeout=60)
             yield peer
@@ -96,8 +122,8 @@ class Context:
         nproc = 1 if concurrency < 16 else max(1, min(self.sizes.clients, concurrency))
         t = timing(self.sizes.warmup_s, duration)
         base = (
-            {
-                "system": peer.name,
+            peer.client_spec()
+            | {
                 "endpoints": endpoints,
                 "mode": mode,
                 "value_size": self.sizes.value_size,
@@ -107,7 +133,7 @@ class Context:
             | extra
         )
         per = [concurrency // nproc + (1 if i < concurrency % nproc else 0) for i in range(nproc)]
-        gens = [LoadProcess(base | {"concurrency": c}, self.log(f"{peer.name}-{mode}")) for c in per]
+        gens = [LoadProcess(base | {"concurrency": c}, self.log(f"{peer.label}-{mode}")) for c in per]
         try:
             wait_until(t["t_measure"], lambda: self.progress.update(f"{label}: warming up", transient=True))
             pids = peer.pids()
@@ -132,8 +158,7 @@ class Context:
         self, peer: Peer, endpoints: list[str], prefix: str, count: int, value_size: int, label: str
     ) -> dict[str, Any]:
         """Write `count` keys once (64 in flight); returns first/last revision, rate and server CPU."""
-        spec = {
-            "system": peer.name,
+        spec = peer.client_spec() | {
             "endpoints": endpoints,
             "mode": "fill",
             "prefix": prefix,
@@ -145,7 +170,7 @@ class Context:
         pids = peer.pids()
         cpu0 = server_cpu(pids)
         t0 = time.monotonic()
-        g = LoadProcess(spec, self.log(f"{peer.name}-fill"))
+        g = LoadProcess(spec, self.log(f"{peer.label}-fill"))
         try:
             while g.proc.poll() is None and time.monotonic() - t0 < 960:
                 self.progress.update(f"{label}: writing {count:,} keys ({time.monotonic() - t0:.0f}s)", transient=True)
@@ -168,7 +193,7 @@ async def _wait_value(peer: Peer, member: int, key: bytes, value: bytes, timeout
     deadline = t0 + timeout
     last = ""
     while loop.time() < deadline:
-        adapter = make_adapter(peer.name, [peer.endpoint(member)], timeout=0.5)
+        adapter = make_adapter(peer.name, [peer.endpoint(member)], timeout=0.5, tls=peer.client_tls)
         try:
             got = await adapter.get(key, serializable=True)
             if got == value:
@@ -180,4 +205,4 @@ async def _wait_value(peer: Peer, member: int, key: bytes, value: bytes, timeout
             with contextlib.suppress(Exception):
                 await adapter.close()
         await asyncio.sleep(0.005)
-    raise TimeoutError(f"{peer.name} member {member} did not serve {key!r} within {timeout:.0f}s (last: {last})")
+    raise TimeoutError(f"{peer.label} member {member} did not serve {key!r} within {timeout:.0f}s (last: {last})")

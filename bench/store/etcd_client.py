@@ -18,6 +18,7 @@ import grpc
 import grpc.aio
 
 from bench.store import protowire as pw
+from bench.store.tls import ClientTLS
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -126,18 +127,28 @@ def prefix_end(prefix: bytes) -> bytes:
 
 # ---------------------------------------------------------------- client
 class EtcdClient:
-    def __init__(self, endpoints: list[str], timeout: float = 5.0) -> None:
+    """`tls`: mutual TLS with these files (etcd started with --client-cert-auth); else plaintext."""
+
+    def __init__(self, endpoints: list[str], timeout: float = 5.0, tls: ClientTLS | None = None) -> None:
         if not endpoints:
             raise ValueError("the etcd client needs at least one endpoint")
         self.endpoints = [e.split("://", 1)[-1] for e in endpoints]
         self.timeout = timeout
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._preferred = 0
+        self._credentials: grpc.ChannelCredentials | None = None
+        if tls is not None:
+            root, key, chain = tls.pem()
+            self._credentials = grpc.ssl_channel_credentials(root, key, chain)
 
     def channel(self, endpoint: str) -> grpc.aio.Channel:
         ch = self._channels.get(endpoint)
         if ch is None:
-            ch = grpc.aio.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+            if self._credentials is None:
+                ch = grpc.aio.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+            else:
+                # The member certificates name 127.0.0.1 and localhost: gRPC checks the name dialled.
+                ch = grpc.aio.secure_channel(endpoint, self._credentials, options=CHANNEL_OPTIONS)
             self._channels[endpoint] = ch
         return ch
 

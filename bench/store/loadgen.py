@@ -12,7 +12,10 @@ seconds, which all processes on the machine share: load starts at `t_start`, cou
 
 Modes: write, read (N workers in a closed loop), fill (write keys start..start+count once),
 watch (W watchers counting events; with `expect`, until that many arrived), timeline (write,
-recording the start and end of every success to a file, for failover).
+recording the start and end of every success to a file, for failover), stall (raftkube only:
+W connections with one watch each that never read a byte, for slow-watchers).
+
+With `tls` in the spec (the files of `bench.store.tls.ClientTLS`) the client speaks mutual TLS.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from array import array
 from typing import Any
 
 from bench.store.adapters import Adapter, make_adapter
+from bench.store.tls import ClientTLS
 
 LATENCY_SAMPLE = 50_000
 """At most this many latencies are returned (a uniform sample), so that results stay small."""
@@ -223,8 +227,51 @@ async def watch(spec: dict[str, Any], adapter: Adapter) -> dict[str, Any]:
     return win.result() | {"events": in_window, "total_events": total}
 
 
+async def stall(spec: dict[str, Any]) -> dict[str, Any]:
+    """`watchers` connections to `watch_endpoint`, each sending a hello and one watch on
+    `prefix` and then never reading: the member's answers pile up in its socket buffers and
+    then in the member, which must bound what it keeps for them.
+
+    Blocking sockets, never read after the TLS handshake (an asyncio stream would keep reading
+    into its own buffer).  Opened before `t_start`, held until `t_end` or "stop"."""
+    import socket
+
+    from store.api import methods as M
+    from store.api.framing import encode_frame
+    from store.api.kv import prefix_end
+    from store.api.protocol import split_url
+    from store.api.watch import WatchCreateRequest
+
+    tls = ClientTLS.from_json(spec.get("tls"))
+    ctx = tls.ssl_context() if tls is not None else None
+    host, port = split_url(spec["watch_endpoint"])
+    prefix = spec["prefix"].encode()
+    request = encode_frame([1, M.HELLO.name, M.HelloRequest().to_wire()])
+    request += encode_frame([2, "watch", WatchCreateRequest(prefix, prefix_end(prefix), 0).to_wire()])
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(spec["watchers"]):
+            sock = socket.create_connection((host, port), timeout=5.0)
+            if ctx is not None:
+                sock = ctx.wrap_socket(sock)  # the handshake is the only reading this socket does
+            sock.sendall(request)
+            socks.append(sock)
+        win = Window(spec["t_measure"], spec["t_end"])
+        stop = asyncio.Event()
+        stopper = asyncio.create_task(_stdin_stop(stop))
+        await win.run(stop)
+        stopper.cancel()
+        return win.result() | {"connections": len(socks)}
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 async def run(spec: dict[str, Any]) -> dict[str, Any]:
-    adapter = make_adapter(spec["system"], spec["endpoints"], spec.get("timeout_s", 5.0))
+    if spec["mode"] == "stall":
+        return await stall(spec)
+    tls = ClientTLS.from_json(spec.get("tls"))
+    adapter = make_adapter(spec["system"], spec["endpoints"], spec.get("timeout_s", 5.0), tls)
     try:
         mode = spec["mode"]
         if mode in ("write", "read", "timeline"):

@@ -2,7 +2,9 @@
 
 Each runs its members as separate processes on free 127.0.0.1 ports under a temp dir, with
 fsync on (raftkube: `fsync = true`; etcd: its default; pysyncobj: journal file on, which it
-never fsyncs).  Every wait is bounded; every process is registered in `procs` and killed by
+never fsyncs).  raftkube and etcd run either in plaintext or with mutual TLS on their client
+and peer ports (`tls=True`), with certificates from the same kind of CA (bench/store/tls.py);
+pysyncobj has no TLS.  Every wait is bounded; every process is registered in `procs` and killed by
 pid when the benchmark ends.
 """
 
@@ -13,6 +15,7 @@ import dataclasses
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -23,8 +26,10 @@ from typing import Any
 from bench.store import procs
 from bench.store.etcd_client import EtcdClient, EtcdError
 from bench.store.syncobj_service import SyncobjClient, SyncobjError
+from bench.store.tls import ClientTLS, EtcdMemberTLS, etcd_pki
 from store.config import StoreSettings, load_store_settings
-from store.launcher import LocalCluster, free_ports, port_free
+from store.launcher import CLIENT_NAME, LocalCluster, free_ports, port_free
+from store.pki import CA_CERT
 
 SYSTEMS = ("raftkube", "etcd", "pysyncobj")
 
@@ -37,10 +42,25 @@ class Peer(ABC):
     name: str
     """raftkube | etcd | pysyncobj."""
 
-    def __init__(self, root: Path, members: int) -> None:
-        self.root = root / self.name
+    def __init__(self, root: Path, members: int, tls: bool = False) -> None:
+        self.tls = tls
+        self.root = root / self.label
         self.members = members
         self.ids = list(range(1, members + 1))
+        self.client_tls: ClientTLS | None = None
+        """The files a client of this cluster uses; set by `start` when it runs with TLS."""
+
+    @property
+    def label(self) -> str:
+        """How results name it: raftkube, raftkube+tls, etcd, etcd+tls, pysyncobj."""
+        return self.name + ("+tls" if self.tls else "")
+
+    def client_spec(self) -> dict[str, Any]:
+        """What a load generator's spec needs to reach it: the system, and the TLS files if any."""
+        spec: dict[str, Any] = {"system": self.name}
+        if self.client_tls is not None:
+            spec["tls"] = self.client_tls.to_json()
+        return spec
 
     @abstractmethod
     def start(self, timeout: float = 30.0) -> None:
@@ -137,22 +157,33 @@ class Peer(ABC):
 class RaftkubePeer(Peer):
     name = "raftkube"
 
-    def __init__(self, root: Path, members: int, config: Path | None = None) -> None:
-        super().__init__(root, members)
+    def __init__(self, root: Path, members: int, config: Path | None = None, tls: bool = False) -> None:
+        super().__init__(root, members, tls)
         base = load_store_settings(config) if config is not None and config.exists() else StoreSettings()
         self.settings = dataclasses.replace(base, members=members, data_dir=self.root, fsync=True)
         self.local = LocalCluster(self.root)
         self._urls: dict[int, str] = {}
+        self._http: dict[int, str] = {}
+        self._ssl: ssl.SSLContext | None = None
 
     def start(self, timeout: float = 30.0) -> None:
-        infos = self.local.create(self.settings, ports=free_ports(3 * self.members), insecure=True)
+        infos = self.local.create(self.settings, ports=free_ports(3 * self.members), insecure=not self.tls)
         self._urls = {m.id: m.client_url for m in infos}
+        self._http = {m.id: m.http_url for m in infos}
+        if self.tls:
+            d = self.local.pki_dir
+            self.client_tls = ClientTLS(str(d / CA_CERT), str(d / f"{CLIENT_NAME}.crt"), str(d / f"{CLIENT_NAME}.key"))
+            self._ssl = self.local.client_tls()
         for m in self.ids:
             self.start_member(m)
         self.leader(timeout)
 
     def endpoint(self, member: int) -> str:
         return self._urls[member]
+
+    def http_url(self, member: int) -> str:
+        """The member's /health and /metrics endpoint (plain HTTP)."""
+        return self._http[member]
 
     def ports(self, member: int) -> list[int]:
         m = next(i for i in self.local.members() if i.id == member)
@@ -177,7 +208,7 @@ class RaftkubePeer(Peer):
         from store.client.client import Client
 
         async def one(m: int) -> int | None:
-            c = Client([self.endpoint(m)], timeout=0.5, connect_timeout=0.3)
+            c = Client([self.endpoint(m)], timeout=0.5, connect_timeout=0.3, tls=self._ssl)
             try:
                 st = await c.status(endpoint=self.endpoint(m))
                 return st.leader or None
@@ -237,9 +268,11 @@ def etcd_version() -> str:
 class EtcdPeer(Peer):
     name = "etcd"
 
-    def __init__(self, root: Path, members: int) -> None:
-        super().__init__(root, members)
+    def __init__(self, root: Path, members: int, tls: bool = False) -> None:
+        super().__init__(root, members, tls)
         self.binary = etcd_binary()
+        self.scheme = "https" if tls else "http"
+        self.member_tls: dict[int, EtcdMemberTLS] = {}
         ports = free_ports(2 * members)
         self.client_ports = {m: ports[2 * (m - 1)] for m in self.ids}
         self.peer_ports = {m: ports[2 * (m - 1) + 1] for m in self.ids}
@@ -253,24 +286,40 @@ class EtcdPeer(Peer):
         return [self.client_ports[member], self.peer_ports[member]]
 
     def _argv(self, m: int) -> list[str]:
-        cluster = ",".join(f"m{i}=http://127.0.0.1:{self.peer_ports[i]}" for i in self.ids)
-        return [
+        http = self.scheme
+        cluster = ",".join(f"m{i}={http}://127.0.0.1:{self.peer_ports[i]}" for i in self.ids)
+        argv = [
             self.binary,
             f"--name=m{m}",
             f"--data-dir={self.root / f'm{m}'}",
-            f"--listen-client-urls=http://127.0.0.1:{self.client_ports[m]}",
-            f"--advertise-client-urls=http://127.0.0.1:{self.client_ports[m]}",
-            f"--listen-peer-urls=http://127.0.0.1:{self.peer_ports[m]}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{self.peer_ports[m]}",
+            f"--listen-client-urls={http}://127.0.0.1:{self.client_ports[m]}",
+            f"--advertise-client-urls={http}://127.0.0.1:{self.client_ports[m]}",
+            f"--listen-peer-urls={http}://127.0.0.1:{self.peer_ports[m]}",
+            f"--initial-advertise-peer-urls={http}://127.0.0.1:{self.peer_ports[m]}",
             f"--initial-cluster={cluster}",
             "--initial-cluster-state=new",
             "--initial-cluster-token=bench",
             "--logger=zap",
             "--log-level=warn",
         ]
+        if self.tls:
+            f = self.member_tls[m]
+            argv += [
+                f"--cert-file={f.cert}",
+                f"--key-file={f.key}",
+                f"--trusted-ca-file={f.ca}",
+                "--client-cert-auth",
+                f"--peer-cert-file={f.cert}",
+                f"--peer-key-file={f.key}",
+                f"--peer-trusted-ca-file={f.ca}",
+                "--peer-client-cert-auth",
+            ]
+        return argv
 
     def start(self, timeout: float = 30.0) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.tls and not self.member_tls:
+            self.member_tls, self.client_tls = etcd_pki(self.root, self.ids)
         for m in self.ids:
             self.start_member(m)
         self.leader(timeout)
@@ -283,7 +332,7 @@ class EtcdPeer(Peer):
         return p.pid if p is not None and p.poll() is None else None
 
     async def _roles(self) -> dict[int, int | None]:
-        c = EtcdClient(self.endpoints, timeout=0.5)
+        c = EtcdClient(self.endpoints, timeout=0.5, tls=self.client_tls)
         try:
 
             async def one(m: int) -> tuple[int, int] | None:
@@ -316,7 +365,9 @@ def pysyncobj_version() -> str:
 class SyncobjPeer(Peer):
     name = "pysyncobj"
 
-    def __init__(self, root: Path, members: int) -> None:
+    def __init__(self, root: Path, members: int, tls: bool = False) -> None:
+        if tls:
+            raise PeerError("pysyncobj has no TLS")
         super().__init__(root, members)
         ports = free_ports(2 * members)
         self.client_ports = {m: ports[2 * (m - 1)] for m in self.ids}
@@ -378,11 +429,11 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
-def make_peer(name: str, root: Path, members: int, config: Path | None = None) -> Peer:
+def make_peer(name: str, root: Path, members: int, config: Path | None = None, tls: bool = False) -> Peer:
     if name == "raftkube":
-        return RaftkubePeer(root, members, config)
+        return RaftkubePeer(root, members, config, tls)
     if name == "etcd":
-        return EtcdPeer(root, members)
+        return EtcdPeer(root, members, tls)
     if name == "pysyncobj":
-        return SyncobjPeer(root, members)
+        return SyncobjPeer(root, members, tls)
     raise ValueError(f"unknown system {name!r} (known: {', '.join(SYSTEMS)})")

@@ -103,3 +103,14 @@ def rss_bytes(pid: int) -> int:
         return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
     except (FileNotFoundError, ProcessLookupError):
         return 0
+
+
+def vm_rss_bytes(pid: int) -> int:
+    """VmRSS from /proc/<pid>/status (what `ps` and `top` show as RSS); 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+    return 0

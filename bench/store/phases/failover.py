@@ -40,18 +40,19 @@ def one_system(ctx: Context, peer: Any) -> dict[str, Any]:
     path = ctx.root / f"timeline-{peer.name}.bin"
     t = timing(0.5, 3600.0)
     gen = LoadProcess(
-        {"system": peer.name, "mode": "timeline", "endpoints": ctx.write_endpoints(peer, leader)}
+        peer.client_spec()
+        | {"mode": "timeline", "endpoints": ctx.write_endpoints(peer, leader)}
         | {"concurrency": IN_FLIGHT, "value_size": ctx.sizes.value_size, "keyspace": ctx.sizes.keyspace}
         | {"prefix": "/bench/f/", "timeline_path": str(path), "timeout_s": REQUEST_TIMEOUT_S}
         | t,
-        ctx.log(f"{peer.name}-failover"),
+        ctx.log(f"{peer.label}-failover"),
     )
     kills: list[dict[str, Any]] = []
     try:
         wait_until(t["t_measure"] + 1.0)
         for k in range(ctx.sizes.kills):
             leader = peer.leader(timeout=30)
-            ctx.progress.update(f"{peer.name} kill {k + 1}/{ctx.sizes.kills}: SIGKILL leader m{leader}")
+            ctx.progress.update(f"{peer.label} kill {k + 1}/{ctx.sizes.kills}: SIGKILL leader m{leader}")
             t_kill = peer.kill_member(leader)
             new = peer.leader(timeout=30, exclude=(leader,))
             t_leader = time.monotonic()
@@ -88,7 +89,7 @@ def one_system(ctx: Context, peer: Any) -> dict[str, Any]:
         "client_cpu_pct": res["client_cpu_pct"],
     }
     if values:
-        ctx.progress.update(f"{peer.name}: median {r['median_s']:.2f}s max {r['max_s']:.2f}s")
+        ctx.progress.update(f"{peer.label}: median {r['median_s']:.2f}s max {r['max_s']:.2f}s")
     return r
 
 

@@ -29,14 +29,14 @@ def one_system(ctx: Context, peer: Any) -> dict[str, Any]:
     n, size = ctx.sizes.restart_keys, ctx.sizes.restart_value
     leader = peer.leader()
     prefix = "/bench/restart/"
-    fill = ctx.fill(peer, ctx.write_endpoints(peer, leader), prefix, n, size, f"{peer.name} restart")
+    fill = ctx.fill(peer, ctx.write_endpoints(peer, leader), prefix, n, size, f"{peer.label} restart")
     last_key = f"{prefix}{n - 1:08d}".encode()
     value = fill_value(n - 1, size)
     victim = peer.followers(leader)[0]
     ctx.wait_value(peer, victim, last_key, value, timeout=300)
     time.sleep(1.0)  # let background work (snapshots, compaction) settle before reading RSS
     rss = {f"m{m}": procs.rss_bytes(peer.pid(m) or 0) / 2**20 for m in peer.ids}
-    ctx.progress.update(f"{peer.name}: SIGKILL follower m{victim}, restart it")
+    ctx.progress.update(f"{peer.label}: SIGKILL follower m{victim}, restart it")
     peer.kill_member(victim)
     port_wait = peer.wait_ports_free(victim)
     t0 = time.monotonic()
@@ -44,7 +44,7 @@ def one_system(ctx: Context, peer: Any) -> dict[str, Any]:
     ctx.wait_value(peer, victim, last_key, value, timeout=300)
     serve_s = time.monotonic() - t0
     rss_after = procs.rss_bytes(peer.pid(victim) or 0) / 2**20
-    ctx.progress.update(f"{peer.name}: member serving {n:,} keys {serve_s:.2f}s after restart")
+    ctx.progress.update(f"{peer.label}: member serving {n:,} keys {serve_s:.2f}s after restart")
     return {
         "restart_s": serve_s,
         "port_wait_s": port_wait,

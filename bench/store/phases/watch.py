@@ -35,20 +35,20 @@ def fanout(ctx: Context, peer: Any, watchers: int) -> dict[str, Any]:
     follower = peer.followers(leader)[0]
     prefix = f"/bench/watch{watchers}/"
     t = timing(ctx.sizes.warmup_s + 0.5, ctx.sizes.watch_s)
-    common = {"system": peer.name, "prefix": prefix, "value_size": ctx.sizes.value_size} | t
+    common = peer.client_spec() | {"prefix": prefix, "value_size": ctx.sizes.value_size} | t
     watch_gen = LoadProcess(
         common
         | {"mode": "watch", "endpoints": [peer.endpoint(follower)], "watch_endpoint": peer.endpoint(follower)}
         | {"watchers": watchers},
-        ctx.log(f"{peer.name}-watchers"),
+        ctx.log(f"{peer.label}-watchers"),
     )
     write_gen = LoadProcess(
         common
         | {"mode": "write", "endpoints": ctx.write_endpoints(peer, leader), "concurrency": ctx.sizes.watch_writers}
         | {"keyspace": ctx.sizes.keyspace, "t_start": t["t_start"] + 0.3},
-        ctx.log(f"{peer.name}-watch-writer"),
+        ctx.log(f"{peer.label}-watch-writer"),
     )
-    label = f"{peer.name} {watchers} watchers"
+    label = f"{peer.label} {watchers} watchers"
     try:
         wait_until(t["t_measure"], lambda: ctx.progress.update(f"{label}: warming up", transient=True))
         pids = peer.pids()
@@ -85,26 +85,27 @@ def catchup(ctx: Context, peer: Any) -> dict[str, Any]:
     leader = peer.leader()
     follower = peer.followers(leader)[0]
     prefix = "/bench/catchup/"
-    fill = ctx.fill(peer, ctx.write_endpoints(peer, leader), prefix, n, ctx.sizes.value_size, f"{peer.name} catch-up")
+    fill = ctx.fill(peer, ctx.write_endpoints(peer, leader), prefix, n, ctx.sizes.value_size, f"{peer.label} catch-up")
     last_key = f"{prefix}{n - 1:08d}".encode()
     value = fill_value(n - 1, ctx.sizes.value_size)
     ctx.wait_value(peer, follower, last_key, value, timeout=120)
     t = timing(0.0, 600.0)
     gen = LoadProcess(
-        {"system": peer.name, "mode": "watch", "endpoints": [peer.endpoint(follower)], "prefix": prefix}
+        peer.client_spec()
+        | {"mode": "watch", "endpoints": [peer.endpoint(follower)], "prefix": prefix}
         | {"watch_endpoint": peer.endpoint(follower), "watchers": 1, "start_revision": 1, "expect": n}
         | t,
-        ctx.log(f"{peer.name}-catchup"),
+        ctx.log(f"{peer.label}-catchup"),
     )
     try:
         t0 = time.monotonic()
         while gen.proc.poll() is None and time.monotonic() < t["t_end"] + 5:
-            ctx.progress.update(f"{peer.name} catch-up of {n:,} events: {time.monotonic() - t0:.0f}s", transient=True)
+            ctx.progress.update(f"{peer.label} catch-up of {n:,} events: {time.monotonic() - t0:.0f}s", transient=True)
             time.sleep(0.25)
         r = gen.result(timeout=30)
     finally:
         procs.kill(gen.pid, wait=1.0)
     r["events_per_s"] = r["events"] / r["seconds"] if r["seconds"] else 0.0
     r["fill_writes_per_s"] = fill["ops_per_s"]
-    ctx.progress.update(f"{peer.name} catch-up: {r['events']:,} events in {r['seconds']:.2f}s")
+    ctx.progress.update(f"{peer.label} catch-up: {r['events']:,} events in {r['seconds']:.2f}s")
     return r
