@@ -1,10 +1,13 @@
 """`raftkube bench store`: the store side by side with etcd 3.4 and a pysyncobj dict.
 
-    raftkube bench store [--peers etcd,pysyncobj] [--members 3|5] [--quick]
-                         [--only writes,reads,watch,failover,restart]
+    raftkube bench store [--peers etcd,pysyncobj] [--members 3|5] [--quick] [--tls both|on|off]
+                         [--only writes,reads,watch,failover,restart,slow-watchers]
 
 Every system runs its members as local processes on free 127.0.0.1 ports in a temp dir,
-with fsync on; load generators run in processes of their own and report their CPU.  A
+with fsync on; load generators run in processes of their own and report their CPU.  With
+--tls both (the default) the write phase runs raftkube and etcd both in plaintext and with
+mutual TLS, side by side, and slow-watchers runs raftkube with TLS (as `store up` does); the
+other phases run without TLS unless --tls on.  A
 progress line per phase goes to stderr, the table to stdout; the JSON (with machine and
 versions) and a PNG go to bench/results/.  Every process started is killed by pid at the
 end, also on Ctrl-C or an error.
@@ -33,7 +36,8 @@ if TYPE_CHECKING:
 # Only the standard library above: the `raftkube` command imports this module, and must work
 # without the bench extra (grpcio, pysyncobj, matplotlib) for everything but this benchmark.
 SYSTEMS = ("raftkube", "etcd", "pysyncobj")
-PHASES = ("writes", "reads", "watch", "failover", "restart")
+PHASES = ("writes", "reads", "watch", "failover", "restart", "slow-watchers")
+TLS_MODES = ("both", "on", "off")
 
 
 def _csv(allowed: tuple[str, ...], what: str) -> Any:
@@ -45,6 +49,16 @@ def _csv(allowed: tuple[str, ...], what: str) -> Any:
         return items
 
     return parse
+
+
+def _pair(text: str) -> tuple[int, int]:
+    try:
+        total, stalled = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected TOTAL,STALLED (two integers), got {text!r}") from None
+    if not 1 <= stalled < total:
+        raise argparse.ArgumentTypeError(f"need 1 <= STALLED < TOTAL, got {text!r}")
+    return total, stalled
 
 
 def _seconds(text: str) -> float:
@@ -71,6 +85,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=list(PHASES),
         help=f"phases to run (default: all of {','.join(PHASES)})",
     )
+    p.add_argument(
+        "--tls",
+        choices=TLS_MODES,
+        default="both",
+        help="both (default): writes with and without TLS for raftkube and etcd, slow-watchers with TLS, other "
+        "phases without; on: every phase with TLS; off: every phase without (pysyncobj has no TLS)",
+    )
+    p.add_argument(
+        "--slow-watchers",
+        type=_pair,
+        metavar="TOTAL,STALLED",
+        help="slow-watchers: watchers on the member and how many of them never read (default 1000,10)",
+    )
     p.add_argument("--seconds", type=_seconds, help="override the measuring time of each write/read/watch level")
     p.add_argument("--levels", type=_csv(("1", "16", "64", "256"), "level"), help="write levels (default 1,16,64,256)")
     p.add_argument("--clients", type=int, default=2, help="load generator processes at 16+ in flight (default 2)")
@@ -87,8 +114,12 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
     if args.seconds:
         s.write_s = s.read_s = s.watch_s = args.seconds
         s.warmup_s = min(s.warmup_s, args.seconds / 2)
+        s.slow_warmup_s = min(s.slow_warmup_s, args.seconds)
+        s.slow_backup_s = min(s.slow_backup_s, 2 * args.seconds)
     if args.levels:
         s.write_levels = tuple(int(x) for x in args.levels)
+    if args.slow_watchers:
+        s.slow_watchers, s.slow_stalled = args.slow_watchers
     s.clients = max(1, args.clients)
     return s
 
@@ -102,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         from bench.store import plot, report, targets
         from bench.store.context import Context
         from bench.store.peers import PeerError, etcd_binary
-        from bench.store.phases import failover, reads, restart, watch, writes
+        from bench.store.phases import failover, reads, restart, slow_watchers, watch, writes
     except ImportError as e:
         print(f"raftkube bench store: {e} (install the bench extra: pip install -e '.[bench]')", file=sys.stderr)
         return 1
@@ -117,13 +148,14 @@ def run(args: argparse.Namespace) -> int:
     sizes = sizes_from(args)
     root = Path(tempfile.mkdtemp(prefix="raftkube-bench-store-"))
     progress = Progress()
-    ctx = Context(root, systems, args.members, sizes, progress, args.config)
+    ctx = Context(root, systems, args.members, sizes, progress, args.config, args.tls)
     runners = {
         "writes": writes.run,
         "reads": reads.run,
         "watch": watch.run,
         "failover": failover.run,
         "restart": restart.run,
+        "slow-watchers": slow_watchers.run,
     }
     old = signal.signal(signal.SIGTERM, _on_signal)
     machine = report.machine()
@@ -157,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
         "systems": systems,
         "members": args.members,
         "quick": args.quick,
+        "tls": args.tls,
         "phases": [p for p in PHASES if p in args.only],
         "sizes": asdict(sizes),
         "peers": {s: _describe(s, ctx) for s in systems},

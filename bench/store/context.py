@@ -35,6 +35,10 @@ class Sizes:
     slow_stalled: int = 10
     slow_warmup_s: float = 5.0
     """slow-watchers: load before the window, for the never-reading connections to back up."""
+    slow_backup_s: float = 10.0
+    """slow-watchers: writes with only the never-reading watchers on the member, before the others join."""
+    slow_rounds: int = 3
+    """slow-watchers: pairs of runs (without, with the never-reading watchers); medians are compared."""
     kills: int = 10
     restart_keys: int = 100_000
     restart_value: int = 1024
@@ -54,6 +58,8 @@ class Sizes:
             kills=3,
             restart_keys=20_000,
             slow_warmup_s=3.0,
+            slow_backup_s=6.0,
+            slow_rounds=1,
         )
 
 

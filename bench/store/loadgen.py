@@ -205,6 +205,7 @@ async def watch(spec: dict[str, Any], adapter: Adapter) -> dict[str, Any]:
     handle = await adapter.watch(
         spec["watch_endpoint"], spec["prefix"].encode(), spec["watchers"], spec.get("start_revision", 0), on_events
     )
+    opened_at = time.monotonic()
     if expect:
         c0 = time.process_time()
         with contextlib.suppress(TimeoutError):
@@ -224,7 +225,7 @@ async def watch(spec: dict[str, Any], adapter: Adapter) -> dict[str, Any]:
     await win.run(stop)
     stopper.cancel()
     await adapter.close_watch(handle)
-    return win.result() | {"events": in_window, "total_events": total}
+    return win.result() | {"events": in_window, "total_events": total, "opened_at": opened_at}
 
 
 async def stall(spec: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +234,7 @@ async def stall(spec: dict[str, Any]) -> dict[str, Any]:
     then in the member, which must bound what it keeps for them.
 
     Blocking sockets, never read after the TLS handshake (an asyncio stream would keep reading
-    into its own buffer).  Opened before `t_start`, held until `t_end` or "stop"."""
+    into its own buffer).  Opened at `t_start`, held until `t_end` or "stop"."""
     import socket
 
     from store.api import methods as M
@@ -249,6 +250,7 @@ async def stall(spec: dict[str, Any]) -> dict[str, Any]:
     request = encode_frame([1, M.HELLO.name, M.HelloRequest().to_wire()])
     request += encode_frame([2, "watch", WatchCreateRequest(prefix, prefix_end(prefix), 0).to_wire()])
     socks: list[socket.socket] = []
+    await asyncio.sleep(max(0.0, spec["t_start"] - time.monotonic()))
     try:
         for _ in range(spec["watchers"]):
             sock = socket.create_connection((host, port), timeout=5.0)
@@ -261,10 +263,27 @@ async def stall(spec: dict[str, Any]) -> dict[str, Any]:
         stopper = asyncio.create_task(_stdin_stop(stop))
         await win.run(stop)
         stopper.cancel()
-        return win.result() | {"connections": len(socks)}
+        return win.result() | {
+            "connections": len(socks),
+            "local_ports": [sock.getsockname()[1] for sock in socks],
+            # Bytes the member sent that wait, unread, in our receive queues (never read by us).
+            "unread_bytes": [_unread(sock) for sock in socks],
+        }
     finally:
         for sock in socks:
             sock.close()
+
+
+def _unread(sock: Any) -> int:
+    """Bytes in a socket's receive queue (FIONREAD), without reading them; -1 if it is closed."""
+    import fcntl
+    import struct
+    import termios
+
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0])
+    except OSError:
+        return -1
 
 
 async def run(spec: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,8 @@ def plot(doc: dict[str, Any], path: Path) -> None:
         panels.append("failover")
     if "restart" in ph:
         panels.append("restart")
+    if "slow-watchers" in ph:
+        panels.append("slow-watchers")
     if not panels:
         return
     cols = min(3, len(panels))
@@ -61,7 +63,8 @@ def _panel(ax: Any, panel: str, ph: dict[str, Any]) -> None:
         key = "ops_per_s" if panel == "writes" else "p99_ms"
         for s, rows in ph["writes"]["systems"].items():
             xs = [r["concurrency"] for r in rows]
-            ax.plot(xs, [r[key] for r in rows], marker="o", label=s, color=COLORS.get(s))
+            style = "--" if s.endswith("+tls") else "-"
+            ax.plot(xs, [r[key] for r in rows], style, marker="o", label=s, color=COLORS.get(s.split("+")[0]))
         ax.set_xscale("log", base=4)
         levels = sorted({r["concurrency"] for rows in ph["writes"]["systems"].values() for r in rows})
         ax.set_xticks(levels, [str(x) for x in levels])
@@ -134,3 +137,17 @@ def _panel(ax: Any, panel: str, ph: dict[str, Any]) -> None:
         )
         ax.set_ylabel("seconds")
         ax.set_title(f"restart of a {ph['restart']['keys']:,} x {ph['restart']['value_size']} B member")
+    elif panel == "slow-watchers":
+        sw = ph["slow-watchers"]
+        for r in sw["runs"]:
+            trace = r["rss_trace_mib"]
+            name = f"with {r['stalled']}" if r["stalled"] else "without"
+            label = f"{name} never-reading: {r['events_per_s']:,.0f} events/s"
+            color = "#d62728" if r["stalled"] else "#1f77b4"
+            style = "-" if r["stalled"] else ":"
+            ax.plot([p[0] for p in trace], [p[1] for p in trace], style, color=color, label=label)
+        ax.axhline(512, color="grey", linewidth=0.8)
+        ax.set_xlabel("seconds since the watchers started")
+        ax.set_ylabel("member RSS (MiB)")
+        ax.set_title(f"{sw['watchers']:,} watchers on one member, {sw['stalled']} never read")
+        ax.legend(fontsize=7)

@@ -114,3 +114,23 @@ def vm_rss_bytes(pid: int) -> int:
     except (FileNotFoundError, ProcessLookupError):
         return 0
     return 0
+
+
+def tcp_send_queues(local_port: int) -> dict[int, int]:
+    """Remote port -> bytes in the kernel send queue, for every established connection on this
+    host whose local port is `local_port` (tx_queue in /proc/net/tcp and tcp6: sent or queued,
+    not yet acknowledged by the other end)."""
+    out: dict[int, int] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) < 5:
+                continue
+            lport = int(f[1].rsplit(":", 1)[1], 16)
+            if lport == local_port and f[3] == "01":  # TCP_ESTABLISHED
+                out[int(f[2].rsplit(":", 1)[1], 16)] = int(f[4].split(":")[0], 16)
+    return out

@@ -80,20 +80,22 @@ def render(doc: dict[str, Any]) -> str:
         w = ph["writes"]
         lines += ["", f"WRITES ({w['value_size']} B values, {w['seconds']:.0f} s per level, writers to the leader)"]
         lines.append(
-            f"{'in flight':>9}  {'system':<10}{'writes/s':>10}{'vs etcd':>9}{'p50 ms':>9}{'p99 ms':>9}"
+            f"{'in flight':>9}  {'system':<13}{'writes/s':>10}{'vs etcd':>9}{'p50 ms':>9}{'p99 ms':>9}"
             f"{'client CPU':>12}{'server CPU':>12}{'CPU ms/write':>14}{'errors':>8}"
         )
         systems = w["systems"]
         levels = sorted({r["concurrency"] for rows in systems.values() for r in rows})
         for level in levels:
-            etcd = next((r for r in systems.get("etcd", []) if r["concurrency"] == level), None)
             for s, rows in systems.items():
                 r = next((x for x in rows if x["concurrency"] == level), None)
                 if r is None:
                     continue
+                # TLS rows are compared with etcd with TLS, the others with plaintext etcd.
+                ref = "etcd+tls" if s.endswith("+tls") else "etcd"
+                etcd = next((x for x in systems.get(ref, []) if x["concurrency"] == level), None)
                 lines.append(
-                    f"{level:>9}  {s:<10}{r['ops_per_s']:>10,.0f}"
-                    f"{_ratio(r['ops_per_s'], etcd['ops_per_s'] if etcd and s != 'etcd' else None):>9}"
+                    f"{level:>9}  {s:<13}{r['ops_per_s']:>10,.0f}"
+                    f"{_ratio(r['ops_per_s'], etcd['ops_per_s'] if etcd and not s.startswith('etcd') else None):>9}"
                     f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.1f}{r['client_cpu_pct']:>11.0f}%"
                     f"{r['server_cpu_pct']:>11.0f}%{r['server_cpu_ms_per_op']:>14.3f}{r['errors']:>8}"
                 )
@@ -102,6 +104,12 @@ def render(doc: dict[str, Any]) -> str:
                 "pysyncobj runs with its default SyncObjConf: commands wait for its tick-driven batching "
                 "(autoTickPeriod 50 ms), hence its ~100 ms latency floor and low server CPU"
             )
+        if any("+tls" in s for s in systems):
+            lines.append(
+                "+tls: mutual TLS on client and peer ports (certificates from a cluster CA, EC P-256); "
+                "its 'vs etcd' is against etcd+tls"
+            )
+        lines += _tls_lines(w)
     if "reads" in ph:
         rd = ph["reads"]
         lines += ["", f"READS ({rd['concurrency']} in flight, {rd['seconds']:.0f} s, to the leader)"]
@@ -204,13 +212,102 @@ def render(doc: dict[str, Any]) -> str:
                 f"{r['fill_server_cpu_ms_per_write']:>14.3f}{r.get('port_wait_s', 0.0):>13.2f}"
             )
         lines.append("(port wait = time after the SIGKILL until the kernel let its ports be bound again; not counted)")
+    if "slow-watchers" in ph:
+        lines += _slow_watcher_lines(ph["slow-watchers"])
     lines += ["", "TARGETS (raftkube, ratios to peers measured in this run)"]
     lines.append(f"{'target':<58}{'goal':>10}{'measured':>12}  met")
     for t in doc["targets"]:
-        value = "-" if t["value"] is None else f"{t['value']:.2f}{t['unit'] if t['unit'] != 's' else ' s'}"
+        unit = f" {t['unit']}" if t["unit"] in ("s", "MiB", "%") else t["unit"]
+        value = "-" if t["value"] is None else f"{t['value']:.2f}{unit}"
         met = "n/a (not measured)" if t["met"] is None else ("yes" if t["met"] else "NO")
         lines.append(f"{t['name']:<58}{t['goal']:>10}{value:>12}  {met}")
     return "\n".join(lines)
+
+
+def _tls_lines(w: dict[str, Any]) -> list[str]:
+    """What TLS costs each system, level by level, and raftkube with TLS against etcd with TLS."""
+    cost = w.get("tls") or {}
+    if not cost:
+        return []
+    lines = [
+        "",
+        "TLS COST (same run: writes/s without and with mutual TLS; cost = throughput lost, in % of plaintext)",
+        f"{'in flight':>9}  {'system':<10}{'plain w/s':>11}{'TLS w/s':>10}{'cost':>8}{'p99 plain':>11}{'p99 TLS':>9}"
+        f"{'CPU ms/write plain':>20}{'TLS':>7}",
+    ]
+    levels = sorted({r["concurrency"] for rows in cost.values() for r in rows})
+    for level in levels:
+        for s, rows in cost.items():
+            r = next((x for x in rows if x["concurrency"] == level), None)
+            if r is None:
+                continue
+            lines.append(
+                f"{level:>9}  {s:<10}{r['plain_ops_per_s']:>11,.0f}{r['tls_ops_per_s']:>10,.0f}"
+                f"{r['cost_pct']:>7.1f}%{r['plain_p99_ms']:>11.1f}{r['tls_p99_ms']:>9.1f}"
+                f"{r['plain_server_cpu_ms_per_op']:>20.3f}{r['tls_server_cpu_ms_per_op']:>7.3f}"
+            )
+    rk, et = cost.get("raftkube"), cost.get("etcd")
+    if rk and et:
+        ratios = []
+        for r in rk:
+            e = next((x for x in et if x["concurrency"] == r["concurrency"]), None)
+            if e is not None and e["tls_ops_per_s"]:
+                ratios.append(f"{r['tls_ops_per_s'] / e['tls_ops_per_s']:.2f}x at {r['concurrency']}")
+        lines.append(f"raftkube+tls / etcd+tls writes/s: {', '.join(ratios)}")
+    return lines
+
+
+def _slow_watcher_lines(sw: dict[str, Any]) -> list[str]:
+    lines = [
+        "",
+        f"SLOW WATCHERS (raftkube{' with TLS' if sw['tls'] else ''}: {sw['watchers']:,} watchers on a prefix on a "
+        f"follower, {sw['stalled']} of them on connections that never read; writers {sw['writers_in_flight']} in "
+        f"flight to the leader.  The never-reading ones back up alone for {sw['backup_s']:.0f} s, then the "
+        f"{sw['reading']} others join; counted for {sw['seconds']:.0f} s after {sw['warmup_s']:.0f} s.  "
+        f"{sw['rounds']} pair(s) of runs, each on a fresh cluster)",
+        f"{'run':<24}{'on member':>10}{'events/s':>11}{'per CPU s':>11}{'writes/s':>10}{'delivered':>11}"
+        f"{'RSS idle':>10}{'at join':>9}{'peak':>7}{'end':>6}{'member CPU':>12}{'watcher CPU':>13}{'cut off':>9}",
+    ]
+    for r in sw["runs"]:
+        name = f"{r['reading']} reading" + (f" + {r['stalled']} never" if r["stalled"] else "")
+        seen = "-" if r["watchers_on_member"] is None else f"{r['watchers_on_member']:,.0f}"
+        cut = "-" if r["cut_off_connections"] is None else f"{r['cut_off_connections']:.0f}"
+        lines.append(
+            f"{name:<24}{seen:>10}{r['events_per_s']:>11,.0f}{r['events_per_member_cpu_s']:>11,.0f}"
+            f"{r['writes_per_s']:>10,.0f}{100 * r['delivered_fraction']:>10.1f}%{r['rss_idle_mib']:>10.0f}"
+            f"{r['rss_at_join_mib']:>9.0f}{r['rss_peak_mib']:>7.0f}{r['rss_end_mib']:>6.0f}"
+            f"{r['member_cpu_pct']:>11.0f}%{r['watcher_client_cpu_pct']:>12.0f}%{cut:>9}"
+        )
+    for r in sw["runs"]:
+        if r["stalled"]:
+            join = sorted(r["stalled_member_send_queue_at_join"])
+            end = sorted(r["stalled_member_send_queue_at_end"])
+            unread = sorted(r["stalled_unread_at_end"])
+            lines.append(
+                f"round {r['round']}, never-reading connections (median KiB): member's kernel send queue "
+                f"{_median_kib(join)} when the others joined, {_median_kib(end)} at the end; unread in the "
+                f"client's receive queue {_median_kib(unread)} at the end"
+            )
+    lines.append(
+        f"RSS with the never-reading watchers minus without (median of pairs): {sw['rss_extra_at_join_mib']:+.0f} MiB "
+        f"when the others joined, {sw['rss_extra_peak_mib']:+.0f} MiB at the peak (both runs grow with the "
+        "store's uncompacted history)"
+    )
+    if sw["delivery_ratio"] is not None:
+        per_cpu = sw.get("delivery_per_cpu_ratio")
+        lines.append(
+            f"median delivery to the reading watchers with the never-reading ones: {100 * sw['delivery_ratio']:.0f} %"
+            f" of without" + (f" ({100 * per_cpu:.0f} % per member CPU-second)" if per_cpu else "")
+        )
+    lines.append(
+        "(RSS in MiB: VmRSS of the watched member; on member = its raftkube_watchers gauge in the window; "
+        "delivered = events/s over writes/s x reading watchers; cut off = connections it aborted for not reading)"
+    )
+    return lines
+
+
+def _median_kib(values: list[int]) -> str:
+    return f"{values[len(values) // 2] / 1024:,.0f}" if values else "-"
 
 
 def document(

@@ -53,6 +53,10 @@ def evaluate(phases: dict[str, Any]) -> list[Target]:
     r = _ratio(_get(w, "raftkube", 256, "ops_per_s"), _get(w, "pysyncobj", 256, "ops_per_s"))
     out.append(_check("writes/s at 256 in flight vs pysyncobj", ">= 3.0x", r, lambda v: v >= 3.0))
     out.append(_check("p50 at 1 in flight", "<= 1.5 ms", _get(w, "raftkube", 1, "p50_ms"), lambda v: v <= 1.5, "ms"))
+    cost = _get(phases, "writes", "tls", "raftkube", 256, "cost_pct")
+    out.append(_check("TLS cost to writes/s at 256 in flight", "<= 20 %", cost, lambda v: v <= 20.0, "%"))
+    r = _ratio(_get(w, "raftkube+tls", 256, "ops_per_s"), _get(w, "etcd+tls", 256, "ops_per_s"))
+    out.append(_check("writes/s at 256 in flight with TLS vs etcd with TLS", ">= 1.0x", r, lambda v: v >= 1.0))
     ws = _get(phases, "watch", "systems")
     r = _ratio(_get(ws, "raftkube", "fanout", 100, "events_per_s"), _get(ws, "etcd", "fanout", 100, "events_per_s"))
     out.append(_check("watch events/s to 100 watchers vs etcd", ">= 1.0x", r, lambda v: v >= 1.0))
@@ -67,4 +71,17 @@ def evaluate(phases: dict[str, Any]) -> list[Target]:
     keys = _get(phases, "restart", "keys")
     label = f"restart of a {keys:,} x 1 KiB member until it serves" if keys else "restart until it serves"
     out.append(_check(label, "<= 5 s", rs, lambda v: v <= 5.0, "s"))
+    sw = phases.get("slow-watchers")
+    n, k = (sw["watchers"], sw["stalled"]) if sw else (1000, 10)
+    rss = _get(sw, "rss_peak_mib")
+    name = f"member RSS, {n:,} watchers of which {k} never read"
+    out.append(_check(name, "< 512 MiB", rss, lambda v: v < 512, "MiB"))
+    out.append(
+        _check(
+            "delivery to reading watchers, with vs without slow ones",
+            ">= 0.80x",
+            _get(sw, "delivery_ratio"),
+            lambda v: v >= 0.8,
+        )
+    )
     return out

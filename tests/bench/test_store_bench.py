@@ -1,7 +1,8 @@
-"""Smoke test of `raftkube bench store`: the smallest run against etcd, checked for shape.
+"""Smoke tests of `raftkube bench store`: the smallest runs against etcd, checked for shape.
 
-It starts real clusters (raftkube and etcd, 3 members each) and load generator processes,
-so it fails (never skips) when etcd or the bench extra is missing: CI installs both.
+They start real clusters (raftkube and etcd, 3 members each, in plaintext and with mutual
+TLS) and load generator processes, so they fail (never skip) when etcd or the bench extra is
+missing: CI installs both.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,30 +34,38 @@ def _require_tools() -> None:
             pytest.fail(f"{module} is missing: install the bench extra (pip install -e '.[bench]')")
 
 
-def test_quick_writes_against_etcd(tmp_path: Path) -> None:
+def _bench(tmp_path: Path, *args: str, budget_s: float) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run `raftkube bench store --quick --peers etcd ARGS`; its result and JSON document."""
     _require_tools()
     out_json, out_png = tmp_path / "store.json", tmp_path / "store.png"
-    argv = [sys.executable, "-m", "components.cli", "bench", "store", "--quick", "--only", "writes"]
-    argv += ["--peers", "etcd", "--levels", "1,16", "--seconds", "1", "--json", str(out_json), "--png", str(out_png)]
+    argv = [sys.executable, "-m", "components.cli", "bench", "store", "--quick", "--peers", "etcd", *args]
+    argv += ["--json", str(out_json), "--png", str(out_png)]
     t0 = time.monotonic()
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=2 * budget_s, check=False)
     elapsed = time.monotonic() - t0
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    assert elapsed < 60, f"the smoke run took {elapsed:.0f}s"
-    assert "WRITES" in proc.stdout and "TARGETS" in proc.stdout
+    assert elapsed < budget_s, f"the smoke run took {elapsed:.0f}s"
+    assert out_png.stat().st_size > 1000
+    doc: dict[str, Any] = json.loads(out_json.read_text())
+    assert doc["config"]["failed_phases"] == {}
+    return proc, doc
+
+
+def test_quick_writes_against_etcd_with_and_without_tls(tmp_path: Path) -> None:
+    proc, doc = _bench(tmp_path, "--only", "writes", "--levels", "1,16", "--seconds", "1", budget_s=90)
+    assert "WRITES" in proc.stdout and "TARGETS" in proc.stdout and "TLS COST" in proc.stdout
     assert "writes:" in proc.stderr, "no progress display on stderr"
 
-    doc = json.loads(out_json.read_text())
-    assert out_png.stat().st_size > 1000
     assert doc["benchmark"] == "store"
     for key in ("cpu_model", "cores", "python", "etcd", "pysyncobj", "git_commit"):
         assert doc["machine"][key], key
     assert doc["machine"]["etcd"].startswith("3.")
     assert doc["config"]["systems"] == ["raftkube", "etcd"]
-    assert doc["config"]["failed_phases"] == {}
+    assert doc["config"]["tls"] == "both"
     writes = doc["phases"]["writes"]
     assert writes["value_size"] == 256
-    for system in ("raftkube", "etcd"):
+    assert list(writes["systems"]) == ["raftkube", "etcd", "raftkube+tls", "etcd+tls"]
+    for system in writes["systems"]:
         rows = writes["systems"][system]
         assert [r["concurrency"] for r in rows] == [1, 16]
         for r in rows:
@@ -63,6 +73,37 @@ def test_quick_writes_against_etcd(tmp_path: Path) -> None:
             assert 0 < r["p50_ms"] <= r["p99_ms"], (system, r)
             assert r["client_cpu_pct"] > 0 and r["server_cpu_ms_per_op"] > 0, (system, r)
             assert r["errors"] == 0, (system, r)
+    for system in ("raftkube", "etcd"):
+        cost = writes["tls"][system]
+        assert [r["concurrency"] for r in cost] == [1, 16]
+        for r in cost:
+            assert r["plain_ops_per_s"] > 0 and r["tls_ops_per_s"] > 0, (system, r)
+            assert r["cost_pct"] == pytest.approx(100 * (1 - r["tls_ops_per_s"] / r["plain_ops_per_s"]))
     names = {t["name"]: t for t in doc["targets"]}
     assert names["p50 at 1 in flight"]["value"] > 0
     assert names["writes/s at 64 in flight vs etcd"]["met"] is None  # level not run
+    assert names["TLS cost to writes/s at 256 in flight"]["met"] is None
+    assert names["writes/s at 256 in flight with TLS vs etcd with TLS"]["met"] is None
+
+
+def test_quick_slow_watchers(tmp_path: Path) -> None:
+    """The slow-watcher phase, scaled down: 100 watchers of which 3 never read."""
+    args = ("--only", "slow-watchers", "--seconds", "1", "--slow-watchers", "100,3")
+    proc, doc = _bench(tmp_path, *args, budget_s=60)
+    assert "SLOW WATCHERS" in proc.stdout
+    sw = doc["phases"]["slow-watchers"]
+    assert (sw["watchers"], sw["stalled"], sw["reading"], sw["tls"]) == (100, 3, 97, True)
+    assert [r["stalled"] for r in sw["runs"]] == [0, 3]  # one pair in --quick, the baseline first
+    for r in sw["runs"]:
+        assert r["events"] > 0 and r["writes_per_s"] > 0, r
+        assert r["write_errors"] == 0, r
+        assert 0 < r["rss_idle_mib"] <= r["rss_peak_mib"], r
+        assert r["member_cpu_pct"] > 0, r
+    slow = sw["runs"][1]
+    assert slow["stalled_connections"] == 3
+    # They backed up before the others joined: the member's kernel send queue to each is not empty.
+    assert all(q > 0 for q in slow["stalled_member_send_queue_at_join"]), slow
+    assert sw["delivery_ratio"] > 0 and sw["rss_peak_mib"] == slow["rss_peak_mib"]
+    names = {t["name"]: t for t in doc["targets"]}
+    assert names["member RSS, 100 watchers of which 3 never read"]["value"] == sw["rss_peak_mib"]
+    assert names["delivery to reading watchers, with vs without slow ones"]["value"] == sw["delivery_ratio"]
