@@ -147,7 +147,11 @@ def _panel(ax: Any, panel: str, ph: dict[str, Any]) -> None:
             style = "-" if r["stalled"] else ":"
             ax.plot([p[0] for p in trace], [p[1] for p in trace], style, color=color, label=label)
         ax.axhline(512, color="grey", linewidth=0.8)
-        ax.set_xlabel("seconds since the watchers started")
+        if sw["runs"]:
+            stages = sw["runs"][0]["stages_s"]
+            ax.axvline(stages["t_start"], color="grey", linestyle="--", linewidth=0.8)
+            ax.axvspan(stages["t_measure"], stages["t_end"], color="grey", alpha=0.1)
+        ax.set_xlabel("s since writes began (dashed: readers join; shaded: counted)", fontsize=8)
         ax.set_ylabel("member RSS (MiB)")
         ax.set_title(f"{sw['watchers']:,} watchers on one member, {sw['stalled']} never read")
         ax.legend(fontsize=7)

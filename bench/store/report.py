@@ -74,6 +74,11 @@ def render(doc: dict[str, Any]) -> str:
         f"pysyncobj {m['pysyncobj']}, commit {m['git_commit'][:12]}, load average at start "
         f"{m['load_average_at_start'][0]:.2f}",
         "client CPU = the load generator processes' own CPU over the window (100 % = one core: a saturated client)",
+        {
+            "both": "TLS: writes with and without mutual TLS (+tls rows), slow-watchers with it, other phases without",
+            "on": "TLS: every phase with mutual TLS for raftkube and etcd (pysyncobj has none)",
+            "off": "TLS: none (every phase in plaintext)",
+        }.get(cfg.get("tls", "off"), ""),
     ]
     ph = doc["phases"]
     if "writes" in ph:
@@ -217,7 +222,7 @@ def render(doc: dict[str, Any]) -> str:
     lines += ["", "TARGETS (raftkube, ratios to peers measured in this run)"]
     lines.append(f"{'target':<58}{'goal':>10}{'measured':>12}  met")
     for t in doc["targets"]:
-        unit = f" {t['unit']}" if t["unit"] in ("s", "MiB", "%") else t["unit"]
+        unit = f" {t['unit']}" if t["unit"] in ("s", "ms", "MiB", "%") else t["unit"]
         value = "-" if t["value"] is None else f"{t['value']:.2f}{unit}"
         met = "n/a (not measured)" if t["met"] is None else ("yes" if t["met"] else "NO")
         lines.append(f"{t['name']:<58}{t['goal']:>10}{value:>12}  {met}")
