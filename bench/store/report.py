@@ -284,6 +284,15 @@ def _slow_watcher_lines(sw: dict[str, Any]) -> list[str]:
             f"{r['member_cpu_pct']:>11.0f}%{r['watcher_client_cpu_pct']:>12.0f}%{cut:>9}"
         )
     for r in sw["runs"]:
+        applied, behind = r.get("member_applied_per_s"), r.get("member_behind_at_end")
+        if applied is not None:
+            name = f"{r['reading']} reading" + (f" + {r['stalled']} never" if r["stalled"] else "")
+            lines.append(
+                f"round {r['round']}, {name}: the watched member applied {applied:,.0f} revisions/s in the window "
+                f"(leader: {r['writes_per_s']:,.0f} writes/s)"
+                + ("" if behind is None else f", {behind:,.0f} revisions behind the leader at the end")
+            )
+    for r in sw["runs"]:
         if r["stalled"]:
             join = sorted(r["stalled_member_send_queue_at_join"])
             end = sorted(r["stalled_member_send_queue_at_end"])

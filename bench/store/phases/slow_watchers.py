@@ -121,6 +121,7 @@ def one_run(ctx: Context, reading: int, stalled: int, tls: bool) -> dict[str, An
         per = [reading // nproc + (1 if i < reading % nproc else 0) for i in range(nproc)]
         gens: list[LoadProcess] = []
         metrics = _MetricsSampler(peer, member)
+        leader_metrics = _MetricsSampler(peer, leader)
         try:
             readers = [
                 LoadProcess(
@@ -147,6 +148,7 @@ def one_run(ctx: Context, reading: int, stalled: int, tls: bool) -> dict[str, An
             )
             gens.append(writer)
             metrics.start()
+            leader_metrics.start()
             samples: list[tuple[float, int]] = []
             cpu0 = cpu1 = 0.0
             queued_at_join: dict[int, int] = {}
@@ -178,6 +180,7 @@ def one_run(ctx: Context, reading: int, stalled: int, tls: bool) -> dict[str, An
             wr = writer.result(timeout=30)
         finally:
             metrics.stop()
+            leader_metrics.stop()
             for g in gens:
                 procs.kill(g.pid, wait=1.0)
     window = max(r["window_s"] for r in got)
@@ -208,6 +211,12 @@ def one_run(ctx: Context, reading: int, stalled: int, tls: bool) -> dict[str, An
         "watchers_on_member": metrics.last("raftkube_watchers", before=t["t_end"]),
         "watchers_trace": [[round(at - t_backup, 1), v] for at, v in metrics.series("raftkube_watchers")],
         "cut_off_connections": metrics.last("raftkube_watch_slow_connections_total"),
+        # The watched member applies what the leader commits only as fast as its watch fan-out
+        # (in the apply path) lets it: revisions it applied per second while the readers were on
+        # it (its /metrics answers take seconds then, so the samples are sparse), and how far
+        # behind the leader's revision it was at the end.
+        "member_applied_per_s": _rate(metrics.series("raftkube_mvcc_revision"), t_start + 0.5, t["t_end"]),
+        "member_behind_at_end": _behind(leader_metrics, metrics, t["t_end"]),
     }
     if stall_res is not None:
         ports = stall_res["local_ports"]
@@ -223,6 +232,25 @@ def one_run(ctx: Context, reading: int, stalled: int, tls: bool) -> dict[str, An
         f"RSS peak {r['rss_peak_mib']:.0f} MiB"
     )
     return r
+
+
+def _rate(series: list[tuple[float, float]], t0: float, t1: float) -> float | None:
+    """Growth per second of a sampled counter between the first and last sample within [t0, t1]."""
+    inside = [(at, v) for at, v in series if t0 <= at <= t1]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def _behind(leader: _MetricsSampler, member: _MetricsSampler, at: float) -> float | None:
+    """Leader's revision minus the member's, from the samples of each nearest to `at`."""
+    values = []
+    for m in (leader, member):
+        series = m.series("raftkube_mvcc_revision")
+        if not series:
+            return None
+        values.append(min(series, key=lambda s: abs(s[0] - at))[1])
+    return values[0] - values[1]
 
 
 def _trace(samples: list[tuple[float, int]]) -> list[list[float]]:
