@@ -16,6 +16,10 @@ from store.api.kv import Event
 from store.api.watch import WatchResponse
 
 _LEN = struct.Struct(">I")
+_ARRAY4 = msgpack.packb([None] * 4)[:1]
+_ARRAY7 = msgpack.packb([None] * 7)[:1]
+_PLAIN_TAIL = msgpack.packb(False) + msgpack.packb(False) + msgpack.packb(0) + msgpack.packb("")
+"""created, canceled, compact_revision, cancel_reason of an ordinary response, packed once."""
 
 
 class WatchFrameEncoder:
@@ -27,6 +31,9 @@ class WatchFrameEncoder:
         self._header = self._packer.pack(header_wire)
         self._events: dict[int, bytes] = {}
         self._arrays: dict[tuple[int, ...], bytes] = {}
+        self._lists: dict[int, tuple[list[Event], bytes]] = {}
+        """By identity of the list itself: watchers of one feed share their list of events.
+        The list is kept referenced, so that its id cannot be reused within the round."""
 
     def _event(self, e: Event) -> bytes:
         b = self._events.get(id(e))
@@ -48,30 +55,40 @@ class WatchFrameEncoder:
     def _events_array(self, events: list[Event]) -> bytes:
         """The packed array of `events`; watchers of one prefix usually get the very same
         sequence of Event objects, so whole arrays are cached too (keyed by identities)."""
+        shared = self._lists.get(id(events))
+        if shared is not None:
+            return shared[1]
         key = tuple(map(id, events))
         b = self._arrays.get(key)
         if b is None:
             b = self._packer.pack_array_header(len(events)) + b"".join([self._event(e) for e in events])
             self._arrays[key] = b
+        self._lists[id(events)] = (events, b)
         return b
 
     def frame(self, request_id: int, kind: int, resp: WatchResponse) -> bytes:
         """[request_id, kind, header, resp.to_wire()] as one length-prefixed frame."""
         p = self._packer
+        if resp.created or resp.canceled or resp.compact_revision or resp.cancel_reason:
+            tail = (
+                p.pack(resp.created)
+                + p.pack(resp.canceled)
+                + p.pack(resp.compact_revision)
+                + p.pack(resp.cancel_reason)
+            )
+        else:
+            tail = _PLAIN_TAIL
         body = b"".join(
             (
-                p.pack_array_header(4),
+                _ARRAY4,
                 p.pack(request_id),
                 p.pack(kind),
                 self._header,
-                p.pack_array_header(7),
+                _ARRAY7,
                 p.pack(resp.watch_id),
                 p.pack(resp.revision),
                 self._events_array(resp.events),
-                p.pack(resp.created),
-                p.pack(resp.canceled),
-                p.pack(resp.compact_revision),
-                p.pack(resp.cancel_reason),
+                tail,
             )
         )
         return _LEN.pack(len(body)) + body

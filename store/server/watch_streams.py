@@ -149,11 +149,10 @@ class WatchStreams:
             if resp.canceled:
                 conn.watches.pop(resp.watch_id, None)
                 self._owner.pop(resp.watch_id, None)
-        if hub.pending():
-            # Bounded work per loop turn: the rest goes out on the next one.  (Watchers that
-            # are held stay pending too; the sync loop reschedules once they may go on.)
-            if any(not self._held(w) for w in hub.ready_watchers()):
-                self.schedule()
+        # Bounded work per loop turn: the rest goes out on the next one.  (Watchers that are
+        # held stay pending too; the sync loop reschedules once they may go on.)
+        if hub.deliverable(self._held):
+            self.schedule()
         for conn, frames in pending.items():
             if failpoints.ENABLED:
                 failpoints.hit("watch-before-send")
@@ -202,6 +201,6 @@ class WatchStreams:
                 next_progress = loop.time() + self.progress_interval
                 if hub.progress_tick():
                     busy = True
-            if busy or (hub.pending() and any(not self._held(w) for w in hub.ready_watchers())):
+            if busy or hub.deliverable(self._held):
                 self.schedule()
             await asyncio.sleep(0 if busy else SYNC_IDLE)

@@ -7,30 +7,49 @@ not match an event are never looked at (etcd's watcherGroup: a map plus an inter
 
 from __future__ import annotations
 
+from typing import Generic, Protocol, TypeVar
+
 from store.api.kv import Event
 from store.watch.ranges import RangeIndex
-from store.watch.watcher import Watcher
 
 
-class WatcherGroup:
+class Listener(Protocol):
+    """What the group matches on (a Watcher, or a Feed standing for watchers of one spec)."""
+
+    @property
+    def single(self) -> bool: ...
+
+    key: bytes
+    hi: bytes | None
+    min_rev: int
+    filtered: bool
+    prev_kv: bool
+
+    def wants(self, ev: Event) -> bool: ...
+
+
+L = TypeVar("L", bound=Listener)
+
+
+class WatcherGroup(Generic[L]):
     __slots__ = ("_keys", "_ranges", "_size")
 
     def __init__(self) -> None:
-        self._keys: dict[bytes, dict[Watcher, None]] = {}
-        self._ranges: RangeIndex[Watcher] = RangeIndex()
+        self._keys: dict[bytes, dict[L, None]] = {}
+        self._ranges: RangeIndex[L] = RangeIndex()
         self._size = 0
 
     def __len__(self) -> int:
         return self._size
 
-    def add(self, w: Watcher) -> None:
+    def add(self, w: L) -> None:
         if w.single:
             self._keys.setdefault(w.key, {})[w] = None
         else:
             self._ranges.add(w.key, w.hi, w)
         self._size += 1
 
-    def remove(self, w: Watcher) -> None:
+    def remove(self, w: L) -> None:
         if w.single:
             ws = self._keys[w.key]
             del ws[w]
@@ -40,11 +59,11 @@ class WatcherGroup:
             self._ranges.remove(w.key, w.hi, w)
         self._size -= 1
 
-    def match(self, events: list[Event]) -> dict[Watcher, list[Event]]:
+    def match(self, events: list[Event]) -> dict[L, list[Event]]:
         """Per watcher, the events it must get, in order: at or above its `min_rev`, passing its
         filters, with prev_kv removed unless it asked for it.  Event objects are shared; the
         copies without prev_kv are made once per event, not once per watcher."""
-        out: dict[Watcher, list[Event]] = {}
+        out: dict[L, list[Event]] = {}
         keys = self._keys
         ranges = self._ranges if self._ranges else None
         stripped: list[Event | None] | None = None

@@ -5,11 +5,15 @@ events as `notify` delivers it) or *unsynced* (they are behind: a watch from an 
 or a watcher whose buffer overflowed); `sync_unsynced` replays history to unsynced watchers
 in bounded batches until they reach the current revision and rejoin the synced group.
 
-Nothing here blocks or waits: `notify` only appends to bounded per-watcher buffers, and the
-server pulls responses with `drain`.  A watcher whose buffer would overflow loses its
-buffered events and becomes unsynced at the first revision it has not been given; it then
-catches up from the store's history.  So a slow watcher costs memory bounded by its buffer
-and never holds up the apply loop or other watchers.
+Nothing here blocks or waits: `notify` only appends to bounded buffers, and the server pulls
+responses with `drain`.  Synced watchers with the same spec (key, range, filters, prev_kv)
+share one `Feed`: each event is matched and appended once for all of them, and watchers at
+the same place in it are given the very same list of events (see store/watch/feed.py), so
+the apply loop's cost does not grow with the number of watchers of a prefix.  A watcher that
+falls more than the buffer behind loses its queued events and becomes unsynced at the first
+revision it has not been given; it then catches up from the store's history.  So a slow
+watcher costs memory bounded by the buffer and never holds up the apply loop or other
+watchers.
 
 Guarantees, per watcher: events come in revision order, without duplicates or gaps, all
 events of a revision in one response (a response may hold several revisions), from any
@@ -23,13 +27,14 @@ replaces the store with a snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Protocol
 
 from store.api.errors import InvalidArgumentError, KeyEmptyError
 from store.api.kv import Event
 from store.api.watch import WatchCreateRequest, WatchResponse
 from store.mvcc.keyrange import check_range, upper_bound
+from store.watch.feed import Feed, Spec, spec_of
 from store.watch.group import WatcherGroup
 from store.watch.watcher import Watcher
 
@@ -78,11 +83,15 @@ class WatchHub:
         self._watchers: dict[int, Watcher] = {}
         # Ended watchers whose final response was not drained yet: their ids stay taken.
         self._closing: dict[int, Watcher] = {}
-        self._synced = WatcherGroup()
-        self._unsynced = WatcherGroup()
+        self._synced: WatcherGroup[Feed] = WatcherGroup()
+        """The feeds of the synced watchers, indexed by what they watch."""
+        self._feeds: dict[Spec, Feed] = {}
+        self._unsynced: WatcherGroup[Watcher] = WatcherGroup()
         self._unsynced_ws: dict[Watcher, None] = {}
-        # Watchers with output for `drain`, in round-robin order.
+        # Watchers with output of their own (head, catch-up buffer, final) and feeds with
+        # events not yet given to every member, each in round-robin order.
         self._ready: dict[Watcher, None] = {}
+        self._ready_feeds: dict[Feed, None] = {}
         self._rev = source.current_revision
         """The last revision given to `notify` (or the store's revision when the hub started)."""
         self._next_id = 1
@@ -99,12 +108,27 @@ class WatchHub:
         return len(self._unsynced_ws)
 
     def pending(self) -> int:
-        """Number of watchers with responses waiting for `drain`."""
-        return len(self._ready)
+        """Number of watchers and feeds with responses waiting for `drain`."""
+        return len(self._ready) + len(self._ready_feeds)
 
-    def ready_watchers(self) -> Iterable[Watcher]:
-        """The watchers with responses waiting for `drain` (a live view)."""
-        return self._ready.keys()
+    def deliverable(self, held: Held | None = None) -> bool:
+        """Whether `drain` would give something now to a watcher that is not `held`."""
+        if held is None:
+            return self.pending() > 0
+        if any(not held(w) for w in self._ready):
+            return True
+        for feed in self._ready_feeds:
+            end = feed.end
+            if any(w.cursor < end and not held(w) for w in feed.members):
+                return True
+        return False
+
+    def backlog(self, watch_id: int) -> int:
+        """Events queued for a watcher (its own buffer and, when synced, its feed)."""
+        w = self._watchers.get(watch_id)
+        if w is None:
+            return 0
+        return len(w.buffer) + (w.feed.behind(w) if w.feed is not None else 0)
 
     def get(self, watch_id: int) -> Watcher | None:
         return self._watchers.get(watch_id)
@@ -187,31 +211,45 @@ class WatchHub:
         if not len(self._synced):
             return
         cap = self.buffer_events
-        for w, evs in self._synced.match(events).items():
-            buf = w.buffer
-            if buf and len(buf) + len(evs) > cap:
-                self._overflow(w, revision)
-                continue
-            buf.extend(evs)
-            w.busy = True
-            self._ready[w] = None
+        ready = self._ready_feeds
+        for feed, evs in self._synced.match(events).items():
+            feed.events.extend(evs)
+            feed.busy = True
+            ready[feed] = None
+            if len(feed.events) > cap:  # only then can a member be that far behind
+                self._evict_laggards(feed)
 
-    def _overflow(self, w: Watcher, revision: int) -> None:
-        # The client has every event before the first buffered one (or before `revision` when
-        # the buffer is empty); restart from there, from history.
-        w.min_rev = w.buffer[0].kv.mod_revision if w.buffer else revision
-        w.buffer.clear()
-        self._synced.remove(w)
-        self._join_unsynced(w)
-        if not w.has_output():
-            self._ready.pop(w, None)
+    def _evict_laggards(self, feed: Feed) -> None:
+        """Members more than the buffer behind leave the feed and catch up from history,
+        from the first revision they have not been given (one revision bigger than the
+        buffer alone is still given whole)."""
+        cap = self.buffer_events
+        end = feed.end
+        last = feed.events[-1].kv.mod_revision
+        for w in list(feed.members):
+            if end - w.cursor > cap:
+                first = feed.events[w.cursor - feed.start].kv.mod_revision
+                if first == last:
+                    continue
+                w.min_rev = max(w.min_rev, first)
+                self._leave(w)
+                self._join_unsynced(w)
+                if not w.has_output():
+                    self._ready.pop(w, None)
+        feed.trim()
 
     def _desync_all(self) -> None:
+        """Every synced watcher catches up from history from now on (what it was queued so
+        far stays queued, in its own buffer)."""
         for w in list(self._watchers.values()):
             if w.synced:
+                assert w.feed is not None
+                w.buffer.extend(e for e in w.feed.pending_events(w) if e.kv.mod_revision >= w.min_rev)
                 w.min_rev = max(w.min_rev, self._rev + 1)
-                self._synced.remove(w)
+                self._leave(w)
                 self._join_unsynced(w)
+                if w.has_output():
+                    self._ready[w] = None
 
     def restore(self, source: History) -> None:
         """The store was replaced (a snapshot was installed): read history from `source` now.
@@ -253,7 +291,7 @@ class WatchHub:
         for w in candidates:
             evs = batches.get(w)
             if evs:
-                take = _whole_revisions(evs, cap - len(w.buffer), allow_over=not w.buffer)
+                take = _whole_revisions(evs, 0, cap - len(w.buffer), allow_over=not w.buffer)
                 w.buffer.extend(evs[:take] if take < len(evs) else evs)
                 if take < len(evs):
                     w.min_rev = evs[take].kv.mod_revision
@@ -292,10 +330,12 @@ class WatchHub:
         due: list[Watcher] = []
         for w in self._watchers.values():
             if w.progress_notify:
-                if w.busy:
+                if w.busy or (w.feed is not None and w.feed.busy):
                     w.busy = False
                 else:
                     due.append(w)
+        for feed in self._feeds.values():
+            feed.busy = False
         return self._queue_progress(due)
 
     def _queue_progress(self, ws: Iterable[Watcher]) -> int:
@@ -331,6 +371,8 @@ class WatchHub:
         ready = self._ready
         skipped: list[Watcher] = []
         try:
+            # Watchers with output of their own: created and progress responses, what is
+            # left of a catch-up, the response that ends the watch.
             while ready and budget > 0:
                 w = next(iter(ready))
                 del ready[w]
@@ -342,8 +384,8 @@ class WatchHub:
                     yield from head
                 buf = w.buffer
                 if buf:
-                    take = _whole_revisions(buf, budget, allow_over=True)
-                    take = _within_bytes(buf, take, max_bytes)
+                    take = _whole_revisions(buf, 0, budget, allow_over=True)
+                    take = _within_bytes(buf, 0, take, max_bytes)
                     if take == len(buf):
                         events = buf[:]
                         buf.clear()
@@ -362,23 +404,78 @@ class WatchHub:
                     final, w.final = w.final, None
                     del self._closing[w.id]
                     yield final
+            # The feeds: the events of one feed are cut once for all members at one place.
+            feeds = self._ready_feeds
+            for feed in list(feeds):
+                if budget <= 0:
+                    break
+                del feeds[feed]
+                budget = yield from self._drain_feed(feed, budget, max_bytes, held)
+                if any(w.cursor < feed.end for w in feed.members):
+                    feeds[feed] = None  # members left behind (held, or over budget): later
+                feed.trim()
         finally:
             for w in skipped:
                 ready[w] = None
+
+    def _drain_feed(
+        self, feed: Feed, budget: int, max_bytes: int, held: Held | None
+    ) -> Generator[WatchResponse, None, int]:
+        """Responses for the members of `feed`; returns the budget left."""
+        events, start = feed.events, feed.start
+        n = len(events)
+        at: dict[int, list[Watcher]] = {}
+        for w in feed.members:
+            # A member with output of its own (a head, the end of a catch-up) is served that
+            # first: it gets its feed events on a later round, in order.
+            if w.cursor < start + n and not w.head and not w.buffer:
+                at.setdefault(w.cursor, []).append(w)
+        for cursor, ws in at.items():
+            if budget <= 0:
+                break
+            i = cursor - start
+            take = _whole_revisions(events, i, budget, allow_over=True)
+            take = _within_bytes(events, i, take, max_bytes)
+            chunk = events[i : i + take]
+            budget -= take
+            full = i + take == n
+            first, last = chunk[0].kv.mod_revision, chunk[-1].kv.mod_revision
+            for w in ws:
+                if held is not None and held(w):
+                    continue
+                w.cursor = cursor + take
+                mine = chunk if w.min_rev <= first else [e for e in chunk if e.kv.mod_revision >= w.min_rev]
+                if mine:
+                    yield WatchResponse(w.id, self._covered(w) if full else last, mine)
+        return budget
 
     def _covered(self, w: Watcher) -> int:
         """The revision up to which `w` has been given (or has queued) every event it wants:
         what a bookmark or the revision of a fully drained response may claim."""
         if not w.synced:
             return w.min_rev - 1
+        feed = w.feed
+        if feed is not None and w.cursor < feed.start + len(feed.events):
+            # Events of its feed still to come (that it wants): only what precedes them is covered.
+            for i in range(w.cursor - feed.start, len(feed.events)):
+                rev = feed.events[i].kv.mod_revision
+                if rev >= w.min_rev:
+                    return rev - 1
         # A synced watcher has everything notified so far, and, if it joined from a catch-up
         # that went past the last notify, everything up to where the catch-up ended.
         return max(self._rev, min(w.min_rev - 1, self._src.current_revision))
 
     # ------------------------------------------------------------------ internals
     def _join_synced(self, w: Watcher) -> None:
+        spec = spec_of(w)
+        feed = self._feeds.get(spec)
+        if feed is None:
+            feed = self._feeds[spec] = Feed(w)
+            self._synced.add(feed)
+        feed.members[w] = None
+        w.feed = feed
+        w.cursor = feed.end
         w.synced = True
-        self._synced.add(w)
 
     def _join_unsynced(self, w: Watcher) -> None:
         w.synced = False
@@ -386,51 +483,61 @@ class WatchHub:
         self._unsynced_ws[w] = None
 
     def _leave(self, w: Watcher) -> None:
+        """Out of its group; a synced watcher's place in its feed (and what it had not been
+        given there) goes with it."""
         if w.synced:
-            self._synced.remove(w)
+            feed = w.feed
+            assert feed is not None
+            del feed.members[w]
+            w.feed = None
+            if not feed.members:
+                self._synced.remove(feed)
+                del self._feeds[feed.spec]
+                self._ready_feeds.pop(feed, None)
         else:
             self._unsynced.remove(w)
             del self._unsynced_ws[w]
 
 
-def _within_bytes(evs: list[Event], take: int, max_bytes: int) -> int:
-    """`take` cut back so that the events' keys and values stay within about `max_bytes`,
-    never splitting a revision and always keeping the first revision whole."""
+def _within_bytes(evs: list[Event], i: int, take: int, max_bytes: int) -> int:
+    """`take` events from evs[i] on, cut back so that their keys and values stay within about
+    `max_bytes`, never splitting a revision and always keeping the first revision whole."""
     total = 0
-    for i in range(take):
-        kv = evs[i].kv
-        prev = evs[i].prev_kv
+    for j in range(i, i + take):
+        kv = evs[j].kv
+        prev = evs[j].prev_kv
         total += len(kv.key) + len(kv.value) + (len(prev.value) if prev is not None else 0)
-        if total > max_bytes and i > 0:
-            n = i
-            last = evs[n].kv.mod_revision
-            while n > 0 and evs[n - 1].kv.mod_revision == last:
+        if total > max_bytes and j > i:
+            n = j
+            cut = evs[n].kv.mod_revision
+            while n > i and evs[n - 1].kv.mod_revision == cut:
                 n -= 1
-            if n == 0:  # the first revision alone is over: it goes whole
-                n = 1
-                first = evs[0].kv.mod_revision
-                while n < take and evs[n].kv.mod_revision == first:
+            if n == i:  # the first revision alone is over: it goes whole
+                n = i + 1
+                first = evs[i].kv.mod_revision
+                while n < i + take and evs[n].kv.mod_revision == first:
                     n += 1
-            return n
+            return n - i
     return take
 
 
-def _whole_revisions(evs: list[Event], room: int, *, allow_over: bool) -> int:
-    """How many leading events fit in `room` without splitting a revision.  With `allow_over`,
-    at least the first whole revision is taken even if it alone exceeds `room`."""
-    if len(evs) <= room:
-        return len(evs)
+def _whole_revisions(evs: list[Event], i: int, room: int, *, allow_over: bool) -> int:
+    """How many events from evs[i] on fit in `room` without splitting a revision.  With
+    `allow_over`, at least the first whole revision is taken even if it alone exceeds `room`."""
+    avail = len(evs) - i
+    if avail <= room:
+        return avail
     if room <= 0:
-        n = 0
+        n = i
     else:
-        n = room
+        n = i + room
         # back off to the start of the revision that `room` cuts through
-        last = evs[n].kv.mod_revision
-        while n > 0 and evs[n - 1].kv.mod_revision == last:
+        cut = evs[n].kv.mod_revision
+        while n > i and evs[n - 1].kv.mod_revision == cut:
             n -= 1
-    if n == 0 and allow_over:
-        first = evs[0].kv.mod_revision
-        n = 1
+    if n == i and allow_over:
+        first = evs[i].kv.mod_revision
+        n = i + 1
         while n < len(evs) and evs[n].kv.mod_revision == first:
             n += 1
-    return n
+    return n - i

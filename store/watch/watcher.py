@@ -8,19 +8,28 @@ hub does not touch watchers that an event does not match.
 
 Output, drained in this order: `head` (created or progress responses), `buffer` (events,
 whole revisions, oldest first, at most the hub's buffer size unless one revision alone is
-bigger), then `final` (the canceled response that ends the watch).
+bigger), then `final` (the canceled response that ends the watch).  A synced watcher's live
+events are not in `buffer` but in its `feed` (shared with every synced watcher of the same
+spec), from its `cursor` on; `buffer` then only holds what is left of a catch-up.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from store.api.kv import Event, EventType
 from store.api.watch import WatchFilter, WatchResponse
+
+if TYPE_CHECKING:
+    from store.watch.feed import Feed
 
 
 class Watcher:
     __slots__ = (
         "buffer",
         "busy",
+        "cursor",
+        "feed",
         "filtered",
         "final",
         "head",
@@ -67,6 +76,10 @@ class Watcher:
         self.final: WatchResponse | None = None
         self.busy = False
         """Got events since the last periodic progress round (etcd skips those watchers)."""
+        self.feed: Feed | None = None
+        """While synced: the feed it reads its live events from."""
+        self.cursor = 0
+        """While synced: the position in `feed` of the next event it is to be given."""
 
     def __repr__(self) -> str:
         state = "synced" if self.synced else "unsynced"
@@ -81,4 +94,7 @@ class Watcher:
         return not (self.no_put if ev.type is EventType.PUT else self.no_delete)
 
     def has_output(self) -> bool:
-        return bool(self.head or self.buffer or self.final is not None)
+        feed = self.feed
+        return bool(
+            self.head or self.buffer or self.final is not None or (feed is not None and self.cursor < feed.end)
+        )
