@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from store import canaries, failpoints
+from store import canaries, disk, failpoints
 from store.raft import Ready
 from store.raft.storage import MemoryStorage
 from store.raft.types import EntryType, Snapshot
@@ -49,7 +49,7 @@ class Persistence:
     @classmethod
     def open(cls, data_dir: Path, member_id: int, cluster_id: int, fsync: bool = True) -> Persistence:
         """Lock the data dir, then restore from it (or create an empty WAL for a new member)."""
-        data_dir.mkdir(parents=True, exist_ok=True)
+        disk.make_dirs(data_dir)
         lock = DataDirLock(data_dir).acquire()
         try:
             snapshotter = Snapshotter(snap_dir(data_dir))

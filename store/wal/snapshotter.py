@@ -45,7 +45,7 @@ class Snapshotter:
     def __init__(self, snap_dir: str | os.PathLike[str]) -> None:
         self.dir = Path(snap_dir)
         if not self.dir.is_dir():
-            self.dir.mkdir(parents=True, exist_ok=True)
+            disk.make_dirs(self.dir)
             disk.fsync_dir(self.dir.parent)
 
     def files(self) -> list[tuple[int, int, Path]]:

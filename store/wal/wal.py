@@ -73,7 +73,7 @@ class WAL:
     ) -> WAL:
         """A new, empty WAL whose every segment will carry `metadata` (msgpack-able)."""
         path = Path(wal_dir)
-        path.mkdir(parents=True, exist_ok=True)
+        disk.make_dirs(path)
         if list_segments(path):
             raise FileExistsError(f"a WAL already exists in {path}")
         for tmp in list_temporaries(path):
