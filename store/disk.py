@@ -17,6 +17,12 @@ functions for tracking ones that:
 
 Callers must use `disk.write(...)`, never `from store.disk import write`: enabling test mode
 rebinds the module attributes.  Reads do not go through this layer.
+
+Data files are private whatever the process umask: every file this layer creates is 0600
+(FILE_MODE) and every directory 0700 (DIR_MODE; `make_dirs`, since mkdir honours the umask).
+Files that the crash simulation must leave alone (logs, the apply log, pid and configuration
+files) are written with the untracked helpers `open_log` and `write_private`, with the same
+modes.
 """
 
 from __future__ import annotations
@@ -39,16 +45,73 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXE
 
 StrPath = str | os.PathLike[str]
 
+FILE_MODE = 0o600
+"""Every data file: read and written by its owner only."""
+DIR_MODE = 0o700
+"""Every data directory."""
+
+
+# ---------------------------------------------------------------- private files and directories
+def _open_private(path: StrPath, flags: int) -> int:
+    """os.open creating the file as FILE_MODE (the umask cannot widen it: a file found with
+    other bits, created under an older version or a narrower umask, is set to FILE_MODE)."""
+    fd = os.open(path, flags, FILE_MODE)
+    try:
+        if os.fstat(fd).st_mode & 0o777 != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_dirs(path: StrPath) -> None:
+    """Create directory `path` and any missing parent as DIR_MODE (mkdir honours the umask, so
+    each one created is chmod-ed); directories that exist already are left as they are."""
+    missing = []
+    p = os.path.abspath(path)
+    while not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+            continue  # created by someone else meanwhile: theirs
+        os.chmod(d, DIR_MODE)
+
+
+def open_log(path: StrPath) -> int:
+    """Open a log for appending (created FILE_MODE); untracked: a crash simulation leaves it whole."""
+    return _open_private(path, _APPEND_FLAGS)
+
+
+def write_private(path: StrPath, data: bytes) -> None:
+    """Replace a small file (configuration, pid, a backup to restore) at once: written to a
+    temporary FILE_MODE file, then renamed over `path`.  Untracked and not fsynced."""
+    tmp = os.fspath(path) + ".tmp"
+    fd = _open_private(tmp, _NEW_FLAGS)
+    try:
+        _write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
 
 # ---------------------------------------------------------------- production implementation
 def _open_append(path: StrPath) -> int:
     """Open (creating if needed) for appending; every write lands at the end."""
-    return os.open(path, _APPEND_FLAGS, 0o644)
+    return _open_private(path, _APPEND_FLAGS)
 
 
 def _open_new(path: StrPath) -> int:
     """Create or empty a file and open it for writing."""
-    return os.open(path, _NEW_FLAGS, 0o644)
+    return _open_private(path, _NEW_FLAGS)
 
 
 def _write(fd: int, data: bytes) -> None:
@@ -108,7 +171,7 @@ class _Tracker:
         self.paths: dict[int, str] = {}
         self.synced: dict[str, int] = _read_ledger(ledger) if ledger is not None and ledger.exists() else {}
         self.lock = threading.Lock()
-        self._ledger_fd = os.open(ledger, _APPEND_FLAGS, 0o644) if ledger is not None else -1
+        self._ledger_fd = _open_private(ledger, _APPEND_FLAGS) if ledger is not None else -1
 
     def shutdown(self) -> None:
         if self._ledger_fd >= 0:

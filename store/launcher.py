@@ -14,6 +14,10 @@ Layout under the data dir (default `.raftkube/`):
 Unless the cluster is created `insecure`, every member speaks only mutual TLS: peers with
 member certificates, clients with any certificate the cluster CA signed.
 
+Every directory the launcher or a member creates there is 0700 and every file 0600, whatever
+the umask (store.disk), but certificates (public, 0644: store.pki) in those 0700 directories;
+`store up` refuses a data dir, or its store/, that group or others can write (`check_private`).
+
 Each member runs in its own process group, so signals aimed at one member (kill, pause)
 never reach the launcher or the other members.
 """
@@ -34,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from store import pki
+from store import disk, pki
 from store.api.cluster import MemberInfo
 from store.api.protocol import split_url
 from store.config import ConfigError, StoreSettings
@@ -84,12 +88,29 @@ class LocalCluster:
     """A store cluster whose members run as local processes under one data dir."""
 
     def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
         self.root = data_dir / "store"
         self.cluster_file = self.root / CLUSTER_FILE
 
     # ------------------------------------------------------------------ layout
     def exists(self) -> bool:
         return self.cluster_file.exists()
+
+    def check_private(self) -> None:
+        """Refuse a data dir (or its store/ dir) that group or others can write: they could
+        replace or remove the members' files.  The user's directory is never chmod-ed behind
+        their back; those that the launcher creates itself are 0700 (store.disk.make_dirs)."""
+        for d in (self.data_dir, self.root):
+            try:
+                mode = d.stat().st_mode & 0o777
+            except FileNotFoundError:
+                continue
+            if mode & 0o022:
+                who = " and ".join(w for w, bit in (("group", 0o020), ("others", 0o002)) if mode & bit)
+                raise LauncherError(
+                    f"{d} is writable by {who} (mode {mode:04o}), so other local users could replace "
+                    f"the store's files; make it private (`chmod 700 {d}`) or choose another --data-dir"
+                )
 
     def load(self) -> dict[str, Any]:
         try:
@@ -150,7 +171,7 @@ class LocalCluster:
                 MemberInfo(i, f"m{i}", f"tcp://{s.host}:{p}", f"tcp://{s.host}:{c}", f"http://{s.host}:{h}", False)
             )
         cluster_id = random.getrandbits(63)
-        self.root.mkdir(parents=True, exist_ok=True)
+        disk.make_dirs(self.root)
         ca = None if insecure else pki.create_ca(self.pki_dir)
         if ca is not None:
             pki.issue_client_cert(ca, self.pki_dir, CLIENT_NAME)
@@ -168,9 +189,7 @@ class LocalCluster:
 
     def _write_cluster(self, cluster_id: int, infos: list[MemberInfo], insecure: bool) -> None:
         doc = {"cluster_id": cluster_id, "insecure": insecure, "members": [m.to_json() for m in infos]}
-        tmp = self.cluster_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=2) + "\n")
-        tmp.replace(self.cluster_file)
+        disk.write_private(self.cluster_file, (json.dumps(doc, indent=2) + "\n").encode())
 
     def _member_config(
         self,
@@ -273,7 +292,7 @@ class LocalCluster:
             host, port = split_url(url)
             if not port_free(host, port):
                 raise LauncherError(f"member {member_id}: port {port} on {host} is in use ({url})")
-        log = open(d / "member.log", "ab")  # noqa: SIM115 - handed to the child process
+        log = disk.open_log(d / "member.log")  # handed to the child process
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "store.server.main", str(d)],
@@ -289,9 +308,9 @@ class LocalCluster:
                 },
             )
         finally:
-            log.close()
+            os.close(log)
         _children[proc.pid] = proc
-        (d / "pid").write_text(f"{proc.pid}\n")
+        disk.write_private(d / "pid", f"{proc.pid}\n".encode())
         return proc.pid
 
     def signal_member(self, member_id: int, sig: int) -> int:

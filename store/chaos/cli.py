@@ -39,6 +39,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--report", type=Path, default=None, help="report directory (default: chaos-report-<time>)")
     p.add_argument("--profile", choices=sorted(PROFILES), default="fast", help="Raft timing (default 100/1000 ms)")
     p.add_argument("--canary", choices=CANARIES, default="", help="run members in a test-only unsafe mode")
+    p.add_argument(
+        "--snapshot-count",
+        type=int,
+        default=Scenario.snapshot_count,
+        help=f"applied entries between two member snapshots (default {Scenario.snapshot_count})",
+    )
     p.add_argument("--traffic", type=float, default=1.0, help="seconds of traffic before and after the fault")
     p.add_argument("--list", action="store_true", help="list the faults and exit")
     p.set_defaults(run=run)
@@ -55,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     if not faults:
         raise UsageError("--faults names no fault")
-    if args.duration < 0 or args.traffic <= 0:
-        raise UsageError("--duration must be >= 0 and --traffic > 0")
+    if args.duration < 0 or args.traffic <= 0 or args.snapshot_count < 1:
+        raise UsageError("--duration must be >= 0, --traffic > 0 and --snapshot-count >= 1")
     seed = args.seed if args.seed is not None else random.randrange(1 << 20)
     root = args.report or Path(f"chaos-report-{time.strftime('%Y%m%d-%H%M%S')}")
     if root.exists() and any(root.iterdir()):
@@ -70,7 +76,16 @@ def run(args: argparse.Namespace) -> int:
     for i, (fault, s) in enumerate(plan):
         if args.duration and time.monotonic() - t0 > args.duration:
             break
-        sc = Scenario(fault, s, args.members, args.profile, warmup=args.traffic, after=args.traffic, canary=args.canary)
+        sc = Scenario(
+            fault,
+            s,
+            args.members,
+            args.profile,
+            warmup=args.traffic,
+            after=args.traffic,
+            canary=args.canary,
+            snapshot_count=args.snapshot_count,
+        )
         folder = root / f"{i:03d}-{fault.replace(':', '-')}-{s}"
         r = asyncio.run(run_scenario(sc, folder, progress=lambda m: print(f"  {m}", flush=True)))
         write_scenario(r)

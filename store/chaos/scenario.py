@@ -51,6 +51,8 @@ class Scenario:
 
     def rerun_command(self) -> str:
         c = f" --canary {self.canary}" if self.canary else ""
+        if self.snapshot_count != Scenario.snapshot_count:
+            c += f" --snapshot-count {self.snapshot_count}"
         return (
             f"raftkube chaos --faults {self.fault} --seed {self.seed} --members {self.members}"
             f" --profile {self.profile}{c}"

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from store import disk
 from store.api.cluster import MemberInfo
 from store.api.errors import StoreError
 from store.cli.common import (
@@ -258,6 +259,7 @@ def _resolve_member(args: argparse.Namespace, cluster: LocalCluster) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     s = _settings(args)
     cluster = LocalCluster(s.data_dir)
+    cluster.check_private()
     if cluster.exists():
         have = len(cluster.member_ids())
         if args.members and args.members != have:
@@ -492,7 +494,7 @@ def cmd_snapshot_restore(args: argparse.Namespace) -> int:
         raise UsageError(f"{s.data_dir} already holds a cluster; restore into a new directory")
     infos = cluster.create(s, insecure=args.insecure)
     for m in infos:
-        (cluster.member_dir(m.id) / "restore_from.bin").write_bytes(backup)
+        disk.write_private(cluster.member_dir(m.id) / "restore_from.bin", backup)
     if args.output == "json":
         print_json({"data_dir": str(s.data_dir), "members": len(infos), "revision": revision})
     else:

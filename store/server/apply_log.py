@@ -9,10 +9,11 @@ applied entry to `<data dir>/apply.log`:
 
 (entry type is raft's, or SNAPSHOT_INSTALLED / SNAPSHOT_LOADED for a state replaced whole).
 
-It is written with plain `os.write` (not through `store.disk`), so a simulated crash that
-cuts store files back to their fsynced length leaves it whole: it says what was applied,
-even by a process that then lost it.  A member re-applying entries after a restart logs
-them again; the checker requires every copy of an index to agree.
+It is opened with `store.disk.open_log` (private, but untracked) and written with plain
+`os.write`, so a simulated crash that cuts store files back to their fsynced length leaves
+it whole: it says what was applied, even by a process that then lost it.  A member
+re-applying entries after a restart logs them again; the checker requires every copy of an
+index to agree.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+
+from store import disk
 
 ENV = "RAFTKUBE_APPLY_LOG"
 SNAPSHOT_INSTALLED = -1
@@ -36,7 +39,7 @@ class ApplyLog:
     """Buffers one Ready's records and writes them with one syscall."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.fd = os.open(data_dir / FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = disk.open_log(data_dir / FILE)
         self._buf: list[bytes] = []
         self._packer = msgpack.Packer(use_bin_type=True)
 

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from store import disk
 from store.api.cluster import MemberInfo
 from store.api.protocol import MAX_REQUEST_BYTES, split_url
 
@@ -242,10 +243,8 @@ def write_member_file(member_dir: Path, cfg: MemberConfig) -> None:
         elif f.name == "peer_dial":
             value = {str(k): v for k, v in sorted(value.items())}
         doc[f.name] = value
-    member_dir.mkdir(parents=True, exist_ok=True)
-    tmp = member_dir / (MEMBER_FILE + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    tmp.replace(member_dir / MEMBER_FILE)
+    disk.make_dirs(member_dir)
+    disk.write_private(member_dir / MEMBER_FILE, (json.dumps(doc, indent=2) + "\n").encode())
 
 
 def read_member_file(member_dir: Path) -> MemberConfig:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from store import canaries, failpoints
+from store import canaries, disk, failpoints
 from store.raft import Ready
 from store.raft.storage import MemoryStorage
 from store.raft.types import EntryType, Snapshot
@@ -21,6 +21,8 @@ from store.wal.wal import WAL
 log = logging.getLogger("raftkube.persistence")
 
 SNAPSHOTS_KEPT = 3
+BOOTSTRAP_INDEX = 1
+"""`RawNode.bootstrap` hands a new cluster its initial membership as a snapshot at index 1."""
 
 
 class Persistence:
@@ -47,7 +49,7 @@ class Persistence:
     @classmethod
     def open(cls, data_dir: Path, member_id: int, cluster_id: int, fsync: bool = True) -> Persistence:
         """Lock the data dir, then restore from it (or create an empty WAL for a new member)."""
-        data_dir.mkdir(parents=True, exist_ok=True)
+        disk.make_dirs(data_dir)
         lock = DataDirLock(data_dir).acquire()
         try:
             snapshotter = Snapshotter(snap_dir(data_dir))
@@ -60,6 +62,11 @@ class Persistence:
                         f"not member {member_id} of cluster {cluster_id}"
                     )
                 snap = None if r.snapshot.is_empty else r.snapshot
+                if canaries.ACK_BEFORE_FSYNC:
+                    # What survived the last run is this run's durable base (the canary never
+                    # fsyncs client writes, so after a clean stop they may still be unsynced);
+                    # the snapshot marker it replayed is then the one `wal.durable_snapshot` names.
+                    r.wal.sync()
                 return cls(lock, r.wal, snapshotter, r.storage, snap, is_new=False, fsync=fsync)
             wal = WAL.create(wal_dir(data_dir), {"member_id": member_id, "cluster_id": cluster_id})
             return cls(lock, wal, snapshotter, MemoryStorage(), None, is_new=True, fsync=fsync)
@@ -85,15 +92,25 @@ class Persistence:
         self.wal.save(rd.hard_state, rd.entries, sync=sync, snapshot=marker)
 
     def _canary_fsync_due(self, rd: Ready) -> bool:
-        """The ack-before-fsync canary's policy: fsync only what an election and the
-        membership need (a new term or vote, conf changes); client writes are acknowledged
-        without ever being fsynced.  A crash then loses acknowledged writes while the prefix
-        that survives stays consistent, so the cluster restarts and the loss can be seen."""
+        """The ack-before-fsync canary's policy: fsync only what a restart, an election and
+        the membership need (the bootstrap snapshot, a new term or vote, conf changes);
+        client writes are acknowledged without ever being fsynced.  A crash then loses
+        acknowledged writes while the prefix that survives stays consistent, so the cluster
+        restarts and the loss can be seen.
+
+        Snapshot markers are not fsynced: the WAL is one append-only file and a crash keeps
+        a prefix of it, so a durable marker would make every client write before it durable
+        too.  Instead the snapshot files and WAL segments that the durable marker needs are
+        kept (`record_snapshot`, `release_wal_before`)."""
         hs = rd.hard_state
-        if hs is not None and (hs.term, hs.vote) != self._synced_term_vote:
+        due = (
+            (rd.snapshot is not None and rd.snapshot.metadata.index == BOOTSTRAP_INDEX)
+            or (hs is not None and (hs.term, hs.vote) != self._synced_term_vote)
+            or any(e.type != EntryType.NORMAL for e in rd.entries)
+        )
+        if due and hs is not None:
             self._synced_term_vote = (hs.term, hs.vote)
-            return True
-        return any(e.type != EntryType.NORMAL for e in rd.entries)
+        return due
 
     def _persist_with_failpoints(self, rd: Ready, sync: bool, marker: SnapshotMarker | None) -> None:
         """`persist_ready` split into write and fsync, so a fault can land in between."""
@@ -106,13 +123,20 @@ class Persistence:
 
     def record_snapshot(self, snap: Snapshot) -> None:
         """After the member's own snapshot file is saved: point the WAL at it, drop old files."""
-        # (The canary must not fsync here: that would flush the client writes before the marker.)
-        sync = self.fsync and not canaries.ACK_BEFORE_FSYNC
-        self.wal.save_snapshot_marker(snap.metadata.index, snap.metadata.term, sync=sync)
+        if canaries.ACK_BEFORE_FSYNC:
+            # No fsync: that would flush the client writes before the marker.  So after a
+            # crash the WAL may point at an older marker: its snapshot file must stay.
+            self.wal.save_snapshot_marker(snap.metadata.index, snap.metadata.term, sync=False)
+            self.snapshotter.purge(keep=SNAPSHOTS_KEPT, needed=self.wal.durable_snapshot.index)
+            return
+        self.wal.save_snapshot_marker(snap.metadata.index, snap.metadata.term, sync=self.fsync)
         self.snapshotter.purge(keep=SNAPSHOTS_KEPT)
 
     def release_wal_before(self, index: int) -> None:
-        index = min(index, self.wal.snapshot.index + 1)
+        # Replay needs every entry after the snapshot marker; under the canary, after the
+        # durable one (the newest may be lost in a crash).
+        marker = self.wal.durable_snapshot if canaries.ACK_BEFORE_FSYNC else self.wal.snapshot
+        index = min(index, marker.index + 1)
         for path in self.wal.release_before(index):
             log.info("released WAL segment %s", path.name)
 

@@ -32,7 +32,7 @@ class DataDirLock:
         """Take the lock or raise DataDirLockedError naming the holder's pid."""
         if self.held:
             return self
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        disk.make_dirs(self.data_dir)
         fd = disk.open_append(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -45,7 +45,7 @@ class Snapshotter:
     def __init__(self, snap_dir: str | os.PathLike[str]) -> None:
         self.dir = Path(snap_dir)
         if not self.dir.is_dir():
-            self.dir.mkdir(parents=True, exist_ok=True)
+            disk.make_dirs(self.dir)
             disk.fsync_dir(self.dir.parent)
 
     def files(self) -> list[tuple[int, int, Path]]:
@@ -131,14 +131,24 @@ class Snapshotter:
                 disk.fsync_dir(self.dir)
         return None
 
-    def purge(self, keep: int = 5) -> list[Path]:
-        """Delete all but the `keep` newest snapshots (and leftover temporaries)."""
+    def purge(self, keep: int = 5, needed: int | None = None) -> list[Path]:
+        """Delete all but the `keep` newest snapshots (and leftover temporaries).
+
+        `needed`: the index of the WAL's durable snapshot marker, when it is older than the
+        newest marker (written without fsync): the snapshot a restart after a crash would
+        load for it (`load_newest(max_index=needed)`) is kept too.
+        """
         if keep < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
         removed = self._remove_temporaries()
-        for _index, _term, path in self.files()[keep:]:
-            disk.remove(path)
-            removed.append(path)
+        files = self.files()
+        protected = None
+        if needed is not None:
+            protected = next((path for index, _term, path in files if index <= needed), None)
+        for _index, _term, path in files[keep:]:
+            if path != protected:
+                disk.remove(path)
+                removed.append(path)
         return removed
 
     def _remove_temporaries(self) -> list[Path]:

@@ -55,6 +55,7 @@ class WAL:
         self.metadata = metadata
         self._hs = hard_state
         self._snapshot = snapshot
+        self._durable_snapshot = snapshot
         self._last = last_index
         self.segment_size = segment_size
         self._dirty = False
@@ -72,7 +73,7 @@ class WAL:
     ) -> WAL:
         """A new, empty WAL whose every segment will carry `metadata` (msgpack-able)."""
         path = Path(wal_dir)
-        path.mkdir(parents=True, exist_ok=True)
+        disk.make_dirs(path)
         if list_segments(path):
             raise FileExistsError(f"a WAL already exists in {path}")
         for tmp in list_temporaries(path):
@@ -167,6 +168,13 @@ class WAL:
         return self._snapshot
 
     @property
+    def durable_snapshot(self) -> SnapshotMarker:
+        """The newest snapshot marker known to be on disk: the one replayed at open, then the
+        newest one written before the latest fdatasync.  Behind `snapshot` only while a marker
+        was written with sync=False; a crash may then leave the log pointing at this one."""
+        return self._durable_snapshot
+
+    @property
     def last_index(self) -> int:
         return self._last
 
@@ -203,10 +211,8 @@ class WAL:
                 raise ValueError(f"entries start at {entries[0].index}, after a gap (last index {last})")
             if entries[-1].index > floor:
                 last = entries[-1].index
-        self._append(encode_batch(snapshot, snapshot is not None, entries, hard_state), sync)
+        self._append(encode_batch(snapshot, snapshot is not None, entries, hard_state), sync, snapshot)
         self._last = last
-        if snapshot is not None:
-            self._snapshot = snapshot
         if hard_state is not None:
             self._hs = hard_state
 
@@ -221,8 +227,7 @@ class WAL:
         if index > self._last:
             raise ValueError(f"snapshot at {index} is beyond the last index {self._last}")
         marker = SnapshotMarker(index, term)
-        self._append(encode_batch(marker, False, [], None), sync)
-        self._snapshot = marker
+        self._append(encode_batch(marker, False, [], None), sync, marker)
 
     def sync(self) -> None:
         """fdatasync what was written with sync=False."""
@@ -233,6 +238,7 @@ class WAL:
             self._fail(f"fdatasync of {self._segments[-1].path} failed: {e}")
             raise DiskWriteError(self._failed or "", str(self._segments[-1].path), e.errno) from e
         self._dirty = False
+        self._durable_snapshot = self._snapshot
 
     def release_before(self, index: int) -> list[Path]:
         """Delete the segments holding only entries before `index` (never the current one).
@@ -261,7 +267,8 @@ class WAL:
         self._failed = why
         log.error("WAL %s: %s; no further writes are accepted", self.dir, why)
 
-    def _append(self, record: bytes, sync: bool) -> None:
+    def _append(self, record: bytes, sync: bool, marker: SnapshotMarker | None = None) -> None:
+        """Write one record (carrying snapshot `marker`, if any); fdatasync when `sync`."""
         if self._size >= self.segment_size:
             self._cut()
         path = self._segments[-1].path
@@ -271,6 +278,8 @@ class WAL:
             self._rollback(path, e)
         self._size += len(record)
         self._dirty = True
+        if marker is not None:
+            self._snapshot = marker
         if sync:
             self.sync()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from store.client.client import Client
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube
+from tests.support.modes import not_private, umask
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,6 +112,7 @@ def test_snapshot_save_and_restore(data_dir: Path, tmp_path: Path) -> None:
     new = tmp_path / "restored"
     proc = raftkube("store", "snapshot", "restore", str(backup), "--data-dir", str(new), "--members", "1")
     assert proc.returncode == 0, proc.stderr
+    assert not_private(new) == []  # the backup copied into the member dir is data too
     again = raftkube("store", "snapshot", "restore", str(backup), "--data-dir", str(new))
     assert again.returncode == 2 and "already holds a cluster" in again.stderr
     bad = tmp_path / "bad.bin"
@@ -170,3 +174,44 @@ def test_up_refuses_bad_port_and_timeout_flags(tmp_path: Path) -> None:
     proc = raftkube("store", "up", "--detach", "--data-dir", d, "--startup-timeout", "0")
     assert proc.returncode == 2 and "--startup-timeout must be positive" in proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_up_keeps_the_data_dir_private_whatever_the_umask(tmp_path: Path) -> None:
+    """Under umask 0 (which would give 0777 directories and 0644 files), after `store up`
+    and enough writes for member snapshots, every directory under the data dir is 0700 and
+    every file 0600: lock, WAL, snapshots, member.json, pid, member.log, cluster.json, TLS
+    keys (certificates, public, are 0644 in those 0700 directories)."""
+    d = tmp_path / "private"
+    cfg = tmp_path / "cluster.toml"
+    cfg.write_text("[store]\nsnapshot_count = 5\nsnapshot_catchup_entries = 2\n[store.raft]\ntick_ms = 20\n")
+
+    async def writes(endpoints: list[str]) -> None:
+        async with Client(endpoints, timeout=5, tls=LocalCluster(d).client_tls()) as c:
+            for i in range(20):
+                await c.put(b"private/%d" % i, b"secret")
+
+    try:
+        with umask(0):
+            proc = raftkube("store", "up", "--detach", "--free-ports", "--data-dir", str(d), "--config", str(cfg))
+            assert proc.returncode == 0, proc.stderr + proc.stdout
+            asyncio.run(writes(LocalCluster(d).client_urls()))
+        member = d / "store" / "member-1"
+        assert {"LOCK", "member.json", "member.log", "pid", "wal", "snap", "tls"} <= {p.name for p in member.iterdir()}
+        assert list((member / "snap").glob("*.snap")), "no member snapshot was taken"
+        assert not_private(d) == []
+    finally:
+        LocalCluster(d).stop_all(timeout=5)
+
+
+@pytest.mark.parametrize(("where", "bits", "who"), [("data", 0o775, "group"), ("store", 0o703, "others")])
+def test_up_refuses_a_data_dir_others_can_write(tmp_path: Path, where: str, bits: int, who: str) -> None:
+    """Exit 2 with the directory, who can write it and its mode; nothing is started or chmod-ed."""
+    d = tmp_path / "shared"
+    target = d if where == "data" else d / "store"
+    target.mkdir(parents=True)
+    target.chmod(bits)
+    proc = raftkube("store", "up", "--detach", "--free-ports", "--data-dir", str(d))
+    assert proc.returncode == 2, proc.stderr + proc.stdout
+    assert f"{target} is writable by {who} (mode {bits:04o})" in proc.stderr
+    assert target.stat().st_mode & 0o777 == bits
+    assert not (d / "store" / "cluster.json").exists()

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from store import disk
 from store.api.errors import StoreError
 from store.client.client import Client
 from store.config import RaftSettings, StoreSettings
@@ -45,7 +46,7 @@ class StoreCluster:
         self.tls = self.local.client_tls()
         if backup is not None:
             for m in infos:
-                (self.local.member_dir(m.id) / "restore_from.bin").write_bytes(backup)
+                disk.write_private(self.local.member_dir(m.id) / "restore_from.bin", backup)
 
     @property
     def endpoints(self) -> list[str]:

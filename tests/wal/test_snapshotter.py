@@ -84,3 +84,14 @@ def test_purge_keeps_the_newest(tmp_path: Path) -> None:
     assert [i for i, _, _ in s.files()] == [70, 60, 50]
     with pytest.raises(ValueError):
         s.purge(keep=0)
+
+
+def test_purge_keeps_the_snapshot_a_durable_marker_needs(tmp_path: Path) -> None:
+    """With `needed` (an older durable WAL marker), the file a restart would load for it stays."""
+    s = Snapshotter(tmp_path)
+    for i in (1, 300, 600, 900, 1200):
+        s.save(snap(i))
+    s.purge(keep=2, needed=1)
+    assert [i for i, _, _ in s.files()] == [1200, 900, 1]
+    s.purge(keep=1, needed=1000)
+    assert [i for i, _, _ in s.files()] == [1200, 900]

@@ -163,6 +163,23 @@ def test_snapshot_marker_keeps_later_entries(tmp_path: Path) -> None:
     assert r.entries == ents(9, 10)
 
 
+def test_durable_snapshot_follows_fdatasync(tmp_path: Path) -> None:
+    """`durable_snapshot` is the newest marker written before the last fdatasync (or replayed)."""
+    with WAL.create(tmp_path, {}) as w:
+        w.save(hs(commit=8), ents(1, 10))
+        w.save_snapshot_marker(4, 1)
+        assert w.durable_snapshot == w.snapshot == SnapshotMarker(4, 1)
+        w.save_snapshot_marker(8, 1, sync=False)
+        w.save(hs(commit=9), [], sync=False, snapshot=SnapshotMarker(9, 1))
+        assert w.snapshot == SnapshotMarker(9, 1)
+        assert w.durable_snapshot == SnapshotMarker(4, 1)
+        w.sync()
+        assert w.durable_snapshot == SnapshotMarker(9, 1)
+    w, _ = WAL.open(tmp_path)
+    w.close()
+    assert w.durable_snapshot == SnapshotMarker(9, 1)
+
+
 def test_installed_snapshot_replaces_the_log(tmp_path: Path) -> None:
     """A snapshot from the leader (save(snapshot=...)) discards the log, as MemoryStorage.apply_snapshot."""
     with WAL.create(tmp_path, {}) as w:
