@@ -95,6 +95,4 @@ class Watcher:
 
     def has_output(self) -> bool:
         feed = self.feed
-        return bool(
-            self.head or self.buffer or self.final is not None or (feed is not None and self.cursor < feed.end)
-        )
+        return bool(self.head or self.buffer or self.final is not None or (feed is not None and self.cursor < feed.end))

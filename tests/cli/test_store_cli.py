@@ -210,7 +210,11 @@ def test_up_refuses_a_data_dir_others_can_write(tmp_path: Path, where: str, bits
     target = d if where == "data" else d / "store"
     target.mkdir(parents=True)
     target.chmod(bits)
-    proc = raftkube("store", "up", "--detach", "--free-ports", "--data-dir", str(d))
+    try:
+        proc = raftkube("store", "up", "--detach", "--free-ports", "--data-dir", str(d))
+    finally:
+        if LocalCluster(d).exists():  # a regression would have started members: stop them
+            LocalCluster(d).stop_all(timeout=5)
     assert proc.returncode == 2, proc.stderr + proc.stdout
     assert f"{target} is writable by {who} (mode {bits:04o})" in proc.stderr
     assert target.stat().st_mode & 0o777 == bits
