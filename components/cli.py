@@ -15,7 +15,7 @@ from bench.store import cli as store_bench
 from store.chaos import cli as chaos_cli
 from store.cli import cluster as store_cli
 from store.cli import kv as kv_cli
-from store.cli.common import UsageError
+from store.cli.common import ClusterError, UsageError
 from store.config import ConfigError
 from store.launcher import LauncherError
 
@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, LauncherError) as e:
         print(f"raftkube: {e}", file=sys.stderr)
         return 2
+    except ClusterError as e:
+        print(f"raftkube: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

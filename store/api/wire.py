@@ -89,11 +89,7 @@ class Fields:
 
     def text(self, name: str, max_len: int = MAX_STR) -> str:
         v, path = self._next(name)
-        if type(v) is not str:
-            raise self.fail(path, f"expected str, got {_kind(v)}")
-        if len(v) > max_len:
-            raise self.fail(path, f"longer than {max_len} characters")
-        return v
+        return check_str(v, path, max_len)
 
     def enum(self, name: str, cls: type[E]) -> E:
         v, path = self._next(name)

@@ -23,6 +23,7 @@ from store.cli.common import (
     endpoints,
     make_client,
     print_json,
+    store_error,
     table,
 )
 from store.client.client import Client
@@ -359,7 +360,7 @@ def _run_client(args: argparse.Namespace, coro_fn: Any) -> Any:
     try:
         return asyncio.run(go())
     except StoreError as e:
-        raise UsageError(f"{e.code}: {e.message}") from e
+        raise store_error(e) from e
 
 
 def cmd_members(args: argparse.Namespace) -> int:

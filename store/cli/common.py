@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from store import pki
+from store.api.errors import Outcome, StoreError
 from store.client.client import Client
 from store.config import ConfigError
 from store.launcher import LauncherError, LocalCluster
@@ -19,6 +20,17 @@ DEFAULT_DATA_DIR = Path(".raftkube")
 
 class UsageError(Exception):
     """Bad usage or a refused request: printed as `raftkube: <message>`, exit status 2."""
+
+
+class ClusterError(Exception):
+    """The cluster could not serve a request (unavailable, no leader, timed out...): printed
+    as `raftkube: <message>`, exit status 1, since retrying may help."""
+
+
+def store_error(e: StoreError) -> Exception:
+    """The CLI's error for a store error: its outcome alone decides the exit status."""
+    text = f"{e.code}: {e.message}"
+    return UsageError(text) if e.outcome is Outcome.REFUSED else ClusterError(text)
 
 
 def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
@@ -114,6 +126,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 
 __all__ = [
+    "ClusterError",
     "ConfigError",
     "UsageError",
     "add_cluster_arguments",
@@ -123,5 +136,6 @@ __all__ = [
     "fail",
     "make_client",
     "print_json",
+    "store_error",
     "table",
 ]

@@ -1,8 +1,9 @@
 """Entry point of one member process:  python -m store.server.main MEMBER_DIR
 
 MEMBER_DIR holds `member.json` (written by the launcher or `member add`); the member keeps
-its WAL, snapshots and lock there too.  SIGTERM/SIGINT stop it cleanly; exit status 1 means
-it stopped on a fatal error (see its log), 2 that its configuration (or a test-only
+its WAL, snapshots and lock there too, and its certificate in tls/ (unless insecure).
+SIGTERM/SIGINT stop it cleanly; exit status 1 means it stopped on a fatal error (see its
+log), 2 that its configuration (member.json, its certificate, or a test-only
 RAFTKUBE_FAILPOINTS / RAFTKUBE_UNSAFE setting) is unusable.
 """
 
@@ -16,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from store import canaries, disk, failpoints
+from store import canaries, disk, failpoints, pki
 from store.api.errors import StoreError
 from store.server.config import MemberConfig, read_member_file
 from store.server.member import Member
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     disk.enable_for_member(cfg.data_dir)
     try:
         return asyncio.run(serve(cfg))
+    except pki.PKIError as e:
+        # A missing or damaged certificate is a configuration problem, like a bad member.json.
+        print(f"raftkube-member {cfg.member_id}: TLS: {e}", file=sys.stderr)
+        return 2
     except StoreError as e:
         # Locked data dir, corrupt WAL, unusable port: say what and where, exit non-zero.
         print(f"raftkube-member {cfg.member_id}: {e}", file=sys.stderr)

@@ -145,3 +145,25 @@ def test_the_cli_and_the_client_refuse_a_plaintext_cluster_endpoint_without_inse
 
     said = run(go())
     assert said.startswith("unavailable") and "TLS" in said, said
+
+
+def test_a_member_without_its_key_exits_2_naming_the_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from store.launcher import LocalCluster, free_ports
+    from tests.support.cluster import fast_settings
+
+    local = LocalCluster(tmp_path)
+    local.create(fast_settings(tmp_path, members=1), ports=free_ports(3))
+    key = local.member_dir(1) / "tls" / "member.key"
+    key.unlink()
+    out = subprocess.run(
+        [sys.executable, "-m", "store.server.main", str(local.member_dir(1))],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert out.returncode == 2, out.stderr
+    assert str(key) in out.stderr
