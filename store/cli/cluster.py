@@ -287,7 +287,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         eps = ",".join(cluster.client_urls())
         print(f"\nstarted {len(started)} member(s); data in {s.data_dir}/store")
         print(f"try:  raftkube kv put hello world --data-dir {s.data_dir}")
-        print(f"      raftkube kv get hello --endpoints {eps}")
+        if cluster.insecure():
+            print(f"      raftkube kv get hello --insecure --endpoints {eps}")
+        else:
+            pki = cluster.pki_dir
+            print(
+                f"      raftkube kv get hello --endpoints {eps} "
+                f"--cacert {pki / 'ca.crt'} --cert {pki / 'admin.crt'} --key {pki / 'admin.key'}"
+            )
     if args.detach:
         if args.output == "human":
             print(f"stop with:  raftkube store down --data-dir {s.data_dir}")
