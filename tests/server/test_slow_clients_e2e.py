@@ -7,6 +7,7 @@ for everyone, keep idle sockets forever, or use up its file descriptors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import socket
 import struct
@@ -196,3 +197,74 @@ def test_a_connection_whose_backlog_passes_the_limit_is_aborted_and_its_watchers
 
     assert run(go())
     assert metric(cluster, 2, "raftkube_watch_slow_connections_total") == cut_before + 1
+
+
+def test_idle_connections_cannot_take_the_descriptors_the_member_needs(tmp_path: Path) -> None:
+    """A member limited to 300 file descriptors keeps 256 of them for itself (its WAL,
+    snapshots, peers): 400 idle connections get at most the rest, and a client connected
+    before them goes on writing, snapshots included.  (20,000 idle connections used to take
+    every descriptor, and the next WAL segment failed with EMFILE, which stopped the member.)"""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from store.launcher import LocalCluster, free_ports
+    from tests.support.cluster import fast_settings
+
+    local = LocalCluster(tmp_path)
+    local.create(fast_settings(tmp_path, members=1, snapshot_count=50), ports=free_ports(3))
+    member_dir = local.member_dir(1)
+
+    def limit_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))
+
+    with open(member_dir / "member.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "store.server.main", str(member_dir)],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            preexec_fn=limit_descriptors,  # noqa: PLW1509 - only setrlimit, in the child
+            start_new_session=True,
+        )
+    socks: list[socket.socket] = []
+    try:
+        url = local.client_urls()[0]
+        host, port = split_url(url)
+        tls = local.client_tls()
+
+        async def go() -> int:
+            from store.client.client import Client
+
+            async with Client([url], timeout=5, tls=tls) as c:
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + 15
+                while True:
+                    try:
+                        await c.put(b"before", b"1")
+                        break
+                    except (StoreError, OSError):
+                        if loop.time() > deadline:
+                            raise
+                        await asyncio.sleep(0.1)
+                base = len(os.listdir(f"/proc/{proc.pid}/fd"))
+                for _ in range(400):
+                    # (A connect refused while the member's accept queue is full is fine.)
+                    with contextlib.suppress(OSError):
+                        socks.append(socket.create_connection((host, port), timeout=0.5))
+                await asyncio.sleep(0.5)
+                taken = len(os.listdir(f"/proc/{proc.pid}/fd")) - base
+                for i in range(200):  # the member still writes its WAL and answers
+                    await c.put(b"after/%d" % i, b"x" * 1024)
+                return taken
+
+        taken = run(go())
+        # 300 - 256 = 44 connections at most (the one already open among them), give or take
+        # a socket being closed.
+        assert taken <= 300 - 256 + 2, f"idle connections took {taken} descriptors"
+        assert proc.poll() is None
+    finally:
+        for s in socks:
+            s.close()
+        proc.kill()
+        proc.wait(timeout=10)
