@@ -165,9 +165,11 @@ class Connection:
 
     def abort(self) -> None:
         """Close the socket and stop the reader now, without waiting: done synchronously so
-        that a caller cancelled while closing still leaves no socket or task behind."""
+        that a caller cancelled while closing still leaves no socket or task behind.  An
+        abort, not a close: a TLS close waits for the member's close_notify (up to 30 s
+        when the member is slow to answer), which a client going away has no use for."""
         if self.writer is not None:
-            self.writer.close()
+            self.writer.transport.abort()
         if self._reader_task is not None:
             self._reader_task.cancel()
 
