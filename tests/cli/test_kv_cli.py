@@ -22,7 +22,7 @@ import pytest
 from store.api.kv import Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest
 from store.cli.kv import lease_ref, parse_txn
 from store.launcher import LocalCluster, free_ports
-from tests.support.cli import raftkube
+from tests.support.cli import raftkube, raftkube_interactive
 from tests.support.cluster import running_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -337,14 +337,7 @@ def test_lease_grant_ttl_keepalive_revoke(data_dir: Path) -> None:
 
 def test_lease_keepalive_renews_every_ttl_third_until_ctrl_c(data_dir: Path) -> None:
     lid = ok_json(data_dir, "lease", "grant", "3")["id"]
-    args = ["kv", "lease", "keepalive", str(lid), "-o", "json", "--data-dir", str(data_dir)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "components.cli", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = raftkube_interactive("kv", "lease", "keepalive", str(lid), "-o", "json", "--data-dir", str(data_dir))
     try:
         assert proc.stdout is not None
         lines = [json.loads(proc.stdout.readline()) for _ in range(2)]  # a second apart (TTL/3)

@@ -19,3 +19,25 @@ def raftkube(*args: str, stdin: str | None = None, timeout: float = 60) -> subpr
         check=False,
         input=stdin,
     )
+
+
+CTRL_C_ABLE = (
+    "import runpy, signal, sys; "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'raftkube'; "
+    "runpy.run_module('components.cli', run_name='__main__')"
+)
+"""Starts the command with Ctrl-C (SIGINT) working whatever this process was started with: a
+job started in the background of a script (as CI may run the suite) has SIGINT ignored, and
+its children inherit that, so a test's SIGINT would do nothing."""
+
+
+def raftkube_interactive(*args: str) -> subprocess.Popen[str]:
+    """The command as a long-running process, as a user at a terminal runs it."""
+    return subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_ABLE, *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
