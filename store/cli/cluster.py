@@ -224,10 +224,11 @@ def _size(n: int) -> str:
 
 def _wait_ready(cluster: LocalCluster, timeout: float) -> list[dict[str, Any]]:
     members = cluster.members()
+    tls = cluster.client_tls()
     deadline = time.monotonic() + timeout
     rows: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
-        statuses = asyncio.run(_statuses([m.client_url for m in members], 1.0, cluster.client_tls()))
+        statuses = asyncio.run(_statuses([m.client_url for m in members], 1.0, tls))
         rows = _status_rows(members, statuses, cluster)
         if any(r["role"] == "leader" for r in rows) and all(r["healthy"] for r in rows):
             return rows

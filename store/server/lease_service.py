@@ -45,7 +45,6 @@ class LeaseService:
     async def grant(self, req: LeaseGrantRequest) -> LeaseGrantResponse:
         lease_id = req.id or self._new_lease_id()
         self.state.validate_lease_grant(lease_id, req.ttl)
-        self.state.lessor.check_grant(lease_id, req.ttl)
         # The log carries [id, ttl]: the id is chosen here, so every member grants the same.
         return LeaseGrantResponse.from_wire(await self.proposals.propose("lease_grant", [lease_id, req.ttl]))
 

@@ -21,14 +21,13 @@ import logging
 import random
 import resource
 import ssl
-from typing import Any
 
 from store import canaries, failpoints, pki
 from store.api import errors as E
 from store.api.cluster import MemberInfo
 from store.api.protocol import split_url
 from store.lease.lessor import min_lease_ttl as lease_ttl_floor
-from store.raft import Config, RawNode, SoftState, StateType
+from store.raft import Config, RawNode, Ready, SoftState, StateType
 from store.raft.types import Message, MessageType
 from store.server.applier import Applier
 from store.server.apply_log import SNAPSHOT_LOADED, ApplyLog
@@ -266,7 +265,8 @@ class Member:
     def _on_snapshot_status(self, peer: int, failed: bool) -> None:
         self.node.report_snapshot(peer, failed)
 
-    def _apply(self, rd: Any) -> None:
+    def _apply(self, rd: Ready) -> None:
+        # (The node is built before the applier, which needs it: hence this indirection.)
         self.applier.apply(rd)
 
     def _header(self) -> list[int]:

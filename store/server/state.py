@@ -209,8 +209,7 @@ class ReplicatedState:
     def validate_lease_grant(self, lease_id: int, ttl: int) -> None:
         if ttl <= 0:
             raise E.InvalidArgumentError(f"lease TTL must be positive, got {ttl}")
-        if self.lessor.exists(lease_id):
-            raise E.LeaseExistsError("etcdserver: lease already exists")
+        self.lessor.check_grant(lease_id, ttl)
 
     # ------------------------------------------------------------------ apply
     def apply(self, data: bytes, index: int, now: float) -> tuple[int, int, Any]:

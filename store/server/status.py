@@ -33,10 +33,6 @@ class MemberStatus:
         self.node = node
         self.counters = counters
 
-    def role(self) -> str:
-        st = self.node.status()
-        return "learner" if st.is_learner else _ROLES[st.state]
-
     def members_with_roles(self) -> list[MemberInfo]:
         learners = set(self.node.status().conf_state.learners)
         return [

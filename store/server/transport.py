@@ -37,7 +37,7 @@ from store.api.errors import ProtocolError
 from store.api.framing import FrameReader, encode_frame
 from store.api.wire import INT64_MAX
 from store.raft.types import Message, MessageType, Snapshot
-from store.server.raft_codec import BatchEncoder, message_from_wire, message_to_wire, snapshot_meta_from_wire
+from store.server.raft_codec import BatchEncoder, message_from_wire, message_to_wire
 
 log = logging.getLogger("raftkube.transport")
 
@@ -91,7 +91,8 @@ class _Peer:
 
 @dataclass
 class _SnapAssembly:
-    msg_wire: list[Any]
+    msg: Message
+    """The snapshot message the chunks belong to, decoded (and checked) from the first chunk."""
     total: int
     parts: list[bytes] = field(default_factory=list)
     received: int = 0
@@ -387,11 +388,11 @@ class PeerTransport:
         if asm is None or off == 0:
             if off != 0:
                 raise ProtocolError(f"snapshot chunk at {off} without its start")
-            asm = snaps[sender] = _SnapAssembly(head, total)
             m = message_from_wire(head)  # checked before a byte is kept
             self._check_origin(sender, m)
             if m.type != MessageType.SNAP or m.snapshot is None:
                 raise ProtocolError("snapshot chunks must carry a snapshot message")
+            asm = snaps[sender] = _SnapAssembly(m, total)
         if off != asm.received or asm.total != total:
             raise ProtocolError(f"snapshot chunk at {off} of {total}, expected {asm.received} of {asm.total}")
         if asm.received + len(chunk) > asm.total:
@@ -400,7 +401,7 @@ class PeerTransport:
         asm.received += len(chunk)
         if asm.received == asm.total:
             del snaps[sender]
-            m = message_from_wire(asm.msg_wire)
-            meta = snapshot_meta_from_wire(asm.msg_wire[8][0])
-            m.snapshot = Snapshot(meta, b"".join(asm.parts))
+            m = asm.msg
+            assert m.snapshot is not None
+            m.snapshot = Snapshot(m.snapshot.metadata, b"".join(asm.parts))
             self.on_messages([m])

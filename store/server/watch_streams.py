@@ -114,9 +114,15 @@ class WatchStreams:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._dispatch)
 
-    def _held(self, w: Watcher) -> bool:
+    def _held(self, w: Watcher, queued: dict[ClientConn, int] | None = None) -> bool:
+        """Whether `w` gets no output now: its connection is gone or has more unsent than
+        `pause_bytes` (counting `queued`, what this round has for it but not written yet).
+        A watcher nobody owns is not held: the hub drains it."""
         conn = self._owner.get(w.id)
-        return conn is not None and (conn.closed or conn.backlog() > self.pause_bytes)
+        if conn is None:
+            return False
+        extra = queued.get(conn, 0) if queued else 0
+        return conn.closed or conn.backlog() + extra > self.pause_bytes
 
     def _dispatch(self) -> None:
         self._scheduled = False
@@ -125,13 +131,7 @@ class WatchStreams:
         pending: dict[ClientConn, list[bytes]] = {}
         sizes: dict[ClientConn, int] = {}
 
-        def held(w: Watcher) -> bool:
-            conn = self._owner.get(w.id)
-            if conn is None:
-                return False  # nobody to send to: let the hub drain it
-            return conn.closed or conn.backlog() + sizes.get(conn, 0) > self.pause_bytes
-
-        responses = hub.drain_iter(max_events=DISPATCH_EVENTS, held=held)
+        responses = hub.drain_iter(max_events=DISPATCH_EVENTS, held=lambda w: self._held(w, sizes))
         if canaries.DROP_WATCH_EVENT_AT_COMPACTION:
             responses = iter(self._drop_event_after_compaction(list(responses)))
         for resp in responses:

@@ -82,7 +82,8 @@ class Feed:
         return self.events[w.cursor - self.start :]
 
     def trim(self) -> None:
-        """Drop the events every member has been given."""
+        """Drop the events every member has been given: afterwards `events` holds exactly
+        what the member furthest behind has yet to get."""
         lo = min((w.cursor for w in self.members), default=self.end)
         if lo > self.start:
             del self.events[: lo - self.start]

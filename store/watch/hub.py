@@ -411,9 +411,9 @@ class WatchHub:
                     break
                 del feeds[feed]
                 budget = yield from self._drain_feed(feed, budget, max_bytes, held)
-                if any(w.cursor < feed.end for w in feed.members):
-                    feeds[feed] = None  # members left behind (held, or over budget): later
                 feed.trim()
+                if feed.events:  # after a trim, only what a member was not given is left
+                    feeds[feed] = None  # members left behind (held, or over budget): later
         finally:
             for w in skipped:
                 ready[w] = None
