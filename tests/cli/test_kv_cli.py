@@ -408,6 +408,22 @@ def test_bad_usage_exits_2_with_a_message() -> None:
         assert what in proc.stderr, (args, proc.stderr)
 
 
+@pytest.mark.parametrize(
+    ("tls_args", "says"),
+    [
+        (["--cert", "c.crt"], "give --cert and --key together"),
+        (["--insecure", "--cacert", "ca.crt"], "--insecure excludes --cacert"),
+        (["--cacert", "/nonexistent/ca.crt"], "TLS credentials: "),
+        ([], "--endpoints: give --cacert, --cert and --key"),
+    ],
+)
+def test_bad_tls_arguments_exit_2_saying_what_is_wrong(tmp_path: Path, tls_args: list[str], says: str) -> None:
+    (port,) = free_ports(1)
+    proc = raftkube("kv", "get", "k", "--endpoints", f"tcp://127.0.0.1:{port}", "--data-dir", str(tmp_path), *tls_args)
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr, proc.stderr
+
+
 def test_unreachable_cluster_exits_1_with_a_clear_message() -> None:
     """No member answers: not a usage error (retrying may help), so exit 1, naming the endpoint."""
     (port,) = free_ports(1)
