@@ -1,0 +1,123 @@
+"""What a resource is, declared: one `ResourceDef` per resource, one file per resource.
+
+The generic registry (`apiserver/registry/`) does every verb for every resource; what
+differs between pods and deployments is only what is declared here: where it lives (group,
+version, scope), what it is called (kind, plural, singular, short names, categories), its
+subresources, how a new object is defaulted and validated, which fields a field selector
+may name, and the columns `kubectl get` shows.  Adding a resource is adding one module
+under `apiserver/resources/` that defines `RESOURCE` (or `RESOURCES`); `catalog()` finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.errors import Cause
+
+Obj = dict[str, Any]
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A Table column (metav1.TableColumnDefinition).  priority 0 = always shown, 1 = `-o wide` only."""
+
+    name: str
+    type: str = "string"  # string, integer, number, boolean, date
+    format: str = ""  # "name" for the first column
+    description: str = ""
+    priority: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "format": self.format,
+            "description": self.description,
+            "priority": self.priority,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Subresource:
+    """`pods/status`, `deployments/scale`, `pods/eviction`...: how discovery lists it."""
+
+    name: str  # "status", "scale", "binding", "eviction", "log"
+    kind: str  # the kind it takes and returns: Pod, Scale, Binding, Eviction
+    group: str | None = None  # None = the parent's group/version
+    version: str | None = None
+    verbs: tuple[str, ...] = ("get", "patch", "update")
+
+
+# now: seconds since the epoch (an injected clock, so tables are testable)
+RowFunc = Callable[[Obj, float], list[Any]]
+DefaultFunc = Callable[[Obj], None]  # mutates a new or updated object in place
+# (new, old or None for a create) -> causes; paths are relative to the object root ("spec.replicas")
+ValidateFunc = Callable[[Obj, Obj | None], list[Cause]]
+FieldsFunc = Callable[[Obj], dict[str, str]]  # selectable fields besides metadata.name/namespace
+
+
+def _no_default(obj: Obj) -> None:
+    return None
+
+
+def _no_validation(new: Obj, old: Obj | None) -> list[Cause]:
+    return []
+
+
+def _no_fields(obj: Obj) -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class ResourceDef:
+    group: str  # "" for core
+    version: str
+    kind: str
+    plural: str  # the resource name in URLs: "pods"
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    subresources: tuple[Subresource, ...] = ()
+    # status is written only through /status: a write of the main resource keeps the stored
+    # status, and a write of /status keeps everything but status (and metadata labels/annotations)
+    status_subresource: bool = False
+    # metadata.generation goes up by one when anything outside metadata and status changes
+    bumps_generation: bool = True
+    default: DefaultFunc = _no_default
+    validate: ValidateFunc = _no_validation
+    fields: FieldsFunc = _no_fields
+    field_selectors: tuple[str, ...] = ()  # the names `fields` returns, for error messages
+    columns: tuple[Column, ...] = ()  # after Name (and before Age when `age_last`)
+    row: RowFunc | None = None  # cells for `columns`; Name and Age are added by the Table writer
+    age_last: bool = True  # Age is the last priority-0 column (kubectl's layout for most kinds)
+    # what the rest of the apiserver attaches to the kind (graceful deletion for pods, etc.)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def store_name(self) -> str:
+        """The `{resource}` of `/registry/{resource}/...`: the plural, unless two groups share one stored
+        resource (events.k8s.io/v1 Event is core/v1 Event, stored once, as Kubernetes does)."""
+        return str(self.extra.get("store_as", self.plural))
+
+    def key_prefix(self, namespace: str | None = None) -> str:
+        """`/registry/pods/` (all namespaces), `/registry/pods/default/`, `/registry/nodes/`."""
+        if self.namespaced and namespace:
+            return f"/registry/{self.store_name}/{namespace}/"
+        return f"/registry/{self.store_name}/"
+
+    def key(self, namespace: str | None, name: str) -> str:
+        return f"{self.key_prefix(namespace if self.namespaced else None)}{name}"

@@ -1,0 +1,116 @@
+"""The one storage seam under the registry and the watch cache.
+
+Keys are strings such as `/registry/pods/default/p`; values are the object's JSON bytes.
+A `revision` is the backend's global revision (the store's or etcd's), which the API shows
+as `metadata.resourceVersion`.  Two backends implement it: the raftkube store
+(`raftkube.py`, the default) and a real etcd v3 cluster (`etcd.py`).
+
+Errors are the typed ones below, so the registry maps them to Status codes without
+knowing the backend: KeyExists -> 409 AlreadyExists, RevisionConflict -> 409 Conflict,
+KeyNotFound -> 404, Compacted -> 410, Unavailable -> 503, Ambiguous -> 504.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    key: str
+    value: bytes
+    revision: int  # the key's mod revision = the object's resourceVersion
+
+
+@dataclass(frozen=True, slots=True)
+class StorageEvent:
+    """One change of one key.  `value` is the new value for a put, the last value for a delete."""
+
+    type: Literal["put", "delete"]
+    key: str
+    value: bytes
+    revision: int  # the revision of this change
+    prev_value: bytes | None = None  # the value before a put that updated (None for a create)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[Stored]
+    revision: int  # the revision the list was read at
+    more: bool  # more keys follow the last item (paging)
+
+
+class StorageError(Exception):
+    """Base of every storage failure."""
+
+
+class KeyExistsError(StorageError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key} already exists")
+        self.key = key
+
+
+class KeyNotFoundError(StorageError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key} not found")
+        self.key = key
+
+
+class RevisionConflictError(StorageError):
+    """The key's mod revision was not the expected one; `current` is what is there now (None if gone)."""
+
+    def __init__(self, key: str, current: Stored | None) -> None:
+        super().__init__(f"key {key} was modified")
+        self.key = key
+        self.current = current
+
+
+class CompactedError(StorageError):
+    def __init__(self, compact_revision: int) -> None:
+        super().__init__(f"required revision has been compacted (compacted at {compact_revision})")
+        self.compact_revision = compact_revision
+
+
+class UnavailableError(StorageError):
+    """No quorum or no reachable member, and the request was not applied."""
+
+
+class AmbiguousError(StorageError):
+    """A write whose outcome is unknown (connection lost or timeout after it was sent)."""
+
+
+class Storage(Protocol):
+    async def get(self, key: str) -> Stored | None: ...
+
+    async def list(self, prefix: str, *, start_key: str = "", limit: int = 0, revision: int = 0) -> Page:
+        """Keys under `prefix` from `start_key` (inclusive) in key order, at `revision` (0 = now)."""
+        ...
+
+    async def create(self, key: str, value: bytes) -> int:
+        """Put only if the key does not exist (create_revision == 0); returns the new revision."""
+        ...
+
+    async def update(self, key: str, value: bytes, expected_revision: int) -> int:
+        """Put only if the key's mod revision is `expected_revision`; returns the new revision."""
+        ...
+
+    async def delete(self, key: str, expected_revision: int = 0) -> Stored:
+        """Delete (only if at `expected_revision` when it is not 0); returns the deleted value and the
+        revision of the delete."""
+        ...
+
+    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[StorageEvent]]:
+        """Every change under `prefix` from `start_revision` on, one batch per revision, in order,
+        without gaps.  Raises CompactedError when `start_revision` is compacted, and ends (or raises
+        UnavailableError) only if the backend gives up; the caller then re-lists."""
+        ...
+
+    async def current_revision(self) -> int:
+        """The backend's current revision, read linearizably (for consistent LISTs)."""
+        ...
+
+    async def compact(self, revision: int) -> None: ...
+
+    async def close(self) -> None: ...
