@@ -1,0 +1,179 @@
+"""The apiserver's HTTP application: one Starlette app, one dispatcher for every path.
+
+Per request: authenticate (401 without credentials) -> parse the path (requestinfo) ->
+decode and check the body (negotiation) -> the verb on the resource's registry or watch
+cache -> encode as JSON, YAML or a Table.  Every failure leaves as a `metav1.Status`; an
+unexpected exception is logged and answered 500 without a traceback.  Authorization and
+admission slot in between authentication and the registry (next issue).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from apiserver import discovery, errors, openapi, version
+from apiserver.http import negotiation
+from apiserver.http.metrics import Metrics
+from apiserver.http.requestinfo import parse_resource_path
+from apiserver.http.resources import ResourceHandlers
+from apiserver.resources import catalog
+from apiserver.resources.base import ResourceDef
+from apiserver.storage.interface import Storage
+
+log = logging.getLogger("raftkube.apiserver")
+
+
+class Authenticator(Protocol):
+    def authenticate(self, scope: Any) -> Any: ...
+
+
+def status_response(err: errors.StatusError) -> Response:
+    return Response(orjson.dumps(err.to_status()), status_code=err.code, media_type=negotiation.JSON)
+
+
+class Api:
+    """Everything a request may reach, built once per server."""
+
+    def __init__(self, storage: Storage, resources: tuple[ResourceDef, ...], clock: Callable[[], float]) -> None:
+        self.storage = storage
+        self.clock = clock
+        self.handlers = ResourceHandlers(storage, resources, clock)
+        self.resources = resources
+        self.metrics = Metrics()
+
+    async def start(self) -> None:
+        await self.handlers.start()
+
+    async def stop(self) -> None:
+        await self.handlers.stop()
+
+    def ready(self) -> bool:
+        return self.handlers.ready()
+
+
+def build_app(
+    storage: Storage,
+    authenticator: Authenticator,
+    *,
+    clock: Callable[[], float] = time.time,
+    resources: tuple[ResourceDef, ...] | None = None,
+) -> Starlette:
+    api = Api(storage, resources if resources is not None else catalog(), clock)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await api.start()
+        try:
+            yield
+        finally:
+            await api.stop()
+
+    async def dispatch(request: Request) -> Response:
+        started = time.perf_counter()
+        verb = request.method
+        resource_label = ""
+        code = 500
+        try:
+            user = authenticator.authenticate(request.scope)
+            if hasattr(user, "__await__"):
+                user = await user
+            if user is None:
+                raise errors.unauthorized()
+            request.state.user = user
+            response = await _route(api, request)
+            code = response.status_code
+            return response
+        except errors.StatusError as e:
+            code = e.code
+            return status_response(e)
+        except Exception:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return status_response(errors.internal("an internal error occurred; the server logged it"))
+        finally:
+            path = parse_resource_path(request.url.path)
+            if path is not None:
+                resource_label = path.resource
+            api.metrics.observe(verb, resource_label, code, time.perf_counter() - started)
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    app = Starlette(routes=[Route("/{path:path}", dispatch, methods=methods)], lifespan=lifespan)
+    app.state.api = api
+    return app
+
+
+def _json(value: Any, code: int = 200, content_type: str = negotiation.JSON) -> Response:
+    return Response(orjson.dumps(value), status_code=code, media_type=content_type)
+
+
+async def _route(api: Api, request: Request) -> Response:
+    path = request.url.path.rstrip("/") or "/"
+    if request.method == "GET":
+        if path in ("/healthz", "/livez"):
+            return PlainTextResponse("ok")
+        if path == "/readyz":
+            if not api.ready():
+                raise errors.unavailable("the watch caches are not ready yet")
+            return PlainTextResponse("ok")
+        if path == "/version":
+            return _json(version.version_info())
+        if path == "/metrics":
+            body, content_type = api.metrics.render()
+            return Response(body, media_type=content_type)
+        found = _discovery(api, path, request.headers.get("accept", ""))
+        if found is not None:
+            return found
+        if path == "/openapi/v3":
+            return _json(openapi.openapi_root(api.resources))
+        if path.startswith("/openapi/v3/"):
+            gv = path[len("/openapi/v3/") :]
+            doc = openapi.openapi_document(api.resources, gv)
+            if doc is None:
+                raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+            body, etag = doc
+            return Response(
+                body,
+                media_type=negotiation.JSON,
+                headers={"ETag": f'"{etag}"', "Cache-Control": "public, immutable"},
+            )
+    target = parse_resource_path(path)
+    if target is None:
+        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+    if request.method == "HEAD":
+        return Response(status_code=405)
+    return await api.handlers.handle(request, target)
+
+
+def _discovery(api: Api, path: str, accept: str) -> Response | None:
+    if path in ("/api", "/apis"):
+        core = path == "/api"
+        form = discovery.negotiate_discovery(accept)
+        if form == "legacy":
+            body = discovery.legacy_api() if core else discovery.legacy_apis(api.resources)
+            return _json(body)
+        doc = discovery.aggregated_discovery(api.resources, core=core, version=form)
+        return _json(doc, content_type=discovery.aggregated_content_type(form))
+    parts = [p for p in path.split("/") if p]
+    if len(parts) == 2 and parts[0] == "api":
+        body = discovery.resource_list(api.resources, "", parts[1])
+    elif len(parts) == 3 and parts[0] == "apis":
+        body = discovery.resource_list(api.resources, parts[1], parts[2])
+    else:
+        return None
+    if body is None:
+        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+    return _json(body)
+
+
+__all__ = ["build_app", "status_response"]
+# StreamingResponse is re-exported for the resource handlers' watch responses.
+_ = StreamingResponse

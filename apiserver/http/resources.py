@@ -1,0 +1,364 @@
+"""The verbs on resources: list/watch from the watch caches, reads and writes through the registries."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+
+from apiserver import errors
+from apiserver.http import negotiation, params, patching
+from apiserver.http.requestinfo import ResourcePath
+from apiserver.http.watch_stream import json_line, stream, table_line
+from apiserver.registry import subresources
+from apiserver.registry.deletion import DeleteOptions
+from apiserver.registry.generic import Registry
+from apiserver.resources.base import ResourceDef
+from apiserver.selectors import object_fields
+from apiserver.storage.interface import Storage
+from apiserver.table import table
+from apiserver.watchcache import WatchCache
+
+Obj = dict[str, Any]
+
+
+class ResourceHandlers:
+    def __init__(self, storage: Storage, resources: tuple[ResourceDef, ...], clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.by_path: dict[tuple[str, str, str], ResourceDef] = {}
+        self.registries: dict[ResourceDef, Registry] = {}
+        self.caches: dict[str, WatchCache] = {}  # by store name: events.k8s.io and core events share one
+        for res in resources:
+            self.by_path[(res.group, res.version, res.plural)] = res
+            self.registries[res] = Registry(res, storage, clock=clock, track_fields=patching.track_fields)
+            if res.store_name not in self.caches:
+                self.caches[res.store_name] = WatchCache(storage, res, clock=clock)
+
+    async def start(self) -> None:
+        await asyncio.gather(*(c.start() for c in self.caches.values()))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(c.stop() for c in self.caches.values()), return_exceptions=True)
+
+    def ready(self) -> bool:
+        return all(c.ready for c in self.caches.values())
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    async def handle(self, request: Request, target: ResourcePath) -> Response:
+        res = self.by_path.get((target.group, target.version, target.resource))
+        if res is None:
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        if res.namespaced is False and target.namespace is not None:
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        if target.subresource and target.subresource not in {s.name for s in res.subresources}:
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        query = dict(request.query_params)
+        method = request.method
+        if target.name is None:
+            if method == "GET":
+                return await self.list_or_watch(request, res, target, query)
+            if method == "POST":
+                return await self.create(request, res, target, query)
+            if method == "DELETE":
+                return await self.delete_collection(request, res, target, query)
+            raise errors.method_not_allowed(f"{method} is not supported on a collection of {res.plural}")
+        if method == "GET":
+            return await self.get(request, res, target)
+        if method == "PUT":
+            return await self.update(request, res, target, query)
+        if method == "PATCH":
+            return await self.patch(request, res, target, query)
+        if method == "DELETE":
+            return await self.delete(request, res, target, query)
+        if method == "POST" and target.subresource in ("binding", "eviction"):
+            return await self.action(request, res, target, query)
+        raise errors.method_not_allowed(f"{method} is not supported on {res.plural}")
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _respond(self, request: Request, res: ResourceDef, obj: Obj, code: int = 200) -> Response:
+        want = negotiation.wanted(request.headers.get("accept"))
+        if want.table and obj.get("kind") == res.kind:
+            include = request.query_params.get("includeObject", "Metadata") or "Metadata"
+            obj = table(res, [obj], now=self.clock(), include_object=include)
+        body, content_type = negotiation.encode(obj, want)
+        return Response(body, status_code=code, media_type=content_type)
+
+    async def _body(self, request: Request, res: ResourceDef, *, expect: type = dict) -> Any:
+        body = await _read_limited(request)
+        value = negotiation.decode(body, request.headers.get("content-type"), expect=expect)
+        return value
+
+    def _typed_body(self, res: ResourceDef, obj: Obj, target: ResourcePath, kind: str | None = None) -> Obj:
+        """Default a missing apiVersion/kind from the URL; refuse a body of another kind."""
+        want_kind = kind or res.kind
+        want_gv = res.group_version
+        given_kind = obj.get("kind")
+        given_gv = obj.get("apiVersion")
+        if given_kind not in (None, "") and given_kind != want_kind:
+            raise errors.bad_request(
+                f"the API version in the data ({given_gv}) and kind ({given_kind}) do not match the "
+                f"resource {res.plural} of {want_gv} ({want_kind} expected)"
+            )
+        if given_gv not in (None, "") and given_gv != want_gv and kind is None:
+            raise errors.bad_request(
+                f"the API version in the data ({given_gv}) does not match the expected API version ({want_gv})"
+            )
+        return obj
+
+    # -- verbs ------------------------------------------------------------------------------
+
+    async def get(self, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        assert target.name is not None
+        registry = self.registries[res]
+        if target.subresource == "log":
+            obj = await registry.get(target.namespace, target.name)
+            raise errors.bad_request(
+                f'pod "{target.name}" has no logs to serve: no kubelet serves this cluster\'s pods yet'
+                if not (obj.get("spec") or {}).get("nodeName")
+                else f'the kubelet of node "{obj["spec"]["nodeName"]}" does not serve logs yet'
+            )
+        obj = await registry.get(target.namespace, target.name)
+        if target.subresource == "scale":
+            return _json(subresources.scale_of(obj))
+        return self._respond(request, res, obj)
+
+    async def list_or_watch(
+        self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]
+    ) -> Response:
+        p = params.list_params(res, query)
+        cache = self.caches[res.store_name]
+        want = negotiation.wanted(request.headers.get("accept"))
+        if p.watch:
+            watcher = await cache.watch(
+                namespace=target.namespace,
+                labels=p.labels,
+                fields=p.fields,
+                resource_version=p.resource_version,
+                allow_bookmarks=p.allow_bookmarks,
+                send_initial_events=p.send_initial_events,
+            )
+            if want.table:
+                key, make = f"table:{res.plural}:{p.include_object}", table_line(res, p.include_object, self.clock)
+            else:
+                key, make = "json", json_line
+            return StreamingResponse(
+                stream(watcher, key, make, p.timeout_seconds),
+                media_type=negotiation.JSON,
+                headers={"Transfer-Encoding": "chunked"},
+            )
+        page = await cache.list(
+            namespace=target.namespace,
+            labels=p.labels,
+            fields=p.fields,
+            resource_version=p.resource_version,
+            match=p.match,
+            limit=p.limit,
+            continue_token=p.continue_token,
+        )
+        if want.table:
+            body = table(
+                res,
+                page.items,
+                now=self.clock(),
+                include_object=p.include_object,
+                resource_version=str(page.resource_version),
+                continue_token=page.continue_token,
+                remaining=page.remaining,
+            )
+            encoded, content_type = negotiation.encode(body, negotiation.Wanted())
+            return Response(encoded, media_type=content_type)
+        list_meta: Obj = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token:
+            list_meta["continue"] = page.continue_token
+            if page.remaining is not None:
+                list_meta["remainingItemCount"] = page.remaining
+        body = {"kind": res.list_kind, "apiVersion": res.group_version, "metadata": list_meta, "items": page.items}
+        encoded, content_type = negotiation.encode(body, want)
+        return Response(encoded, media_type=content_type)
+
+    async def create(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
+        if res.namespaced and target.namespace is None:
+            raise errors.method_not_allowed(
+                f"{res.plural} are created in a namespace: POST /…/namespaces/NS/{res.plural}"
+            )
+        w = params.write_params(query, request.headers.get("user-agent", ""))
+        obj = self._typed_body(res, await self._body(request, res), target)
+        warnings = patching.check_fields(res, obj, w.field_validation)
+        created = await self.registries[res].create(target.namespace, obj, dry_run=w.dry_run, manager=w.field_manager)
+        return _with_warnings(self._respond(request, res, created, 201), warnings)
+
+    async def update(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
+        assert target.name is not None
+        w = params.write_params(query, request.headers.get("user-agent", ""))
+        body = await self._body(request, res)
+        registry = self.registries[res]
+        if target.subresource == "scale":
+            scale = await subresources.write_scale(
+                registry, target.namespace, target.name, body, dry_run=w.dry_run, manager=w.field_manager
+            )
+            return _json(scale)
+        obj = self._typed_body(res, body, target)
+        warnings = patching.check_fields(res, obj, w.field_validation)
+        result, created = await registry.update(
+            target.namespace,
+            target.name,
+            obj,
+            subresource=target.subresource,
+            dry_run=w.dry_run,
+            manager=w.field_manager,
+        )
+        return _with_warnings(self._respond(request, res, result, 201 if created else 200), warnings)
+
+    async def patch(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
+        assert target.name is not None
+        w = params.write_params(query, request.headers.get("user-agent", ""))
+        content_type = negotiation.media_type(request.headers.get("content-type"))
+        if content_type not in negotiation.PATCH_TYPES:
+            raise errors.unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: "
+                + ", ".join(negotiation.PATCH_TYPES)
+            )
+        raw = await _read_limited(request)
+        body = negotiation.decode(raw, content_type, expect=list if content_type == negotiation.JSON_PATCH else dict)
+        registry = self.registries[res]
+        is_apply = content_type == negotiation.APPLY_PATCH
+        if is_apply and not query.get("fieldManager"):
+            raise errors.invalid(
+                "PatchOptions",
+                "",
+                [errors.Cause("FieldValueRequired", "is required for apply patch", "fieldManager")],
+                "meta.k8s.io",
+            )
+        if target.subresource == "scale":
+
+            def scale_mutation(old: Obj | None) -> Obj:
+                assert old is not None
+                patched = patching.apply_patch(
+                    content_type, subresources.scale_of(old), body, "Scale", "autoscaling", w
+                )
+                old.setdefault("spec", {})["replicas"] = subresources.replicas_from_scale(patched)
+                old["metadata"].pop("resourceVersion", None)
+                return old
+
+            result, _ = await registry.mutate(target.namespace, target.name, scale_mutation, dry_run=w.dry_run)
+            return _json(subresources.scale_of(result))
+        warnings: list[str] = []
+
+        def mutation(old: Obj | None) -> Obj:
+            if old is None:
+                # apply creates when absent (a patch of anything else is 404 before this)
+                new = patching.apply_patch(content_type, None, body, res.kind, res.group, w, res)
+            else:
+                new = patching.apply_patch(content_type, old, body, res.kind, res.group, w, res)
+            warnings.extend(patching.check_fields(res, new, w.field_validation))
+            return new
+
+        result, created = await registry.mutate(
+            target.namespace,
+            target.name,
+            mutation,
+            subresource=target.subresource,
+            dry_run=w.dry_run,
+            manager=w.field_manager,
+            create_if_missing=is_apply and target.subresource is None,
+            track=not is_apply,
+        )
+        return _with_warnings(self._respond(request, res, result, 201 if created else 200), warnings)
+
+    async def delete(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
+        assert target.name is not None
+        raw = await _read_limited(request)
+        body: Obj | None = None
+        if raw.strip():
+            if negotiation.media_type(request.headers.get("content-type")) == negotiation.PROTOBUF:
+                body = None  # kubectl drain's protobuf DeleteOptions: treated as the defaults
+            else:
+                body = negotiation.decode(raw, request.headers.get("content-type"))
+        options = DeleteOptions.parse(body, query)
+        obj, gone = await self.registries[res].delete(target.namespace, target.name, options)
+        if gone:
+            meta = obj.get("metadata") or {}
+            return _json(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": {
+                        "name": target.name,
+                        "kind": res.plural,
+                        "group": res.group,
+                        "uid": meta.get("uid", ""),
+                    },
+                }
+            )
+        return self._respond(request, res, obj, 200)
+
+    async def delete_collection(
+        self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]
+    ) -> Response:
+        p = params.list_params(res, query)
+        raw = await _read_limited(request)
+        body = negotiation.decode(raw, request.headers.get("content-type")) if raw.strip() else None
+        options = DeleteOptions.parse(body, query)
+        registry = self.registries[res]
+        items = await registry.list_all(target.namespace)
+        deleted: list[Obj] = []
+        for obj in items:
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            if p.labels is not None and not p.labels.matches(labels):
+                continue
+            if p.fields is not None and not p.fields.matches(object_fields(res, obj)):
+                continue
+            meta = obj["metadata"]
+            with contextlib.suppress(errors.StatusError):
+                result, _ = await registry.delete(meta.get("namespace"), meta["name"], options)
+                deleted.append(result)
+        body_out = {"kind": res.list_kind, "apiVersion": res.group_version, "metadata": {}, "items": deleted}
+        return _json(body_out)
+
+    async def action(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
+        assert target.name is not None
+        body = await self._body(request, res)
+        registry = self.registries[res]
+        dry_run = query.get("dryRun") == "All"
+        if target.subresource == "binding":
+            await subresources.bind(registry, target.namespace, target.name, body, dry_run=dry_run)
+            return _json(subresources.success("pods", target.name), 201)
+        await subresources.evict(registry, target.namespace, target.name, body, query)
+        return _json(subresources.success("pods", target.name), 201)
+
+
+async def _read_limited(request: Request) -> bytes:
+    """The body, refused with 413 as soon as it passes the limit (never buffered past it)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > negotiation.MAX_BODY_BYTES:
+        raise errors.too_large(f"the request body is {declared} bytes; the limit is {negotiation.MAX_BODY_BYTES}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > negotiation.MAX_BODY_BYTES:
+            raise errors.too_large(f"the request body is over the limit of {negotiation.MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(value: Any, code: int = 200) -> Response:
+    return Response(orjson.dumps(value), status_code=code, media_type=negotiation.JSON)
+
+
+def _with_warnings(response: Response, warnings: list[str]) -> Response:
+    for text in warnings[:20]:
+        response.headers.append("Warning", f'299 - "{text}"')
+    return response
+
+
+_ = PlainTextResponse

@@ -1,0 +1,149 @@
+"""What a DELETE does to an object: remove it now, or mark it and keep it.
+
+Kubernetes keeps an object that has finalizers (deletionTimestamp set, the finalizers'
+owners clean up and remove them, and the last removal deletes it), and deletes pods
+gracefully: a pod bound to a node gets deletionTimestamp = now + grace and stays until its
+kubelet confirms with a grace-0 delete; a pod never scheduled goes at once.  A Foreground or
+Orphan propagation policy adds the `foregroundDeletion` / `orphan` finalizer that the garbage
+collector acts on.  Pure: the time is an argument.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from apiserver import errors
+from apiserver.registry.meta import rfc3339
+from apiserver.resources.base import ResourceDef
+
+Obj = dict[str, Any]
+
+POLICIES = ("Orphan", "Background", "Foreground")
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None
+    precondition_uid: str | None = None
+    precondition_resource_version: str | None = None
+    dry_run: bool = False
+
+    @classmethod
+    def parse(cls, body: Obj | None, query: dict[str, str]) -> DeleteOptions:
+        """From the DeleteOptions body and/or the query string (the query wins, as kube's does)."""
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise errors.bad_request("DeleteOptions: expected an object")
+        grace: Any = body.get("gracePeriodSeconds")
+        if "gracePeriodSeconds" in query:
+            grace = query["gracePeriodSeconds"]
+        if grace is not None:
+            try:
+                grace = int(grace)
+            except (TypeError, ValueError):
+                raise errors.bad_request(f"gracePeriodSeconds: invalid value {grace!r}: expected an integer") from None
+            if grace < 0:
+                grace = 1  # kube treats a negative grace as "as soon as possible", not immediately
+        policy = query.get("propagationPolicy", body.get("propagationPolicy"))
+        if policy is not None and policy not in POLICIES:
+            raise errors.invalid(
+                "DeleteOptions",
+                "",
+                [errors.Cause("FieldValueNotSupported", f'Unsupported value: "{policy}"', "propagationPolicy")],
+            )
+        pre = body.get("preconditions")
+        if pre is None:
+            pre = {}
+        if not isinstance(pre, dict):
+            raise errors.bad_request("preconditions: expected an object")
+        dry = query.get("dryRun") == "All" or body.get("dryRun") == ["All"]
+        return cls(grace, policy, pre.get("uid"), pre.get("resourceVersion"), dry)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    action: Literal["delete", "update", "nothing"]
+    obj: Obj  # the object to store (update), or the object as it was (delete, nothing)
+
+
+def check_preconditions(resource: ResourceDef, obj: Obj, options: DeleteOptions) -> None:
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    if options.precondition_uid and options.precondition_uid != meta.get("uid"):
+        raise errors.conflict(
+            resource.plural,
+            name,
+            resource.group,
+            f"Precondition failed: UID in precondition: {options.precondition_uid}, "
+            f"UID in object meta: {meta.get('uid')}",
+        )
+    rv = options.precondition_resource_version
+    if rv and rv != meta.get("resourceVersion"):
+        raise errors.conflict(
+            resource.plural,
+            name,
+            resource.group,
+            f"Precondition failed: ResourceVersion in precondition: {rv}, "
+            f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+        )
+
+
+def _grace(resource: ResourceDef, obj: Obj, options: DeleteOptions) -> int:
+    if not resource.extra.get("graceful"):
+        return 0
+    spec = obj.get("spec") or {}
+    if not spec.get("nodeName"):
+        return 0  # never scheduled: nobody to wait for
+    phase = (obj.get("status") or {}).get("phase")
+    if phase in ("Succeeded", "Failed"):
+        return 0
+    if options.grace_period_seconds is not None:
+        return options.grace_period_seconds
+    default = spec.get("terminationGracePeriodSeconds")
+    return int(default) if isinstance(default, int) and default >= 0 else 30
+
+
+def plan_delete(resource: ResourceDef, obj: Obj, options: DeleteOptions, now: float) -> Plan:
+    check_preconditions(resource, obj, options)
+    meta = obj.get("metadata") or {}
+    finalizers = list(meta.get("finalizers") or [])
+    policy = options.propagation_policy
+    if policy == "Foreground" and "foregroundDeletion" not in finalizers:
+        finalizers.append("foregroundDeletion")
+    elif policy == "Orphan" and "orphan" not in finalizers:
+        finalizers.append("orphan")
+    grace = _grace(resource, obj, options)
+    if meta.get("deletionTimestamp"):
+        # Already being deleted: a shorter grace period (the kubelet's 0) may finish it.
+        current = meta.get("deletionGracePeriodSeconds")
+        if not finalizers and grace == 0:
+            return Plan("delete", obj)
+        if isinstance(current, int) and grace < current:
+            new = copy.deepcopy(obj)
+            new["metadata"]["deletionGracePeriodSeconds"] = grace
+            new["metadata"]["deletionTimestamp"] = rfc3339(now + grace)
+            return Plan("update", new)
+        return Plan("nothing", obj)
+    if not finalizers and grace == 0:
+        return Plan("delete", obj)
+    new = copy.deepcopy(obj)
+    new_meta = new["metadata"]
+    new_meta["deletionTimestamp"] = rfc3339(now + grace)
+    new_meta["deletionGracePeriodSeconds"] = grace
+    if finalizers:
+        new_meta["finalizers"] = finalizers
+    return Plan("update", new)
+
+
+def finished(obj: Obj) -> bool:
+    """An object marked for deletion whose finalizers are all gone and whose grace is 0 is deleted."""
+    meta = obj.get("metadata") or {}
+    return (
+        bool(meta.get("deletionTimestamp"))
+        and not meta.get("finalizers")
+        and not meta.get("deletionGracePeriodSeconds")
+    )

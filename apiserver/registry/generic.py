@@ -1,0 +1,243 @@
+"""The one registry store: every verb for every resource, configured by its ResourceDef.
+
+Writes go to storage with optimistic concurrency (create only if absent, update only at the
+revision read) so two writers can never both win; reads of one object go to storage (fresh),
+lists and watches to the resource's watch cache.  The order of a write is fixed, as in
+kube-apiserver: system metadata, the resource's defaulting, validation, then storage.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from apiserver import errors
+from apiserver.objects import for_storage, from_storage
+from apiserver.registry import deletion, meta
+from apiserver.registry.deletion import DeleteOptions
+from apiserver.registry.storage_errors import as_status
+from apiserver.resources.base import ResourceDef
+from apiserver.storage.interface import KeyExistsError, KeyNotFoundError, RevisionConflictError, Storage
+
+Obj = dict[str, Any]
+# Given the current object (None when absent and creating is allowed), the object to write.
+Mutation = Callable[[Obj | None], Awaitable[Obj] | Obj]
+# Hooks around a write: validation beyond the resource's own, managedFields bookkeeping.
+FieldTracker = Callable[[Obj | None, Obj, str], Obj]
+
+MAX_UPDATE_ATTEMPTS = 16
+
+
+def _no_tracking(old: Obj | None, new: Obj, manager: str) -> Obj:
+    return new
+
+
+class Registry:
+    def __init__(
+        self,
+        resource: ResourceDef,
+        storage: Storage,
+        *,
+        clock: Callable[[], float] = time.time,
+        track_fields: FieldTracker = _no_tracking,
+        validate_meta: Callable[[ResourceDef, Obj, Obj | None], list[errors.Cause]] | None = None,
+    ) -> None:
+        self.resource = resource
+        self.storage = storage
+        self.clock = clock
+        self.track_fields = track_fields
+        self.validate_meta = validate_meta
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _what(self, verb: str, namespace: str | None, name: str) -> str:
+        where = f"{namespace}/{name}" if namespace else name
+        return f"{verb} {self.resource.plural} {where}"
+
+    async def _read(self, namespace: str | None, name: str) -> Obj | None:
+        with as_status(self._what("get", namespace, name)):
+            stored = await self.storage.get(self.resource.key(namespace, name))
+        return None if stored is None else from_storage(stored.value, stored.revision)
+
+    async def get(self, namespace: str | None, name: str) -> Obj:
+        obj = await self._read(namespace, name)
+        if obj is None:
+            raise errors.not_found(self.resource.plural, name, self.resource.group)
+        return obj
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def _validate(self, new: Obj, old: Obj | None) -> None:
+        causes = list(self.validate_meta(self.resource, new, old)) if self.validate_meta else []
+        causes.extend(self.resource.validate(new, old))
+        if causes:
+            name = str((new.get("metadata") or {}).get("name", ""))
+            raise errors.invalid(self.resource.kind, name, causes, self.resource.group)
+
+    def _typed(self, obj: Obj) -> None:
+        obj["apiVersion"] = self.resource.group_version
+        obj["kind"] = self.resource.kind
+
+    async def create(self, namespace: str | None, obj: Obj, *, dry_run: bool = False, manager: str = "") -> Obj:
+        self._typed(obj)
+        meta.prepare_create(self.resource, obj, namespace, self.clock)
+        self.resource.default(obj)
+        self._validate(obj, None)
+        name = str(obj["metadata"].get("name", ""))
+        if manager:
+            obj = self.track_fields(None, obj, manager)
+        if dry_run:
+            return obj
+        key = self.resource.key(namespace, name)
+        with as_status(self._what("create", namespace, name)):
+            try:
+                revision = await self.storage.create(key, for_storage(obj))
+            except KeyExistsError:
+                raise errors.already_exists(self.resource.plural, name, self.resource.group) from None
+        obj["metadata"]["resourceVersion"] = str(revision)
+        return obj
+
+    async def _store_update(self, namespace: str | None, name: str, new: Obj, old: Obj) -> Obj:
+        key = self.resource.key(namespace, name)
+        expected = int(old["metadata"]["resourceVersion"])
+        with as_status(self._what("update", namespace, name)):
+            if deletion.finished(new):
+                stored = await self.storage.delete(key, expected)
+                gone = from_storage(stored.value, stored.revision)
+                return gone
+            revision = await self.storage.update(key, for_storage(new), expected)
+        new["metadata"]["resourceVersion"] = str(revision)
+        return new
+
+    async def mutate(
+        self,
+        namespace: str | None,
+        name: str,
+        mutation: Mutation,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str = "",
+        create_if_missing: bool = False,
+        honour_resource_version: bool = True,
+        track: bool = True,
+    ) -> tuple[Obj, bool]:
+        """Read, apply `mutation`, write at the revision read; on a concurrent write, again.
+
+        A mutation whose result names a resourceVersion makes it a precondition (PUT, or a patch
+        that carries one): a mismatch is 409 Conflict, not a retry.  Returns (object, created)."""
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            old = await self._read(namespace, name)
+            if old is None and not create_if_missing:
+                raise errors.not_found(self.resource.plural, name, self.resource.group)
+            result = mutation(copy.deepcopy(old) if old is not None else None)
+            new: Obj = await result if isinstance(result, Awaitable) else result
+            if not isinstance(new, dict):
+                raise errors.bad_request(f"the result is not an object, got {type(new).__name__}")
+            self._typed(new)
+            new_meta = meta.metadata(new)
+            if new_meta.get("name") is None:
+                new_meta["name"] = name
+            if new_meta.get("name") != name:
+                raise errors.bad_request(
+                    f"the name of the object ({new_meta.get('name')}) does not match the name on the URL ({name})"
+                )
+            if old is None:
+                if subresource:
+                    raise errors.not_found(self.resource.plural, name, self.resource.group)
+                return await self.create(namespace, new, dry_run=dry_run, manager=manager if track else ""), True
+            meta.check_namespace(self.resource, new, namespace)
+            wanted_rv = new_meta.get("resourceVersion")
+            current_rv = old["metadata"]["resourceVersion"]
+            if honour_resource_version and wanted_rv and wanted_rv != current_rv:
+                raise errors.conflict(self.resource.plural, name, self.resource.group)
+            prepared = meta.prepare_update(self.resource, new, old, subresource)
+            if subresource != "status":
+                self.resource.default(prepared)
+            self._validate(prepared, old)
+            if track:
+                prepared = self.track_fields(old, prepared, manager)
+            prepared["metadata"]["resourceVersion"] = current_rv
+            if dry_run:
+                return prepared, False
+            if _same(prepared, old):
+                return old, False  # a no-op write is not written (no new revision, no watch event)
+            try:
+                return await self._store_update(namespace, name, prepared, old), False
+            except RevisionConflictError:
+                if honour_resource_version and wanted_rv:
+                    raise errors.conflict(self.resource.plural, name, self.resource.group) from None
+                continue
+            except KeyNotFoundError:
+                continue
+        raise errors.conflict(self.resource.plural, name, self.resource.group, "too many concurrent writers, retry")
+
+    async def update(
+        self,
+        namespace: str | None,
+        name: str,
+        obj: Obj,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str = "",
+        allow_create: bool = False,
+    ) -> tuple[Obj, bool]:
+        """PUT: replace the object (at the body's resourceVersion when it names one)."""
+        return await self.mutate(
+            namespace,
+            name,
+            lambda _old: obj,
+            subresource=subresource,
+            dry_run=dry_run,
+            manager=manager,
+            create_if_missing=allow_create,
+        )
+
+    async def delete(self, namespace: str | None, name: str, options: DeleteOptions) -> tuple[Obj, bool]:
+        """Returns (object, deleted now).  An object kept by finalizers or a grace period is returned
+        marked with its deletionTimestamp."""
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            old = await self.get(namespace, name)
+            plan = deletion.plan_delete(self.resource, old, options, self.clock())
+            if plan.action == "nothing" or options.dry_run:
+                return plan.obj, plan.action == "delete"
+            key = self.resource.key(namespace, name)
+            expected = int(old["metadata"]["resourceVersion"])
+            with as_status(self._what("delete", namespace, name)):
+                try:
+                    if plan.action == "delete":
+                        stored = await self.storage.delete(key, expected)
+                        return from_storage(stored.value, stored.revision), True
+                    revision = await self.storage.update(key, for_storage(plan.obj), expected)
+                except (RevisionConflictError, KeyNotFoundError):
+                    continue
+            plan.obj["metadata"]["resourceVersion"] = str(revision)
+            return plan.obj, False
+        raise errors.conflict(self.resource.plural, name, self.resource.group, "too many concurrent writers, retry")
+
+    async def list_all(self, namespace: str | None) -> list[Obj]:
+        """Every object straight from storage (deletecollection walks this, not the cache)."""
+        prefix = self.resource.key_prefix(namespace)
+        out: list[Obj] = []
+        start = prefix
+        with as_status(f"list {self.resource.plural}"):
+            while True:
+                page = await self.storage.list(prefix, start_key=start, limit=500)
+                out.extend(from_storage(s.value, s.revision) for s in page.items)
+                if not page.more or not page.items:
+                    return out
+                start = page.items[-1].key + "\x00"
+
+
+def _same(a: Obj, b: Obj) -> bool:
+    """Equal but for managedFields timestamps (a re-apply that changes nothing writes nothing)."""
+
+    def strip(o: Obj) -> Obj:
+        m = dict(o.get("metadata") or {})
+        m.pop("managedFields", None)
+        return {**o, "metadata": m}
+
+    return strip(a) == strip(b)

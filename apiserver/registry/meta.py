@@ -1,0 +1,134 @@
+"""System metadata: what the server fills in on create and carries over on update.
+
+Pure functions over dicts, given the time, so the rules are testable without a server:
+uid, creationTimestamp, generateName, generation (bumped when anything outside metadata and
+status changes), and the status/spec split of resources with a /status subresource.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from apiserver import errors
+from apiserver.errors import Cause
+from apiserver.resources.base import ResourceDef
+
+Obj = dict[str, Any]
+
+# generateName suffixes use kube's alphabet: no vowels, no look-alike digits
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def generated_name(prefix: str) -> str:
+    return prefix + "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
+
+
+def metadata(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.bad_request("metadata: expected an object")
+    return meta
+
+
+def spec_part(obj: Obj) -> Obj:
+    """Everything a generation counts: the object without metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+def check_namespace(resource: ResourceDef, obj: Obj, namespace: str | None) -> None:
+    """Set the namespace from the URL; a body naming another namespace is refused as kube does."""
+    meta = metadata(obj)
+    if not resource.namespaced:
+        meta.pop("namespace", None)
+        return
+    given = meta.get("namespace")
+    if given not in (None, "", namespace):
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    meta["namespace"] = namespace
+
+
+def prepare_create(
+    resource: ResourceDef, obj: Obj, namespace: str | None, clock: Callable[[], float] = time.time
+) -> None:
+    check_namespace(resource, obj, namespace)
+    meta = metadata(obj)
+    if not meta.get("name"):
+        prefix = meta.get("generateName")
+        if isinstance(prefix, str) and prefix:
+            meta["name"] = generated_name(prefix)
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = rfc3339(clock())
+    for server_owned in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+        meta.pop(server_owned, None)
+    if resource.bumps_generation:
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
+    if resource.status_subresource:
+        obj.pop("status", None)
+
+
+def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str | None = None) -> Obj:
+    """The object to store when `new` replaces `old` through the main resource or /status.
+
+    Returns a new dict; `new` may be reused by the caller.  Server-owned metadata comes from
+    `old` (a client cannot change uid or creationTimestamp: it gets 422 if it tries)."""
+    old_meta = old.get("metadata") or {}
+    if subresource == "status":
+        result = copy.deepcopy(old)
+        if "status" in new:
+            result["status"] = new["status"]
+        else:
+            result.pop("status", None)
+        new_meta = metadata(new)
+        if new_meta.get("resourceVersion"):
+            metadata(result)["resourceVersion"] = new_meta["resourceVersion"]
+        return result
+    result = dict(new)
+    meta = dict(metadata(new))
+    result["metadata"] = meta
+    causes: list[Cause] = []
+    for immutable in ("uid", "creationTimestamp"):
+        given = meta.get(immutable)
+        if given and given != old_meta.get(immutable):
+            causes.append(Cause("FieldValueInvalid", "field is immutable", f"metadata.{immutable}"))
+        if immutable in old_meta:
+            meta[immutable] = old_meta[immutable]
+    if meta.get("name") != old_meta.get("name"):
+        causes.append(Cause("FieldValueInvalid", "field is immutable", "metadata.name"))
+    if causes:
+        raise errors.invalid(resource.kind, str(old_meta.get("name", "")), causes, resource.group)
+    for server_owned in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+        if server_owned in old_meta:
+            meta[server_owned] = old_meta[server_owned]
+        else:
+            meta.pop(server_owned, None)
+    if resource.status_subresource:
+        if "status" in old:
+            result["status"] = old["status"]
+        else:
+            result.pop("status", None)
+    if resource.bumps_generation:
+        generation = int(old_meta.get("generation") or 1)
+        if spec_part(new) != spec_part(old):
+            generation += 1
+        meta["generation"] = generation
+    return result

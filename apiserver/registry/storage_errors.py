@@ -1,0 +1,26 @@
+"""Storage failures as the Status a client sees: the registry never lets a StorageError escape."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from apiserver import errors
+from apiserver.storage.interface import AmbiguousError, CompactedError, StorageError, UnavailableError
+
+
+@contextlib.contextmanager
+def as_status(what: str) -> Iterator[None]:
+    """Map a storage failure during `what` ("create pods default/p") to 503, 504, 410 or 500."""
+    try:
+        yield
+    except UnavailableError as e:
+        raise errors.unavailable(f"storage is unavailable ({e}); {what} was not applied, retry") from e
+    except AmbiguousError as e:
+        raise errors.timeout(
+            f"{what}: the outcome is unknown ({e}); the write may or may not have been applied, read before retrying"
+        ) from e
+    except CompactedError as e:
+        raise errors.gone(f"The resourceVersion for the provided list is too old ({e})") from e
+    except StorageError as e:
+        raise errors.internal(f"{what}: storage error: {e}") from e

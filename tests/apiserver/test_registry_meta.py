@@ -1,0 +1,140 @@
+"""System metadata on create and update, and what a DELETE plans: pure rules, given the time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from apiserver.errors import StatusError
+from apiserver.registry import deletion, meta
+from apiserver.registry.deletion import DeleteOptions
+from apiserver.resources.base import ResourceDef
+
+PODS = ResourceDef("", "v1", "Pod", "pods", "pod", True, status_subresource=True, extra={"graceful": True})
+MAPS = ResourceDef("", "v1", "ConfigMap", "configmaps", "configmap", True, bumps_generation=False)
+NOW = 1_700_000_000.0
+
+
+def pod(**spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}], **spec}}
+
+
+def test_create_fills_server_fields_and_namespace_from_the_url() -> None:
+    obj = pod()
+    obj["status"] = {"phase": "Running"}
+    obj["metadata"]["resourceVersion"] = "7"
+    meta.prepare_create(PODS, obj, "default", lambda: NOW)
+    m = obj["metadata"]
+    assert m["namespace"] == "default" and m["generation"] == 1 and len(m["uid"]) == 36
+    assert m["creationTimestamp"] == "2023-11-14T22:13:20Z"
+    assert "resourceVersion" not in m and "status" not in obj  # status is written through /status only
+
+
+def test_create_in_another_namespace_than_the_url_is_400() -> None:
+    obj = pod()
+    obj["metadata"]["namespace"] = "other"
+    with pytest.raises(StatusError) as e:
+        meta.prepare_create(PODS, obj, "default")
+    assert e.value.code == 400
+
+
+def test_generate_name() -> None:
+    obj = {"metadata": {"generateName": "web-"}}
+    meta.prepare_create(MAPS, obj, "default")
+    assert obj["metadata"]["name"].startswith("web-") and len(obj["metadata"]["name"]) == 9
+    assert "generation" not in obj["metadata"]
+
+
+def test_update_bumps_generation_only_on_spec_change_and_keeps_status() -> None:
+    old = pod()
+    meta.prepare_create(PODS, old, "default", lambda: NOW)
+    old["status"] = {"phase": "Running"}
+    same = meta.prepare_update(PODS, {**old, "status": {"phase": "Failed"}}, old)
+    assert same["metadata"]["generation"] == 1 and same["status"] == {"phase": "Running"}
+    changed = meta.prepare_update(PODS, {**old, "spec": {"containers": []}}, old)
+    assert changed["metadata"]["generation"] == 2
+
+
+def test_status_update_changes_only_status() -> None:
+    old = pod()
+    meta.prepare_create(PODS, old, "default", lambda: NOW)
+    new = {**old, "spec": {"nodeName": "x"}, "status": {"phase": "Running"}}
+    result = meta.prepare_update(PODS, new, old, "status")
+    assert result["spec"] == old["spec"] and result["status"] == {"phase": "Running"}
+
+
+def test_update_cannot_change_uid() -> None:
+    old = pod()
+    meta.prepare_create(PODS, old, "default", lambda: NOW)
+    new = {**old, "metadata": {**old["metadata"], "uid": "other"}}
+    with pytest.raises(StatusError) as e:
+        meta.prepare_update(PODS, new, old)
+    assert e.value.code == 422 and e.value.details["causes"][0]["field"] == "metadata.uid"
+
+
+def stored_pod(**spec: Any) -> dict[str, Any]:
+    obj = pod(**spec)
+    meta.prepare_create(PODS, obj, "default", lambda: NOW)
+    obj["metadata"]["resourceVersion"] = "5"
+    return obj
+
+
+def test_unscheduled_pod_is_deleted_at_once() -> None:
+    assert deletion.plan_delete(PODS, stored_pod(), DeleteOptions(), NOW).action == "delete"
+
+
+def test_scheduled_pod_is_deleted_gracefully_then_confirmed_with_grace_zero() -> None:
+    obj = stored_pod(nodeName="n1", terminationGracePeriodSeconds=30)
+    plan = deletion.plan_delete(PODS, obj, DeleteOptions(), NOW)
+    assert plan.action == "update"
+    assert plan.obj["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert plan.obj["metadata"]["deletionTimestamp"] == meta.rfc3339(NOW + 30)
+    again = deletion.plan_delete(PODS, plan.obj, DeleteOptions(), NOW + 1)
+    assert again.action == "nothing"
+    assert deletion.plan_delete(PODS, plan.obj, DeleteOptions(grace_period_seconds=0), NOW + 2).action == "delete"
+
+
+def test_finalizers_hold_the_object() -> None:
+    obj = {"metadata": {"name": "c", "namespace": "d", "uid": "u", "resourceVersion": "3", "finalizers": ["x/y"]}}
+    plan = deletion.plan_delete(MAPS, obj, DeleteOptions(), NOW)
+    assert plan.action == "update" and plan.obj["metadata"]["deletionTimestamp"]
+    assert not deletion.finished(plan.obj)
+    plan.obj["metadata"]["finalizers"] = []
+    assert deletion.finished(plan.obj)
+
+
+def test_foreground_and_orphan_add_the_garbage_collectors_finalizers() -> None:
+    obj = {"metadata": {"name": "c", "uid": "u", "resourceVersion": "3"}}
+    fg = deletion.plan_delete(MAPS, obj, DeleteOptions(propagation_policy="Foreground"), NOW)
+    assert fg.obj["metadata"]["finalizers"] == ["foregroundDeletion"]
+    orphan = deletion.plan_delete(MAPS, obj, DeleteOptions(propagation_policy="Orphan"), NOW)
+    assert orphan.obj["metadata"]["finalizers"] == ["orphan"]
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        (DeleteOptions(precondition_uid="other"), "UID in precondition"),
+        (DeleteOptions(precondition_resource_version="4"), "ResourceVersion in precondition"),
+    ],
+)
+def test_preconditions_are_409(options: DeleteOptions, why: str) -> None:
+    with pytest.raises(StatusError) as e:
+        deletion.plan_delete(PODS, stored_pod(), options, NOW)
+    assert e.value.code == 409 and why in e.value.message
+
+
+@pytest.mark.parametrize(
+    ("body", "query", "code"),
+    [
+        ({"gracePeriodSeconds": "x"}, {}, 400),
+        ({}, {"propagationPolicy": "Sideways"}, 422),
+        ({"preconditions": []}, {}, 400),
+        ([], {}, 400),
+    ],
+)
+def test_bad_delete_options(body: Any, query: dict[str, str], code: int) -> None:
+    with pytest.raises(StatusError) as e:
+        DeleteOptions.parse(body, query)
+    assert e.value.code == code
