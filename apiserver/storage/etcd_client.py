@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from bench.store import protowire as pw
+from apiserver.storage import protowire as pw
 from bench.store.tls import ClientTLS
 
 CHANNEL_OPTIONS = [
