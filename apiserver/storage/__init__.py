@@ -33,7 +33,7 @@ def parse_storage_url(url: str) -> tuple[str, list[str]]:
         raise ValueError(f"storage URL {url!r} names no endpoint")
     endpoints = []
     for i, part in enumerate(rest.split(",")):
-        if "/" in part or "?" in part or "@" in part:
+        if any(c in part for c in "/?@#") or any(c.isspace() for c in part):
             raise ValueError(f"storage URL endpoint {i + 1} {part!r} is not a plain host:port")
         try:
             host, port = split_url(part)

@@ -79,8 +79,11 @@ class EtcdStorage:
         return _stored(r.kvs[0]) if r.kvs else None
 
     async def list(self, prefix: str, *, start_key: str = "", limit: int = 0, revision: int = 0) -> Page:
-        p = _b(prefix)
-        r = await self._range(max(p, _b(start_key)), ec.prefix_end(p), limit=limit, revision=revision)
+        p, end = _b(prefix), ec.prefix_end(_b(prefix))
+        start = max(p, _b(start_key))
+        if start >= end and end != b"\0":  # a start past the prefix: nothing
+            return Page([], revision or await self.current_revision(), False)
+        r = await self._range(start, end, limit=limit, revision=revision)
         # The header revision is etcd's current one even when reading the past.
         return Page([_stored(kv) for kv in r.kvs], revision or r.header.revision, r.more)
 

@@ -93,9 +93,11 @@ class RaftkubeStorage:
         return _stored(r.kvs[0]) if r.kvs else None
 
     async def list(self, prefix: str, *, start_key: str = "", limit: int = 0, revision: int = 0) -> Page:
-        p = _b(prefix)
+        p, end = _b(prefix), prefix_end(_b(prefix))
         start = max(p, _b(start_key))
-        r = await self._range(RangeRequest(start, prefix_end(p), limit=limit, revision=revision))
+        if start >= end and end != b"\0":  # a start past the prefix: nothing (the store would refuse it)
+            return Page([], revision or await self.current_revision(), False)
+        r = await self._range(RangeRequest(start, end, limit=limit, revision=revision))
         # The header revision is the store's current one even when reading the past.
         return Page([_stored(kv) for kv in r.kvs], revision or r.revision, r.more)
 
