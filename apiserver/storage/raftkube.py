@@ -132,8 +132,9 @@ class RaftkubeStorage:
         )
         r = await self._txn(TxnRequest([guard], [DeleteRangeRequest(k, prev_kv=True)], [RangeRequest(k)]))
         if r.succeeded:
-            d = r.responses[0]
-            assert isinstance(d, DeleteRangeResponse) and d.prev_kvs, "a guarded delete removed nothing"
+            d = r.responses[0] if r.responses else None
+            if not isinstance(d, DeleteRangeResponse) or not d.prev_kvs:
+                raise StorageError(f"the store deleted {key} but returned no previous value")
             return Stored(key, d.prev_kvs[0].value, r.revision)
         current = self._current(r)
         if current is None:
