@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -477,3 +479,19 @@ def test_etcd_watch_resumes_after_its_member_restarts(tmp_path: Path, monkeypatc
                 e.stop()
     assert [e.key[len(p) :] for b in got for e in b] == ["a", "b", "a"]
     assert got[-1][0].prev_value == b"1"
+
+
+def test_without_grpcio_only_the_etcd_backend_is_missing() -> None:
+    """grpcio is needed by the etcd backend alone, and its absence says how to install it."""
+    code = (
+        "import sys; sys.modules['grpc'] = None\n"
+        "from apiserver.storage import open_storage\n"
+        "open_storage('raftkube://127.0.0.1:1', tls=None)\n"
+        "try:\n"
+        "    open_storage('etcd://127.0.0.1:1', tls=None)\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60, check=True)
+    assert "pip install grpcio" in out.stdout, out.stdout + out.stderr
