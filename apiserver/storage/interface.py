@@ -12,6 +12,7 @@ KeyNotFound -> 404, Compacted -> 410, Unavailable -> 503, Ambiguous -> 504.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -101,7 +102,7 @@ class Storage(Protocol):
         revision of the delete."""
         ...
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[StorageEvent]]:
+    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[builtins.list[StorageEvent]]:
         """Every change under `prefix` from `start_revision` on, one batch per revision, in order,
         without gaps.  Raises CompactedError when `start_revision` is compacted, and ends (or raises
         UnavailableError) only if the backend gives up; the caller then re-lists."""

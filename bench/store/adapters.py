@@ -78,7 +78,7 @@ class RaftkubeAdapter:
 
 class EtcdAdapter:
     def __init__(self, endpoints: list[str], timeout: float, tls: ClientTLS | None = None) -> None:
-        from bench.store.etcd_client import EtcdClient
+        from apiserver.storage.etcd_client import EtcdClient
 
         self.client = EtcdClient(endpoints, timeout=timeout, tls=tls)
 
@@ -90,7 +90,7 @@ class EtcdAdapter:
         return kv.value if kv is not None else None
 
     async def watch(self, endpoint: str, prefix: bytes, watchers: int, start_revision: int, on_events: OnEvents) -> Any:
-        from bench.store.etcd_client import WatchStream, prefix_end
+        from apiserver.storage.etcd_client import WatchStream, prefix_end
 
         created = asyncio.Event()
         count = 0

@@ -23,8 +23,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from apiserver.storage.etcd_client import EtcdClient, EtcdError
 from bench.store import procs
-from bench.store.etcd_client import EtcdClient, EtcdError
 from bench.store.syncobj_service import SyncobjClient, SyncobjError
 from bench.store.tls import ClientTLS, EtcdMemberTLS, etcd_pki
 from store.config import StoreSettings, load_store_settings
