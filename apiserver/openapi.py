@@ -419,7 +419,7 @@ class OpenAPIDocuments:
         self._docs: dict[str, tuple[bytes, str]] = {}
         self._root: bytes | None = None
 
-    def keys(self) -> list[str]:
+    def document_keys(self) -> list[str]:
         """`api/v1`, `apis/apps/v1`, ...: the documents, in discovery order."""
         return list(self._gvs)
 
