@@ -72,6 +72,8 @@ class _Server:
 
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
+        self.pods: dict[str, dict[str, Any]] = {}  # what GET pods/{name} answers
+        self.patches: list[tuple[str, Any]] = []  # (Content-Type, body) of each PATCH
         self.docs = OpenAPIDocuments(CATALOG)
         self.address = ""
         self.app = Starlette(
@@ -84,6 +86,7 @@ class _Server:
                 Route("/openapi/v3", self.openapi_root),
                 Route("/openapi/v3/{key:path}", self.openapi_document),
                 Route("/api/v1/namespaces/{namespace}/pods", self.create_pod, methods=["POST"]),
+                Route("/api/v1/namespaces/{namespace}/pods/{name}", self.pod, methods=["GET", "PATCH"]),
                 Route("/{rest:path}", self.not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             ]
         )
@@ -139,6 +142,15 @@ class _Server:
             namespace=request.path_params["namespace"], uid="u-1", resourceVersion="1"
         )
         return JSONResponse(obj, status_code=201)
+
+    async def pod(self, request: Request) -> Response:
+        self.record(request)
+        obj = self.pods.get(request.path_params["name"])
+        if obj is None:
+            return await self.not_found(request)
+        if request.method == "PATCH":
+            self.patches.append((request.headers.get("content-type", ""), json.loads(await request.body())))
+        return JSONResponse(obj)
 
     async def not_found(self, request: Request) -> Response:
         self.record(request)
@@ -269,6 +281,37 @@ def test_create_validates_server_side(kubectl: Any, server: _Server, tmp_path: P
     assert out.strip() == "pod/web created"
     posts = [s for s in server.seen if s["method"] == "POST"]
     assert [p["query"].get("fieldValidation") for p in posts] == ["Strict"]
+    assert not any(s["path"].startswith("/openapi/v2") for s in server.seen)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_client_side_apply_builds_its_patch_from_our_schemas(
+    kubectl: Any, server: _Server, tmp_path: Path, version: str
+) -> None:
+    """A changed `apply` computes a strategic merge patch from the OpenAPI v3 schema (it
+    lists the strategic-merge content type), which needs the patch merge keys to resolve."""
+    before = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}, {"name": "log", "image": "busybox"}]},
+    }
+    after = json.loads(json.dumps(before))
+    after["spec"]["containers"][0]["image"] = "nginx:1.28"
+    last_applied = {"kubectl.kubernetes.io/last-applied-configuration": json.dumps(before)}
+    server.pods["web"] = {**before, "metadata": {**before["metadata"], "annotations": last_applied, "uid": "u-1"}}
+    server.patches.clear()
+    manifest = tmp_path / "pod.json"
+    manifest.write_text(json.dumps(after))
+    done = kubectl(version, "apply", "-f", str(manifest))
+    assert done.stdout.strip() == "pod/web configured"
+    assert "warning" not in done.stderr
+    [(content_type, patch)] = server.patches
+    assert content_type == "application/strategic-merge-patch+json"
+    spec = patch["spec"]
+    # list items matched by their merge key "name", not replaced wholesale
+    assert spec["$setElementOrder/containers"] == [{"name": "web"}, {"name": "log"}]
+    assert spec["containers"] == [{"image": "nginx:1.28", "name": "web"}]
     assert not any(s["path"].startswith("/openapi/v2") for s in server.seen)
 
 
