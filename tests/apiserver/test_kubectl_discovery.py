@@ -290,7 +290,7 @@ def test_client_side_apply_builds_its_patch_from_our_schemas(
 ) -> None:
     """A changed `apply` computes a strategic merge patch from the OpenAPI v3 schema (it
     lists the strategic-merge content type), which needs the patch merge keys to resolve."""
-    before = {
+    before: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "web", "namespace": "default"},
