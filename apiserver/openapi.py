@@ -27,6 +27,7 @@ import orjson
 from apiserver.discovery import GroupVersion, served_groups
 from apiserver.errors import StatusError
 from apiserver.openapi_schemas import COMPONENTS, Schema, SchemaSource, default_source
+from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef, Subresource
 from apiserver.version import KUBE_MAJOR, KUBE_MINOR
 
@@ -425,8 +426,9 @@ class OpenAPIDocuments:
 
     def document(self, key: str) -> tuple[bytes, str]:
         """The serialized document at `/openapi/v3/{key}` and its hash; 404 NotFound for no such group-version."""
+        key = key.strip("/")
         if key not in self._docs:
-            gv = self._gvs.get(key.strip("/"))
+            gv = self._gvs.get(key)
             if gv is None:
                 raise StatusError(404, "NotFound", "the server could not find the requested resource")
             if self._source is None:
@@ -445,8 +447,6 @@ class OpenAPIDocuments:
 
 @cache
 def _served() -> OpenAPIDocuments:
-    from apiserver.resources import catalog  # noqa: PLC0415 (the catalog imports every resource module)
-
     return OpenAPIDocuments(catalog())
 
 

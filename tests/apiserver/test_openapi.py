@@ -286,3 +286,16 @@ def test_source_lookups() -> None:
     assert source.name_for("a", "v1", "B") is None
     assert list(source.closure(["a.v1.A"])) == ["a.v1.A", "a.v1.B"]  # cycles end
     assert "a.v1.C" in source and "a.v1.D" not in source
+
+
+def test_served_catalog_entry_points() -> None:
+    """The module-level functions the HTTP layer calls serve `catalog()` (whatever it holds)."""
+    from apiserver.openapi import openapi_document, openapi_root
+
+    root = json.loads(openapi_root())
+    for key, entry in root["paths"].items():
+        body, etag = openapi_document(key)
+        assert entry["serverRelativeURL"].endswith(f"?hash={etag.strip(chr(34))}")
+        assert etag == f'"{hashlib.sha256(body).hexdigest().upper()}"'
+    with pytest.raises(StatusError):
+        openapi_document("apis/no.such.group/v1")
