@@ -34,7 +34,7 @@ def default(svc: Obj) -> None:
     for port in ports if isinstance(ports, list) else []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
-            if "targetPort" not in port and "port" in port:
+            if port.get("targetPort") in (None, 0, "") and v.is_int(port.get("port")) and port["port"] > 0:
                 port["targetPort"] = port["port"]
     status = ensure(svc, "status")
     if status is not None:
