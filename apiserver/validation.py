@@ -411,10 +411,11 @@ def validate_required(obj: Any, path: str) -> list[Cause]:
 
 
 def validate_enum(value: Any, field: str, supported: Iterable[str], *, optional: bool = True) -> list[Cause]:
-    """`Unsupported value: "X": supported values: "A", "B"`; a missing value is fine when optional."""
+    """`Unsupported value: "X": supported values: "A", "B"`; a missing value is fine when optional,
+    `Required value` otherwise."""
     allowed = tuple(supported)
     if value is None or value == "":
-        return [] if optional else [not_supported(field, value or "", allowed)]
+        return [] if optional else [required(field)]
     return [] if value in allowed else [not_supported(field, value, allowed)]
 
 

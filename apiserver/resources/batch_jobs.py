@@ -2,7 +2,7 @@
 
 Unless `spec.manualSelector` is true, defaulting gives the job kube's generated selector
 (`batch.kubernetes.io/controller-uid`) and labels its template to match, using the job's uid
-(one is assigned here if the registry has not yet set it)."""
+when the registry has already set it, a fresh unique value otherwise."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _generate_selector(job: Obj, spec: Obj) -> None:
         return
     uid = job_meta.get("uid")
     if not isinstance(uid, str) or not uid:
-        uid = job_meta["uid"] = str(uuid.uuid4())
+        uid = str(uuid.uuid4())  # unique all the same; metadata.uid stays the registry's to set
     name = job_meta.get("name") if isinstance(job_meta.get("name"), str) else ""
     for label in ("job-name", NAME_LABEL):
         if name:

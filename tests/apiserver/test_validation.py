@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from apiserver import validation as v
 from apiserver.errors import Cause, invalid
 
@@ -109,3 +114,19 @@ def test_wrong_types_are_causes_not_exceptions() -> None:
 def test_go_value() -> None:
     assert v.go_value({"app": "x", "a": "y"}) == 'map[string]string{"a":"y", "app":"x"}'
     assert v.go_value(True) == "true" and v.go_value(None) == "null" and v.go_value(3) == "3"
+
+
+names = st.text(alphabet="abcxyzABC019-._/%", max_size=70)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=names)
+def test_name_checks_agree_with_the_grammar(name: str) -> None:
+    label_ok = re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name) is not None and len(name) <= 63
+    assert (v.is_dns1123_label(name) == []) == label_ok
+    parts = name.split(".")
+    subdomain_ok = len(name) <= 253 and all(re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", p) for p in parts)
+    assert (v.is_dns1123_subdomain(name) == []) == subdomain_ok
+    for check in (v.is_qualified_name, v.is_label_value, v.is_config_key, v.is_port_name, v.is_dns1035_label):
+        assert all(isinstance(m, str) and m for m in check(name))
+    assert (v.name_is_path_segment(name, False) == []) == (name not in (".", "..") and not set(name) & {"/", "%"})
