@@ -95,7 +95,13 @@ class ResourceDef:
     field_selectors: tuple[str, ...] = ()  # the names `fields` returns, for error messages
     columns: tuple[Column, ...] = ()  # after Name (and before Age when `age_last`)
     row: RowFunc | None = None  # cells for `columns`; Name and Age are added by the Table writer
-    age_last: bool = True  # Age is the last priority-0 column (kubectl's layout for most kinds)
+    # True: the Table writer puts Age after the last priority-0 column (before the `-o wide` ones),
+    # kubectl's layout for most kinds.  False: the writer adds no Age; a kind that shows one
+    # elsewhere (nodes: Name, Status, Roles, Age, Version) has it in `columns` and `row`.
+    age_last: bool = True
+    # True: the writer puts Name first.  False: `columns`/`row` hold every column, Name included
+    # wherever the kind shows it (core events: Last Seen, Type, Reason, Object, ... Name last, wide).
+    name_column: bool = True
     # what the rest of the apiserver attaches to the kind (graceful deletion for pods, etc.)
     extra: dict[str, Any] = field(default_factory=dict)
 

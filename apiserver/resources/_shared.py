@@ -1,0 +1,132 @@
+"""Small readers shared by the resource declarations: tolerant getters, label-selector text and
+matching, container cells.  Stored objects were validated, but a row function must still never
+raise on a field of an unexpected type, so every getter falls back to a neutral value."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def get(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def text(obj: Any, path: str) -> str:
+    value = get(obj, path)
+    return value if isinstance(value, str) else ""
+
+
+def number(obj: Any, path: str) -> int:
+    value = get(obj, path)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def items(obj: Any, path: str) -> list[Any]:
+    value = get(obj, path)
+    return value if isinstance(value, list) else []
+
+
+def dicts(obj: Any, path: str) -> list[Obj]:
+    return [x for x in items(obj, path) if isinstance(x, dict)]
+
+
+def mapping(obj: Any, path: str) -> Obj:
+    value = get(obj, path)
+    return value if isinstance(value, dict) else {}
+
+
+def ensure(obj: Obj, name: str) -> Obj | None:
+    """`obj[name]`, created as {} when absent; None when it holds something that is not an object
+    (defaulting leaves a malformed field alone and lets validation name it)."""
+    value = obj.setdefault(name, {})
+    return value if isinstance(value, dict) else None
+
+
+def format_labels(labels: Any) -> str:
+    """labels.FormatLabels: `a=b,c=d` sorted by key, `<none>` when empty."""
+    if not isinstance(labels, dict) or not labels:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def selector_string(selector: Any) -> str:
+    """A metav1.LabelSelector as `labels.Selector.String()`: requirements sorted by key, `k=v`,
+    `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; "" for an empty selector, `<error>` if malformed."""
+    if selector is None:
+        return ""
+    if not isinstance(selector, dict):
+        return "<error>"
+    reqs: list[tuple[str, str]] = []
+    match_labels = selector.get("matchLabels") or {}
+    if not isinstance(match_labels, dict):
+        return "<error>"
+    reqs += [(str(k), f"{k}={v}") for k, v in match_labels.items()]
+    exprs = selector.get("matchExpressions") or []
+    if not isinstance(exprs, list):
+        return "<error>"
+    for expr in exprs:
+        if not isinstance(expr, dict):
+            return "<error>"
+        k, op = str(expr.get("key", "")), expr.get("operator")
+        values = expr.get("values") or []
+        joined = ",".join(sorted(str(v) for v in values)) if isinstance(values, list) else ""
+        if op == "In":
+            reqs.append((k, f"{k} in ({joined})"))
+        elif op == "NotIn":
+            reqs.append((k, f"{k} notin ({joined})"))
+        elif op == "Exists":
+            reqs.append((k, k))
+        elif op == "DoesNotExist":
+            reqs.append((k, f"!{k}"))
+        else:
+            return "<error>"
+    return ",".join(t for _, t in sorted(reqs, key=lambda r: r[0]))
+
+
+def format_label_selector(selector: Any) -> str:
+    """metav1.FormatLabelSelector: as `selector_string`, with `<none>` for an empty selector."""
+    return selector_string(selector) or "<none>"
+
+
+def selector_matches(selector: Obj, labels: Mapping[str, Any]) -> bool:
+    """Whether a metav1.LabelSelector selects these labels (an empty selector selects everything)."""
+    match_labels = selector.get("matchLabels") or {}
+    if isinstance(match_labels, dict):
+        for k, v in match_labels.items():
+            if labels.get(k) != v:
+                return False
+    exprs = selector.get("matchExpressions") or []
+    for expr in exprs if isinstance(exprs, list) else []:
+        if not isinstance(expr, dict):
+            return False
+        k, op = expr.get("key"), expr.get("operator")
+        values = expr.get("values") or []
+        if not isinstance(k, str):
+            return False
+        present = k in labels
+        if op == "In" and not (present and labels[k] in values):
+            return False
+        if op == "NotIn" and present and labels[k] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def container_cells(pod_spec: Any) -> tuple[str, str]:
+    """The wide Containers and Images cells: names and images of the containers, comma-joined."""
+    containers = dicts(pod_spec, "containers")
+    return ",".join(text(c, "name") for c in containers), ",".join(text(c, "image") for c in containers)
+
+
+def has_condition(obj: Any, kind: str, status: str = "True") -> bool:
+    return any(text(c, "type") == kind and text(c, "status") == status for c in dicts(obj, "status.conditions"))

@@ -1,0 +1,29 @@
+"""rbac.authorization.k8s.io/v1 RoleBinding: grants a role's permissions to users, groups and
+service accounts within a namespace."""
+
+from __future__ import annotations
+
+from apiserver import validation as v
+from apiserver.errors import Cause
+from apiserver.resources import _rbac
+from apiserver.resources._shared import Obj
+from apiserver.resources.base import ResourceDef
+
+
+def validate(obj: Obj, old: Obj | None) -> list[Cause]:
+    causes = v.validate_object_meta(obj, namespaced=True, name_fn=v.name_is_path_segment, old=old)
+    return causes + _rbac.validate_binding(obj, old, namespaced=True)
+
+
+RESOURCE = ResourceDef(
+    group=_rbac.GROUP,
+    version="v1",
+    kind="RoleBinding",
+    plural="rolebindings",
+    singular="rolebinding",
+    namespaced=True,
+    bumps_generation=False,
+    validate=validate,
+    columns=_rbac.BINDING_COLUMNS,
+    row=_rbac.binding_row,
+)

@@ -1,0 +1,458 @@
+"""Every resource declaration: present in the catalog, consistent, defaulting and validating a
+minimal good object to no causes and a bad one to causes at the right field paths."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apiserver.resources import catalog
+from apiserver.resources.base import ResourceDef
+from apiserver.table import table
+
+Obj = dict[str, Any]
+
+EXPECTED = {
+    ("", "v1"): {
+        "namespaces",
+        "pods",
+        "nodes",
+        "services",
+        "endpoints",
+        "configmaps",
+        "secrets",
+        "serviceaccounts",
+        "events",
+    },
+    ("apps", "v1"): {"deployments", "replicasets"},
+    ("batch", "v1"): {"jobs"},
+    ("coordination.k8s.io", "v1"): {"leases"},
+    ("discovery.k8s.io", "v1"): {"endpointslices"},
+    ("events.k8s.io", "v1"): {"events"},
+    ("rbac.authorization.k8s.io", "v1"): {"roles", "rolebindings", "clusterroles", "clusterrolebindings"},
+}
+
+
+def find(group: str, plural: str) -> ResourceDef:
+    return next(r for r in catalog() if r.group == group and r.plural == plural)
+
+
+def test_catalog_holds_every_resource() -> None:
+    found: dict[tuple[str, str], set[str]] = {}
+    for r in catalog():
+        found.setdefault((r.group, r.version), set()).add(r.plural)
+    assert found == EXPECTED
+
+
+def test_names_unique_per_group_version() -> None:
+    by_gv: dict[str, list[ResourceDef]] = {}
+    for r in catalog():
+        by_gv.setdefault(r.group_version, []).append(r)
+    for gv, rs in by_gv.items():
+        for attr in ("plural", "kind", "singular"):
+            values = [getattr(r, attr) for r in rs]
+            assert len(values) == len(set(values)), (gv, attr)
+    short = [(r.group, s) for r in catalog() for s in r.short_names if r.group != "events.k8s.io"]
+    assert len(short) == len(set(short))
+
+
+def test_fields_are_listed_in_field_selectors() -> None:
+    for r in catalog():
+        assert set(r.fields({})) == set(r.field_selectors), r.plural
+        assert all(isinstance(x, str) for x in r.fields({}).values())
+
+
+def test_discovery_details_as_kube() -> None:
+    pods = find("", "pods")
+    subs = {s.name: s for s in pods.subresources}
+    assert (
+        subs["eviction"].group == "policy" and subs["eviction"].version == "v1" and subs["eviction"].kind == "Eviction"
+    )
+    assert subs["eviction"].verbs == ("create",) and subs["binding"].verbs == ("create",)
+    assert subs["log"].verbs == ("get",) and subs["status"].kind == "Pod"
+    scale = {s.name: s for s in find("apps", "deployments").subresources}["scale"]
+    assert (scale.group, scale.version, scale.kind) == ("autoscaling", "v1", "Scale")
+    assert "all" in pods.categories and "po" in pods.short_names
+    for r in catalog():
+        assert r.status_subresource == any(s.name == "status" for s in r.subresources), r.plural
+    assert {r.plural for r in catalog() if "all" in r.categories} == {
+        "pods",
+        "services",
+        "deployments",
+        "replicasets",
+        "jobs",
+    }
+    assert find("events.k8s.io", "events").store_name == "events" == find("", "events").store_name
+
+
+def meta(name: str, namespace: str | None = "default") -> Obj:
+    m: Obj = {"name": name}
+    if namespace:
+        m["namespace"] = namespace
+    return m
+
+
+CONTAINER = {"name": "web", "image": "nginx:1.27"}
+TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [CONTAINER]}}
+SELECTOR = {"matchLabels": {"app": "web"}}
+
+# (group, plural) -> (good object, bad object, the fields the bad object's causes must name)
+CASES: dict[tuple[str, str], tuple[Obj, Obj, set[str]]] = {
+    ("", "namespaces"): (
+        {"metadata": meta("team-a", None)},
+        {"metadata": {"name": "Team.A"}, "status": {"phase": "Gone"}},
+        {"metadata.name", "status.phase"},
+    ),
+    ("", "pods"): (
+        {"metadata": meta("p"), "spec": {"containers": [CONTAINER]}},
+        {
+            "metadata": meta("p"),
+            "spec": {
+                "restartPolicy": "Sometimes",
+                "containers": [
+                    {"name": "a", "image": "x", "ports": [{"containerPort": 70000}]},
+                    {"name": "a"},
+                    {"image": "y"},
+                ],
+            },
+        },
+        {
+            "spec.restartPolicy",
+            "spec.containers[0].ports[0].containerPort",
+            "spec.containers[1].image",
+            "spec.containers[1].name",
+            "spec.containers[2].name",
+        },
+    ),
+    ("", "nodes"): (
+        {"metadata": meta("n1", None), "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}},
+        {"metadata": meta("n1"), "spec": {"taints": [{"key": "k", "effect": "Sometimes"}], "unschedulable": "yes"}},
+        {"metadata.namespace", "spec.taints[0].effect", "spec.unschedulable"},
+    ),
+    ("", "services"): (
+        {"metadata": meta("web"), "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
+        {"metadata": meta("1web"), "spec": {"type": "Magic", "ports": [{"port": 80}, {"port": 0, "name": "b"}]}},
+        {"metadata.name", "spec.type", "spec.ports[0].name", "spec.ports[1].port"},
+    ),
+    ("", "endpoints"): (
+        {"metadata": meta("web"), "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]},
+        {"metadata": meta("web"), "subsets": [{"addresses": [{"ip": "nope"}], "ports": [{"port": 99999}]}]},
+        {"subsets[0].addresses[0].ip", "subsets[0].ports[0].port"},
+    ),
+    ("", "configmaps"): (
+        {"metadata": meta("cfg"), "data": {"app.conf": "x=1"}, "binaryData": {"b": "AAEC"}},
+        {"metadata": meta("cfg"), "data": {"bad/key": "x", "big": "x" * (1024 * 1024 + 1)}},
+        {"data[bad/key]", ""},
+    ),
+    ("", "secrets"): (
+        {"metadata": meta("s"), "data": {"password": "aHVudGVyMg=="}, "stringData": {"user": "admin"}},
+        {"metadata": meta("s"), "type": "kubernetes.io/tls", "data": {"tls.crt": "!!notbase64"}},
+        {"data[tls.crt]", "data[tls.key]"},
+    ),
+    ("", "serviceaccounts"): (
+        {"metadata": meta("builder")},
+        {"metadata": meta("Builder"), "secrets": [{}]},
+        {"metadata.name", "secrets[0].name"},
+    ),
+    ("", "events"): (
+        {
+            "metadata": meta("p.1"),
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Scheduled",
+            "message": "ok",
+            "type": "Normal",
+        },
+        {"metadata": meta("p.1"), "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"}},
+        {"involvedObject.namespace"},
+    ),
+    ("apps", "deployments"): (
+        {"metadata": meta("web"), "spec": {"selector": SELECTOR, "template": TEMPLATE}},
+        {
+            "metadata": meta("web"),
+            "spec": {
+                "replicas": -1,
+                "selector": {"matchLabels": {"app": "other"}},
+                "template": TEMPLATE,
+                "strategy": {"type": "Recreate", "rollingUpdate": {}},
+            },
+        },
+        {"spec.replicas", "spec.template.metadata.labels", "spec.strategy.rollingUpdate"},
+    ),
+    ("apps", "replicasets"): (
+        {"metadata": meta("web-1"), "spec": {"selector": SELECTOR, "template": TEMPLATE}},
+        {"metadata": meta("web-1"), "spec": {"template": TEMPLATE}},
+        {"spec.selector"},
+    ),
+    ("batch", "jobs"): (
+        {"metadata": meta("pi"), "spec": {"template": {"spec": {"containers": [CONTAINER], "restartPolicy": "Never"}}}},
+        {"metadata": meta("pi"), "spec": {"backoffLimit": -2, "template": {"spec": {"containers": [CONTAINER]}}}},
+        {"spec.backoffLimit", "spec.template.spec.restartPolicy"},
+    ),
+    ("coordination.k8s.io", "leases"): (
+        {"metadata": meta("n1", "kube-node-lease"), "spec": {"holderIdentity": "n1", "leaseDurationSeconds": 40}},
+        {"metadata": meta("n1"), "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}},
+        {"spec.leaseDurationSeconds", "spec.leaseTransitions"},
+    ),
+    ("discovery.k8s.io", "endpointslices"): (
+        {
+            "metadata": meta("web-abc"),
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"]}],
+            "ports": [{"port": 80, "name": "http"}],
+        },
+        {"metadata": meta("web-abc"), "addressType": "IPv5", "endpoints": [{"addresses": []}]},
+        {"addressType", "endpoints[0].addresses"},
+    ),
+    ("events.k8s.io", "events"): (
+        {
+            "metadata": meta("p.2"),
+            "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "eventTime": "2024-05-01T10:00:00.000000Z",
+            "reportingController": "raftkube/scheduler",
+            "reportingInstance": "s-1",
+            "action": "Binding",
+            "reason": "Scheduled",
+            "type": "Normal",
+        },
+        {"metadata": meta("p.2"), "type": "Odd"},
+        {"eventTime", "reportingController", "reportingInstance", "action", "reason", "type"},
+    ),
+    ("rbac.authorization.k8s.io", "roles"): (
+        {"metadata": meta("reader"), "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+        {
+            "metadata": meta("reader"),
+            "rules": [{"apiGroups": [""], "resources": ["pods"]}, {"nonResourceURLs": ["/x"], "verbs": ["get"]}],
+        },
+        {"rules[0].verbs", "rules[1].nonResourceURLs"},
+    ),
+    ("rbac.authorization.k8s.io", "clusterroles"): (
+        {"metadata": meta("admin", None), "rules": [{"nonResourceURLs": ["/healthz"], "verbs": ["get"]}]},
+        {"metadata": meta("a/b", None), "rules": [{"verbs": ["get"]}]},
+        {"metadata.name", "rules[0].apiGroups", "rules[0].resources"},
+    ),
+    ("rbac.authorization.k8s.io", "rolebindings"): (
+        {
+            "metadata": meta("read"),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}],
+        },
+        {"metadata": meta("read"), "roleRef": {"kind": "Pod", "apiGroup": "x"}, "subjects": [{"kind": "Robot"}]},
+        {"roleRef.kind", "roleRef.apiGroup", "roleRef.name", "subjects[0].name", "subjects[0].kind"},
+    ),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): (
+        {
+            "metadata": meta("admins", None),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "ci", "namespace": "default"}],
+        },
+        {
+            "metadata": meta("admins", None),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "ci"}],
+        },
+        {"roleRef.kind", "subjects[0].namespace"},
+    ),
+}
+
+
+def test_every_resource_has_a_case() -> None:
+    assert {(r.group, r.plural) for r in catalog()} == set(CASES)
+
+
+@pytest.mark.parametrize("case", sorted(CASES), ids=lambda c: f"{c[0] or 'core'}/{c[1]}")
+def test_good_and_bad(case: tuple[str, str]) -> None:
+    resource = find(*case)
+    good, bad, fields = copy.deepcopy(CASES[case])
+    resource.default(good)
+    assert resource.validate(good, None) == [], resource.plural
+    assert resource.validate(good, copy.deepcopy(good)) == [], "an unchanged update is valid"
+    resource.default(bad)
+    causes = resource.validate(bad, None)
+    assert {c.field for c in causes} == fields, [f"{c.field}: {c.message}" for c in causes]
+
+
+def defaulted(group: str, plural: str, obj: Obj) -> Obj:
+    find(group, plural).default(obj)
+    return obj
+
+
+def test_pod_defaults() -> None:
+    pod = defaulted(
+        "",
+        "pods",
+        {
+            "metadata": meta("p"),
+            "spec": {
+                "containers": [
+                    {"name": "a", "image": "nginx"},
+                    {"name": "b", "image": "nginx:1.27", "ports": [{"containerPort": 80}]},
+                    {"name": "c", "image": "reg:5000/app@sha256:abc"},
+                ]
+            },
+        },
+    )
+    spec = pod["spec"]
+    assert (spec["restartPolicy"], spec["dnsPolicy"], spec["terminationGracePeriodSeconds"]) == (
+        "Always",
+        "ClusterFirst",
+        30,
+    )
+    assert spec["schedulerName"] == "default-scheduler"
+    assert [c["imagePullPolicy"] for c in spec["containers"]] == ["Always", "IfNotPresent", "IfNotPresent"]
+    assert spec["containers"][0]["terminationMessagePath"] == "/dev/termination-log"
+    assert spec["containers"][0]["terminationMessagePolicy"] == "File"
+    assert spec["containers"][1]["ports"][0]["protocol"] == "TCP"
+    assert pod["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+def test_workload_defaults() -> None:
+    d = defaulted(
+        "apps",
+        "deployments",
+        {"metadata": meta("d"), "spec": {"selector": SELECTOR, "template": copy.deepcopy(TEMPLATE)}},
+    )
+    assert d["spec"]["replicas"] == 1 and d["spec"]["revisionHistoryLimit"] == 10
+    assert d["spec"]["progressDeadlineSeconds"] == 600
+    assert d["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert d["spec"]["template"]["spec"]["restartPolicy"] == "Always"
+    job = defaulted(
+        "batch",
+        "jobs",
+        {"metadata": {**meta("pi"), "uid": "u-1"}, "spec": {"template": {"spec": {"containers": [CONTAINER]}}}},
+    )
+    spec = job["spec"]
+    assert (spec["parallelism"], spec["completions"], spec["backoffLimit"], spec["completionMode"]) == (
+        1,
+        1,
+        6,
+        "NonIndexed",
+    )
+    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}}
+    assert spec["template"]["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "pi"
+    svc = defaulted("", "services", {"metadata": meta("s"), "spec": {"ports": [{"port": 80}]}})
+    assert svc["spec"]["type"] == "ClusterIP" and svc["spec"]["sessionAffinity"] == "None"
+    assert svc["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    ns = defaulted("", "namespaces", {"metadata": meta("n", None)})
+    assert ns["status"] == {"phase": "Active"} and ns["spec"] == {"finalizers": ["kubernetes"]}
+    secret = defaulted("", "secrets", {"metadata": meta("s"), "stringData": {"a": "b"}})
+    assert secret == {"metadata": meta("s"), "type": "Opaque", "data": {"a": "Yg=="}}
+
+
+def test_update_rules() -> None:
+    dep = find("apps", "deployments")
+    old = defaulted(
+        "apps",
+        "deployments",
+        {"metadata": meta("web"), "spec": {"selector": SELECTOR, "template": copy.deepcopy(TEMPLATE)}},
+    )
+    new = copy.deepcopy(old)
+    new["spec"]["selector"] = {"matchLabels": {"app": "web", "tier": "x"}}
+    new["spec"]["template"]["metadata"]["labels"]["tier"] = "x"
+    assert [c.message for c in dep.validate(new, old)] == [
+        'Invalid value: {"matchLabels":{"app":"web","tier":"x"}}: field is immutable'
+    ]
+    pods = find("", "pods")
+    pod = defaulted("", "pods", {"metadata": meta("p"), "spec": {"containers": [dict(CONTAINER)]}})
+    bound = copy.deepcopy(pod)
+    bound["spec"]["nodeName"] = "n1"
+    bound["spec"]["containers"][0]["image"] = "nginx:1.28"
+    assert pods.validate(bound, pod) == [], "binding and image changes are allowed"
+    moved = copy.deepcopy(bound)
+    moved["spec"]["nodeName"] = "n2"
+    assert [c.field for c in pods.validate(moved, bound)] == ["spec"]
+    rb = find("rbac.authorization.k8s.io", "rolebindings")
+    good = copy.deepcopy(CASES[("rbac.authorization.k8s.io", "rolebindings")][0])
+    changed = copy.deepcopy(good)
+    changed["roleRef"]["name"] = "writer"
+    assert [c.message.endswith("cannot change roleRef") for c in rb.validate(changed, good)] == [True]
+
+
+def test_selector_mismatch_worded_as_kube() -> None:
+    causes = find("apps", "deployments").validate(
+        {"metadata": meta("web"), "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": TEMPLATE}}, None
+    )
+    assert [f"{c.field}: {c.message}" for c in causes] == [
+        'spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: '
+        "`selector` does not match template `labels`"
+    ]
+
+
+def test_fields() -> None:
+    pod = {
+        "spec": {"nodeName": "n1", "hostNetwork": True},
+        "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.9"}]},
+    }
+    f = find("", "pods").fields(pod)
+    assert f["spec.nodeName"] == "n1" and f["spec.hostNetwork"] == "true" and f["status.podIP"] == "10.0.0.9"
+    assert find("", "nodes").fields({"spec": {"unschedulable": True}}) == {"spec.unschedulable": "true"}
+    assert find("batch", "jobs").fields({"status": {"succeeded": 2}}) == {"status.successful": "2"}
+    assert find("apps", "replicasets").fields({}) == {"status.replicas": "0"}
+    event = {"involvedObject": {"kind": "Pod", "name": "p"}, "source": {"component": "kubelet"}, "type": "Warning"}
+    ef = find("", "events").fields(event)
+    assert ef["involvedObject.name"] == "p" and ef["source"] == "kubelet" and ef["type"] == "Warning"
+    new_style = {"regarding": {"kind": "Pod", "name": "p"}, "reportingController": "kubelet"}
+    assert find("events.k8s.io", "events").fields(new_style)["reportingComponent"] == "kubelet"
+
+
+def test_event_conversion_round_trips() -> None:
+    r = find("events.k8s.io", "events")
+    good = copy.deepcopy(CASES[("events.k8s.io", "events")][0])
+    stored = r.extra["to_storage"](good)
+    assert stored["apiVersion"] == "v1" and stored["involvedObject"]["name"] == "p"
+    assert stored["reportingComponent"] == "raftkube/scheduler"
+    back = r.extra["from_storage"](stored)
+    assert back == {**good, "apiVersion": "events.k8s.io/v1"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**31), 2**31) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+META_KEYS = (
+    "name",
+    "namespace",
+    "labels",
+    "annotations",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "finalizers",
+    "ownerReferences",
+)
+SPEC_KEYS = ("containers", "selector", "template", "ports", "type", "replicas", "taints", "nodeName", "strategy")
+STATUS_KEYS = ("phase", "conditions", "containerStatuses", "initContainerStatuses", "podIPs", "addresses", "nodeInfo")
+TOP_KEYS = ("data", "rules", "subjects", "roleRef", "subsets", "endpoints", "involvedObject", "regarding", "type")
+
+
+def some_of(keys: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    return st.dictionaries(st.sampled_from(keys), json_values, max_size=4) | json_values
+
+
+# objects whose well-known fields hold arbitrary JSON: defaulting, validation and the table must
+# answer with causes or cells, never raise
+hostile = st.fixed_dictionaries(
+    {},
+    optional={"metadata": some_of(META_KEYS), "spec": some_of(SPEC_KEYS), "status": some_of(STATUS_KEYS)}
+    | {k: json_values for k in (*TOP_KEYS, "stringData", "binaryData", "series")},
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(obj=hostile, which=st.integers(0, len(EXPECTED) * 10))
+def test_hostile_objects_never_raise(obj: Obj, which: int) -> None:
+    resources = catalog()
+    resource = resources[which % len(resources)]
+    old = copy.deepcopy(obj)
+    resource.default(obj)
+    causes = resource.validate(obj, None) + resource.validate(obj, old)
+    assert all(isinstance(c.field, str) and c.message for c in causes)
+    resource.fields(obj)
+    rows = table(resource, [obj], now=1e9)["rows"]
+    assert len(rows[0]["cells"]) == len(table(resource, [], now=0)["columnDefinitions"])
