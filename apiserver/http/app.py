@@ -50,6 +50,7 @@ class Api:
         self.handlers = ResourceHandlers(storage, resources, clock)
         self.resources = resources
         self.metrics = Metrics()
+        self.openapi = openapi.OpenAPIDocuments(resources)
 
     async def start(self) -> None:
         await self.handlers.start()
@@ -129,22 +130,17 @@ async def _route(api: Api, request: Request) -> Response:
         if path == "/metrics":
             body, content_type = api.metrics.render()
             return Response(body, media_type=content_type)
-        found = _discovery(api, path, request.headers.get("accept", ""))
+        found = _discovery(api, request, path)
         if found is not None:
             return found
         if path == "/openapi/v3":
-            return _json(openapi.openapi_root(api.resources))
+            return Response(api.openapi.root(), media_type=negotiation.JSON)
         if path.startswith("/openapi/v3/"):
-            gv = path[len("/openapi/v3/") :]
-            doc = openapi.openapi_document(api.resources, gv)
-            if doc is None:
-                raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
-            body, etag = doc
-            return Response(
-                body,
-                media_type=negotiation.JSON,
-                headers={"ETag": f'"{etag}"', "Cache-Control": "public, immutable"},
-            )
+            body, etag = api.openapi.document(path[len("/openapi/v3/") :])
+            headers = {"ETag": etag}
+            if request.query_params.get("hash") == etag.strip('"'):
+                headers["Cache-Control"] = "public, immutable"
+            return Response(body, media_type=negotiation.JSON, headers=headers)
     target = parse_resource_path(path)
     if target is None:
         raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
@@ -153,25 +149,21 @@ async def _route(api: Api, request: Request) -> Response:
     return await api.handlers.handle(request, target)
 
 
-def _discovery(api: Api, path: str, accept: str) -> Response | None:
+def _discovery(api: Api, request: Request, path: str) -> Response | None:
     if path in ("/api", "/apis"):
-        core = path == "/api"
-        form = discovery.negotiate_discovery(accept)
-        if form == "legacy":
-            body = discovery.legacy_api() if core else discovery.legacy_apis(api.resources)
-            return _json(body)
-        doc = discovery.aggregated_discovery(api.resources, core=core, version=form)
-        return _json(doc, content_type=discovery.aggregated_content_type(form))
+        server = f"{request.url.hostname}:{request.url.port}" if request.url.port else str(request.url.hostname)
+        body, content_type = discovery.discovery_root(
+            api.resources, request.headers.get("accept", ""), core=path == "/api", server_address=server
+        )
+        return _json(body, content_type=content_type)
     parts = [p for p in path.split("/") if p]
     if len(parts) == 2 and parts[0] == "api":
-        body = discovery.resource_list(api.resources, "", parts[1])
-    elif len(parts) == 3 and parts[0] == "apis":
-        body = discovery.resource_list(api.resources, parts[1], parts[2])
-    else:
-        return None
-    if body is None:
-        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
-    return _json(body)
+        return _json(discovery.api_resource_list(api.resources, parts[1]))
+    if len(parts) == 3 and parts[0] == "apis":
+        return _json(discovery.api_resource_list(api.resources, f"{parts[1]}/{parts[2]}"))
+    if len(parts) == 2 and parts[0] == "apis":
+        return _json(discovery.api_group(api.resources, parts[1]))
+    return None
 
 
 __all__ = ["build_app", "status_response"]
