@@ -21,6 +21,7 @@ equals the live object, managedFields included, so the registry may skip the wri
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from apiserver.errors import StatusError
@@ -144,16 +145,16 @@ def record_update(
     if meta is None:
         meta = meta_for_object(new)
     managers: Managers = {}
-    sent = (new.get("metadata") or {}).get("managedFields") if isinstance(new.get("metadata"), dict) else None
+    metadata = new.get("metadata")
+    sent = metadata.get("managedFields") if isinstance(metadata, dict) else None
+    from_client = False
     if sent and not subresource:
-        try:
-            managers = decode_entries(sent)
-        except PatchError:
-            managers = {}
-    if not managers:
+        with contextlib.suppress(PatchError):  # unreadable: kube falls back to the stored entries
+            managers, from_client = decode_entries(sent), True
+    if not from_client:
         managers = _live_managers(old)
     result = _without_managed_fields(deep_copy(new))
-    if old is not None and not managers:
+    if old is not None and not managers and not from_client:
         return result
     old_obj = {} if old is None else _without_managed_fields(deep_copy(old))
     _record(managers, old_obj, result, key_for(manager, UPDATE, _api_version(result), subresource), meta, now)

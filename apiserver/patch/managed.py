@@ -87,6 +87,8 @@ def decode_entries(entries: Any) -> Managers:
         where = f"metadata.managedFields[{i}]"
         if not isinstance(entry, dict):
             raise PatchError(f"{where} must be an object")
+        if not entry.get("fieldsV1"):
+            continue  # owns nothing: how clients reset managedFields (`[{}]`)
         manager, operation = entry.get("manager", ""), entry.get("operation", "")
         api_version, subresource = entry.get("apiVersion", ""), entry.get("subresource", "")
         time = entry.get("time")

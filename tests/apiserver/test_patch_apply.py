@@ -4,6 +4,7 @@ a sole applier (idempotent; the object is what it last applied)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -211,6 +212,16 @@ def test_record_update_without_changes_touches_nothing() -> None:
     )
 
 
+def test_a_client_resets_managed_fields_with_an_empty_entry() -> None:
+    live = apply(None, config())
+    new = copy.deepcopy(live)
+    new["metadata"]["managedFields"] = [{}]
+    new["spec"]["replicas"] = 7
+    assert owners(record_update(live, new, "kubectl-edit", T2)) == {("kubectl-edit", "Update"): {".spec.replicas"}}
+    new["metadata"]["managedFields"] = "junk"  # unreadable: the stored entries stay
+    assert ("kubectl", "Apply") in owners(record_update(live, new, "kubectl-edit", T2))
+
+
 def test_first_apply_to_an_untracked_object_credits_before_first_apply() -> None:
     untracked = body(apply(None, config()))
     untracked["spec"]["paused"] = True
@@ -278,3 +289,40 @@ def test_a_sole_applier_object_is_its_last_config(first: dict[str, Any], second:
     if out["metadata"] == {}:
         del out["metadata"]
     assert out == without_nulls(second)
+
+
+hostile = st.recursive(
+    leaves | st.sampled_from(["web", "TCP"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["name", "image", "containers", "ports", "containerPort", "spec", "template"]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hostile, hostile)
+def test_hostile_configs_fail_only_with_patch_error_and_change_no_input(spec: Any, spec2: Any) -> None:
+    first = apply(None, config())
+    before = copy.deepcopy(first)
+    live = first
+    for s in (spec, spec2):
+        cfg = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": s}
+        with contextlib.suppress(PatchError):
+            live = apply(live, cfg, force=True, now=T2)
+    assert first == before
+
+
+def test_a_deeply_nested_config_is_refused() -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(2000):
+        node["a"] = {}
+        node = node["a"]
+    with pytest.raises(PatchError, match="nested more than"):
+        server_side_apply(None, {"apiVersion": "v1", "kind": "X", "spec": deep}, "m", False, UNKNOWN, T1)
