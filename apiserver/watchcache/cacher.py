@@ -128,6 +128,7 @@ class Cacher:
         self._tasks: list[asyncio.Task[None]] = []
         self._attempted = asyncio.Event()
         self.relists = 0  # how many times the state was (re)listed
+        self._fed = False  # the current attempt got something from the storage watch
 
     # ---- life cycle -------------------------------------------------------------------------
 
@@ -172,33 +173,36 @@ class Cacher:
         delay = self._retry_delay
         need_list = True
         while True:
+            self._fed = False
             try:
                 if need_list:
                     await self._relist()
                     need_list = False
                     self._attempted.set()
+                    delay = self._retry_delay
                 await self._follow()
                 # The watch ended without error: resume from the next revision.  The Protocol
                 # promises no gap, and a compacted start raises CompactedError (then we re-list).
-                delay = self._retry_delay
+                failed = False
             except CompactedError as exc:
                 log.info("watch cache %s: storage compacted (%s), re-listing", self._prefix, exc)
                 self._expire()
-                need_list = True
-                await self._clock.sleep(delay)
-                delay = min(delay * 2, self._max_retry_delay)
+                need_list, failed = True, True
             except StorageError as exc:
-                log.warning("watch cache %s: storage failed (%s), retrying in %.1fs", self._prefix, exc, delay)
-                self._attempted.set()
-                await self._clock.sleep(delay)
-                delay = min(delay * 2, self._max_retry_delay)
+                log.warning("watch cache %s: storage failed (%s), retrying", self._prefix, exc)
+                failed = True
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("watch cache %s: feed failed, re-listing", self._prefix)
                 self._expire()
-                need_list = True
-                self._attempted.set()
+                need_list, failed = True, True
+            if self._fed:
+                delay = self._retry_delay  # it made progress: retry at once
+                continue
+            self._attempted.set()
+            if failed or not need_list:
+                # Nothing came through since the last attempt: back off (bounded) before the next.
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, self._max_retry_delay)
 
@@ -225,6 +229,7 @@ class Cacher:
                 break
             start = page.items[-1].key + "\x00"
         self._state.replace(entries)
+        self._fed = True
         self._history.reset(revision)
         self._revision = revision
         self._ready = True
@@ -241,6 +246,7 @@ class Cacher:
 
     async def _follow(self) -> None:
         async for batch in self._storage.watch(self._prefix, self._revision + 1):
+            self._fed = True
             item: object = batch
             if isinstance(item, Progress):
                 self._advance(item.revision)
