@@ -104,17 +104,29 @@ class CacheWatcher:
     def __aiter__(self) -> CacheWatcher:
         return self
 
+    def poll(self) -> WatchEvent | None:
+        """The next event if one is ready now, else None (lets a writer send what is ready in one go)."""
+        if self._backlog is not None:
+            item = next(self._backlog, None)
+            if item is not None:
+                return item
+            self._backlog = None
+        if self._buffer:
+            event = self._buffer.popleft()
+            if event.type == "ERROR":
+                self._buffer.clear()
+            return event
+        return None
+
+    @property
+    def finished(self) -> bool:
+        """Closed and nothing left to read."""
+        return self._closed and self._backlog is None and not self._buffer
+
     async def __anext__(self) -> WatchEvent:
         while True:
-            if self._backlog is not None:
-                item = next(self._backlog, None)
-                if item is not None:
-                    return item
-                self._backlog = None
-            if self._buffer:
-                event = self._buffer.popleft()
-                if event.type == "ERROR":
-                    self._buffer.clear()
+            event = self.poll()
+            if event is not None:
                 return event
             if self._closed:
                 raise StopAsyncIteration

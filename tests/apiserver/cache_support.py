@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from apiserver.resources.base import ResourceDef
-from apiserver.watchcache import WatchEvent
+from apiserver.watchcache import CacheWatcher, WatchEvent
 
 PODS = ResourceDef(
     group="",
@@ -104,12 +104,11 @@ def summary(events: list[WatchEvent]) -> list[tuple[str, str, str]]:
     return out
 
 
-async def drain(watcher: Any, *, at_most: int = 10_000) -> list[WatchEvent]:
-    """Every event the watcher has ready now (without waiting for new ones)."""
+async def drain(watcher: CacheWatcher) -> list[WatchEvent]:
+    """Every event the watcher has ready now, after letting the cache run a little."""
+    for _ in range(3):
+        await asyncio.sleep(0)
     got: list[WatchEvent] = []
-    for _ in range(at_most):
-        try:
-            got.append(await asyncio.wait_for(watcher.__anext__(), 0.02))
-        except (TimeoutError, StopAsyncIteration):
-            break
+    while (event := watcher.poll()) is not None:
+        got.append(event)
     return got
