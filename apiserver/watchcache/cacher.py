@@ -451,8 +451,14 @@ class Cacher:
         filt = self._filter(namespace, labels, fields)
         rv = parse_resource_version(resource_version)
         if rv is None:
-            # Unset = consistent: start from (at least) the store's current revision.
-            await self._wait_fresh(await self._current_revision())
+            # Unset = consistent: start from (at least) the store's current revision.  If the cache
+            # cannot confirm it in time (an idle resource on a backend without progress notices),
+            # start from what it has: later changes still come as events, so there is no gap.
+            try:
+                await self._wait_fresh(await self._current_revision())
+            except StatusError as err:
+                if err.code != 504:
+                    raise
         elif rv > 0 and send_initial_events:
             await self._wait_fresh(rv)
         else:

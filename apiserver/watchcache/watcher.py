@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from apiserver.errors import StatusError, gone
-from apiserver.watchcache.events import CacheEvent, WatchEvent
+from apiserver.watchcache.events import CacheEvent, Entry, WatchEvent
 from apiserver.watchcache.filter import Filter
 
 
@@ -138,7 +138,7 @@ class CacheWatcher:
         return f"CacheWatcher({info})"
 
 
-def initial_backlog(entries: list[Any], filt: Filter, end: WatchEvent | None) -> Iterator[WatchEvent]:
+def initial_backlog(entries: list[Entry], filt: Filter, end: WatchEvent | None) -> Iterator[WatchEvent]:
     """ADDED for each matching entry (a snapshot taken at registration), then `end` if given."""
     for entry in entries:
         if filt.matches(entry):

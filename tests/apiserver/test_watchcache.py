@@ -10,9 +10,11 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apiserver.errors import StatusError
-from apiserver.watchcache import INITIAL_EVENTS_END, Cacher, WatchEvent
+from apiserver.watchcache import INITIAL_EVENTS_END, Cacher, WatchEvent, continuation
 from tests.apiserver.cache_support import PODS, FakeClock, Fields, Labels, drain, enc, key, pod, summary
 from tests.apiserver.memstorage import MemStorage
 
@@ -151,6 +153,18 @@ def test_bad_continue_tokens_are_400(token: str) -> None:
     run(t)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=80), st.binary(max_size=80).map(lambda b: base64.urlsafe_b64encode(b).decode())))
+def test_continue_tokens_decode_or_are_400(text: str) -> None:
+    try:
+        token = continuation.decode(text)
+    except StatusError as err:
+        assert err.code == 400 and err.message.startswith("invalid continue token: ")
+    else:
+        assert token.revision > 0 and token.start
+        assert continuation.decode(continuation.encode(token)) == token
+
+
 def test_bad_list_arguments_are_400() -> None:
     async def t() -> None:
         async with cache_on(MemStorage()) as c:
@@ -203,6 +217,19 @@ def test_consistent_list_on_an_idle_resource_uses_progress_notices() -> None:
             store.bump()
             got = await c.list()
             assert got.resource_version == store.revision == c.revision
+
+    run(t)
+
+
+def test_consistent_watch_on_an_idle_resource_starts_from_the_cache_after_the_wait() -> None:
+    async def t() -> None:
+        store = MemStorage()
+        await store.create(key("a"), enc(pod("a")))
+        async with cache_on(store, fresh_timeout=0.05) as c:
+            store.bump()
+            w = await c.watch()
+            rb = await store.create(key("b"), enc(pod("b")))
+            assert summary(await drain(w)) == [("ADDED", "a", "2"), ("ADDED", "b", str(rb))]
 
     run(t)
 
