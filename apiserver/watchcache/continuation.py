@@ -1,0 +1,56 @@
+"""Continue tokens: opaque to clients, base64 of JSON {"v", "rv", "start"}.
+
+`rv` is the revision of the first page, so every page shows the same snapshot; `start` is the
+next key, relative to the resource's key prefix (clients never see storage keys).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+
+import orjson
+
+from apiserver.errors import StatusError, bad_request
+
+_VERSION = "meta.k8s.io/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    revision: int
+    start: str  # relative to the resource's key prefix
+
+
+def encode(token: Continue) -> str:
+    raw = orjson.dumps({"v": _VERSION, "rv": token.revision, "start": token.start})
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _bad(why: str) -> StatusError:
+    return bad_request(f"invalid continue token: {why}")
+
+
+def decode(text: str) -> Continue:
+    """The token's content, or 400 BadRequest saying what is wrong with it."""
+    if len(text) > 16_384:
+        raise _bad("too long")
+    try:
+        raw = base64.urlsafe_b64decode(text.encode("ascii"))
+    except (binascii.Error, ValueError, UnicodeEncodeError) as exc:
+        raise _bad("not base64") from exc
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _bad("not JSON") from exc
+    if not isinstance(data, dict):
+        raise _bad("not a JSON object")
+    if data.get("v") != _VERSION:
+        raise _bad(f"unsupported version {data.get('v')!r}")
+    rv, start = data.get("rv"), data.get("start")
+    if not isinstance(rv, int) or isinstance(rv, bool) or rv <= 0:
+        raise _bad("rv must be a positive integer")
+    if not isinstance(start, str) or not start:
+        raise _bad("start must be a non-empty string")
+    return Continue(rv, start)
