@@ -71,6 +71,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     a = _apiserver_settings(args.config)
     apiserver = LocalApiserver(s.data_dir)
     endpoint = _endpoint(args, apiserver, a)
+    running = apiserver.recorded()
+    if apiserver.pid() is not None and running is not None and running != endpoint:
+        raise UsageError(
+            f"the apiserver already runs at {running.url}; stop it (`raftkube down --data-dir {s.data_dir}`)"
+            " before changing its port"
+        )
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
     try:
         if apiserver.pid() is None:
