@@ -63,9 +63,7 @@ def qualified(resource: str, group: str) -> str:
 
 
 def not_found(resource: str, name: str, group: str = "") -> StatusError:
-    return StatusError(
-        404, "NotFound", f'{qualified(resource, group)} "{name}" not found', _details(resource, name, group)
-    )
+    return StatusError(404, "NotFound", f'{qualified(resource, group)} "{name}" not found', _details(resource, name, group))
 
 
 def already_exists(resource: str, name: str, group: str = "") -> StatusError:
