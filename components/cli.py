@@ -10,8 +10,10 @@ import argparse
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
+from apiserver import main as apiserver_cli
 from bench import raft_core
 from bench.store import cli as store_bench
+from components import cluster_cli
 from store.chaos import cli as chaos_cli
 from store.cli import cluster as store_cli
 from store.cli import kv as kv_cli
@@ -43,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     store_bench.add_arguments(store)
     store.set_defaults(run=store_bench.run)
+    cluster_cli.register(sub)
     store_cli.register(sub)
+    apiserver_cli.register(sub)
     kv_cli.register(sub)
     chaos_cli.register(sub)
     return p

@@ -260,24 +260,7 @@ class LocalCluster:
     # ------------------------------------------------------------------ processes
     def pid(self, member_id: int) -> int | None:
         """The member's pid if its process is alive (a stale pid file is ignored)."""
-        f = self.member_dir(member_id) / "pid"
-        try:
-            pid = int(f.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        _reap(pid)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            return pid
-        # A zombie (exited, not yet reaped) is not alive.
-        with contextlib.suppress(FileNotFoundError):
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[0] == "Z":
-                return None
-        return pid
+        return read_pid(self.member_dir(member_id) / "pid")
 
     def start_member(self, member_id: int, env: dict[str, str] | None = None) -> int:
         """Start the member's process; `env` adds to (or overrides) our environment for it."""
@@ -292,26 +275,7 @@ class LocalCluster:
             host, port = split_url(url)
             if not port_free(host, port):
                 raise LauncherError(f"member {member_id}: port {port} on {host} is in use ({url})")
-        log = disk.open_log(d / "member.log")  # handed to the child process
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "store.server.main", str(d)],
-                stdout=log,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=os.getcwd(),
-                env={
-                    **os.environ,
-                    **(env or {}),
-                    "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                },
-            )
-        finally:
-            os.close(log)
-        _children[proc.pid] = proc
-        disk.write_private(d / "pid", f"{proc.pid}\n".encode())
-        return proc.pid
+        return spawn([sys.executable, "-m", "store.server.main", str(d)], d / "member.log", d / "pid", env)
 
     def signal_member(self, member_id: int, sig: int) -> int:
         pid = self.pid(member_id)
@@ -322,25 +286,7 @@ class LocalCluster:
 
     def stop_member(self, member_id: int, timeout: float = 10.0) -> bool:
         """SIGTERM, then SIGKILL after `timeout`; True if it was running."""
-        pid = self.pid(member_id)
-        if pid is None:
-            return False
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGCONT)  # a paused member cannot handle SIGTERM
-            os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.pid(member_id) is None:
-                break
-            _reap(pid)
-            time.sleep(0.02)
-        else:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        _reap(pid)
-        with contextlib.suppress(FileNotFoundError):
-            (self.member_dir(member_id) / "pid").unlink()
-        return True
+        return stop_process(self.member_dir(member_id) / "pid", timeout)
 
     def kill_member(self, member_id: int) -> int:
         pid = self.signal_member(member_id, signal.SIGKILL)
@@ -361,6 +307,77 @@ class LocalCluster:
 
     def stop_all(self, timeout: float = 10.0) -> list[int]:
         return [mid for mid in self.member_ids() if self.stop_member(mid, timeout)]
+
+
+# ---------------------------------------------------------------------- processes by pid file
+def read_pid(pid_file: Path) -> int | None:
+    """The pid in `pid_file` if that process is alive (a stale pid file is ignored)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    _reap(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    # A zombie (exited, not yet reaped) is not alive.
+    with contextlib.suppress(FileNotFoundError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return None
+    return pid
+
+
+def spawn(argv: list[str], log_file: Path, pid_file: Path, env: dict[str, str] | None = None) -> int:
+    """Start `argv` in its own process group (signals for it never reach us), stdout and
+    stderr appended to `log_file`, its pid written to `pid_file`; `env` adds to ours."""
+    log = disk.open_log(log_file)  # handed to the child process
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=os.getcwd(),
+            env={
+                **os.environ,
+                **(env or {}),
+                "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            },
+        )
+    finally:
+        os.close(log)
+    _children[proc.pid] = proc
+    disk.write_private(pid_file, f"{proc.pid}\n".encode())
+    return proc.pid
+
+
+def stop_process(pid_file: Path, timeout: float = 10.0) -> bool:
+    """SIGTERM the process group of the pid in `pid_file`, then SIGKILL after `timeout`;
+    remove the pid file; True if it was running."""
+    pid = read_pid(pid_file)
+    if pid is None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if read_pid(pid_file) is None:
+            break
+        _reap(pid)
+        time.sleep(0.02)
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    _reap(pid)
+    with contextlib.suppress(FileNotFoundError):
+        pid_file.unlink()
+    return True
 
 
 def exit_code(pid: int) -> int | None:

@@ -65,6 +65,7 @@ __all__ = [
     "client_context",
     "create_ca",
     "identity_of",
+    "issue_cert",
     "issue_client_cert",
     "issue_member_cert",
     "load_files",
@@ -262,6 +263,42 @@ def issue_client_cert(
     )
 
 
+def issue_cert(
+    ca: CertFiles,
+    directory: Path,
+    stem: str,
+    *,
+    common_name: str,
+    organizations: tuple[str, ...] = (),
+    hosts: tuple[str, ...] = (),
+    server: bool = False,
+    client: bool = False,
+    now: dt.datetime | None = None,
+    valid_for: dt.timedelta = LEAF_VALIDITY,
+) -> CertFiles:
+    """Issue a certificate for another raftkube component into `directory` (<stem>.crt, .key, ca.crt).
+
+    For identities that are not the store's own (the apiserver's serving certificate, its
+    users' client certificates): the subject is CN=`common_name` with one O per entry of
+    `organizations` (Kubernetes reads a user's name and groups from them), the subjectAltName
+    holds `hosts` and no raftkube URI, and the extended key usages are serverAuth and/or
+    clientAuth as asked.  `stem` follows the rules of client names (it names files).
+    """
+    if not _is_client_name(stem):
+        raise ValueError(f"certificate file stem {stem!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    if not (server or client):
+        raise ValueError("a certificate must be usable for TLS server or client authentication (or both)")
+    if not common_name or any(not isinstance(o, str) or not o for o in organizations):
+        raise ValueError(f"common name and organizations must be non-empty strings: {common_name!r}, {organizations!r}")
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH] * server + [ExtendedKeyUsageOID.CLIENT_AUTH] * client
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        general = _host_name(host)
+        if general not in names:
+            names.append(general)
+    return _issue(ca, Path(directory), stem, common_name, names, usages, now, valid_for, organizations)
+
+
 def _issue(
     ca: CertFiles,
     directory: Path,
@@ -271,6 +308,7 @@ def _issue(
     usages: list[x509.ObjectIdentifier],
     now: dt.datetime | None,
     valid_for: dt.timedelta,
+    organizations: tuple[str, ...] = (),
 ) -> CertFiles:
     moment = _now(now)
     ca_cert, ca_key = _load_ca_pair(ca, moment)
@@ -281,9 +319,14 @@ def _issue(
         )
     except x509.ExtensionNotFound:
         aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .subject_name(
+            x509.Name(
+                [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+                + [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+            )
+        )
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -292,11 +335,12 @@ def _issue(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(digital_signature=True), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .add_extension(aki, critical=False)
-        .sign(ca_key, hashes.SHA256())
     )
+    if alt_names:  # an empty subjectAltName is not allowed (RFC 5280)
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
     writes = [(f"{stem}.key", _key_pem(key), KEY_MODE), (f"{stem}.crt", _cert_pem(cert), CERT_MODE)]
     ca_copy = directory / CA_CERT
     if not _holds_cert(ca_copy, ca_cert):

@@ -9,6 +9,7 @@ import signal
 import ssl
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 # ---------------------------------------------------------------------- helpers
-def _settings(args: argparse.Namespace) -> StoreSettings:
+def store_settings(args: argparse.Namespace) -> StoreSettings:
+    """cluster.toml's [store] (when --config exists), with the command line's overrides."""
     s = load_store_settings(args.config) if args.config.exists() else StoreSettings()
     changes: dict[str, Any] = {}
     if getattr(args, "members", None):
@@ -187,7 +189,7 @@ def _status_rows(
     return rows
 
 
-def _print_status(rows: list[dict[str, Any]], output: str) -> None:
+def print_status(rows: list[dict[str, Any]], output: str) -> None:
     if output == "json":
         print_json(rows)
         return
@@ -237,7 +239,7 @@ def _wait_ready(cluster: LocalCluster, timeout: float) -> list[dict[str, Any]]:
             logs = ", ".join(str(cluster.member_dir(d) / "member.log") for d in dead)
             raise UsageError(f"member(s) {dead} exited during startup; see {logs}")
         time.sleep(0.1)
-    _print_status(rows, "human")
+    print_status(rows, "human")
     raise UsageError(f"no leader with all members healthy within {timeout:.0f}s")
 
 
@@ -259,31 +261,9 @@ def _resolve_member(args: argparse.Namespace, cluster: LocalCluster) -> int:
 
 # ---------------------------------------------------------------------- commands
 def cmd_up(args: argparse.Namespace) -> int:
-    s = _settings(args)
-    cluster = LocalCluster(s.data_dir)
-    cluster.check_private()
-    if cluster.exists():
-        have = len(cluster.member_ids())
-        if args.members and args.members != have:
-            raise UsageError(f"{s.data_dir} holds a {have}-member cluster; --members {args.members} does not match")
-    else:
-        if args.insecure:
-            print(
-                "raftkube: WARNING: --insecure: the members speak plaintext and check no certificates",
-                file=sys.stderr,
-            )
-        cluster.create(s, ports=free_ports(3 * s.members, s.host) if args.free_ports else None, insecure=args.insecure)
-    try:
-        started = cluster.start_all()
-    except LauncherError as e:
-        cluster.stop_all()
-        raise UsageError(str(e)) from e
-    try:
-        rows = _wait_ready(cluster, s.startup_timeout)
-    except UsageError:
-        cluster.stop_all()
-        raise
-    _print_status(rows, args.output)
+    s = store_settings(args)
+    cluster, rows, started = start_store(s, members=args.members, insecure=args.insecure, free=args.free_ports)
+    print_status(rows, args.output)
     if args.output == "human":
         eps = ",".join(cluster.client_urls())
         print(f"\nstarted {len(started)} member(s); data in {s.data_dir}/store")
@@ -300,11 +280,59 @@ def cmd_up(args: argparse.Namespace) -> int:
         if args.output == "human":
             print(f"stop with:  raftkube store down --data-dir {s.data_dir}")
         return 0
-    return _foreground(cluster, args.output)
+    if args.output == "human":
+        print("running in the foreground; Ctrl-C stops every member")
+    try:
+        run_until_signal(member_watcher(cluster))
+    finally:
+        stopped = cluster.stop_all()
+        if args.output == "human":
+            print(f"\nstopped member(s) {stopped}")
+    return 0
 
 
-def _foreground(cluster: LocalCluster, output: str) -> int:
-    """Keep the cluster up until Ctrl-C or SIGTERM, reporting members that die."""
+def start_store(
+    s: StoreSettings, *, members: int | None = None, insecure: bool = False, free: bool = False
+) -> tuple[LocalCluster, list[dict[str, Any]], dict[int, int]]:
+    """Create the cluster `s` describes unless its data dir holds one, start the members that
+    are not running, and wait for a leader with every member healthy (stopping them all when
+    that fails).  `free`: pick free ports for a new cluster.  Returns the cluster, its status
+    rows and the members started (id -> pid)."""
+    cluster = LocalCluster(s.data_dir)
+    cluster.check_private()
+    if cluster.exists():
+        have = len(cluster.member_ids())
+        if members and members != have:
+            raise UsageError(f"{s.data_dir} holds a {have}-member cluster; --members {members} does not match")
+    else:
+        if insecure:
+            print(
+                "raftkube: WARNING: --insecure: the members speak plaintext and check no certificates",
+                file=sys.stderr,
+            )
+        cluster.create(s, ports=free_ports(3 * s.members, s.host) if free else None, insecure=insecure)
+    try:
+        started = cluster.start_all()
+    except LauncherError as e:
+        cluster.stop_all()
+        raise UsageError(str(e)) from e
+    try:
+        rows = _wait_ready(cluster, s.startup_timeout)
+    except UsageError:
+        cluster.stop_all()
+        raise
+    return cluster, rows, started
+
+
+def status_rows(cluster: LocalCluster, timeout: float) -> list[dict[str, Any]]:
+    """One status row per member of a local cluster (down or unreachable ones too)."""
+    members = cluster.members()
+    statuses = asyncio.run(_statuses([m.client_url for m in members], timeout, cluster.client_tls()))
+    return _status_rows(members, statuses, cluster)
+
+
+def run_until_signal(check: Callable[[], None], interval: float = 0.3) -> None:
+    """Call `check` every `interval` seconds until SIGINT (Ctrl-C) or SIGTERM."""
     stop = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -313,28 +341,30 @@ def _foreground(cluster: LocalCluster, output: str) -> int:
 
     old_int = signal.signal(signal.SIGINT, on_signal)
     old_term = signal.signal(signal.SIGTERM, on_signal)
-    if output == "human":
-        print("running in the foreground; Ctrl-C stops every member")
-    alive = {mid: cluster.pid(mid) is not None for mid in cluster.member_ids()}
     try:
         while not stop:
-            time.sleep(0.3)
-            for mid in cluster.member_ids():
-                now = cluster.pid(mid) is not None
-                if alive.get(mid) and not now:
-                    print(
-                        f"member {mid} is not running (see {cluster.member_dir(mid) / 'member.log'})", file=sys.stderr
-                    )
-                elif not alive.get(mid) and now:
-                    print(f"member {mid} is running again", file=sys.stderr)
-                alive[mid] = now
+            time.sleep(interval)
+            if not stop:
+                check()
     finally:
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
-        stopped = cluster.stop_all()
-        if output == "human":
-            print(f"\nstopped member(s) {stopped}")
-    return 0
+
+
+def member_watcher(cluster: LocalCluster) -> Callable[[], None]:
+    """A check for `run_until_signal` that reports members that die or come back."""
+    alive = {mid: cluster.pid(mid) is not None for mid in cluster.member_ids()}
+
+    def check() -> None:
+        for mid in cluster.member_ids():
+            now = cluster.pid(mid) is not None
+            if alive.get(mid) and not now:
+                print(f"member {mid} is not running (see {cluster.member_dir(mid) / 'member.log'})", file=sys.stderr)
+            elif not alive.get(mid) and now:
+                print(f"member {mid} is running again", file=sys.stderr)
+            alive[mid] = now
+
+    return check
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -356,7 +386,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         members = [MemberInfo(0, ep, "", ep, "") for ep in endpoints(args)]
     statuses = asyncio.run(_statuses([m.client_url for m in members], args.timeout, client_tls(args)))
     rows = _status_rows(members, statuses, cluster)
-    _print_status(rows, args.output)
+    print_status(rows, args.output)
     return 0 if all(r["healthy"] for r in rows) else 1
 
 
@@ -497,7 +527,7 @@ def cmd_snapshot_restore(args: argparse.Namespace) -> int:
         revision = ReplicatedState.check_backup(backup)
     except StoreError as e:
         raise UsageError(f"{args.file} is not a usable backup: {e.message}") from e
-    s = _settings(args)
+    s = store_settings(args)
     cluster = LocalCluster(s.data_dir)
     if cluster.exists():
         raise UsageError(f"{s.data_dir} already holds a cluster; restore into a new directory")

@@ -1,0 +1,72 @@
+"""The [apiserver] section of cluster.toml, and the `--storage` URL.
+
+Values are checked as [store]'s are (store.server.config.check_field): a wrong type, an
+out-of-range port or an unknown key is a ConfigError naming the file and key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from store.api.protocol import split_url
+from store.config import ConfigError
+from store.server.config import SettingError, check_field
+
+STORAGE_SCHEMES = ("raftkube", "etcd")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiserverSettings:
+    """How `raftkube up` runs the apiserver."""
+
+    host: str = "127.0.0.1"
+    port: int = field(default=6443, metadata={"max": 65535})
+    storage: str = ""
+    """A storage URL (`raftkube://host:port,...` or `etcd://host:port,...`); empty: the data dir's store."""
+    startup_timeout: float = 30.0
+    """Seconds `raftkube up` waits for /readyz."""
+
+
+def load_apiserver_settings(path: Path) -> ApiserverSettings:
+    """The [apiserver] section of `path`, with defaults for what it leaves out."""
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    section = doc.get("apiserver", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [apiserver] must be a table")
+    known = {f.name: f for f in fields(ApiserverSettings)}
+    unknown = sorted(set(section) - set(known))
+    if unknown:
+        raise ConfigError(f"{path}: apiserver has unknown keys: {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    try:
+        for key, value in section.items():
+            values[key] = check_field(ApiserverSettings, known[key], value, f"{path}: apiserver.{key}")
+    except SettingError as e:
+        raise ConfigError(str(e)) from None
+    if "storage" in values:
+        try:
+            parse_storage_url(values["storage"])
+        except ValueError as e:
+            raise ConfigError(f"{path}: apiserver.storage: {e}") from None
+    return ApiserverSettings(**values)
+
+
+def parse_storage_url(url: str) -> tuple[str, list[str]]:
+    """`raftkube://h1:p1,h2:p2` -> ("raftkube", ["h1:p1", "h2:p2"]); ValueError says what is wrong."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in STORAGE_SCHEMES:
+        raise ValueError(f"{url!r} must start with {' or '.join(s + '://' for s in STORAGE_SCHEMES)}")
+    endpoints = [e.strip() for e in rest.split(",") if e.strip()]
+    if not endpoints:
+        raise ValueError(f"{url!r} names no host:port endpoint")
+    for e in endpoints:
+        split_url(e)
+    return scheme, endpoints

@@ -1,0 +1,213 @@
+"""`raftkube apiserver`: the Kubernetes API over HTTPS, as its own process.
+
+Serves `apiserver.http.app.build_app` on uvicorn (one worker), TLS with the serving
+certificate, asking clients for a certificate without requiring one (CERT_OPTIONAL: token
+clients connect too; a certificate that is presented must verify against the client CA).
+Credentials not given as flags are created on first start in `<data_dir>/apiserver/`
+(apiserver.pki).  SIGTERM or SIGINT stop it: it stops accepting, lets requests in flight
+finish (a few seconds at most), closes the storage and exits 0.
+
+Bad flags exit 2 with a message naming the flag (raised as UsageError, which
+components.cli maps to 2); a storage that cannot be reached is not an error at start:
+/readyz says so until it can.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import ssl
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+import uvicorn
+
+from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
+from apiserver.config import parse_storage_url
+from apiserver.http.app import build_app
+from apiserver.pki import ApiserverPKI
+from apiserver.storage.interface import Storage
+from apiserver.tls_scope import protocol_class
+from store import pki
+from store.cli.common import DEFAULT_DATA_DIR, UsageError
+from store.client.client import Client
+from store.launcher import LauncherError, LocalCluster, port_free
+
+DEFAULT_PORT = 6443
+GRACEFUL_SHUTDOWN_SECONDS = 5
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("apiserver", help="serve the Kubernetes API over HTTPS (one process)")
+    add_arguments(p)
+    p.set_defaults(run=run)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="data dir (credentials, the local store)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTPS port (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--storage",
+        help="raftkube://host:port,... or etcd://host:port,... (default: the data dir's store)",
+    )
+    p.add_argument("--insecure-store", action="store_true", help="talk to a raftkube store in plaintext")
+    p.add_argument("--tls-cert-file", type=Path, help="serving certificate (default: generated in the data dir)")
+    p.add_argument("--tls-private-key-file", type=Path, help="its private key")
+    p.add_argument("--client-ca-file", type=Path, help="CA bundle that signs client certificates")
+    p.add_argument("--token-auth-file", type=Path, help='static tokens, CSV: token,user,uid,"group1,group2"')
+    p.add_argument("--access-log", action="store_true", help="log every request to stderr")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Everything the server needs, checked."""
+
+    host: str
+    port: int
+    storage_url: str
+    store_tls: ssl.SSLContext | None
+    tls: ssl.SSLContext
+    authenticator: Authenticator
+    access_log: bool
+
+
+def options(args: argparse.Namespace) -> ServeOptions:
+    """Check the flags and load every file they name; UsageError names the flag at fault."""
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be from 1 to 65535, got {args.port}")
+    if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
+        raise UsageError("give --tls-cert-file and --tls-private-key-file together")
+    data_dir: Path = args.data_dir
+    generated = ApiserverPKI.of(data_dir)
+    if None in (args.tls_cert_file, args.client_ca_file, args.token_auth_file):
+        try:
+            generated.ensure(args.host)
+        except (pki.PKIError, ValueError, OSError) as e:
+            raise UsageError(f"--data-dir: cannot set up the apiserver's credentials in {generated.root}: {e}") from e
+    cert = args.tls_cert_file or generated.serving.cert
+    key = args.tls_private_key_file or generated.serving.key
+    client_ca = args.client_ca_file or generated.ca
+    tokens = args.token_auth_file or generated.tokens
+    tls = server_tls(cert, key, client_ca)
+    try:
+        authenticator = Authenticator.from_files(tokens, client_ca)
+    except TokenFileError as e:
+        raise UsageError(f"--token-auth-file: {e}") from e
+    except ClientCAError as e:
+        raise UsageError(f"--client-ca-file: {e}") from e
+    url, store_tls = storage_target(args.storage, data_dir, args.insecure_store)
+    if not port_free(args.host, args.port):
+        raise UsageError(f"--port {args.port}: already in use on {args.host}")
+    return ServeOptions(args.host, args.port, url, store_tls, tls, authenticator, args.access_log)
+
+
+def server_tls(cert: Path, key: Path, client_ca: Path) -> ssl.SSLContext:
+    """The serving context: TLS 1.2+, client certificates asked for and verified, not required."""
+    try:
+        return pki.server_context(pki.CertFiles(cert, key, client_ca), require_client_cert=False)
+    except pki.PKIError as e:
+        flag = {cert: "--tls-cert-file", key: "--tls-private-key-file", client_ca: "--client-ca-file"}.get(
+            e.path or Path(), "--tls-cert-file"
+        )
+        raise UsageError(f"{flag}: {e}") from e
+
+
+def storage_target(url: str | None, data_dir: Path, insecure: bool) -> tuple[str, ssl.SSLContext | None]:
+    """The storage URL and the TLS to reach it with (the store's admin certificate in the data dir)."""
+    cluster = LocalCluster(data_dir)
+    if url is None:
+        try:
+            endpoints = [u.split("://", 1)[-1] for u in cluster.client_urls()]
+        except LauncherError as e:
+            raise UsageError(f"--storage: {e}; or give --storage") from e
+        url = "raftkube://" + ",".join(endpoints)
+    try:
+        scheme, _ = parse_storage_url(url)
+    except ValueError as e:
+        raise UsageError(f"--storage: {e}") from e
+    if scheme != "raftkube" or insecure:
+        return url, None
+    try:
+        if cluster.exists():
+            return url, cluster.client_tls()
+    except (pki.PKIError, LauncherError) as e:
+        raise UsageError(f"--storage: the store's credentials: {e}") from e
+    raise UsageError(
+        f"--storage: no store credentials in {cluster.pki_dir}; give --data-dir of the store's cluster, "
+        "or --insecure-store for a store started with --insecure"
+    )
+
+
+def open_backend(url: str, tls: ssl.SSLContext | None) -> Storage:
+    """The storage behind `url`.
+
+    PLACEHOLDER until `apiserver.storage.open_storage` is merged: the lead replaces the body
+    with `return open_storage(url, tls=tls)`.  It only answers `current_revision` (for
+    /readyz) and `close`."""
+    _, endpoints = parse_storage_url(url)
+    return cast(Storage, _RevisionOnly(Client([f"tcp://{e}" for e in endpoints], tls=tls)))
+
+
+class _RevisionOnly:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def current_revision(self) -> int:
+        return (await self.client.get(b"\0", count_only=True)).revision
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+class _Server(uvicorn.Server):
+    """Uvicorn's server, but SIGINT/SIGTERM end `serve` normally instead of being re-raised
+    once it has shut down (which would skip closing the storage, and exit by the signal)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
+        try:
+            yield
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+
+async def serve(
+    opts: ServeOptions, storage_factory: Callable[[str, ssl.SSLContext | None], Storage] | None = None
+) -> int:
+    """Serve until SIGINT/SIGTERM; 0 after a clean stop, 1 when the server could not start."""
+    storage = (storage_factory or open_backend)(opts.storage_url, opts.store_tls)
+    try:
+        app = build_app(storage, opts.authenticator)
+        config = uvicorn.Config(
+            app,
+            host=opts.host,
+            port=opts.port,
+            http=protocol_class(),
+            ssl_context_factory=lambda _config, _default: opts.tls,
+            log_level=logging.WARNING,
+            access_log=opts.access_log,
+            lifespan="off",
+            workers=1,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            server_header=False,
+        )
+        server = _Server(config)
+        await server.serve()
+        return 0 if server.started else 1
+    finally:
+        await storage.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = options(args)
+    return asyncio.run(serve(opts))

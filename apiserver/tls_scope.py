@@ -1,0 +1,80 @@
+"""Uvicorn protocols that show the app the client's TLS certificate (the ASGI TLS extension).
+
+Uvicorn (0.54) does not put the peer certificate into the ASGI scope, and an ASGI
+middleware cannot reach the connection's transport.  The HTTP protocol object can: once
+the handshake is done, asyncio calls its `connection_made` with the TLS transport, whose
+`ssl_object` holds the certificate the handshake verified.  These subclasses of uvicorn's
+own protocols wrap the app of that one connection so that every request on it carries
+`scope["extensions"]["tls"]` as the ASGI TLS extension specifies (`client_cert_chain`: PEM
+strings, the client's certificate first, empty when it sent none; `client_cert_error`:
+None, since a certificate that fails verification fails the handshake).
+
+Pass `protocol_class()` as uvicorn's `http=`.  Works with the h11 implementation and, when
+the httptools package is installed, with that one (both keep the app in `self.app`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+_TLS_VERSIONS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
+
+
+def tls_extension(transport: asyncio.BaseTransport) -> dict[object, object] | None:
+    """The ASGI TLS extension for this connection, or None when it is not TLS."""
+    ssl_object = transport.get_extra_info("ssl_object")
+    if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
+        return None
+    der = ssl_object.getpeercert(binary_form=True)
+    chain = [ssl.DER_cert_to_PEM_cert(der)] if der else []
+    version = ssl_object.version()
+    return {
+        "server_cert": None,
+        "client_cert_chain": chain,
+        "client_cert_name": None,
+        "client_cert_error": None,
+        "tls_version": _TLS_VERSIONS.get(version or ""),
+        "cipher_suite": None,
+    }
+
+
+def with_tls_scope(app: ASGI3Application, extension: dict[object, object]) -> ASGI3Application:
+    """`app`, seeing `extension` as `scope["extensions"]["tls"]` on every request."""
+
+    async def wrapped(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        if scope["type"] != "lifespan":
+            scope["extensions"] = {**(scope.get("extensions") or {}), "tls": extension}
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+class TLSScopeH11Protocol(H11Protocol):
+    """Uvicorn's h11 protocol, with the TLS extension in every request's scope."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        extension = tls_extension(transport)
+        if extension is not None:
+            self.app = with_tls_scope(self.app, extension)
+
+
+def protocol_class() -> type[asyncio.Protocol]:
+    """Uvicorn's fastest installed HTTP/1.1 protocol (httptools, else h11), with the TLS extension."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: PLC0415
+    except ImportError:
+        return TLSScopeH11Protocol
+
+    class TLSScopeHttpToolsProtocol(HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            extension = tls_extension(transport)
+            if extension is not None:
+                self.app = with_tls_scope(self.app, extension)
+
+    return TLSScopeHttpToolsProtocol

@@ -1,0 +1,190 @@
+"""`raftkube up`, `down`, `status`: the whole local control plane (store members + apiserver).
+
+`up` starts the store as `raftkube store up` does (store.cli.cluster.start_store), then the
+apiserver (apiserver.launcher), waits for its /readyz as admin, writes the kubeconfig and
+prints the status table.  In the foreground Ctrl-C (or SIGTERM) stops the apiserver first,
+then the store; `--detach` returns and `down` stops them later by their pid files.
+The apiserver's host and port are fixed when it first starts in a data dir (recorded in
+`apiserver/apiserver.json`, like the store's ports in cluster.json), so the kubeconfig stays
+valid across restarts; `--port` changes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from apiserver.config import ApiserverSettings, load_apiserver_settings
+from apiserver.launcher import Endpoint, LocalApiserver
+from store import pki
+from store.cli.cluster import member_watcher, run_until_signal, start_store, status_rows, store_settings
+from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
+from store.launcher import LauncherError, LocalCluster, free_ports
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    up = sub.add_parser("up", help="start the store and the apiserver, write a kubeconfig")
+    _common(up)
+    up.add_argument("--config", type=Path, default=Path("cluster.toml"), help="defaults ([store], [apiserver])")
+    up.add_argument("--detach", action="store_true", help="return once everything is ready; stop with `raftkube down`")
+    up.add_argument("--members", type=int, choices=(1, 3, 5), help="store size for a new cluster")
+    up.add_argument("--port", type=int, help="the apiserver's HTTPS port (cluster.toml [apiserver] port)")
+    up.add_argument("--free-ports", action="store_true", help="pick free ports for a new cluster and its apiserver")
+    up.set_defaults(run=cmd_up)
+    down = sub.add_parser("down", help="stop the apiserver, then the store")
+    _common(down)
+    down.set_defaults(run=cmd_down)
+    status = sub.add_parser("status", help="the store members and the apiserver: pid, url, health")
+    _common(status)
+    status.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for each answer")
+    status.set_defaults(run=cmd_status)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, help=f"the cluster's data dir (default {DEFAULT_DATA_DIR}/)")
+    p.add_argument("-o", "--output", choices=("human", "json"), default="human", help="output format")
+
+
+def _apiserver_settings(config: Path) -> ApiserverSettings:
+    return load_apiserver_settings(config) if config.exists() else ApiserverSettings()
+
+
+def _endpoint(args: argparse.Namespace, apiserver: LocalApiserver, a: ApiserverSettings) -> Endpoint:
+    """The recorded endpoint, else the configured one; --port or --free-ports change the port."""
+    have = apiserver.recorded()
+    endpoint = have or Endpoint(a.host, a.port, a.storage)
+    if args.port is not None:
+        if not 0 < args.port < 65536:
+            raise UsageError(f"--port must be from 1 to 65535, got {args.port}")
+        endpoint = Endpoint(endpoint.host, args.port, endpoint.storage)
+    elif have is None and args.free_ports:
+        endpoint = Endpoint(endpoint.host, free_ports(1, endpoint.host)[0], endpoint.storage)
+    return endpoint
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_up(args: argparse.Namespace) -> int:
+    args.insecure = False
+    s = store_settings(args)
+    a = _apiserver_settings(args.config)
+    apiserver = LocalApiserver(s.data_dir)
+    endpoint = _endpoint(args, apiserver, a)
+    running = apiserver.recorded()
+    if apiserver.pid() is not None and running is not None and running != endpoint:
+        raise UsageError(
+            f"the apiserver already runs at {running.url}; stop it (`raftkube down --data-dir {s.data_dir}`)"
+            " before changing its port"
+        )
+    cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
+    try:
+        if apiserver.pid() is None:
+            apiserver.start(endpoint, insecure_store=cluster.insecure())
+        apiserver.wait_ready(endpoint, a.startup_timeout)
+        kubeconfig = apiserver.write_kubeconfig(endpoint)
+    except (LauncherError, pki.PKIError, OSError) as e:
+        apiserver.stop()
+        cluster.stop_all()
+        raise UsageError(str(e)) from e
+    rows = _rows(cluster, apiserver, 2.0)
+    _print(rows, args.output)
+    if args.output == "human":
+        print(f"\nexport KUBECONFIG={kubeconfig.resolve()}")
+        print("try:  kubectl get --raw /readyz")
+    if args.detach:
+        if args.output == "human":
+            print(f"stop with:  raftkube down --data-dir {s.data_dir}")
+        return 0
+    if args.output == "human":
+        print("running in the foreground; Ctrl-C stops the apiserver and every store member")
+    watch_members = member_watcher(cluster)
+    apiserver_up = True
+
+    def check() -> None:
+        nonlocal apiserver_up
+        watch_members()
+        now = apiserver.pid() is not None
+        if apiserver_up and not now:
+            print(f"the apiserver is not running (see {apiserver.log_file})", file=sys.stderr)
+        apiserver_up = now
+
+    try:
+        run_until_signal(check)
+    finally:
+        stopped_apiserver = apiserver.stop()
+        stopped = cluster.stop_all()
+        if args.output == "human":
+            print(f"\nstopped {'the apiserver and ' if stopped_apiserver else ''}store member(s) {stopped}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    data_dir = _data_dir(args)
+    cluster = LocalCluster(data_dir)
+    apiserver = LocalApiserver(data_dir)
+    if not cluster.exists() and apiserver.recorded() is None:
+        raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
+    stopped_apiserver = apiserver.stop()
+    stopped = cluster.stop_all() if cluster.exists() else []
+    if args.output == "json":
+        print_json({"apiserver": stopped_apiserver, "store": stopped})
+    elif stopped_apiserver or stopped:
+        print(f"stopped {'the apiserver and ' if stopped_apiserver else ''}store member(s) {stopped}")
+    else:
+        print("nothing was running")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    data_dir = _data_dir(args)
+    cluster = LocalCluster(data_dir)
+    if not cluster.exists():
+        raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
+    rows = _rows(cluster, LocalApiserver(data_dir), args.timeout)
+    _print(rows, args.output)
+    return 0 if all(r["healthy"] for r in rows) else 1
+
+
+# ---------------------------------------------------------------------- the table
+def _data_dir(args: argparse.Namespace) -> Path:
+    return args.data_dir if args.data_dir is not None else DEFAULT_DATA_DIR
+
+
+def _rows(cluster: LocalCluster, apiserver: LocalApiserver, timeout: float) -> list[dict[str, Any]]:
+    """One row per store member, then one for the apiserver: part, url, role, pid, healthy."""
+    rows = [
+        {
+            "part": f"store member {r['id']}",
+            "url": r["client_url"],
+            "role": r["role"],
+            "pid": r["pid"],
+            "healthy": r["healthy"],
+        }
+        for r in status_rows(cluster, timeout)
+    ]
+    endpoint = apiserver.recorded()
+    if endpoint is not None:
+        pid = apiserver.pid()
+        code, body = apiserver.probe(endpoint, timeout=timeout) if pid is not None else (0, "")
+        role = "ready" if code == 200 else ("down" if pid is None else f"not ready ({code or body})")
+        rows.append({"part": "apiserver", "url": endpoint.url, "role": role, "pid": pid, "healthy": code == 200})
+    return rows
+
+
+def _print(rows: list[dict[str, Any]], output: str) -> None:
+    if output == "json":
+        print_json(rows)
+        return
+    print(
+        table(
+            [
+                [r["part"], r["url"], r["role"], str(r["pid"] or "-"), "healthy" if r["healthy"] else "UNHEALTHY"]
+                for r in rows
+            ],
+            ["PART", "URL", "ROLE", "PID", "HEALTH"],
+        )
+    )
+
+
+__all__ = ["cmd_down", "cmd_status", "cmd_up", "register"]

@@ -1,0 +1,98 @@
+"""The apiserver's credentials made on first start, and the [apiserver] section of cluster.toml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from apiserver.config import ApiserverSettings, load_apiserver_settings, parse_storage_url
+from apiserver.pki import ApiserverPKI, serving_hosts
+from store.config import ConfigError
+from tests.support.modes import mode, not_private, umask
+
+
+def _cert(path: Path) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(path.read_bytes())
+
+
+def test_first_start_creates_private_credentials_and_keeps_them(tmp_path: Path) -> None:
+    creds = ApiserverPKI.of(tmp_path / "rk")
+    with umask(0):
+        creds.ensure()
+    assert not_private(creds.root) == []
+    assert mode(creds.tokens) == 0o600 and mode(creds.admin.key) == 0o600
+    admin = _cert(creds.admin.cert)
+    assert admin.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "admin"
+    assert [a.value for a in admin.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == ["system:masters"]
+    usages = admin.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usages) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    serving = _cert(creds.serving.cert)
+    san = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in san.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert san.get_values_for_type(x509.DNSName) == ["localhost"]
+    token = creds.admin_token()
+    assert token is not None and len(token) >= 40
+    before = {p: p.read_bytes() for p in creds.root.rglob("*") if p.is_file()}
+    creds.ensure()
+    assert {p: p.read_bytes() for p in creds.root.rglob("*") if p.is_file()} == before
+
+
+def test_a_new_host_reissues_only_the_serving_certificate(tmp_path: Path) -> None:
+    creds = ApiserverPKI.of(tmp_path)
+    creds.ensure()
+    ca, admin = creds.ca.read_bytes(), creds.admin.cert.read_bytes()
+    creds.ensure("10.1.2.3")
+    san = _cert(creds.serving.cert).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "10.1.2.3" in [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
+    assert creds.ca.read_bytes() == ca and creds.admin.cert.read_bytes() == admin
+
+
+def test_serving_hosts() -> None:
+    assert serving_hosts("127.0.0.1") == ("127.0.0.1", "localhost")
+    assert serving_hosts("0.0.0.0") == ("127.0.0.1", "localhost")
+    assert serving_hosts("[::1]") == ("127.0.0.1", "localhost", "::1")
+    assert serving_hosts("api.example") == ("127.0.0.1", "localhost", "api.example")
+
+
+def test_apiserver_section(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text('[apiserver]\nport = 7443\nstorage = "etcd://127.0.0.1:2379,127.0.0.1:22379"\n')
+    assert load_apiserver_settings(f) == ApiserverSettings(port=7443, storage="etcd://127.0.0.1:2379,127.0.0.1:22379")
+    f.write_text("[store]\nmembers = 1\n")
+    assert load_apiserver_settings(f) == ApiserverSettings()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[apiserver]\nport = 70000\n", "apiserver.port must be at most 65535"),
+        ('[apiserver]\nport = "6443"\n', "apiserver.port must be an integer"),
+        ("[apiserver]\nhots = 1\n", "apiserver has unknown keys: hots"),
+        ('[apiserver]\nstorage = "http://x:1"\n', "apiserver.storage: 'http://x:1' must start with"),
+        ('[apiserver]\nstorage = "etcd://"\n', "names no host:port endpoint"),
+        ('[apiserver]\nstorage = "etcd://host"\n', "not a host:port address"),
+        ("apiserver = 3\n", "[apiserver] must be a table"),
+        ("[apiserver\n", "not valid TOML"),
+    ],
+)
+def test_bad_apiserver_section_names_file_and_key(tmp_path: Path, body: str, message: str) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text(body)
+    with pytest.raises(ConfigError) as e:
+        load_apiserver_settings(f)
+    assert str(e.value).startswith(str(f)) and message in str(e.value)
+
+
+def test_storage_urls() -> None:
+    assert parse_storage_url("raftkube://127.0.0.1:2379, 127.0.0.1:12379") == (
+        "raftkube",
+        ["127.0.0.1:2379", "127.0.0.1:12379"],
+    )
+
+
+def test_the_repository_cluster_toml_has_the_defaults() -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert load_apiserver_settings(root / "cluster.toml") == ApiserverSettings()

@@ -1,0 +1,205 @@
+"""`raftkube up/status/down` and `raftkube apiserver` as a user runs them: real processes, kubectl, HTTPS."""
+
+from __future__ import annotations
+
+import json
+import signal
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from apiserver.launcher import LocalApiserver
+from store.launcher import LocalCluster
+from tests.support.cli import raftkube, raftkube_interactive
+from tests.support.modes import mode
+
+KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+
+
+def _config(tmp: Path, members: int) -> Path:
+    cfg = tmp / "cluster.toml"
+    cfg.write_text(f"[store]\nmembers = {members}\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 30.0\n")
+    return cfg
+
+
+def _stop(d: Path) -> None:
+    LocalApiserver(d).stop(timeout=5)
+    LocalCluster(d).stop_all(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    tmp = tmp_path_factory.mktemp("up")
+    d = tmp / "rk"
+    proc = raftkube("up", "--detach", "--free-ports", "--data-dir", str(d), "--config", str(_config(tmp, 3)))
+    try:
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        assert f"export KUBECONFIG={(d / 'kubeconfig').resolve()}" in proc.stdout
+        assert "apiserver" in proc.stdout and "ready" in proc.stdout
+        yield d
+    finally:
+        _stop(d)
+
+
+def _alive(pid: int) -> bool:
+    """Alive and not a zombie (the processes are not our children: we cannot reap them)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _ca_context(d: Path) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(d / "apiserver" / "pki" / "ca.crt"))
+
+
+def _url(d: Path) -> str:
+    endpoint = LocalApiserver(d).recorded()
+    assert endpoint is not None
+    return endpoint.url
+
+
+def test_kubeconfig_is_private_and_kubectl_reads_readyz(data_dir: Path) -> None:
+    kubeconfig = data_dir / "kubeconfig"
+    assert mode(kubeconfig) == 0o600
+    doc = yaml.safe_load(kubeconfig.read_text())
+    assert doc["current-context"] == "raftkube"
+    assert doc["clusters"][0]["cluster"]["server"] == _url(data_dir)
+    if not KUBECTL.exists():
+        pytest.skip(f"{KUBECTL} is not installed")
+    for context in ("raftkube", "raftkube-token"):
+        out = subprocess.run(
+            [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--context", context, "get", "--raw", "/readyz"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert (out.returncode, out.stdout.strip()) == (0, "ok"), out.stderr
+
+
+def test_requests_without_or_with_wrong_credentials_get_401_status(data_dir: Path) -> None:
+    with httpx.Client(verify=_ca_context(data_dir)) as c:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            r = c.get(f"{_url(data_dir)}/readyz", headers=headers)
+            assert r.status_code == 401
+            body = r.json()
+            assert (body["kind"], body["status"], body["reason"], body["code"]) == (
+                "Status",
+                "Failure",
+                "Unauthorized",
+                401,
+            )
+        token = LocalApiserver(data_dir).pki.admin_token()
+        assert c.get(f"{_url(data_dir)}/readyz", headers={"Authorization": f"Bearer {token}"}).text == "ok"
+
+
+def test_status_shows_every_part(data_dir: Path) -> None:
+    proc = raftkube("status", "--data-dir", str(data_dir), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert [r["part"] for r in rows] == ["store member 1", "store member 2", "store member 3", "apiserver"]
+    assert all(r["healthy"] and r["pid"] for r in rows)
+    assert rows[-1]["role"] == "ready" and rows[-1]["url"] == _url(data_dir)
+    human = raftkube("status", "--data-dir", str(data_dir)).stdout
+    assert "apiserver" in human and "leader" in human and "UNHEALTHY" not in human
+
+
+def test_store_kill_leader_works_on_the_same_data_dir(data_dir: Path) -> None:
+    """The store's own commands find its members; the apiserver keeps answering /readyz meanwhile."""
+    proc = raftkube("store", "kill", "leader", "--data-dir", str(data_dir), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    killed = json.loads(proc.stdout)["member"]
+    rows = json.loads(raftkube("status", "--data-dir", str(data_dir), "-o", "json").stdout)
+    assert next(r for r in rows if r["part"] == f"store member {killed}")["role"] == "down"
+    deadline = time.monotonic() + 20
+    with httpx.Client(verify=_ca_context(data_dir)) as c:
+        token = LocalApiserver(data_dir).pki.admin_token()
+        while True:
+            r = c.get(f"{_url(data_dir)}/readyz", headers={"Authorization": f"Bearer {token}"}, timeout=6)
+            if r.status_code == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert r.status_code == 200
+    assert raftkube("store", "start", str(killed), "--data-dir", str(data_dir)).returncode == 0
+
+
+def test_down_stops_every_process(data_dir: Path) -> None:
+    cluster, apiserver = LocalCluster(data_dir), LocalApiserver(data_dir)
+    pids = [p for p in (*(cluster.pid(m) for m in cluster.member_ids()), apiserver.pid()) if p is not None]
+    assert len(pids) == 4
+    proc = raftkube("down", "--data-dir", str(data_dir), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"apiserver": True, "store": [1, 2, 3]}
+    assert [p for p in pids if _alive(p)] == []
+    assert not (data_dir / "apiserver" / "pid").exists()
+    rows = json.loads(raftkube("status", "--data-dir", str(data_dir), "-o", "json").stdout)
+    assert {r["role"] for r in rows} == {"down"}
+
+
+def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Path) -> None:
+    d = tmp_path / "fg"
+    proc = raftkube_interactive("up", "--free-ports", "--data-dir", str(d), "--config", str(_config(tmp_path, 1)))
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        line = ""
+        while time.monotonic() < deadline and "Ctrl-C" not in line:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                break
+        assert "Ctrl-C" in line, proc.stderr.read() if proc.stderr else ""
+        pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid()]
+        assert None not in pids
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "stopped the apiserver and store member(s) [1]" in out
+        assert [p for p in pids if p is not None and _alive(p)] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        _stop(d)
+
+
+# ---------------------------------------------------------------------- bad usage
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--port", "0"], "--port must be from 1 to 65535"),
+        (["--tls-cert-file", "x.crt"], "give --tls-cert-file and --tls-private-key-file together"),
+        (
+            ["--client-ca-file", "/nonexistent/ca.crt"],
+            "--client-ca-file: CA certificate /nonexistent/ca.crt is missing",
+        ),
+        ([], "--storage: no cluster in"),
+        (["--storage", "http://x:1"], "--storage: 'http://x:1' must start with raftkube:// or etcd://"),
+        (["--storage", "raftkube://127.0.0.1:1"], "--storage: no store credentials in"),
+    ],
+)
+def test_bad_apiserver_flags_exit_2_naming_the_flag(tmp_path: Path, flags: list[str], message: str) -> None:
+    proc = raftkube("apiserver", "--data-dir", str(tmp_path / "rk"), *flags)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+
+
+def test_a_malformed_token_file_exits_2_naming_flag_and_line(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("good,alice,1\nbad\n")
+    proc = raftkube("apiserver", "--data-dir", str(tmp_path / "rk"), "--token-auth-file", str(tokens))
+    assert proc.returncode == 2
+    assert f"--token-auth-file: token file {tokens}, line 2: needs at least 3 columns" in proc.stderr
+
+
+def test_down_and_status_without_a_cluster_exit_2(tmp_path: Path) -> None:
+    for command in ("down", "status"):
+        proc = raftkube(command, "--data-dir", str(tmp_path / "none"))
+        assert proc.returncode == 2 and "no cluster in" in proc.stderr
