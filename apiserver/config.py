@@ -11,11 +11,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from store.api.protocol import split_url
+from apiserver.storage import parse_storage_url
 from store.config import ConfigError
 from store.server.config import SettingError, check_field
-
-STORAGE_SCHEMES = ("raftkube", "etcd")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,16 +55,3 @@ def load_apiserver_settings(path: Path) -> ApiserverSettings:
         except ValueError as e:
             raise ConfigError(f"{path}: apiserver.storage: {e}") from None
     return ApiserverSettings(**values)
-
-
-def parse_storage_url(url: str) -> tuple[str, list[str]]:
-    """`raftkube://h1:p1,h2:p2` -> ("raftkube", ["h1:p1", "h2:p2"]); ValueError says what is wrong."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme not in STORAGE_SCHEMES:
-        raise ValueError(f"{url!r} must start with {' or '.join(s + '://' for s in STORAGE_SCHEMES)}")
-    endpoints = [e.strip() for e in rest.split(",") if e.strip()]
-    if not endpoints:
-        raise ValueError(f"{url!r} names no host:port endpoint")
-    for e in endpoints:
-        split_url(e)
-    return scheme, endpoints

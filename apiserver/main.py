@@ -23,19 +23,17 @@ import ssl
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import uvicorn
 
 from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
-from apiserver.config import parse_storage_url
 from apiserver.http.app import build_app
 from apiserver.pki import ApiserverPKI
+from apiserver.storage import open_storage, parse_storage_url
 from apiserver.storage.interface import Storage
 from apiserver.tls_scope import protocol_class
 from store import pki
 from store.cli.common import DEFAULT_DATA_DIR, UsageError
-from store.client.client import Client
 from store.launcher import LauncherError, LocalCluster, port_free
 
 DEFAULT_PORT = 6443
@@ -145,24 +143,8 @@ def storage_target(url: str | None, data_dir: Path, insecure: bool) -> tuple[str
 
 
 def open_backend(url: str, tls: ssl.SSLContext | None) -> Storage:
-    """The storage behind `url`.
-
-    PLACEHOLDER until `apiserver.storage.open_storage` is merged: the lead replaces the body
-    with `return open_storage(url, tls=tls)`.  It only answers `current_revision` (for
-    /readyz) and `close`."""
-    _, endpoints = parse_storage_url(url)
-    return cast(Storage, _RevisionOnly(Client([f"tcp://{e}" for e in endpoints], tls=tls)))
-
-
-class _RevisionOnly:
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    async def current_revision(self) -> int:
-        return (await self.client.get(b"\0", count_only=True)).revision
-
-    async def close(self) -> None:
-        await self.client.close()
+    """The storage behind `url` (raftkube:// with the store's client TLS, or etcd://)."""
+    return open_storage(url, tls=tls)
 
 
 class _Server(uvicorn.Server):
@@ -196,7 +178,7 @@ async def serve(
             ssl_context_factory=lambda _config, _default: opts.tls,
             log_level=logging.WARNING,
             access_log=opts.access_log,
-            lifespan="off",
+            lifespan="on",  # the watch caches start and stop with the server
             workers=1,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
             server_header=False,

@@ -35,17 +35,17 @@ def apply_patch(
     version = res.version if res is not None else "v1"
     try:
         if content_type == negotiation.APPLY_PATCH:
-            meta = schema.for_kind(group, version, kind)
+            meta = schema.meta_for(group, version, kind)
             try:
                 return ssa.server_side_apply(old, body, w.field_manager, w.force, meta, rfc3339(time.time()))
             except ssa.ApplyConflict as e:
-                raise _conflict(e, res, old, body) from None
+                raise e.to_status_error() from None
         assert old is not None
         if content_type == negotiation.JSON_PATCH:
             return apply_json_patch(old, body)
         if content_type == negotiation.MERGE_PATCH:
             return apply_merge_patch(old, body)
-        return apply_strategic_merge_patch(old, body, schema.for_kind(group, version, kind))
+        return apply_strategic_merge_patch(old, body, schema.meta_for(group, version, kind))
     except PatchError as e:
         raise errors.StatusError(422, "Invalid", f"the patch cannot be applied: {e}") from None
 

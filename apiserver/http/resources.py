@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from apiserver.resources.base import ResourceDef
 from apiserver.selectors import object_fields
 from apiserver.storage.interface import Storage
 from apiserver.table import table
-from apiserver.watchcache import WatchCache
+from apiserver.watchcache import Cacher
 
 Obj = dict[str, Any]
 
@@ -32,12 +33,12 @@ class ResourceHandlers:
         self.clock = clock
         self.by_path: dict[tuple[str, str, str], ResourceDef] = {}
         self.registries: dict[ResourceDef, Registry] = {}
-        self.caches: dict[str, WatchCache] = {}  # by store name: events.k8s.io and core events share one
+        # One cache per resource (events.k8s.io and core events share storage, not their shape).
+        self.caches: dict[ResourceDef, Cacher] = {}
         for res in resources:
             self.by_path[(res.group, res.version, res.plural)] = res
             self.registries[res] = Registry(res, storage, clock=clock, track_fields=patching.track_fields)
-            if res.store_name not in self.caches:
-                self.caches[res.store_name] = WatchCache(storage, res, clock=clock)
+            self.caches[res] = Cacher(storage, res, fields_of=functools.partial(object_fields, res))
 
     async def start(self) -> None:
         await asyncio.gather(*(c.start() for c in self.caches.values()))
@@ -133,7 +134,7 @@ class ResourceHandlers:
         self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]
     ) -> Response:
         p = params.list_params(res, query)
-        cache = self.caches[res.store_name]
+        cache = self.caches[res]
         want = negotiation.wanted(request.headers.get("accept"))
         if p.watch:
             watcher = await cache.watch(

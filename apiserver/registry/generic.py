@@ -13,8 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from apiserver import errors
-from apiserver.objects import for_storage, from_storage
+from apiserver import errors, objects
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.storage_errors import as_status
@@ -50,6 +49,17 @@ class Registry:
         self.track_fields = track_fields
         self.validate_meta = validate_meta
 
+    # -- encoding: a resource stored in another group's shape converts on the way -----------
+
+    def _decode(self, value: bytes, revision: int) -> Obj:
+        obj = objects.from_storage(value, revision)
+        convert = self.resource.extra.get("from_storage")
+        return convert(obj) if convert is not None else obj
+
+    def _encode(self, obj: Obj) -> bytes:
+        convert = self.resource.extra.get("to_storage")
+        return objects.for_storage(convert(obj) if convert is not None else obj)
+
     # -- reads ------------------------------------------------------------------------------
 
     def _what(self, verb: str, namespace: str | None, name: str) -> str:
@@ -59,7 +69,7 @@ class Registry:
     async def _read(self, namespace: str | None, name: str) -> Obj | None:
         with as_status(self._what("get", namespace, name)):
             stored = await self.storage.get(self.resource.key(namespace, name))
-        return None if stored is None else from_storage(stored.value, stored.revision)
+        return None if stored is None else self._decode(stored.value, stored.revision)
 
     async def get(self, namespace: str | None, name: str) -> Obj:
         obj = await self._read(namespace, name)
@@ -93,7 +103,7 @@ class Registry:
         key = self.resource.key(namespace, name)
         with as_status(self._what("create", namespace, name)):
             try:
-                revision = await self.storage.create(key, for_storage(obj))
+                revision = await self.storage.create(key, self._encode(obj))
             except KeyExistsError:
                 raise errors.already_exists(self.resource.plural, name, self.resource.group) from None
         obj["metadata"]["resourceVersion"] = str(revision)
@@ -105,9 +115,9 @@ class Registry:
         with as_status(self._what("update", namespace, name)):
             if deletion.finished(new):
                 stored = await self.storage.delete(key, expected)
-                gone = from_storage(stored.value, stored.revision)
+                gone = self._decode(stored.value, stored.revision)
                 return gone
-            revision = await self.storage.update(key, for_storage(new), expected)
+            revision = await self.storage.update(key, self._encode(new), expected)
         new["metadata"]["resourceVersion"] = str(revision)
         return new
 
@@ -210,8 +220,8 @@ class Registry:
                 try:
                     if plan.action == "delete":
                         stored = await self.storage.delete(key, expected)
-                        return from_storage(stored.value, stored.revision), True
-                    revision = await self.storage.update(key, for_storage(plan.obj), expected)
+                        return self._decode(stored.value, stored.revision), True
+                    revision = await self.storage.update(key, self._encode(plan.obj), expected)
                 except (RevisionConflictError, KeyNotFoundError):
                     continue
             plan.obj["metadata"]["resourceVersion"] = str(revision)
@@ -226,7 +236,7 @@ class Registry:
         with as_status(f"list {self.resource.plural}"):
             while True:
                 page = await self.storage.list(prefix, start_key=start, limit=500)
-                out.extend(from_storage(s.value, s.revision) for s in page.items)
+                out.extend(self._decode(s.value, s.revision) for s in page.items)
                 if not page.more or not page.items:
                     return out
                 start = page.items[-1].key + "\x00"

@@ -72,7 +72,7 @@ def _no_fields(obj: Obj) -> dict[str, str]:
     return {}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per resource: hashed by identity
 class ResourceDef:
     group: str  # "" for core
     version: str

@@ -32,7 +32,7 @@ def parse_storage_url(url: str) -> tuple[str, list[str]]:
     if not rest:
         raise ValueError(f"storage URL {url!r} names no endpoint")
     endpoints = []
-    for i, part in enumerate(rest.split(",")):
+    for i, part in enumerate(p.strip() for p in rest.split(",")):
         if any(c in part for c in "/?@#") or any(c.isspace() for c in part):
             raise ValueError(f"storage URL endpoint {i + 1} {part!r} is not a plain host:port")
         try:

@@ -239,6 +239,9 @@ class Cacher:
     def _decode(self, item: Stored) -> Entry | None:
         try:
             obj = from_storage(item.value, item.revision)
+            convert = self.resource.extra.get("from_storage")
+            if convert is not None:
+                obj = convert(obj)
         except ValueError:
             log.error("watch cache %s: %s holds no JSON object; left out", self._prefix, item.key)
             return None

@@ -71,8 +71,11 @@ def test_apiserver_section(tmp_path: Path) -> None:
         ("[apiserver]\nport = 70000\n", "apiserver.port must be at most 65535"),
         ('[apiserver]\nport = "6443"\n', "apiserver.port must be an integer"),
         ("[apiserver]\nhots = 1\n", "apiserver has unknown keys: hots"),
-        ('[apiserver]\nstorage = "http://x:1"\n', "apiserver.storage: 'http://x:1' must start with"),
-        ('[apiserver]\nstorage = "etcd://"\n', "names no host:port endpoint"),
+        (
+            '[apiserver]\nstorage = "http://x:1"\n',
+            "apiserver.storage: storage URL scheme 'http' is not one of raftkube, etcd",
+        ),
+        ('[apiserver]\nstorage = "etcd://"\n', "names no endpoint"),
         ('[apiserver]\nstorage = "etcd://host"\n', "not a host:port address"),
         ("apiserver = 3\n", "[apiserver] must be a table"),
         ("[apiserver\n", "not valid TOML"),

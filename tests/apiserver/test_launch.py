@@ -181,7 +181,7 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
             "--client-ca-file: CA certificate /nonexistent/ca.crt is missing",
         ),
         ([], "--storage: no cluster in"),
-        (["--storage", "http://x:1"], "--storage: 'http://x:1' must start with raftkube:// or etcd://"),
+        (["--storage", "http://x:1"], "--storage: storage URL scheme 'http' is not one of raftkube, etcd"),
         (["--storage", "raftkube://127.0.0.1:1"], "--storage: no store credentials in"),
     ],
 )
