@@ -121,3 +121,8 @@ class WatchProgress:
     @property
     def watches(self) -> int:
         return len(self._askers)
+
+    @property
+    def asked(self) -> int:
+        """Requests the open watches have sent (a metric)."""
+        return sum(a.asked for a in self._askers)
