@@ -130,6 +130,11 @@ class Storage(Protocol):
         nothing (its callers then wait for events)."""
         ...
 
+    async def progress_supported(self) -> bool:
+        """Whether `request_progress` works here; when it does not, consistent reads are served
+        from storage rather than from a watch cache that cannot prove it is fresh."""
+        ...
+
     async def current_revision(self) -> int:
         """The backend's current revision, read linearizably (for consistent LISTs)."""
         ...

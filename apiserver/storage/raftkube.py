@@ -197,6 +197,9 @@ class RaftkubeStorage:
             if close is not None:
                 await close()
 
+    async def progress_supported(self) -> bool:
+        return True  # the store answers progress only for watchers that have delivered everything
+
     async def request_progress(self) -> None:
         """Each open watch is asked (coalesced, see progress.py) until it covers the newest
         revision this storage has returned; one read first if it has returned none yet."""

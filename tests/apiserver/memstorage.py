@@ -160,6 +160,9 @@ class MemStorage:
     def open_watches(self) -> int:
         return len(self._queues)
 
+    async def progress_supported(self) -> bool:
+        return True
+
     async def request_progress(self) -> None:
         if self._progress:
             for _, queue in self._queues:

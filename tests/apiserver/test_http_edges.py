@@ -97,7 +97,7 @@ def test_unknown_fields_strict_warn_ignore(api: httpx.Client) -> None:
     assert strict["message"] == 'strict decoding error: unknown field "bogus"'
     warn = api.post(CM, params={"fieldValidation": "Warn"}, json=cm(fresh(), bogus=1))
     assert warn.status_code == 201, warn.text
-    assert warn.headers["Warning"] == '299 - "unknown field \\"bogus\\""' or "bogus" in warn.headers["Warning"]
+    assert warn.headers["Warning"] == '299 - "unknown field \\"bogus\\""'
     ignore = api.post(CM, params={"fieldValidation": "Ignore"}, json=cm(fresh(), bogus=1))
     assert ignore.status_code == 201 and "Warning" not in ignore.headers
     status_of(api.post(CM, params={"fieldValidation": "Loose"}, json=cm(fresh())), 400, "BadRequest")
