@@ -300,7 +300,7 @@ class ResourceHandlers:
                 body = negotiation.decode(raw, request.headers.get("content-type"))
         options = DeleteOptions.parse(body, query)
         obj, gone = await self.registries[res].delete(target.namespace, target.name, options)
-        if gone:
+        if gone and not res.extra.get("return_deleted"):
             meta = obj.get("metadata") or {}
             return _json(
                 {
