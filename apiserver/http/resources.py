@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from apiserver import errors
+from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.watch_stream import json_line, stream, table_line
@@ -44,6 +45,9 @@ class ResourceHandlers:
 
     async def start(self) -> None:
         await asyncio.gather(*(c.start() for c in self.caches.values()))
+        namespaces = self.by_path.get(("", "v1", "namespaces"))
+        if namespaces is not None:
+            await ensure_system_namespaces(self.registries[namespaces])
 
     async def stop(self) -> None:
         await asyncio.gather(*(c.stop() for c in self.caches.values()), return_exceptions=True)

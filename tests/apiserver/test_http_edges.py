@@ -201,3 +201,8 @@ def test_fuzzed_objects_get_a_status_never_a_500(api: httpx.Client, target: str,
     assert r.status_code in (201, 400, 404, 409, 422), r.text
     if r.status_code != 201:
         assert r.json()["kind"] == "Status"
+
+
+def test_the_system_namespaces_exist_from_the_first_start(api: httpx.Client) -> None:
+    names = {n["metadata"]["name"] for n in api.get("/api/v1/namespaces").json()["items"]}
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
