@@ -25,6 +25,7 @@ from starlette.routing import Route
 from apiserver import discovery, errors, openapi, version
 from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
+from apiserver.http.inflight import kind_of
 from apiserver.http.metrics import Metrics
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.resources import ResourceHandlers
@@ -52,14 +53,16 @@ class Api:
         resources: tuple[ResourceDef, ...],
         clock: Callable[[], float],
         compaction_interval: float = DEFAULT_INTERVAL,
+        watch_cache_capacity: int = 10_000,
     ) -> None:
         self.storage = storage
         self.compaction_interval = compaction_interval
         self._compactor: asyncio.Task[None] | None = None
         self.clock = clock
-        self.handlers = ResourceHandlers(storage, resources, clock)
+        self.handlers = ResourceHandlers(storage, resources, clock, watch_cache_capacity)
         self.resources = resources
         self.metrics = Metrics()
+        self.inflight = self.handlers.inflight
         self.openapi = openapi.OpenAPIDocuments(resources)
 
     async def start(self) -> None:
@@ -85,10 +88,14 @@ def build_app(
     clock: Callable[[], float] = time.time,
     resources: tuple[ResourceDef, ...] | None = None,
     compaction_interval: float = DEFAULT_INTERVAL,
+    watch_cache_capacity: int = 10_000,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
-    that another apiserver or etcd itself compacts)."""
-    api = Api(storage, resources if resources is not None else catalog(), clock, compaction_interval)
+    that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
+    resource's watch cache keeps for watches that resume (older ones get 410 Expired)."""
+    api = Api(
+        storage, resources if resources is not None else catalog(), clock, compaction_interval, watch_cache_capacity
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -110,7 +117,8 @@ def build_app(
             if user is None:
                 raise errors.unauthorized()
             request.state.user = user
-            response = await _route(api, request)
+            with api.inflight.admit(kind_of(request.method)):
+                response = await _route(api, request)
             code = response.status_code
             return response
         except errors.StatusError as e:

@@ -78,15 +78,25 @@ def list_params(resource: ResourceDef, query: Mapping[str, str]) -> ListParams:
         raise errors.bad_request(
             f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"'
         )
-    if match and not rv:
-        raise errors.bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
+    watch = _bool(query, "watch")
+    sie_text = query.get("sendInitialEvents")
+    send_initial = None if sie_text is None else _bool(query, "sendInitialEvents")
+    if watch:
+        # kube's rules for watches: the match only goes with sendInitialEvents, and must be NotOlderThan
+        if send_initial is not None and match != "NotOlderThan":
+            raise errors.bad_request('sendInitialEvents requires resourceVersionMatch "NotOlderThan"')
+        if match and send_initial is None:
+            raise errors.bad_request("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+    else:
+        if send_initial is not None:
+            raise errors.bad_request("sendInitialEvents is forbidden for list")
+        if match and not rv:
+            raise errors.bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
     if match == "Exact" and rv == "0":
         raise errors.bad_request('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"')
     cont = query.get("continue", "")
     if cont and rv not in ("",):
         raise errors.bad_request("specifying resource version is not allowed when using continue")
-    sie_text = query.get("sendInitialEvents")
-    send_initial = None if sie_text is None else _bool(query, "sendInitialEvents")
     include = query.get("includeObject", "Metadata") or "Metadata"
     if include not in ("None", "Metadata", "Object"):
         raise errors.bad_request(
@@ -99,7 +109,7 @@ def list_params(resource: ResourceDef, query: Mapping[str, str]) -> ListParams:
         match=match,
         limit=_int(query, "limit", 0),
         continue_token=cont,
-        watch=_bool(query, "watch"),
+        watch=watch,
         allow_bookmarks=_bool(query, "allowWatchBookmarks"),
         send_initial_events=send_initial,
         timeout_seconds=_int(query, "timeoutSeconds", 0, 0, MAX_TIMEOUT_SECONDS),

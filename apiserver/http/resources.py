@@ -9,14 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from apiserver import errors
 from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
+from apiserver.http.inflight import InFlight
 from apiserver.http.requestinfo import ResourcePath
-from apiserver.http.watch_stream import json_line, stream, table_line
+from apiserver.http.watch_stream import WatchBody, json_line, table_line
 from apiserver.registry import subresources
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
@@ -31,9 +33,16 @@ Obj = dict[str, Any]
 
 
 class ResourceHandlers:
-    def __init__(self, storage: Storage, resources: tuple[ResourceDef, ...], clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        resources: tuple[ResourceDef, ...],
+        clock: Callable[[], float],
+        watch_cache_capacity: int = 10_000,
+    ) -> None:
         self.clock = clock
         self.storage = storage
+        self.inflight = InFlight()
         self.by_path: dict[tuple[str, str, str], ResourceDef] = {}
         self.registries: dict[ResourceDef, Registry] = {}
         # One cache per resource (events.k8s.io and core events share storage, not their shape).
@@ -41,7 +50,9 @@ class ResourceHandlers:
         for res in resources:
             self.by_path[(res.group, res.version, res.plural)] = res
             self.registries[res] = Registry(res, storage, clock=clock, track_fields=patching.track_fields)
-            self.caches[res] = Cacher(storage, res, fields_of=functools.partial(object_fields, res))
+            self.caches[res] = Cacher(
+                storage, res, capacity=watch_cache_capacity, fields_of=functools.partial(object_fields, res)
+            )
 
     async def start(self) -> None:
         await asyncio.gather(*(c.start() for c in self.caches.values()))
@@ -143,22 +154,34 @@ class ResourceHandlers:
         cache = self.caches[res]
         want = negotiation.wanted(request.headers.get("accept"))
         if p.watch:
-            watcher = await cache.watch(
-                namespace=target.namespace,
-                labels=p.labels,
-                fields=p.fields,
-                resource_version=p.resource_version,
-                allow_bookmarks=p.allow_bookmarks,
-                send_initial_events=p.send_initial_events,
-            )
+            self.inflight.acquire("watch")
+            try:
+                watcher = await cache.watch(
+                    namespace=target.namespace,
+                    labels=p.labels,
+                    fields=p.fields,
+                    resource_version=p.resource_version,
+                    allow_bookmarks=p.allow_bookmarks,
+                    send_initial_events=p.send_initial_events,
+                )
+            except errors.StatusError as e:
+                self.inflight.release("watch")
+                if e.code != 410:
+                    raise
+                # kube answers a watch from a compacted revision with a stream holding one ERROR
+                # event (410 Expired), which reflectors take as "re-list"
+                line = orjson.dumps({"type": "ERROR", "object": e.to_status()}) + b"\n"
+                return Response(line, media_type=negotiation.JSON)
             if want.table:
                 key, make = f"table:{res.plural}:{p.include_object}", table_line(res, p.include_object, self.clock)
             else:
                 key, make = "json", json_line
+            watch_body = WatchBody(watcher, key, make, p.timeout_seconds, on_end=lambda: self.inflight.release("watch"))
             return StreamingResponse(
-                stream(watcher, key, make, p.timeout_seconds),
+                watch_body.chunks(),
                 media_type=negotiation.JSON,
                 headers={"Transfer-Encoding": "chunked"},
+                background=BackgroundTask(watch_body.end),
             )
         if (not p.resource_version or p.continue_token) and not await self.storage.progress_supported():
             registry = self.registries[res]

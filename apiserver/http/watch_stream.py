@@ -33,23 +33,49 @@ def table_line(resource: ResourceDef, include_object: str, clock: Callable[[], f
     return make
 
 
-async def stream(
-    watcher: Any,
-    encode_key: str,
-    make: Callable[[Any], bytes],
-    timeout_seconds: int,
-) -> AsyncIterator[bytes]:
-    deadline = time.monotonic() + (timeout_seconds or MAX_TIMEOUT_SECONDS)
-    iterator = watcher.__aiter__()
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            try:
-                event = await asyncio.wait_for(iterator.__anext__(), left)
-            except (StopAsyncIteration, TimeoutError):
-                return
-            yield event.encoded(encode_key, make)
-    finally:
-        watcher.close()
+MAX_EVENTS_PER_WRITE = 256
+
+
+class WatchBody:
+    """The response body of one watch.  Whatever is queued when the writer wakes goes out in
+    one write (fewer syscalls under load); `end` runs once, from the stream's end or from the
+    response's background task when the client left before the stream started."""
+
+    def __init__(
+        self,
+        watcher: Any,
+        encode_key: str,
+        make: Callable[[Any], bytes],
+        timeout_seconds: int,
+        on_end: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.watcher = watcher
+        self.encode_key = encode_key
+        self.make = make
+        self.deadline = time.monotonic() + (timeout_seconds or MAX_TIMEOUT_SECONDS)
+        self.on_end = on_end
+        self.ended = False
+
+    def end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self.watcher.close()
+            self.on_end()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        iterator = self.watcher.__aiter__()
+        try:
+            while not self.ended:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    return
+                try:
+                    event = await asyncio.wait_for(iterator.__anext__(), left)
+                except (StopAsyncIteration, TimeoutError):
+                    return
+                parts = [event.encoded(self.encode_key, self.make)]
+                while len(parts) < MAX_EVENTS_PER_WRITE and (more := self.watcher.poll()) is not None:
+                    parts.append(more.encoded(self.encode_key, self.make))
+                yield b"".join(parts)
+        finally:
+            self.end()
