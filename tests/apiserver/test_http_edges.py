@@ -206,3 +206,13 @@ def test_fuzzed_objects_get_a_status_never_a_500(api: httpx.Client, target: str,
 def test_the_system_namespaces_exist_from_the_first_start(api: httpx.Client) -> None:
     names = {n["metadata"]["name"] for n in api.get("/api/v1/namespaces").json()["items"]}
     assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
+
+
+def test_yaml_when_asked_and_json_for_a_protobuf_accept(api: httpx.Client) -> None:
+    name = fresh()
+    api.post(CM, json=cm(name))
+    as_yaml = api.get(f"{CM}/{name}", headers={"Accept": "application/yaml"})
+    assert as_yaml.headers["content-type"].startswith("application/yaml")
+    assert f"name: {name}" in as_yaml.text and as_yaml.text.startswith("apiVersion: v1")
+    proto = api.get(f"{CM}/{name}", headers={"Accept": "application/vnd.kubernetes.protobuf,application/json"})
+    assert proto.headers["content-type"].startswith("application/json") and proto.json()["metadata"]["name"] == name
