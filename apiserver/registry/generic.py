@@ -113,7 +113,7 @@ class Registry:
         key = self.resource.key(namespace, name)
         expected = int(old["metadata"]["resourceVersion"])
         with as_status(self._what("update", namespace, name)):
-            if deletion.finished(new):
+            if deletion.finished(self.resource, new):
                 stored = await self.storage.delete(key, expected)
                 gone = self.decode(stored.value, stored.revision)
                 return gone

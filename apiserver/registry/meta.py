@@ -92,6 +92,8 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
     Returns a new dict; `new` may be reused by the caller.  Server-owned metadata comes from
     `old` (a client cannot change uid or creationTimestamp: it gets 422 if it tries)."""
     old_meta = old.get("metadata") or {}
+    if subresource == "finalize":
+        return _finalize(new, old)
     if subresource == "status":
         result = copy.deepcopy(old)
         if "status" in new:
@@ -126,9 +128,34 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
             result["status"] = old["status"]
         else:
             result.pop("status", None)
+    if resource.extra.get("spec_finalizers"):
+        # only /finalize changes a namespace's spec.finalizers (the namespace controller's list)
+        spec = result.get("spec")
+        result["spec"] = {**(spec if isinstance(spec, dict) else {}), "finalizers": _spec_finalizers(old)}
     if resource.bumps_generation:
         generation = int(old_meta.get("generation") or 1)
         if spec_part(new) != spec_part(old):
             generation += 1
         meta["generation"] = generation
+    return result
+
+
+def _spec_finalizers(obj: Obj) -> list[Any]:
+    spec = obj.get("spec")
+    found = spec.get("finalizers") if isinstance(spec, dict) else None
+    return list(found) if isinstance(found, list) else []
+
+
+def _finalize(new: Obj, old: Obj) -> Obj:
+    """`namespaces/finalize`: the namespace as stored with the body's `spec.finalizers` only."""
+    result = copy.deepcopy(old)
+    spec = new.get("spec")
+    finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
+    result_spec = result.get("spec")
+    if not isinstance(result_spec, dict):
+        result_spec = result["spec"] = {}
+    result_spec["finalizers"] = finalizers if finalizers is not None else []
+    new_meta = metadata(new)
+    if new_meta.get("resourceVersion"):
+        metadata(result)["resourceVersion"] = new_meta["resourceVersion"]
     return result
