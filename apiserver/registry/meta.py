@@ -51,6 +51,17 @@ def spec_part(obj: Obj) -> Obj:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
+# ObjectMeta fields Go omits when empty: `kubectl label x a-` removing the last label leaves no
+# `labels: {}` behind in kube, so neither may we (clients compare, diff and print them)
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "generateName")
+
+
+def drop_empty(meta: Obj) -> None:
+    for key in _OMITTED_WHEN_EMPTY:
+        if key in meta and meta[key] in ({}, [], "", None):
+            del meta[key]
+
+
 def check_namespace(resource: ResourceDef, obj: Obj, namespace: str | None) -> None:
     """Set the namespace from the URL; a body naming another namespace is refused as kube does."""
     meta = metadata(obj)
@@ -84,6 +95,7 @@ def prepare_create(
         meta.pop("generation", None)
     if resource.status_subresource:
         obj.pop("status", None)
+    drop_empty(meta)
 
 
 def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str | None = None) -> Obj:
@@ -118,6 +130,7 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
         causes.append(Cause("FieldValueInvalid", "field is immutable", "metadata.name"))
     if causes:
         raise errors.invalid(resource.kind, str(old_meta.get("name", "")), causes, resource.group)
+    drop_empty(meta)
     for server_owned in ("deletionTimestamp", "deletionGracePeriodSeconds"):
         if server_owned in old_meta:
             meta[server_owned] = old_meta[server_owned]

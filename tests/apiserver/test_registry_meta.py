@@ -180,3 +180,12 @@ def test_a_deleted_object_goes_on_the_update_that_removes_its_last_finalizer() -
     assert deletion.finished(MAPS, obj)
     assert not deletion.finished(MAPS, {"metadata": {**obj["metadata"], "finalizers": ["a/b"]}})
     assert not deletion.finished(MAPS, {"metadata": {**obj["metadata"], "deletionGracePeriodSeconds": 30}})
+
+
+def test_empty_metadata_maps_and_lists_are_not_stored() -> None:
+    obj = pod()
+    obj["metadata"].update(labels={}, annotations={}, finalizers=[], ownerReferences=[], generateName="")
+    meta.prepare_create(PODS, obj, "default", lambda: NOW)
+    assert set(obj["metadata"]) == {"name", "namespace", "uid", "creationTimestamp", "generation"}
+    new = meta.prepare_update(PODS, {**obj, "metadata": {**obj["metadata"], "labels": {}, "annotations": None}}, obj)
+    assert "labels" not in new["metadata"] and "annotations" not in new["metadata"]
