@@ -62,6 +62,29 @@ def rows(table_text: str) -> list[list[str]]:
     return [re.split(r"\s{2,}", line.strip()) for line in table_text.strip().splitlines()]
 
 
+class Kubectl:
+    """`kubectl.1.N` bound to the server: `k("get", "pods")` is stdout or the test fails."""
+
+    def __init__(self, server: ApiserverUnderTest, minor: int, tmp: Path) -> None:
+        self.server, self.minor, self.tmp = server, minor, tmp
+
+    def __call__(self, *args: str, **kw: Any) -> str:
+        return self.server.ok(*args, minor=self.minor, **kw)
+
+    def fails(self, *args: str, **kw: Any) -> str:
+        """kubectl's stderr; the test fails unless it exits non-zero."""
+        proc = self.server.kubectl(*args, minor=self.minor, **kw)
+        assert proc.returncode != 0, f"kubectl {' '.join(args)} succeeded:\n{proc.stdout}"
+        return proc.stderr
+
+    def file(self, obj: dict[str, Any]) -> str:
+        return write(self.tmp, f"{obj['kind']}-{obj['metadata']['name']}.json", obj)
+
+
+def json_of(k: Kubectl, *args: str) -> Any:
+    return json.loads(k("get", *args, "-o", "json"))
+
+
 class LineReader:
     """A running kubectl whose stdout lines arrive on a queue, read with a deadline."""
 

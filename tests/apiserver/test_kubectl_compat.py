@@ -23,9 +23,11 @@ import yaml
 from apiserver.version import version_info
 from tests.apiserver.kubectl_support import (
     MINORS,
+    Kubectl,
     configmap,
     deployment,
     finish,
+    json_of,
     kubectl_running,
     pod,
     rows,
@@ -53,32 +55,9 @@ def minor(request: pytest.FixtureRequest) -> int:
     return int(request.param)
 
 
-class Kubectl:
-    """`kubectl.1.N` bound to the server: `k("get", "pods")` is stdout or the test fails."""
-
-    def __init__(self, server: ApiserverUnderTest, minor: int, tmp: Path) -> None:
-        self.server, self.minor, self.tmp = server, minor, tmp
-
-    def __call__(self, *args: str, **kw: Any) -> str:
-        return self.server.ok(*args, minor=self.minor, **kw)
-
-    def fails(self, *args: str, **kw: Any) -> str:
-        """kubectl's stderr; the test fails unless it exits non-zero."""
-        proc = self.server.kubectl(*args, minor=self.minor, **kw)
-        assert proc.returncode != 0, f"kubectl {' '.join(args)} succeeded:\n{proc.stdout}"
-        return proc.stderr
-
-    def file(self, obj: dict[str, Any]) -> str:
-        return write(self.tmp, f"{obj['kind']}-{obj['metadata']['name']}.json", obj)
-
-
 @pytest.fixture
 def k(server: ApiserverUnderTest, minor: int, tmp_path: Path) -> Kubectl:
     return Kubectl(server, minor, tmp_path)
-
-
-def json_of(k: Kubectl, *args: str) -> Any:
-    return json.loads(k("get", *args, "-o", "json"))
 
 
 # -- discovery-level commands -----------------------------------------------------------------
