@@ -383,7 +383,7 @@ def ready_node(api: httpx.Client, name: str) -> None:
         }
     }
     r = api.patch(
-        f"/api/v1/nodes/{name}/status",
+        f"/api/v1/nodes/{name}/status?fieldManager=ready-node",
         content=json.dumps(status),
         headers={"Content-Type": "application/merge-patch+json"},
     )
@@ -398,6 +398,11 @@ def test_cordon_shows_scheduling_disabled(k: Kubectl, api: httpx.Client) -> None
     assert [before[1][i] for i in (0, 1, 2, 4)] == [name, "Ready", "worker", "v1.33.0"]
     assert k("cordon", name) == f"node/{name} cordoned\n"
     assert k("cordon", name) == f"node/{name} already cordoned\n"
+    entries = json_of(k, "node", name, "--show-managed-fields")["metadata"]["managedFields"]
+    by_subresource = {(e["manager"], e.get("subresource", "")): e["fieldsV1"] for e in entries}
+    assert "f:status" in by_subresource["ready-node", "status"]  # the kubelet's status write is its own entry
+    # cordon sends no fieldManager: the manager is the user agent up to its "/" (this binary: kubectl.1.N)
+    assert "f:unschedulable" in by_subresource[f"kubectl.1.{k.minor}", ""]["f:spec"]
     after = rows(k("get", "nodes", "--field-selector", f"metadata.name={name}", "-o", "wide"))
     assert after[1][:3] == [name, "Ready,SchedulingDisabled", "worker"]
     assert after[1][5:8] == ["10.0.0.7", "<none>", "Test OS"]
