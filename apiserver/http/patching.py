@@ -59,11 +59,12 @@ def _conflict(e: Any, res: ResourceDef | None, old: Obj | None, body: Obj) -> er
     return err
 
 
-def track_fields(old: Obj | None, new: Obj, manager: str) -> Obj:
-    """managedFields for a write that is not an apply (apply keeps its own)."""
+def track_fields(old: Obj | None, new: Obj, manager: str, subresource: str = "") -> Obj:
+    """managedFields for a write that is not an apply (apply keeps its own); a write through
+    /status is its manager's own entry (`subresource: status`), as kube records it."""
     if not manager:
         return new
-    return ssa.record_update(old, new, manager, rfc3339(time.time()))
+    return ssa.record_update(old, new, manager, rfc3339(time.time()), subresource=subresource)
 
 
 def check_fields(res: ResourceDef, obj: Obj, validation: str) -> list[str]:

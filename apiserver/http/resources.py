@@ -31,6 +31,9 @@ from apiserver.watchcache import Cacher
 
 Obj = dict[str, Any]
 
+# the discovery verb a method on a named object's subresource needs
+_SUBRESOURCE_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create", "DELETE": "delete"}
+
 
 class ResourceHandlers:
     def __init__(
@@ -74,8 +77,14 @@ class ResourceHandlers:
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         if res.namespaced is False and target.namespace is not None:
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
-        if target.subresource and target.subresource not in {s.name for s in res.subresources}:
-            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        if target.subresource:
+            sub = next((s for s in res.subresources if s.name == target.subresource), None)
+            if sub is None:
+                raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+            if _SUBRESOURCE_VERBS.get(request.method) not in sub.verbs:
+                raise errors.method_not_allowed(
+                    f"{request.method} is not supported on {res.plural}/{sub.name} (it supports {', '.join(sub.verbs)})"
+                )
         query = dict(request.query_params)
         method = request.method
         if target.name is None:

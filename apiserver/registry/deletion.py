@@ -5,7 +5,11 @@ owners clean up and remove them, and the last removal deletes it), and deletes p
 gracefully: a pod bound to a node gets deletionTimestamp = now + grace and stays until its
 kubelet confirms with a grace-0 delete; a pod never scheduled goes at once.  A Foreground or
 Orphan propagation policy adds the `foregroundDeletion` / `orphan` finalizer that the garbage
-collector acts on.  Pure: the time is an argument.
+collector acts on.  Namespaces (resources declaring `extra["spec_finalizers"]`) are kept
+by `spec.finalizers` too: the first DELETE only marks them Terminating, later ones change
+nothing while `spec.finalizers` is not empty, and once the namespace controller has emptied it
+through `/finalize`, its DELETE removes the namespace (kube-apiserver's namespace storage).
+Pure: the time is an argument.
 """
 
 from __future__ import annotations
@@ -107,15 +111,47 @@ def _grace(resource: ResourceDef, obj: Obj, options: DeleteOptions) -> int:
     return int(default) if isinstance(default, int) and default >= 0 else 30
 
 
-def plan_delete(resource: ResourceDef, obj: Obj, options: DeleteOptions, now: float) -> Plan:
-    check_preconditions(resource, obj, options)
-    meta = obj.get("metadata") or {}
+def spec_finalizers(resource: ResourceDef, obj: Obj) -> list[Any]:
+    """The finalizers in `spec` that hold a namespace (none for any other resource)."""
+    if not resource.extra.get("spec_finalizers"):
+        return []
+    spec = obj.get("spec")
+    found = spec.get("finalizers") if isinstance(spec, dict) else None
+    return list(found) if isinstance(found, list) else []
+
+
+def _with_policy_finalizers(meta: Obj, policy: str | None) -> list[Any]:
     finalizers = list(meta.get("finalizers") or [])
-    policy = options.propagation_policy
     if policy == "Foreground" and "foregroundDeletion" not in finalizers:
         finalizers.append("foregroundDeletion")
     elif policy == "Orphan" and "orphan" not in finalizers:
         finalizers.append("orphan")
+    return finalizers
+
+
+def _start_terminating(obj: Obj, finalizers: list[Any], now: float) -> Plan:
+    """A namespace's first DELETE: Terminating, kept until the namespace controller finalizes it."""
+    new = copy.deepcopy(obj)
+    new_meta = new["metadata"]
+    new_meta["deletionTimestamp"] = rfc3339(now)
+    if finalizers:
+        new_meta["finalizers"] = finalizers
+    status = new.get("status")
+    if not isinstance(status, dict):
+        status = new["status"] = {}
+    status["phase"] = "Terminating"
+    return Plan("update", new)
+
+
+def plan_delete(resource: ResourceDef, obj: Obj, options: DeleteOptions, now: float) -> Plan:
+    check_preconditions(resource, obj, options)
+    meta = obj.get("metadata") or {}
+    finalizers = _with_policy_finalizers(meta, options.propagation_policy)
+    if resource.extra.get("spec_finalizers"):
+        if not meta.get("deletionTimestamp"):
+            return _start_terminating(obj, finalizers, now)
+        if spec_finalizers(resource, obj):
+            return Plan("nothing", obj)  # the namespace controller has not finished yet
     grace = _grace(resource, obj, options)
     if meta.get("deletionTimestamp"):
         # Already being deleted: a shorter grace period (the kubelet's 0) may finish it.
@@ -139,11 +175,15 @@ def plan_delete(resource: ResourceDef, obj: Obj, options: DeleteOptions, now: fl
     return Plan("update", new)
 
 
-def finished(obj: Obj) -> bool:
-    """An object marked for deletion whose finalizers are all gone and whose grace is 0 is deleted."""
+def finished(resource: ResourceDef, obj: Obj) -> bool:
+    """An update that leaves a deleted object (grace 0) without finalizers deletes it.
+
+    A Terminating namespace has no grace period: the namespace controller's DELETE after
+    `/finalize` removes it, an update never does (as kube's ShouldDeleteNamespaceDuringUpdate)."""
     meta = obj.get("metadata") or {}
     return (
         bool(meta.get("deletionTimestamp"))
         and not meta.get("finalizers")
-        and not meta.get("deletionGracePeriodSeconds")
+        and meta.get("deletionGracePeriodSeconds") == 0
+        and not spec_finalizers(resource, obj)
     )

@@ -23,13 +23,14 @@ from apiserver.storage.interface import KeyExistsError, KeyNotFoundError, Revisi
 Obj = dict[str, Any]
 # Given the current object (None when absent and creating is allowed), the object to write.
 Mutation = Callable[[Obj | None], Awaitable[Obj] | Obj]
-# Hooks around a write: validation beyond the resource's own, managedFields bookkeeping.
-FieldTracker = Callable[[Obj | None, Obj, str], Obj]
+# Hooks around a write: validation beyond the resource's own, managedFields bookkeeping
+# (old or None, new, manager, subresource or "": kube keys an updater by its subresource too).
+FieldTracker = Callable[[Obj | None, Obj, str, str], Obj]
 
 MAX_UPDATE_ATTEMPTS = 16
 
 
-def _no_tracking(old: Obj | None, new: Obj, manager: str) -> Obj:
+def _no_tracking(old: Obj | None, new: Obj, manager: str, subresource: str) -> Obj:
     return new
 
 
@@ -97,7 +98,7 @@ class Registry:
         self._validate(obj, None)
         name = str(obj["metadata"].get("name", ""))
         if manager:
-            obj = self.track_fields(None, obj, manager)
+            obj = self.track_fields(None, obj, manager, "")
         if dry_run:
             return obj
         key = self.resource.key(namespace, name)
@@ -113,7 +114,7 @@ class Registry:
         key = self.resource.key(namespace, name)
         expected = int(old["metadata"]["resourceVersion"])
         with as_status(self._what("update", namespace, name)):
-            if deletion.finished(new):
+            if deletion.finished(self.resource, new):
                 stored = await self.storage.delete(key, expected)
                 gone = self.decode(stored.value, stored.revision)
                 return gone
@@ -168,7 +169,7 @@ class Registry:
                 self.resource.default(prepared)
             self._validate(prepared, old)
             if track:
-                prepared = self.track_fields(old, prepared, manager)
+                prepared = self.track_fields(old, prepared, manager, subresource or "")
             prepared["metadata"]["resourceVersion"] = current_rv
             if dry_run:
                 return prepared, False

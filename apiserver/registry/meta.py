@@ -51,6 +51,17 @@ def spec_part(obj: Obj) -> Obj:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
+# ObjectMeta fields Go omits when empty: `kubectl label x a-` removing the last label leaves no
+# `labels: {}` behind in kube, so neither may we (clients compare, diff and print them)
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "generateName")
+
+
+def drop_empty(meta: Obj) -> None:
+    for key in _OMITTED_WHEN_EMPTY:
+        if key in meta and meta[key] in ({}, [], "", None):
+            del meta[key]
+
+
 def check_namespace(resource: ResourceDef, obj: Obj, namespace: str | None) -> None:
     """Set the namespace from the URL; a body naming another namespace is refused as kube does."""
     meta = metadata(obj)
@@ -84,6 +95,7 @@ def prepare_create(
         meta.pop("generation", None)
     if resource.status_subresource:
         obj.pop("status", None)
+    drop_empty(meta)
 
 
 def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str | None = None) -> Obj:
@@ -92,6 +104,8 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
     Returns a new dict; `new` may be reused by the caller.  Server-owned metadata comes from
     `old` (a client cannot change uid or creationTimestamp: it gets 422 if it tries)."""
     old_meta = old.get("metadata") or {}
+    if subresource == "finalize":
+        return _finalize(new, old)
     if subresource == "status":
         result = copy.deepcopy(old)
         if "status" in new:
@@ -118,6 +132,7 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
         causes.append(Cause("FieldValueInvalid", "field is immutable", "metadata.name"))
     if causes:
         raise errors.invalid(resource.kind, str(old_meta.get("name", "")), causes, resource.group)
+    drop_empty(meta)
     for server_owned in ("deletionTimestamp", "deletionGracePeriodSeconds"):
         if server_owned in old_meta:
             meta[server_owned] = old_meta[server_owned]
@@ -128,9 +143,34 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
             result["status"] = old["status"]
         else:
             result.pop("status", None)
+    if resource.extra.get("spec_finalizers"):
+        # only /finalize changes a namespace's spec.finalizers (the namespace controller's list)
+        spec = result.get("spec")
+        result["spec"] = {**(spec if isinstance(spec, dict) else {}), "finalizers": _spec_finalizers(old)}
     if resource.bumps_generation:
         generation = int(old_meta.get("generation") or 1)
         if spec_part(new) != spec_part(old):
             generation += 1
         meta["generation"] = generation
+    return result
+
+
+def _spec_finalizers(obj: Obj) -> list[Any]:
+    spec = obj.get("spec")
+    found = spec.get("finalizers") if isinstance(spec, dict) else None
+    return list(found) if isinstance(found, list) else []
+
+
+def _finalize(new: Obj, old: Obj) -> Obj:
+    """`namespaces/finalize`: the namespace as stored with the body's `spec.finalizers` only."""
+    result = copy.deepcopy(old)
+    spec = new.get("spec")
+    finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
+    result_spec = result.get("spec")
+    if not isinstance(result_spec, dict):
+        result_spec = result["spec"] = {}
+    result_spec["finalizers"] = finalizers if finalizers is not None else []
+    new_meta = metadata(new)
+    if new_meta.get("resourceVersion"):
+        metadata(result)["resourceVersion"] = new_meta["resourceVersion"]
     return result

@@ -1,4 +1,9 @@
-"""core/v1 Namespace: the scope of every namespaced object; `Active` until it is deleted."""
+"""core/v1 Namespace: the scope of every namespaced object; `Active` until it is deleted.
+
+A DELETE marks it Terminating and keeps it while `spec.finalizers` holds `kubernetes`: the
+namespace controller (a later issue) empties it, removes that finalizer through `/finalize` and
+deletes it again.  Until that controller exists, `kubectl delete namespace` leaves the
+namespace Terminating, as a kube cluster whose controller manager is down does."""
 
 from __future__ import annotations
 
@@ -9,8 +14,18 @@ from apiserver.errors import Cause
 from apiserver.resources._shared import Obj, ensure, get, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
 
+NAME_LABEL = "kubernetes.io/metadata.name"
+
 
 def default(ns: Obj) -> None:
+    meta = ensure(ns, "metadata")
+    name = meta.get("name") if meta is not None else None
+    if meta is not None and isinstance(name, str) and name:
+        labels = meta.get("labels")
+        if labels is None:
+            labels = meta["labels"] = {}
+        if isinstance(labels, dict):
+            labels[NAME_LABEL] = name  # always the name, as kube sets it on every write
     spec = ensure(ns, "spec")
     if spec is not None:
         spec.setdefault("finalizers", ["kubernetes"])
@@ -58,4 +73,5 @@ RESOURCE = ResourceDef(
     field_selectors=("status.phase",),
     columns=(Column("Status", description="The status of the namespace"),),
     row=row,
+    extra={"spec_finalizers": True},
 )

@@ -13,6 +13,9 @@ from apiserver.resources.base import ResourceDef
 
 PODS = ResourceDef("", "v1", "Pod", "pods", "pod", True, status_subresource=True, extra={"graceful": True})
 MAPS = ResourceDef("", "v1", "ConfigMap", "configmaps", "configmap", True, bumps_generation=False)
+NAMESPACES = ResourceDef(
+    "", "v1", "Namespace", "namespaces", "namespace", False, status_subresource=True, extra={"spec_finalizers": True}
+)
 NOW = 1_700_000_000.0
 
 
@@ -99,9 +102,9 @@ def test_finalizers_hold_the_object() -> None:
     obj = {"metadata": {"name": "c", "namespace": "d", "uid": "u", "resourceVersion": "3", "finalizers": ["x/y"]}}
     plan = deletion.plan_delete(MAPS, obj, DeleteOptions(), NOW)
     assert plan.action == "update" and plan.obj["metadata"]["deletionTimestamp"]
-    assert not deletion.finished(plan.obj)
+    assert not deletion.finished(MAPS, plan.obj)
     plan.obj["metadata"]["finalizers"] = []
-    assert deletion.finished(plan.obj)
+    assert deletion.finished(MAPS, plan.obj)
 
 
 def test_foreground_and_orphan_add_the_garbage_collectors_finalizers() -> None:
@@ -138,3 +141,51 @@ def test_bad_delete_options(body: Any, query: dict[str, str], code: int) -> None
     with pytest.raises(StatusError) as e:
         DeleteOptions.parse(body, query)
     assert e.value.code == code
+
+
+def namespace(**spec: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "ns1", "uid": "u", "resourceVersion": "5"},
+        "status": {"phase": "Active"},
+    }
+    obj["spec"] = {"finalizers": ["kubernetes"], **spec}
+    return obj
+
+
+def test_namespace_delete_marks_it_terminating_and_keeps_it_for_the_namespace_controller() -> None:
+    plan = deletion.plan_delete(NAMESPACES, namespace(), DeleteOptions(propagation_policy="Background"), NOW)
+    assert plan.action == "update" and plan.obj["status"]["phase"] == "Terminating"
+    assert plan.obj["metadata"]["deletionTimestamp"] == meta.rfc3339(NOW)
+    assert "deletionGracePeriodSeconds" not in plan.obj["metadata"] and "finalizers" not in plan.obj["metadata"]
+    assert deletion.plan_delete(NAMESPACES, plan.obj, DeleteOptions(), NOW + 1).action == "nothing"
+    assert not deletion.finished(NAMESPACES, plan.obj)
+    finalized = meta.prepare_update(
+        NAMESPACES, {"spec": {"finalizers": []}, "metadata": {"labels": {"x": "y"}}}, plan.obj, "finalize"
+    )
+    assert finalized["spec"]["finalizers"] == [] and finalized["status"]["phase"] == "Terminating"
+    assert "labels" not in finalized["metadata"]  # /finalize takes spec.finalizers only
+    assert not deletion.finished(NAMESPACES, finalized)  # the controller's DELETE removes it
+    assert deletion.plan_delete(NAMESPACES, finalized, DeleteOptions(), NOW + 2).action == "delete"
+
+
+def test_namespace_orphan_policy_adds_the_finalizer_and_only_finalize_changes_spec_finalizers() -> None:
+    plan = deletion.plan_delete(NAMESPACES, namespace(), DeleteOptions(propagation_policy="Orphan"), NOW)
+    assert plan.obj["metadata"]["finalizers"] == ["orphan"]
+    replaced = meta.prepare_update(NAMESPACES, {"metadata": {"name": "ns1"}, "spec": {"finalizers": []}}, namespace())
+    assert replaced["spec"]["finalizers"] == ["kubernetes"]
+
+
+def test_a_deleted_object_goes_on_the_update_that_removes_its_last_finalizer() -> None:
+    obj = {"metadata": {"name": "c", "deletionTimestamp": "x", "deletionGracePeriodSeconds": 0}}
+    assert deletion.finished(MAPS, obj)
+    assert not deletion.finished(MAPS, {"metadata": {**obj["metadata"], "finalizers": ["a/b"]}})
+    assert not deletion.finished(MAPS, {"metadata": {**obj["metadata"], "deletionGracePeriodSeconds": 30}})
+
+
+def test_empty_metadata_maps_and_lists_are_not_stored() -> None:
+    obj = pod()
+    obj["metadata"].update(labels={}, annotations={}, finalizers=[], ownerReferences=[], generateName="")
+    meta.prepare_create(PODS, obj, "default", lambda: NOW)
+    assert set(obj["metadata"]) == {"name", "namespace", "uid", "creationTimestamp", "generation"}
+    new = meta.prepare_update(PODS, {**obj, "metadata": {**obj["metadata"], "labels": {}, "annotations": None}}, obj)
+    assert "labels" not in new["metadata"] and "annotations" not in new["metadata"]

@@ -456,3 +456,10 @@ def test_hostile_objects_never_raise(obj: Obj, which: int) -> None:
     resource.fields(obj)
     rows = table(resource, [obj], now=1e9)["rows"]
     assert len(rows[0]["cells"]) == len(table(resource, [], now=0)["columnDefinitions"])
+
+
+def test_namespace_defaults_its_name_label_and_the_kubernetes_finalizer() -> None:
+    ns: Obj = {"metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "forged", "x": "y"}}}
+    find("", "namespaces").default(ns)
+    assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team-a", "x": "y"}
+    assert ns["spec"]["finalizers"] == ["kubernetes"] and ns["status"]["phase"] == "Active"
