@@ -9,6 +9,7 @@ admission slot in between authentication and the registry (next issue).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -22,6 +23,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from apiserver import discovery, errors, openapi, version
+from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
 from apiserver.http.metrics import Metrics
 from apiserver.http.requestinfo import parse_resource_path
@@ -44,8 +46,16 @@ def status_response(err: errors.StatusError) -> Response:
 class Api:
     """Everything a request may reach, built once per server."""
 
-    def __init__(self, storage: Storage, resources: tuple[ResourceDef, ...], clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        resources: tuple[ResourceDef, ...],
+        clock: Callable[[], float],
+        compaction_interval: float = DEFAULT_INTERVAL,
+    ) -> None:
         self.storage = storage
+        self.compaction_interval = compaction_interval
+        self._compactor: asyncio.Task[None] | None = None
         self.clock = clock
         self.handlers = ResourceHandlers(storage, resources, clock)
         self.resources = resources
@@ -54,8 +64,14 @@ class Api:
 
     async def start(self) -> None:
         await self.handlers.start()
+        if self.compaction_interval > 0:
+            self._compactor = asyncio.create_task(compact_forever(self.storage, self.compaction_interval))
 
     async def stop(self) -> None:
+        if self._compactor is not None:
+            self._compactor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._compactor
         await self.handlers.stop()
 
     def ready(self) -> bool:
@@ -68,8 +84,11 @@ def build_app(
     *,
     clock: Callable[[], float] = time.time,
     resources: tuple[ResourceDef, ...] | None = None,
+    compaction_interval: float = DEFAULT_INTERVAL,
 ) -> Starlette:
-    api = Api(storage, resources if resources is not None else catalog(), clock)
+    """`compaction_interval`: seconds between storage compactions (0: never, for a storage
+    that another apiserver or etcd itself compacts)."""
+    api = Api(storage, resources if resources is not None else catalog(), clock, compaction_interval)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -13,12 +13,14 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from apiserver import errors
+from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.watch_stream import json_line, stream, table_line
 from apiserver.registry import subresources
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
+from apiserver.registry.storage_list import list_from_storage
 from apiserver.resources.base import ResourceDef
 from apiserver.selectors import object_fields
 from apiserver.storage.interface import Storage
@@ -31,6 +33,7 @@ Obj = dict[str, Any]
 class ResourceHandlers:
     def __init__(self, storage: Storage, resources: tuple[ResourceDef, ...], clock: Callable[[], float]) -> None:
         self.clock = clock
+        self.storage = storage
         self.by_path: dict[tuple[str, str, str], ResourceDef] = {}
         self.registries: dict[ResourceDef, Registry] = {}
         # One cache per resource (events.k8s.io and core events share storage, not their shape).
@@ -42,6 +45,9 @@ class ResourceHandlers:
 
     async def start(self) -> None:
         await asyncio.gather(*(c.start() for c in self.caches.values()))
+        namespaces = self.by_path.get(("", "v1", "namespaces"))
+        if namespaces is not None:
+            await ensure_system_namespaces(self.registries[namespaces])
 
     async def stop(self) -> None:
         await asyncio.gather(*(c.stop() for c in self.caches.values()), return_exceptions=True)
@@ -154,15 +160,29 @@ class ResourceHandlers:
                 media_type=negotiation.JSON,
                 headers={"Transfer-Encoding": "chunked"},
             )
-        page = await cache.list(
-            namespace=target.namespace,
-            labels=p.labels,
-            fields=p.fields,
-            resource_version=p.resource_version,
-            match=p.match,
-            limit=p.limit,
-            continue_token=p.continue_token,
-        )
+        if (not p.resource_version or p.continue_token) and not await self.storage.progress_supported():
+            registry = self.registries[res]
+            page = await list_from_storage(
+                self.storage,
+                res,
+                registry.decode,
+                functools.partial(object_fields, res),
+                namespace=target.namespace,
+                labels=p.labels,
+                fields=p.fields,
+                limit=p.limit,
+                continue_token=p.continue_token,
+            )
+        else:
+            page = await cache.list(
+                namespace=target.namespace,
+                labels=p.labels,
+                fields=p.fields,
+                resource_version=p.resource_version,
+                match=p.match,
+                limit=p.limit,
+                continue_token=p.continue_token,
+            )
         if want.table:
             body = table(
                 res,
@@ -284,7 +304,7 @@ class ResourceHandlers:
                 body = negotiation.decode(raw, request.headers.get("content-type"))
         options = DeleteOptions.parse(body, query)
         obj, gone = await self.registries[res].delete(target.namespace, target.name, options)
-        if gone:
+        if gone and not res.extra.get("return_deleted"):
             meta = obj.get("metadata") or {}
             return _json(
                 {
@@ -358,7 +378,8 @@ def _json(value: Any, code: int = 200) -> Response:
 
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
     for text in warnings[:20]:
-        response.headers.append("Warning", f'299 - "{text}"')
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.append("Warning", f'299 - "{escaped}"')
     return response
 
 

@@ -51,7 +51,7 @@ class Registry:
 
     # -- encoding: a resource stored in another group's shape converts on the way -----------
 
-    def _decode(self, value: bytes, revision: int) -> Obj:
+    def decode(self, value: bytes, revision: int) -> Obj:
         obj = objects.from_storage(value, revision)
         convert = self.resource.extra.get("from_storage")
         return convert(obj) if convert is not None else obj
@@ -69,7 +69,7 @@ class Registry:
     async def _read(self, namespace: str | None, name: str) -> Obj | None:
         with as_status(self._what("get", namespace, name)):
             stored = await self.storage.get(self.resource.key(namespace, name))
-        return None if stored is None else self._decode(stored.value, stored.revision)
+        return None if stored is None else self.decode(stored.value, stored.revision)
 
     async def get(self, namespace: str | None, name: str) -> Obj:
         obj = await self._read(namespace, name)
@@ -115,7 +115,7 @@ class Registry:
         with as_status(self._what("update", namespace, name)):
             if deletion.finished(new):
                 stored = await self.storage.delete(key, expected)
-                gone = self._decode(stored.value, stored.revision)
+                gone = self.decode(stored.value, stored.revision)
                 return gone
             revision = await self.storage.update(key, self._encode(new), expected)
         new["metadata"]["resourceVersion"] = str(revision)
@@ -220,7 +220,7 @@ class Registry:
                 try:
                     if plan.action == "delete":
                         stored = await self.storage.delete(key, expected)
-                        return self._decode(stored.value, stored.revision), True
+                        return self.decode(stored.value, stored.revision), True
                     revision = await self.storage.update(key, self._encode(plan.obj), expected)
                 except (RevisionConflictError, KeyNotFoundError):
                     continue
@@ -236,7 +236,7 @@ class Registry:
         with as_status(f"list {self.resource.plural}"):
             while True:
                 page = await self.storage.list(prefix, start_key=start, limit=500)
-                out.extend(self._decode(s.value, s.revision) for s in page.items)
+                out.extend(self.decode(s.value, s.revision) for s in page.items)
                 if not page.more or not page.items:
                     return out
                 start = page.items[-1].key + "\x00"

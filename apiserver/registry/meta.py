@@ -106,12 +106,14 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
     meta = dict(metadata(new))
     result["metadata"] = meta
     causes: list[Cause] = []
-    for immutable in ("uid", "creationTimestamp"):
-        given = meta.get(immutable)
-        if given and given != old_meta.get(immutable):
-            causes.append(Cause("FieldValueInvalid", "field is immutable", f"metadata.{immutable}"))
-        if immutable in old_meta:
-            meta[immutable] = old_meta[immutable]
+    # kube restores creationTimestamp silently (clients re-serialize times in other formats)
+    # and refuses only a uid that names another object.
+    given_uid = meta.get("uid")
+    if given_uid and given_uid != old_meta.get("uid"):
+        causes.append(Cause("FieldValueInvalid", "field is immutable", "metadata.uid"))
+    for server_set in ("uid", "creationTimestamp"):
+        if server_set in old_meta:
+            meta[server_set] = old_meta[server_set]
     if meta.get("name") != old_meta.get("name"):
         causes.append(Cause("FieldValueInvalid", "field is immutable", "metadata.name"))
     if causes:

@@ -271,5 +271,5 @@ RESOURCE = ResourceDef(
         Column("Readiness Gates", priority=1, description="If specified, all readiness gates will be evaluated."),
     ),
     row=row,
-    extra={"row_conditions": row_conditions, "graceful": True},
+    extra={"row_conditions": row_conditions, "graceful": True, "return_deleted": True},
 )

@@ -164,4 +164,5 @@ RESOURCE = ResourceDef(
         ),
     ),
     row=row,
+    extra={"return_deleted": True},  # DELETE answers with the Service, as kube's service storage does
 )

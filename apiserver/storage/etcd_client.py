@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -263,6 +263,11 @@ class WatchResponse:
             [Event.decode(e) for e in f.get(11, []) if isinstance(e, bytes)],
         )
 
+    @property
+    def is_progress(self) -> bool:
+        """A progress notification: no events, neither created nor canceled."""
+        return not self.events and not self.created and not self.canceled
+
 
 @dataclass(frozen=True)
 class Status:
@@ -357,6 +362,10 @@ def watch_create_request(key: bytes, range_end: bytes = b"", start_revision: int
         + pw.field_varint(6, prev_kv)
     )
     return pw.field_message(1, create)
+
+
+WATCH_PROGRESS_REQUEST = pw.field_message(3, b"")
+"""WatchRequest.progress_request=3: an empty WatchProgressRequest (present, as a oneof member)."""
 
 
 def prefix_end(prefix: bytes) -> bytes:
@@ -497,34 +506,73 @@ class EtcdClient:
             out.append((pw.first_int(mf, 1), pw.first_bytes(mf, 2).decode(), urls))
         return out
 
-    async def watch(
-        self, key: bytes, range_end: bytes = b"", start_revision: int = 0, prev_kv: bool = False
-    ) -> AsyncGenerator[WatchResponse, None]:
-        """Every WatchResponse of one watch, on its own stream.  A lost stream is re-created on
-        the next endpoint from one past the last revision delivered (no gap, no repeat), for up
-        to the client timeout; a canceled response (e.g. compacted) is the last one."""
+    def watch(self, key: bytes, range_end: bytes = b"", start_revision: int = 0, prev_kv: bool = False) -> EtcdWatch:
+        """One watch on its own stream (see EtcdWatch)."""
+        return EtcdWatch(self, key, range_end, start_revision, prev_kv)
+
+
+class EtcdWatch:
+    """Every WatchResponse of one watch, on its own bidirectional stream.  A lost stream is
+    re-created on the next endpoint from one past the last revision delivered (no gap, no
+    repeat), for up to the client timeout; a canceled response (e.g. compacted) is the last one.
+
+    `request_progress()` sends a WatchProgressRequest on the current stream; etcd answers with a
+    response without events (`is_progress`) at its revision.  Only etcd >= 3.4.31 / 3.5.13 sends
+    it after every event it covers (etcd#15220): older ones may send it first (see etcd.py)."""
+
+    def __init__(self, client: EtcdClient, key: bytes, range_end: bytes, start_revision: int, prev_kv: bool) -> None:
+        self.client = client
+        self.key = key
+        self.range_end = range_end
+        self.prev_kv = prev_kv
+        self.next_revision = start_revision
+        """Where a re-created stream starts: one past the last revision delivered."""
+        self._requests: asyncio.Queue[bytes | None] | None = None
+        """The current stream's requests, once etcd created the watch on it."""
+        self._responses = self._run()
+
+    def __aiter__(self) -> EtcdWatch:
+        return self
+
+    async def __anext__(self) -> WatchResponse:
+        return await self._responses.__anext__()
+
+    async def aclose(self) -> None:
+        await self._responses.aclose()
+
+    def request_progress(self) -> bool:
+        """Ask for a progress notification; False when no stream is open with the watch created."""
+        if self._requests is None:
+            return False
+        self._requests.put_nowait(WATCH_PROGRESS_REQUEST)
+        return True
+
+    async def _run(self) -> AsyncGenerator[WatchResponse, None]:
+        client = self.client
         loop = asyncio.get_running_loop()
-        next_rev = start_revision
         failing_since: float | None = None
         attempt = 0
         while True:
-            ep = self.endpoints[(self._preferred + attempt) % len(self.endpoints)]
-            call = self.channel(ep).stream_stream(WATCH)()
+            ep = client.endpoints[(client._preferred + attempt) % len(client.endpoints)]
+            requests: asyncio.Queue[bytes | None] = asyncio.Queue()
+            requests.put_nowait(watch_create_request(self.key, self.range_end, self.next_revision, self.prev_kv))
+            call = client.channel(ep).stream_stream(WATCH)(_until_none(requests))
             try:
-                await call.write(watch_create_request(key, range_end, next_rev, prev_kv))
-                while True:
-                    msg = await call.read()
-                    if msg is grpc.aio.EOF:
-                        raise EtcdAmbiguous(f"watch stream on {ep} ended", "UNAVAILABLE")
+                async for msg in call:
                     resp = WatchResponse.decode(msg)
                     failing_since = None
-                    if resp.created and next_rev == 0:
-                        next_rev = resp.header.revision + 1
+                    if resp.created:
+                        self._requests = requests
+                        if self.next_revision == 0:
+                            self.next_revision = resp.header.revision + 1
                     if resp.events:
-                        next_rev = resp.events[-1].kv.mod_revision + 1
+                        self.next_revision = resp.events[-1].kv.mod_revision + 1
+                    elif resp.is_progress:
+                        self.next_revision = max(self.next_revision, resp.header.revision + 1)
                     yield resp
                     if resp.canceled:
                         return
+                raise EtcdAmbiguous(f"watch stream on {ep} ended", "UNAVAILABLE")
             except grpc.aio.AioRpcError as e:
                 err = error_of(WATCH, ep, e)
                 if not isinstance(err, EtcdUnavailable | EtcdAmbiguous):
@@ -532,13 +580,21 @@ class EtcdClient:
             except EtcdAmbiguous:
                 pass
             finally:
+                self._requests = None
+                requests.put_nowait(None)
                 call.cancel()
             now = loop.time()
             failing_since = now if failing_since is None else failing_since
-            if now - failing_since > self.timeout:
-                raise EtcdUnavailable(f"watch: no endpoint answered in {self.timeout}s")
+            if now - failing_since > client.timeout:
+                raise EtcdUnavailable(f"watch: no endpoint answered in {client.timeout}s")
             attempt += 1
             await asyncio.sleep(0.05)
+
+
+async def _until_none(queue: asyncio.Queue[bytes | None]) -> AsyncIterator[bytes]:
+    """A stream's requests: what is put on `queue`, until None."""
+    while (req := await queue.get()) is not None:
+        yield req
 
 
 class WatchStream:

@@ -37,6 +37,16 @@ class StorageEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """A watch's notice that every change under its prefix up to `revision` has been delivered
+    (yielded before this notice).  It lets a reader of an idle prefix, whose events never come,
+    learn that the store moved on: the watch cache follows it so that consistent reads do not
+    wait for an unrelated write."""
+
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
 class Page:
     items: list[Stored]
     revision: int  # the revision the list was read at
@@ -102,10 +112,27 @@ class Storage(Protocol):
         revision of the delete."""
         ...
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[builtins.list[StorageEvent]]:
+    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[builtins.list[StorageEvent] | Progress]:
         """Every change under `prefix` from `start_revision` on, one batch per revision, in order,
         without gaps.  Raises CompactedError when `start_revision` is compacted, and ends (or raises
-        UnavailableError) only if the backend gives up; the caller then re-lists."""
+        UnavailableError) only if the backend gives up; the caller then re-lists.
+
+        Between batches it may yield `Progress(r)`: every change up to `r` has been yielded.  A
+        Progress never precedes a batch of a revision <= its own, and each is newer than the
+        last batch or Progress before it."""
+        ...
+
+    async def request_progress(self) -> None:
+        """Ask every open watch of this storage to report progress soon: each then yields, within a
+        bounded time, a Progress (or a batch) at or past the newest revision this storage returned
+        before the call (from current_revision, a list, a write).  Cheap and coalesced, so any
+        number of callers may ask at once; a backend that cannot tell progress truthfully does
+        nothing (its callers then wait for events)."""
+        ...
+
+    async def progress_supported(self) -> bool:
+        """Whether `request_progress` works here; when it does not, consistent reads are served
+        from storage rather than from a watch cache that cannot prove it is fresh."""
         ...
 
     async def current_revision(self) -> int:

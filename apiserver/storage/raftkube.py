@@ -7,6 +7,11 @@ refused before it was proposed (no leader, not leader, cannot connect) is retrie
 client on every member until its deadline, then UnavailableError; a write whose outcome is
 unknown (connection lost, timeout, leader changed) is never sent again: AmbiguousError.
 Reads are safe to repeat, so the client retries them whatever happened.
+
+Progress: the store answers a watch's progress request (WATCH_PROGRESS) with an empty response
+only when that watcher is synced and has nothing queued, at the revision it has delivered
+everything up to (store/watch/hub.py `request_progress`), and otherwise not at all; so every
+empty response is a truthful Progress, and `progress.ProgressAsker` asks again when none came.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from apiserver.storage.interface import (
     AmbiguousError,
     CompactedError,
     Page,
+    Progress,
     StorageError,
     StorageEvent,
     Stored,
@@ -27,6 +33,7 @@ from apiserver.storage.interface import (
 from apiserver.storage.interface import KeyExistsError as KeyExists
 from apiserver.storage.interface import KeyNotFoundError as KeyNotFound
 from apiserver.storage.interface import RevisionConflictError as Conflict
+from apiserver.storage.progress import WatchProgress
 from store.api import errors as E
 from store.api.kv import (
     Compare,
@@ -75,18 +82,23 @@ class RaftkubeStorage:
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self.progress = WatchProgress()
 
     async def _txn(self, req: TxnRequest) -> TxnResponse:
         try:
-            return await self.client.txn(req)
+            r = await self.client.txn(req)
         except E.StoreError as e:
             raise storage_error(e, write=True) from None
+        self.progress.saw(r.revision)
+        return r
 
     async def _range(self, req: RangeRequest) -> RangeResponse:
         try:
-            return await self.client.range(req)
+            r = await self.client.range(req)
         except E.StoreError as e:
             raise storage_error(e, write=False) from None
+        self.progress.saw(r.revision)
+        return r
 
     async def get(self, key: str) -> Stored | None:
         r = await self._range(RangeRequest(_b(key)))
@@ -147,10 +159,12 @@ class RaftkubeStorage:
         got = r.responses[0] if r.responses else None
         return _stored(got.kvs[0]) if isinstance(got, RangeResponse) and got.kvs else None
 
-    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[builtins.list[StorageEvent]]:
+    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[builtins.list[StorageEvent] | Progress]:
         """The client's Watch already resumes on another member after a lost connection, from
-        one past the last revision it delivered; here responses become one batch per revision."""
+        one past the last revision it delivered; here responses become one batch per revision,
+        and the store's progress notices (empty responses) become Progress."""
         w = self.client.watch(_b(prefix), prefix=True, start_revision=start_revision, prev_kv=True)
+        asker = self.progress.open(w.progress, start_revision)
         responses = aiter(w)
         try:
             async for resp in responses:
@@ -158,25 +172,40 @@ class RaftkubeStorage:
                     if resp.compact_revision:
                         raise CompactedError(resp.compact_revision)
                     raise UnavailableError(f"the store cancelled the watch: {resp.cancel_reason or 'no reason'}")
-                events = (
-                    event(
-                        e.type is EventType.DELETE,
-                        e.kv.key,
-                        e.kv.value,
-                        e.kv.mod_revision,
-                        e.prev_kv.value if e.prev_kv is not None else None,
+                if resp.events:
+                    asker.delivered(resp.events[-1].kv.mod_revision)
+                    events = (
+                        event(
+                            e.type is EventType.DELETE,
+                            e.kv.key,
+                            e.kv.value,
+                            e.kv.mod_revision,
+                            e.prev_kv.value if e.prev_kv is not None else None,
+                        )
+                        for e in resp.events
                     )
-                    for e in resp.events
-                )
-                for batch in by_revision(events):
-                    yield batch
+                    for batch in by_revision(events):
+                        yield batch
+                elif resp.is_progress_notify and asker.delivered(resp.revision):
+                    yield Progress(resp.revision)
         except E.StoreError as e:
             raise storage_error(e, write=False) from None
         finally:
+            await self.progress.close(asker)
             await w.cancel()
             close = getattr(responses, "aclose", None)
             if close is not None:
                 await close()
+
+    async def progress_supported(self) -> bool:
+        return True  # the store answers progress only for watchers that have delivered everything
+
+    async def request_progress(self) -> None:
+        """Each open watch is asked (coalesced, see progress.py) until it covers the newest
+        revision this storage has returned; one read first if it has returned none yet."""
+        if not self.progress.seen and self.progress.watches:
+            await self.current_revision()
+        self.progress.request()
 
     async def current_revision(self) -> int:
         return (await self._range(RangeRequest(ABSENT_KEY, count_only=True))).revision

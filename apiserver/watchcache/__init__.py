@@ -18,13 +18,15 @@ Resource-version rules, as kube-apiserver's cacher:
 - A watcher whose buffer fills, and every watcher when the cache must re-list (the store
   compacted what it would resume from), gets ERROR 410 Expired and ends: its client re-lists.
   A storage watch that merely ends is resumed from the next revision, as client-go's reflector does.
-- On idle resources the cache only learns the store moved on through `Progress` notices (see
-  events.Progress); without them a consistent LIST waits fresh_timeout and answers 504.
+- On idle resources the cache only learns the store moved on through `Progress` notices (the
+  storage's, `storage.interface.Progress`), which it asks for (`Storage.request_progress`)
+  before waiting; a backend that gives none makes a consistent LIST wait fresh_timeout, then 504.
 """
 
+from apiserver.storage.interface import Progress
 from apiserver.watchcache.cacher import INITIAL_EVENTS_END, CacheList, Cacher, default_fields
 from apiserver.watchcache.clock import Clock, SystemClock
-from apiserver.watchcache.events import Progress, WatchEvent
+from apiserver.watchcache.events import WatchEvent
 from apiserver.watchcache.filter import FieldMatcher, LabelMatcher
 from apiserver.watchcache.watcher import CacheWatcher
 

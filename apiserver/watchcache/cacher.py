@@ -20,10 +20,10 @@ from typing import Any
 from apiserver.errors import StatusError, bad_request, gone, too_many_requests, unavailable
 from apiserver.objects import from_storage
 from apiserver.resources.base import ResourceDef
-from apiserver.storage.interface import CompactedError, Storage, StorageError, StorageEvent, Stored
+from apiserver.storage.interface import CompactedError, Progress, Storage, StorageError, StorageEvent, Stored
 from apiserver.watchcache import continuation
 from apiserver.watchcache.clock import Clock, SystemClock
-from apiserver.watchcache.events import CacheEvent, Entry, Obj, Progress, WatchEvent, at_revision, make_entry
+from apiserver.watchcache.events import CacheEvent, Entry, Obj, WatchEvent, at_revision, make_entry
 from apiserver.watchcache.filter import FieldMatcher, Filter, LabelMatcher
 from apiserver.watchcache.history import History
 from apiserver.watchcache.index import WatcherIndex
@@ -248,13 +248,12 @@ class Cacher:
         return make_entry(item.key, obj, self._fields_of)
 
     async def _follow(self) -> None:
-        async for batch in self._storage.watch(self._prefix, self._revision + 1):
+        async for item in self._storage.watch(self._prefix, self._revision + 1):
             self._fed = True
-            item: object = batch
             if isinstance(item, Progress):
                 self._advance(item.revision)
             else:
-                self._apply(batch)
+                self._apply(item)
 
     def _advance(self, revision: int) -> None:
         if revision > self._revision:
@@ -347,10 +346,9 @@ class Cacher:
         await self._wait_ready()
         if self._revision >= revision:
             return
-        request = getattr(self._storage, "request_progress", None)
-        if request is not None:
-            with contextlib.suppress(StorageError):
-                await request()
+        # An idle resource's watch gets no events: ask it to say how far it has delivered.
+        with contextlib.suppress(StorageError):
+            await self._storage.request_progress()
         if not await self._until(lambda: self._ready and self._revision >= revision, self._fresh_timeout):
             if not self._ready:
                 raise too_many_requests("storage is (re)initializing", 1)

@@ -32,17 +32,6 @@ class WatchEvent:
         return data
 
 
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """A storage watch's notice that every change up to `revision` has been delivered.
-
-    Not yet in the Storage Protocol: a backend that yields it from `watch()` (in place of a
-    batch) lets the cache's revision follow the store on idle resources, so that consistent
-    reads do not wait for an unrelated write."""
-
-    revision: int
-
-
 @dataclass(eq=False, slots=True)
 class Entry:
     """One object as the cache holds it, with what filters and indexes read precomputed."""

@@ -416,6 +416,9 @@ class Watch:
                     self.req.prev_kv,
                 )
                 self._conn = conn
+                # The id is the member's: unknown until this stream's created response (a stale
+                # one could name another watch on this connection; 0 would name all of them).
+                self.watch_id = 0
                 self._rid = conn.open_stream(M.WATCH.name, req.to_wire(), self._on_frame)
                 return
             await asyncio.sleep(0.05)
@@ -461,8 +464,10 @@ class Watch:
             await self.cancel()
 
     async def progress(self) -> None:
-        """Ask for a progress notification (bookmark) on this watch's member."""
-        if self._conn is not None:
+        """Ask for a progress notification (bookmark) on this watch's member; nothing before the
+        watch is created there (the member answers only when it has delivered everything up to
+        the revision it reports, so an unanswered request is simply asked again)."""
+        if self._conn is not None and self.watch_id:
             with contextlib.suppress(StoreError):
                 await self._conn.call(M.WATCH_PROGRESS.name, [self.watch_id], timeout=self.client.timeout)
 
@@ -472,5 +477,7 @@ class Watch:
         self._closed = True
         if self._conn is not None and self._conn.is_open:
             self._conn.close_stream(self._rid)
+            if not self.watch_id:
+                return  # not created there yet: the member ends it when the stream's connection goes
             with contextlib.suppress(StoreError):
                 await self._conn.call(M.WATCH_CANCEL.name, [self.watch_id], timeout=1.0)

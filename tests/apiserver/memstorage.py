@@ -17,18 +17,20 @@ from apiserver.storage.interface import (
     KeyExistsError,
     KeyNotFoundError,
     Page,
+    Progress,
     RevisionConflictError,
     StorageError,
     StorageEvent,
     Stored,
     UnavailableError,
 )
-from apiserver.watchcache import Progress
 
 _END = object()
 
 
 class MemStorage:
+    """`progress=False` models a backend that cannot tell progress: request_progress does nothing."""
+
     def __init__(self, *, progress: bool = False) -> None:
         self.revision = 1
         self.compacted = 0
@@ -125,7 +127,7 @@ class MemStorage:
 
     # ---- watch ----
 
-    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[builtins.list[StorageEvent]]:
+    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[builtins.list[StorageEvent] | Progress]:
         self.watch_calls += 1
         if start_revision < self.compacted:
             raise CompactedError(self.compacted)
@@ -157,6 +159,9 @@ class MemStorage:
     @property
     def open_watches(self) -> int:
         return len(self._queues)
+
+    async def progress_supported(self) -> bool:
+        return True
 
     async def request_progress(self) -> None:
         if self._progress:

@@ -38,6 +38,6 @@ def test_ruff_format() -> None:
     _run([*_tool("ruff"), "format", "--check", "."])
 
 
-def test_mypy_strict_on_store() -> None:
-    """store/ type-checks under mypy --strict (configured in pyproject.toml)."""
+def test_mypy_strict() -> None:
+    """store/, apiserver/ and components/ type-check under mypy --strict (configured in pyproject.toml)."""
     _run([*_tool("mypy")])

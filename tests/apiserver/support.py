@@ -1,0 +1,134 @@
+"""A real apiserver process for tests, over either storage backend.
+
+`raftkube`: `raftkube up --detach --free-ports` (three store members and the apiserver, as a
+user starts them).  `etcd`: a real etcd 3.4 and `raftkube apiserver --storage etcd://...`.
+Either way the test talks HTTPS with the admin token, or runs a real kubectl with the
+kubeconfig; every process is stopped by pid at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import ssl
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from apiserver.launcher import Endpoint, LocalApiserver
+from store.launcher import LocalCluster, free_ports
+from tests.mvcc.etcd import running_etcd
+from tests.support.cli import raftkube
+
+KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
+BACKENDS = ("raftkube", "etcd")
+
+
+def kubectl_binary(minor: int) -> Path:
+    path = KUBECTL_DIR / f"kubectl.1.{minor}"
+    if not path.exists():
+        raise AssertionError(f"{path} is not installed: the compatibility tests need kubectl 1.{minor}")
+    return path
+
+
+@dataclass
+class ApiserverUnderTest:
+    backend: str
+    data_dir: Path
+    url: str
+    cache_dir: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    @property
+    def ca(self) -> Path:
+        return self.data_dir / "apiserver" / "pki" / "ca.crt"
+
+    @property
+    def token(self) -> str:
+        return LocalApiserver(self.data_dir).pki.admin_token()
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca))
+
+    def http(self, timeout: float = 30.0) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url,
+            verify=self.ssl_context(),
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=timeout,
+        )
+
+    def kubectl(
+        self,
+        *args: str,
+        minor: int = 33,
+        stdin: str | None = None,
+        timeout: float = 60,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        argv = [str(kubectl_binary(minor)), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache_dir)]
+        return subprocess.run(
+            [*argv, *args],
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, **(env or {})},
+        )
+
+    def ok(self, *args: str, **kw: Any) -> str:
+        """kubectl's stdout; the test fails with kubectl's stderr when it exits non-zero."""
+        proc = self.kubectl(*args, **kw)
+        assert proc.returncode == 0, f"kubectl {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}\n{proc.stdout}"
+        return proc.stdout
+
+
+def _fast_config(tmp: Path) -> Path:
+    cfg = tmp / "cluster.toml"
+    cfg.write_text("[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n")
+    return cfg
+
+
+@contextlib.contextmanager
+def running_apiserver(tmp: Path, backend: str) -> Iterator[ApiserverUnderTest]:
+    data_dir = tmp / "rk"
+    cache = tmp / "kube-cache"
+    if backend == "raftkube":
+        try:
+            proc = raftkube(
+                "up",
+                "--detach",
+                "--free-ports",
+                "--data-dir",
+                str(data_dir),
+                "--config",
+                str(_fast_config(tmp)),
+                timeout=120,
+            )
+            assert proc.returncode == 0, proc.stderr + proc.stdout
+            endpoint = LocalApiserver(data_dir).recorded()
+            assert endpoint is not None
+            yield ApiserverUnderTest(backend, data_dir, endpoint.url, cache)
+        finally:
+            LocalApiserver(data_dir).stop(timeout=5)
+            LocalCluster(data_dir).stop_all(timeout=5)
+        return
+    (tmp / "etcd").mkdir(mode=0o700)
+    with running_etcd(tmp / "etcd") as etcd:
+        server = LocalApiserver(data_dir)
+        endpoint = Endpoint("127.0.0.1", free_ports(1)[0], "etcd://" + etcd.url.split("://", 1)[1])
+        try:
+            server.start(endpoint)
+            server.wait_ready(endpoint, 60)
+            server.write_kubeconfig(endpoint)
+            yield ApiserverUnderTest(backend, data_dir, endpoint.url, cache)
+        finally:
+            server.stop(timeout=5)
