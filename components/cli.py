@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from apiserver import main as apiserver_cli
 from bench import raft_core
+from bench.apiserver import cli as apiserver_bench
 from bench.store import cli as store_bench
 from components import cluster_cli
 from store.chaos import cli as chaos_cli
@@ -45,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     store_bench.add_arguments(store)
     store.set_defaults(run=store_bench.run)
+    api = bench_sub.add_parser(
+        "apiserver", help="the apiserver over raftkube and over etcd: watch fan-out, watch events/s, LIST, creates"
+    )
+    apiserver_bench.add_arguments(api)
+    api.set_defaults(run=apiserver_bench.run)
     cluster_cli.register(sub)
     store_cli.register(sub)
     apiserver_cli.register(sub)

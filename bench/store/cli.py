@@ -40,7 +40,7 @@ PHASES = ("writes", "reads", "watch", "failover", "restart", "slow-watchers")
 TLS_MODES = ("both", "on", "off")
 
 
-def _csv(allowed: tuple[str, ...], what: str) -> Any:
+def csv_list(allowed: tuple[str, ...], what: str) -> Any:
     def parse(text: str) -> list[str]:
         items = [x.strip() for x in text.split(",") if x.strip()]
         bad = [x for x in items if x not in allowed]
@@ -61,7 +61,7 @@ def _pair(text: str) -> tuple[int, int]:
     return total, stalled
 
 
-def _seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
     v = float(text)
     if v <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {v}")
@@ -71,7 +71,7 @@ def _seconds(text: str) -> float:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--peers",
-        type=_csv(SYSTEMS[1:], "peer"),
+        type=csv_list(SYSTEMS[1:], "peer"),
         default=["etcd", "pysyncobj"],
         help="systems to compare raftkube with (default: etcd,pysyncobj)",
     )
@@ -81,7 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--only",
-        type=_csv(PHASES, "phase"),
+        type=csv_list(PHASES, "phase"),
         default=list(PHASES),
         help=f"phases to run (default: all of {','.join(PHASES)})",
     )
@@ -98,8 +98,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="TOTAL,STALLED",
         help="slow-watchers: watchers on the member and how many of them never read (default 1000,10)",
     )
-    p.add_argument("--seconds", type=_seconds, help="override the measuring time of each write/read/watch level")
-    p.add_argument("--levels", type=_csv(("1", "16", "64", "256"), "level"), help="write levels (default 1,16,64,256)")
+    p.add_argument(
+        "--seconds", type=positive_seconds, help="override the measuring time of each write/read/watch level"
+    )
+    p.add_argument(
+        "--levels", type=csv_list(("1", "16", "64", "256"), "level"), help="write levels (default 1,16,64,256)"
+    )
     p.add_argument("--clients", type=int, default=2, help="load generator processes at 16+ in flight (default 2)")
     p.add_argument("--json", type=Path, default=Path("bench/results/store.json"), help="where to write the results")
     p.add_argument("--png", type=Path, default=Path("bench/results/store.png"), help="where to write the plot")

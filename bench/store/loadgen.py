@@ -73,7 +73,7 @@ class Window:
         return {"window_s": wall, "client_cpu_s": cpu, "client_cpu_pct": 100.0 * cpu / wall}
 
 
-async def _stdin_stop(stop: asyncio.Event) -> None:
+async def stdin_stop(stop: asyncio.Event) -> None:
     """The driver writes 'stop' (or closes stdin) to end a run early."""
     loop = asyncio.get_running_loop()
     while not stop.is_set():
@@ -130,7 +130,7 @@ async def closed_loop(spec: dict[str, Any], adapter: Adapter) -> dict[str, Any]:
 
     await asyncio.sleep(max(0.0, spec["t_start"] - time.monotonic()))
     tasks = [asyncio.create_task(worker()) for _ in range(spec["concurrency"])]
-    watcher = asyncio.create_task(_stdin_stop(stop))
+    watcher = asyncio.create_task(stdin_stop(stop))
     await win.run(stop)
     await asyncio.wait(tasks, timeout=spec.get("drain_s", 6.0))
     for t in (*tasks, watcher):
@@ -221,7 +221,7 @@ async def watch(spec: dict[str, Any], adapter: Adapter) -> dict[str, Any]:
             "client_cpu_s": cpu,
             "client_cpu_pct": 100.0 * cpu / max(wall, 1e-9),
         }
-    stopper = asyncio.create_task(_stdin_stop(stop))
+    stopper = asyncio.create_task(stdin_stop(stop))
     await win.run(stop)
     stopper.cancel()
     await adapter.close_watch(handle)
@@ -260,7 +260,7 @@ async def stall(spec: dict[str, Any]) -> dict[str, Any]:
             socks.append(sock)
         win = Window(spec["t_measure"], spec["t_end"])
         stop = asyncio.Event()
-        stopper = asyncio.create_task(_stdin_stop(stop))
+        stopper = asyncio.create_task(stdin_stop(stop))
         await win.run(stop)
         stopper.cancel()
         return win.result() | {

@@ -21,10 +21,12 @@ class LoadError(Exception):
 
 
 class LoadProcess:
-    def __init__(self, spec: dict[str, Any], log: Path) -> None:
+    """A load generator process: `module` reads the JSON spec on stdin, prints its result on stdout."""
+
+    def __init__(self, spec: dict[str, Any], log: Path, module: str = "bench.store.loadgen") -> None:
         self.spec = spec
         self.proc = procs.spawn(
-            [sys.executable, "-m", "bench.store.loadgen"],
+            [sys.executable, "-m", module],
             log=log,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -50,7 +50,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def _bars(ax: Any, labels: list[str], values: list[float], colors: list[str], fmt: str) -> None:
+def bars(ax: Any, labels: list[str], values: list[float], colors: list[str], fmt: str) -> None:
     bars = ax.bar(labels, values, color=colors)
     for b, v in zip(bars, values, strict=True):
         ax.annotate(
@@ -81,7 +81,7 @@ def _panel(ax: Any, panel: str, ph: dict[str, Any]) -> None:
                 labels.append(f"{s}\n{kind[:6]}")
                 values.append(r["ops_per_s"])
                 colors.append(COLORS.get(s, "grey"))
-        _bars(ax, labels, values, colors, "{:,.0f}")
+        bars(ax, labels, values, colors, "{:,.0f}")
         ax.set_ylabel("reads/s")
         ax.set_title(f"reads ({ph['reads']['concurrency']} in flight)")
         ax.tick_params(axis="x", labelsize=7)
@@ -102,7 +102,7 @@ def _panel(ax: Any, panel: str, ph: dict[str, Any]) -> None:
         ax.legend(fontsize=8)
     elif panel == "catchup":
         items = [(s, v["catchup"]) for s, v in ph["watch"]["systems"].items() if "catchup" in v]
-        _bars(
+        bars(
             ax,
             [s for s, _ in items],
             [c["seconds"] for _, c in items],
@@ -114,7 +114,7 @@ def _panel(ax: Any, panel: str, ph: dict[str, Any]) -> None:
         ax.set_title(f"catch-up of {n:,} historic events")
     elif panel == "failover":
         items = [(s, r) for s, r in ph["failover"]["systems"].items() if r["median_s"] is not None]
-        _bars(
+        bars(
             ax,
             [s for s, _ in items],
             [r["median_s"] for _, r in items],
@@ -128,7 +128,7 @@ def _panel(ax: Any, panel: str, ph: dict[str, Any]) -> None:
         ax.set_title("write unavailability after leader SIGKILL")
     elif panel == "restart":
         items = list(ph["restart"]["systems"].items())
-        _bars(
+        bars(
             ax,
             [s for s, _ in items],
             [r["restart_s"] for _, r in items],

@@ -1,0 +1,209 @@
+"""`raftkube bench apiserver`: the apiserver over raftkube and over etcd, side by side.
+
+    raftkube bench apiserver [--storage raftkube,etcd] [--quick] [--only fanout,throughput,lists,creates]
+                             [--profile]
+
+For each storage backend, in the same run: its store (raftkube: 3 members through the store
+launcher, fsync on; etcd: one etcd 3.4 member), ONE `raftkube apiserver` process over it on a
+free port, then the phases, with load generators in processes of their own:
+  client      CPU per request of the load generators' HTTP client against httpx (first backend)
+  fanout      (a) 1,000 watchers with fieldSelector=spec.nodeName=node-i + 10 unfiltered,
+              pods created at 500/s: events delivered vs expected, delivery latency
+  lists       (c) LIST of 10,000 pods, from the cache (resourceVersion=0) and consistent
+  throughput  (b) 100 unfiltered watchers while creates go at full speed: events/s
+  creates     (d) pod creates at 64 in flight: creates/s and latency
+A progress line per phase goes to stderr, the table to stdout; the JSON (machine, load
+average, versions) and a PNG go to bench/results/.  --profile records the apiserver with
+py-spy during every phase (raw stacks and a summary in the JSON).  Every process started is
+killed by pid at the end, also on Ctrl-C or an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.store import procs
+from bench.store.cli import csv_list, positive_seconds
+from bench.store.progress import Progress
+
+if TYPE_CHECKING:
+    from bench.apiserver.context import Sizes
+
+# Only the standard library and bench.store's (standard-library-only) cli above: the `raftkube`
+# command imports this module, and must work without the bench extra.
+BACKENDS = ("raftkube", "etcd")
+PHASES = ("client", "fanout", "lists", "throughput", "creates")
+
+
+def _positive(text: str) -> int:
+    v = int(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {v}")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--storage",
+        type=csv_list(BACKENDS, "storage"),
+        default=list(BACKENDS),
+        help="backends to run the apiserver over, in this order (default: raftkube,etcd)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller and shorter: 100 node watchers, 1,000 pods, 20 throughput watchers, 3 s phases",
+    )
+    p.add_argument(
+        "--only", type=csv_list(PHASES, "phase"), default=list(PHASES), help=f"phases (default: {','.join(PHASES)})"
+    )
+    p.add_argument("--watchers", type=_positive, help="override the fan-out node watchers (a) and watchers of (b)")
+    p.add_argument("--pods", type=_positive, help="override the pods created in (a) and listed in (c)")
+    p.add_argument("--seconds", type=positive_seconds, help="override the measuring time of (b) and (d)")
+    p.add_argument("--rate", type=positive_seconds, help="override the create rate of (a), pods/s (default 500)")
+    p.add_argument("--clients", type=_positive, default=2, help="load generator processes for watchers and writers")
+    p.add_argument("--profile", action="store_true", help="record the apiserver with py-spy during every phase")
+    p.add_argument("--json", type=Path, default=Path("bench/results/apiserver.json"), help="where to write the results")
+    p.add_argument("--png", type=Path, default=Path("bench/results/apiserver.png"), help="where to write the plot")
+    p.add_argument("--config", type=Path, default=Path("cluster.toml"), help="raftkube settings ([store])")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs) after the run")
+
+
+def sizes_from(args: argparse.Namespace) -> Sizes:
+    from bench.apiserver.context import Sizes
+
+    s = Sizes.quick() if args.quick else Sizes()
+    if args.watchers:
+        s.fanout_nodes = s.throughput_watchers = args.watchers
+    if args.pods:
+        s.fanout_pods = s.list_pods = args.pods
+    if args.seconds:
+        s.throughput_s = s.create_s = args.seconds
+        s.warmup_s = min(s.warmup_s, args.seconds / 2)
+    if args.rate:
+        s.fanout_rate = args.rate
+    s.clients = args.clients
+    return s
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from bench.apiserver import backends, plot, report, targets
+        from bench.apiserver.context import Context
+        from bench.apiserver.phases import client, creates, fanout, lists, throughput
+        from bench.store.peers import PeerError, etcd_binary
+    except ImportError as e:
+        print(f"raftkube bench apiserver: {e} (install the bench extra: pip install -e '.[bench]')", file=sys.stderr)
+        return 1
+    if "etcd" in args.storage:
+        try:
+            etcd_binary()
+        except PeerError as e:
+            print(f"raftkube bench apiserver: {e}", file=sys.stderr)
+            return 1
+    sizes = sizes_from(args)
+    root = Path(tempfile.mkdtemp(prefix="raftkube-bench-apiserver-"))
+    progress = Progress()
+    profile_dir = args.json.parent / "profiles" if args.profile else None
+    ctx = Context(root, sizes, progress, profile_dir)
+    runners = {
+        "client": client.run,
+        "fanout": fanout.run,
+        "lists": lists.run,
+        "throughput": throughput.run,
+        "creates": creates.run,
+    }
+    old = signal.signal(signal.SIGTERM, _on_signal)
+    machine = report.machine()
+    phases: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    described: dict[str, Any] = {}
+    t0 = time.monotonic()
+    ok = False
+    try:
+        for name in args.storage:
+            progress.start(f"{name}: starting")
+            try:
+                backend = backends.start(name, root / name, args.config)
+            except Exception as e:
+                progress.end(f"FAILED: {type(e).__name__}: {e}")
+                failed[f"{name}/start"] = f"{type(e).__name__}: {e}"
+                procs.kill_all()
+                continue
+            progress.end(f"apiserver pid {backend.pid} at {backend.endpoint.url} over {backend.endpoint.storage}")
+            described[name] = backend.describe()
+            try:
+                namespaces = ctx.ensure_namespaces(backend)
+                for phase in PHASES:
+                    if phase not in args.only or (phase == "client" and "client" in phases):
+                        continue
+                    try:
+                        result = runners[phase](ctx, backend, namespaces)
+                    except KeyboardInterrupt:
+                        raise
+                    except Exception as e:
+                        progress.end(f"FAILED: {type(e).__name__}: {e}")
+                        failed[f"{name}/{phase}"] = f"{type(e).__name__}: {e}"
+                        continue
+                    if phase == "client":
+                        phases["client"] = result
+                    else:
+                        phases.setdefault(phase, {})[name] = result
+            finally:
+                backend.stop()
+                procs.kill_all()
+        ok = True
+    finally:
+        procs.kill_all()
+        signal.signal(signal.SIGTERM, old)
+        progress.end()
+        if not args.keep and ok and not failed:
+            shutil.rmtree(root, ignore_errors=True)
+        elif not ok or failed:
+            print(f"apiserver, store and load generator logs kept in {root}", file=sys.stderr)
+    config = {
+        "storage": args.storage,
+        "quick": args.quick,
+        "phases": [p for p in PHASES if p in args.only],
+        "sizes": asdict(sizes),
+        "backends": described,
+        "profile": args.profile,
+        "wall_s": time.monotonic() - t0,
+        "failed_phases": failed,
+    }
+    found = targets.evaluate(phases, args.storage)
+    doc = report.document(config, machine, phases, found)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    print(report.render(doc))
+    try:
+        plot.plot(doc, args.png)
+        print(f"\nwritten {args.json} and {args.png}")
+    except ImportError as e:
+        print(f"\nwritten {args.json}; no plot ({e}: pip install -e '.[bench]')")
+    for name, err in failed.items():
+        print(f"{name} failed: {err}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Smoke test of `raftkube bench apiserver`: the smallest run over raftkube, checked for shape.
+
+It starts a real store (3 members) and apiserver, and load generator processes; it fails
+(never skips) when the bench extra (matplotlib) is missing: CI installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _numbers(d: dict[str, Any], *keys: str) -> None:
+    for k in keys:
+        assert isinstance(d[k], int | float) and d[k] >= 0, (k, d[k])
+
+
+def test_quick_run_over_raftkube(tmp_path: Path) -> None:
+    try:
+        __import__("matplotlib")
+    except ImportError:
+        pytest.fail("matplotlib is missing: install the bench extra (pip install -e '.[bench]')")
+    out_json, out_png = tmp_path / "apiserver.json", tmp_path / "apiserver.png"
+    argv = [sys.executable, "-m", "components.cli", "bench", "apiserver", "--quick", "--storage", "raftkube"]
+    argv += ["--watchers", "20", "--pods", "200", "--rate", "200", "--seconds", "1"]
+    argv += ["--json", str(out_json), "--png", str(out_png)]
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert elapsed < 120, f"the smoke run took {elapsed:.0f}s"
+    assert "fan-out:" in proc.stderr, "no progress display on stderr"
+    for title in ("WATCH FAN-OUT", "WATCH THROUGHPUT", "LIST of every pod", "POD CREATES", "TARGETS"):
+        assert title in proc.stdout, title
+    assert out_png.stat().st_size > 1000
+
+    doc: dict[str, Any] = json.loads(out_json.read_text())
+    assert doc["benchmark"] == "apiserver"
+    assert doc["config"]["failed_phases"] == {}
+    assert doc["config"]["storage"] == ["raftkube"]
+    for key in ("cpu_model", "cores", "python", "git_commit", "load_average_at_start", "load_average_at_end"):
+        assert doc["machine"][key], key
+    assert doc["machine"]["packages"]["uvicorn"]
+    ph = doc["phases"]
+    assert set(ph) == {"client", "fanout", "throughput", "lists", "creates"}
+
+    clients = ph["client"]["clients"]
+    for name in ("raw_asyncio", "httpx"):
+        _numbers(clients[name], "requests_per_s", "client_cpu_ms_per_request")
+        assert clients[name]["requests_per_s"] > 0
+
+    fan = ph["fanout"]["raftkube"]
+    assert fan["watchers"] == 20 + 10 and fan["watchers_opened"] == 30
+    assert fan["pods_scheduled"] == 200 and fan["pods_created"] > 0
+    assert fan["events_expected"] == fan["pods_created"] * 11  # its node's watcher + 10 unfiltered
+    assert fan["events_delivered"] > 0
+    _numbers(fan, "p50_ms", "p99_ms", "writes_per_s", "apiserver_cpu_pct", "store_cpu_pct")
+    assert 0 < fan["p50_ms"] <= fan["p99_ms"]
+
+    thr = ph["throughput"]["raftkube"]
+    assert thr["watchers"] == 20 and thr["watchers_opened"] == 20
+    assert thr["events"] > 0 and thr["events_per_s"] > 0 and thr["writes_per_s"] > 0
+
+    lists = ph["lists"]["raftkube"]
+    for kind in ("cache", "consistent"):
+        k = lists[kind]
+        assert k["ok"] == lists["requests"] >= 20 and k["errors"] == 0, k
+        assert k["items"] >= 200
+        assert 0 < k["p50_ms"] <= k["p99_ms"]
+
+    cr = ph["creates"]["raftkube"]
+    assert cr["creates"] > 0 and cr["creates_per_s"] > 0 and cr["errors"] == 0
+    assert 0 < cr["p50_ms"] <= cr["p99_ms"]
+
+    names = {t["name"]: t for t in doc["targets"]}
+    assert names["raftkube: create p99 at 64 in flight"]["value"] == cr["p99_ms"]
+    assert names["raftkube: creates/s vs the same apiserver on etcd"]["met"] is None  # etcd not run
