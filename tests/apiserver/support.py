@@ -52,7 +52,9 @@ class ApiserverUnderTest:
 
     @property
     def token(self) -> str:
-        return LocalApiserver(self.data_dir).pki.admin_token()
+        token = LocalApiserver(self.data_dir).pki.admin_token()
+        assert token, f"no admin token in {self.data_dir}"
+        return token
 
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca))
