@@ -12,6 +12,7 @@ naming the field, never an exception.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -216,7 +217,7 @@ def is_dns1035_label(value: str) -> list[str]:
     return errs
 
 
-def is_qualified_name(value: str) -> list[str]:
+def _qualified_name_problems(value: str) -> list[str]:
     """A label or annotation key: `name` or `prefix/name`, the prefix a DNS subdomain."""
     errs: list[str] = []
     parts = value.split("/")
@@ -243,7 +244,7 @@ def is_qualified_name(value: str) -> list[str]:
     return errs
 
 
-def is_label_value(value: str) -> list[str]:
+def _label_value_problems(value: str) -> list[str]:
     errs: list[str] = []
     if len(value) > 63:
         errs.append(_max_len(63))
@@ -471,3 +472,19 @@ def map_of_strings(value: Any, field: str, causes: list[Cause]) -> Mapping[str, 
         else:
             causes.append(invalid(key(field, k), v, "must be a string"))
     return result
+
+
+# Label keys and values repeat across objects: checking each distinct one once takes a hot
+# spot off every create (bounded, so hostile keys only churn the cache).
+_cached_qualified = functools.lru_cache(maxsize=8192)(lambda value: tuple(_qualified_name_problems(value)))
+_cached_label_value = functools.lru_cache(maxsize=8192)(lambda value: tuple(_label_value_problems(value)))
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """Why `value` is not a qualified name (`prefix/name`), or nothing."""
+    return list(_cached_qualified(value))
+
+
+def is_label_value(value: str) -> list[str]:
+    """Why `value` is not a label value, or nothing."""
+    return list(_cached_label_value(value))

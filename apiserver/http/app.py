@@ -35,6 +35,8 @@ from apiserver.storage.interface import Storage
 
 log = logging.getLogger("raftkube.apiserver")
 
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+
 
 class Authenticator(Protocol):
     def authenticate(self, scope: Any) -> Any: ...
@@ -129,12 +131,14 @@ def build_app(
             return status_response(errors.internal("an internal error occurred; the server logged it"))
         finally:
             path = parse_resource_path(request.url.path)
-            if path is not None:
+            # only served resources become labels: a client cannot grow the metrics by inventing paths
+            if path is not None and (path.group, path.version, path.resource) in api.handlers.by_path:
                 resource_label = path.resource
+            if verb not in METHODS:
+                verb = "OTHER"
             api.metrics.observe(verb, resource_label, code, time.perf_counter() - started)
 
-    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-    app = Starlette(routes=[Route("/{path:path}", dispatch, methods=methods)], lifespan=lifespan)
+    app = Starlette(routes=[Route("/{path:path}", dispatch, methods=list(METHODS))], lifespan=lifespan)
     app.state.api = api
     return app
 

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from apiserver.patch.errors import PatchError
 from apiserver.patch.jsonvalue import kind_of, same
 from apiserver.patch.schema import Meta
@@ -31,7 +33,10 @@ KEY_DEFAULTS = {"protocol": "TCP"}
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # integers past 64 bits, which orjson refuses
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 # --- how a list is merged ------------------------------------------------------------------
