@@ -156,6 +156,17 @@ def record_update(
     result = _without_managed_fields(deep_copy(new))
     if old is not None and not managers and not from_client:
         return result
+    if old is None and not managers and isinstance(result.get("metadata", {}), dict):
+        # a create: the manager owns every field it set (the hot path, without path sets)
+        tree = fieldpath.encode_all(result, meta, NEVER_OWNED)
+        metadata = result.setdefault("metadata", {})
+        if tree:
+            row: dict[str, Any] = {"manager": manager, "operation": UPDATE, "apiVersion": _api_version(result)}
+            row.update({"time": now, "fieldsType": "FieldsV1", "fieldsV1": tree})
+            if subresource:
+                row["subresource"] = subresource
+            metadata["managedFields"] = [row]
+        return result
     old_obj = {} if old is None else _without_managed_fields(deep_copy(old))
     _record(managers, old_obj, result, key_for(manager, UPDATE, _api_version(result), subresource), meta, now)
     cap_update_managers(managers)
