@@ -159,9 +159,9 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
         pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid()]
         assert None not in pids
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-        assert proc.returncode == 0
-        assert "stopped the apiserver and store member(s) [1]" in out
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, (out, err)
+        assert "stopped the apiserver and store member(s) [1]" in out, (out, err)
         assert [p for p in pids if p is not None and _alive(p)] == []
     finally:
         if proc.poll() is None:
