@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -24,14 +25,23 @@ from store.launcher import LocalCluster, free_ports
 from tests.mvcc.etcd import running_etcd
 from tests.support.cli import raftkube
 
+# Where the versioned kubectl binaries live beside the gcloud dispatcher; PATH is looked at first.
 KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
+KUBECTL_MINORS = (31, 32, 33)
 BACKENDS = ("raftkube", "etcd")
 
 
 def kubectl_binary(minor: int) -> Path:
-    path = KUBECTL_DIR / f"kubectl.1.{minor}"
+    """kubectl 1.<minor>; the test fails (never skips) when it is not installed."""
+    name = f"kubectl.1.{minor}"
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    path = KUBECTL_DIR / name
     if not path.exists():
-        raise AssertionError(f"{path} is not installed: the compatibility tests need kubectl 1.{minor}")
+        raise AssertionError(
+            f"{name} is not installed (looked on PATH and in {KUBECTL_DIR}): the compatibility tests need it"
+        )
     return path
 
 

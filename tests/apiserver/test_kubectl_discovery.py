@@ -36,12 +36,10 @@ from apiserver.errors import StatusError
 from apiserver.openapi import OpenAPIDocuments
 from apiserver.version import version_info
 from tests.apiserver.disc_catalog import CATALOG
+from tests.apiserver.support import KUBECTL_MINORS, kubectl_binary
 
-KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
-VERSIONS = [v for v in ("1.31", "1.32", "1.33") if (KUBECTL_DIR / f"kubectl.{v}").exists()]
+VERSIONS = [f"1.{minor}" for minor in KUBECTL_MINORS]
 TOKEN = "raftkube-test-token"
-
-pytestmark = pytest.mark.skipif(not VERSIONS, reason="no kubectl.1.3x binaries on this machine")
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
@@ -213,7 +211,7 @@ def kubectl(server: _Server, tmp_path: Path) -> Any:
     def run(version: str, *args: str) -> subprocess.CompletedProcess[str]:
         server.seen.clear()
         cache = tmp_path / f"cache-{len(list(tmp_path.iterdir()))}"
-        command = [str(KUBECTL_DIR / f"kubectl.{version}"), "--cache-dir", str(cache), *args]
+        command = [str(kubectl_binary(int(version.split(".")[1]))), "--cache-dir", str(cache), *args]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0, f"{command}: {done.stderr}"
         shutil.rmtree(cache, ignore_errors=True)

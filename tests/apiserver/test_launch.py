@@ -16,10 +16,9 @@ import yaml
 
 from apiserver.launcher import LocalApiserver
 from store.launcher import LocalCluster
+from tests.apiserver.support import kubectl_binary
 from tests.support.cli import raftkube, raftkube_interactive
 from tests.support.modes import mode
-
-KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
 
 
 def _config(tmp: Path, members: int) -> Path:
@@ -72,11 +71,9 @@ def test_kubeconfig_is_private_and_kubectl_reads_readyz(data_dir: Path) -> None:
     doc = yaml.safe_load(kubeconfig.read_text())
     assert doc["current-context"] == "raftkube"
     assert doc["clusters"][0]["cluster"]["server"] == _url(data_dir)
-    if not KUBECTL.exists():
-        pytest.skip(f"{KUBECTL} is not installed")
     for context in ("raftkube", "raftkube-token"):
         out = subprocess.run(
-            [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--context", context, "get", "--raw", "/readyz"],
+            [str(kubectl_binary(33)), "--kubeconfig", str(kubeconfig), "--context", context, "get", "--raw", "/readyz"],
             capture_output=True,
             text=True,
             timeout=30,
