@@ -1,7 +1,7 @@
 """One storage backend with one apiserver over it: started, found, stopped by pid.
 
 raftkube: 3 members through bench.store's RaftkubePeer (the store launcher, fsync on);
-etcd: one etcd 3.4 member through bench.store's EtcdPeer (its default fsync).  Both on free
+etcd: three etcd 3.4 members through bench.store's EtcdPeer (its default fsync).  Both on free
 127.0.0.1 ports, both in plaintext between the apiserver and the store, so that the two
 rows differ by the store alone (the apiserver's etcd:// storage has no TLS flag yet).  The
 apiserver is `raftkube apiserver` started by apiserver.launcher (HTTPS on a free port, its
@@ -23,7 +23,7 @@ from bench.store.peers import EtcdPeer, Peer, RaftkubePeer, etcd_version
 from store.launcher import free_ports
 
 BACKENDS = ("raftkube", "etcd")
-MEMBERS = {"raftkube": 3, "etcd": 1}
+MEMBERS = {"raftkube": 3, "etcd": 3}  # replicated on both sides: what a user would run
 
 
 class BackendError(Exception):
@@ -44,9 +44,9 @@ class Backend:
 
     def describe(self) -> dict[str, Any]:
         store = (
-            {"members": 3, "fsync": True, "tls": False, "version": _version("raftkube")}
+            {"members": MEMBERS["raftkube"], "fsync": True, "tls": False, "version": _version("raftkube")}
             if self.name == "raftkube"
-            else {"members": 1, "fsync": True, "tls": False, "version": etcd_version()}
+            else {"members": MEMBERS["etcd"], "fsync": True, "tls": False, "version": etcd_version()}
         )
         return {"store": store, "storage_url": self.endpoint.storage, "apiserver_url": self.endpoint.url}
 

@@ -45,7 +45,7 @@ def render(doc: dict[str, Any]) -> str:
         f"uvicorn {pk['uvicorn']}, commit {m['git_commit'][:12]}; load average at start "
         f"{' '.join(f'{x:.2f}' for x in m['load_average_at_start'])}, at end "
         f"{' '.join(f'{x:.2f}' for x in m['load_average_at_end'])}",
-        "stores: raftkube = 3 members, fsync on; etcd = 1 member (its default fsync); "
+        "stores: raftkube = 3 members, fsync on; etcd = 3 members (its default fsync); "
         "plaintext between apiserver and store",
         "api CPU / store CPU = the apiserver process / all store members over the measured window (100 % = one core)",
     ]
