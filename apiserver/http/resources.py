@@ -153,7 +153,7 @@ class ResourceHandlers:
             )
         obj = await registry.get(target.namespace, target.name)
         if target.subresource == "scale":
-            return _json(subresources.scale_of(obj))
+            return _json(subresources.scale_of(res, obj))
         return self._respond(request, res, obj)
 
     async def list_or_watch(
@@ -294,14 +294,14 @@ class ResourceHandlers:
             def scale_mutation(old: Obj | None) -> Obj:
                 assert old is not None
                 patched = patching.apply_patch(
-                    content_type, subresources.scale_of(old), body, "Scale", "autoscaling", w
+                    content_type, subresources.scale_of(res, old), body, "Scale", "autoscaling", w
                 )
                 old.setdefault("spec", {})["replicas"] = subresources.replicas_from_scale(patched)
                 old["metadata"].pop("resourceVersion", None)
                 return old
 
             result, _ = await registry.mutate(target.namespace, target.name, scale_mutation, dry_run=w.dry_run)
-            return _json(subresources.scale_of(result))
+            return _json(subresources.scale_of(res, result))
         warnings: list[str] = []
 
         def mutation(old: Obj | None) -> Obj:

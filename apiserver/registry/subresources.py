@@ -9,19 +9,18 @@ from typing import Any
 from apiserver import errors
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
-from apiserver.selectors import LabelSelector, SelectorError
+from apiserver.resources.base import ResourceDef
 
 Obj = dict[str, Any]
 
 
-def scale_of(obj: Obj) -> Obj:
+def scale_of(resource: ResourceDef, obj: Obj) -> Obj:
+    """The autoscaling/v1 Scale view; the resource says how its selector reads as text."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    try:
-        selector = str(LabelSelector.from_dict(spec.get("selector")))
-    except SelectorError:
-        selector = ""
+    selector_of = resource.extra.get("scale_selector")
+    selector = selector_of(obj) if selector_of is not None else ""
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -69,7 +68,7 @@ async def write_scale(
         return old
 
     obj, _ = await registry.mutate(namespace, name, set_replicas, dry_run=dry_run, manager=manager)
-    return scale_of(obj)
+    return scale_of(registry.resource, obj)
 
 
 async def bind(registry: Registry, namespace: str | None, name: str, binding: Obj, *, dry_run: bool) -> None:
