@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+import ssl
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -28,7 +29,7 @@ except ImportError as e:  # pragma: no cover - depends on the installation
     ) from e
 
 from apiserver.storage import protowire as pw
-from apiserver.storage.h2grpc import GrpcStream, StreamEnded
+from apiserver.storage.h2grpc import GrpcStream, StreamEnded, tls_context
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -391,9 +392,12 @@ class EtcdClient:
         self._channels: dict[str, Any] = {}
         self._preferred = 0
         self._credentials: Any = None
+        self._tls: ssl.SSLContext | None = None
+        """The same certificates for the watch streams (h2grpc.py)."""
         if tls is not None:
             root, key, chain = tls.pem()
             self._credentials = grpc.ssl_channel_credentials(root, key, chain)
+            self._tls = tls_context(root, key, chain)
 
     def channel(self, endpoint: str) -> Any:
         """The grpc.aio.Channel to `endpoint` (one per endpoint, made on first use)."""
@@ -513,8 +517,8 @@ class EtcdClient:
 
 
 class EtcdWatch:
-    """Every WatchResponse of one watch, on its own bidirectional stream (without TLS, on its own
-    HTTP/2 connection, every message that arrived taken per read: see h2grpc.py).  A lost stream is
+    """Every WatchResponse of one watch, on its own bidirectional stream and connection (not
+    grpc.aio: every message that arrived is taken per read, see h2grpc.py).  A lost stream is
     re-created on the next endpoint from one past the last revision delivered (no gap, no
     repeat), for up to the client timeout; a canceled response (e.g. compacted) is the last one.
 
@@ -574,10 +578,6 @@ class EtcdWatch:
                             if resp.canceled:
                                 return
                 raise EtcdAmbiguous(f"watch stream on {ep} ended", "UNAVAILABLE")
-            except grpc.aio.AioRpcError as e:
-                err = error_of(WATCH, ep, e)
-                if not isinstance(err, EtcdUnavailable | EtcdAmbiguous):
-                    raise err from None
             except (EtcdAmbiguous, StreamEnded, OSError, TimeoutError):
                 pass
             now = loop.time()
@@ -588,39 +588,19 @@ class EtcdWatch:
             await asyncio.sleep(0.05)
 
     async def _stream(self, ep: str) -> AsyncGenerator[list[bytes], None]:
-        """The batches of WatchResponse messages of one stream to `ep`, which is asked to create
-        the watch; progress requests go to it while it is open.  Plaintext: our own HTTP/2
-        stream (see h2grpc.py); TLS: grpc.aio, one message per batch."""
-        create = watch_create_request(self.key, self.range_end, self.next_revision, self.prev_kv)
-        if self.client._credentials is None:
-            host, _, port = ep.rpartition(":")
-            stream = await GrpcStream.open(host.strip("[]"), int(port), WATCH, self.client.timeout)
-            stream.send(create)
-            self._send = stream.send
-            try:
-                async for batch in stream:
-                    yield batch
-            finally:
-                self._send = None
-                await stream.close()
-            return
-        requests: asyncio.Queue[bytes | None] = asyncio.Queue()
-        requests.put_nowait(create)
-        call = self.client.channel(ep).stream_stream(WATCH)(_until_none(requests))
-        self._send = requests.put_nowait
+        """The batches of WatchResponse messages of one stream to `ep` (our own HTTP/2
+        connection, see h2grpc.py), which is asked to create the watch; progress requests go
+        to it while it is open."""
+        host, _, port = ep.rpartition(":")
+        stream = await GrpcStream.open(host.strip("[]"), int(port), WATCH, self.client.timeout, self.client._tls)
+        stream.send(watch_create_request(self.key, self.range_end, self.next_revision, self.prev_kv))
+        self._send = stream.send
         try:
-            async for msg in call:
-                yield [msg]
+            async for batch in stream:
+                yield batch
         finally:
             self._send = None
-            requests.put_nowait(None)
-            call.cancel()
-
-
-async def _until_none(queue: asyncio.Queue[bytes | None]) -> AsyncIterator[bytes]:
-    """A stream's requests: what is put on `queue`, until None."""
-    while (req := await queue.get()) is not None:
-        yield req
+            await stream.close()
 
 
 class WatchStream:

@@ -167,3 +167,37 @@ def test_a_watch_with_no_member_listening_is_unavailable_after_the_timeout() -> 
         return time.monotonic() - t0
 
     assert asyncio.run(body()) < 5
+
+
+def test_watch_over_mutual_tls(tmp_path: Path) -> None:
+    """etcd with --client-cert-auth: the watch's own connection presents the client certificate
+    and speaks HTTP/2 by ALPN (what grpc-go needs over TLS)."""
+    from bench.store.peers import EtcdPeer
+
+    peer = EtcdPeer(tmp_path, 1, tls=True)
+    peer.start()
+    try:
+        assert peer.client_tls is not None
+        prefix = f"/registry/tls-{time.monotonic_ns()}/"
+
+        async def body() -> list[str]:
+            s = EtcdStorage(EtcdClient(peer.endpoints, tls=peer.client_tls), progress=True)
+            try:
+                start = await s.current_revision() + 1
+                watch = s.watch(prefix, start)
+                for i in range(3):
+                    await s.create(f"{prefix}k{i}", b"{}")
+                keys: list[str] = []
+                async for item in watch:
+                    if not isinstance(item, Progress):
+                        keys += [e.key for e in item]
+                    if len(keys) == 3:
+                        break
+                await watch.aclose()  # type: ignore[attr-defined]
+                return keys
+            finally:
+                await s.close()
+
+        assert asyncio.run(asyncio.wait_for(body(), 20)) == [f"{prefix}k{i}" for i in range(3)]
+    finally:
+        peer.stop()
