@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+import ssl
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -28,6 +29,7 @@ except ImportError as e:  # pragma: no cover - depends on the installation
     ) from e
 
 from apiserver.storage import protowire as pw
+from apiserver.storage.h2grpc import GrpcStream, StreamEnded, tls_context
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -390,9 +392,12 @@ class EtcdClient:
         self._channels: dict[str, Any] = {}
         self._preferred = 0
         self._credentials: Any = None
+        self._tls: ssl.SSLContext | None = None
+        """The same certificates for the watch streams (h2grpc.py)."""
         if tls is not None:
             root, key, chain = tls.pem()
             self._credentials = grpc.ssl_channel_credentials(root, key, chain)
+            self._tls = tls_context(root, key, chain)
 
     def channel(self, endpoint: str) -> Any:
         """The grpc.aio.Channel to `endpoint` (one per endpoint, made on first use)."""
@@ -512,7 +517,8 @@ class EtcdClient:
 
 
 class EtcdWatch:
-    """Every WatchResponse of one watch, on its own bidirectional stream.  A lost stream is
+    """Every WatchResponse of one watch, on its own bidirectional stream and connection (not
+    grpc.aio: every message that arrived is taken per read, see h2grpc.py).  A lost stream is
     re-created on the next endpoint from one past the last revision delivered (no gap, no
     repeat), for up to the client timeout; a canceled response (e.g. compacted) is the last one.
 
@@ -527,8 +533,8 @@ class EtcdWatch:
         self.prev_kv = prev_kv
         self.next_revision = start_revision
         """Where a re-created stream starts: one past the last revision delivered."""
-        self._requests: asyncio.Queue[bytes | None] | None = None
-        """The current stream's requests, once etcd created the watch on it."""
+        self._send: Callable[[bytes], None] | None = None
+        """Sends a request on the current stream, while one is open."""
         self._responses = self._run()
 
     def __aiter__(self) -> EtcdWatch:
@@ -541,10 +547,11 @@ class EtcdWatch:
         await self._responses.aclose()
 
     def request_progress(self) -> bool:
-        """Ask for a progress notification; False when no stream is open with the watch created."""
-        if self._requests is None:
+        """Ask for a progress notification; False when no stream is open (etcd answers it after
+        creating the watch: requests on a stream are taken in order)."""
+        if self._send is None:
             return False
-        self._requests.put_nowait(WATCH_PROGRESS_REQUEST)
+        self._send(WATCH_PROGRESS_REQUEST)
         return True
 
     async def _run(self) -> AsyncGenerator[WatchResponse, None]:
@@ -554,35 +561,25 @@ class EtcdWatch:
         attempt = 0
         while True:
             ep = client.endpoints[(client._preferred + attempt) % len(client.endpoints)]
-            requests: asyncio.Queue[bytes | None] = asyncio.Queue()
-            requests.put_nowait(watch_create_request(self.key, self.range_end, self.next_revision, self.prev_kv))
-            call = client.channel(ep).stream_stream(WATCH)(_until_none(requests))
             try:
-                async for msg in call:
-                    resp = WatchResponse.decode(msg)
-                    failing_since = None
-                    if resp.created:
-                        self._requests = requests
-                        if self.next_revision == 0:
-                            self.next_revision = resp.header.revision + 1
-                    if resp.events:
-                        self.next_revision = resp.events[-1].kv.mod_revision + 1
-                    elif resp.is_progress:
-                        self.next_revision = max(self.next_revision, resp.header.revision + 1)
-                    yield resp
-                    if resp.canceled:
-                        return
+                async with contextlib.aclosing(self._stream(ep)) as batches:
+                    async for batch in batches:
+                        for msg in batch:
+                            resp = WatchResponse.decode(msg)
+                            failing_since = None
+                            if resp.events:
+                                self.next_revision = resp.events[-1].kv.mod_revision + 1
+                            elif resp.created:
+                                if self.next_revision == 0:
+                                    self.next_revision = resp.header.revision + 1
+                            elif resp.is_progress:
+                                self.next_revision = max(self.next_revision, resp.header.revision + 1)
+                            yield resp
+                            if resp.canceled:
+                                return
                 raise EtcdAmbiguous(f"watch stream on {ep} ended", "UNAVAILABLE")
-            except grpc.aio.AioRpcError as e:
-                err = error_of(WATCH, ep, e)
-                if not isinstance(err, EtcdUnavailable | EtcdAmbiguous):
-                    raise err from None
-            except EtcdAmbiguous:
+            except (EtcdAmbiguous, StreamEnded, OSError, TimeoutError):
                 pass
-            finally:
-                self._requests = None
-                requests.put_nowait(None)
-                call.cancel()
             now = loop.time()
             failing_since = now if failing_since is None else failing_since
             if now - failing_since > client.timeout:
@@ -590,11 +587,20 @@ class EtcdWatch:
             attempt += 1
             await asyncio.sleep(0.05)
 
-
-async def _until_none(queue: asyncio.Queue[bytes | None]) -> AsyncIterator[bytes]:
-    """A stream's requests: what is put on `queue`, until None."""
-    while (req := await queue.get()) is not None:
-        yield req
+    async def _stream(self, ep: str) -> AsyncGenerator[list[bytes], None]:
+        """The batches of WatchResponse messages of one stream to `ep` (our own HTTP/2
+        connection, see h2grpc.py), which is asked to create the watch; progress requests go
+        to it while it is open."""
+        host, _, port = ep.rpartition(":")
+        stream = await GrpcStream.open(host.strip("[]"), int(port), WATCH, self.client.timeout, self.client._tls)
+        stream.send(watch_create_request(self.key, self.range_end, self.next_revision, self.prev_kv))
+        self._send = stream.send
+        try:
+            async for batch in stream:
+                yield batch
+        finally:
+            self._send = None
+            await stream.close()
 
 
 class WatchStream:
