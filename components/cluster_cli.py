@@ -87,6 +87,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         apiserver.stop()
         cluster.stop_all()
         raise UsageError(str(e)) from e
+    except KeyboardInterrupt:  # Ctrl-C while starting: leave nothing running
+        apiserver.stop()
+        cluster.stop_all()
+        raise
     rows = _rows(cluster, apiserver, 2.0)
     _print(rows, args.output)
     if args.output == "human":
@@ -96,8 +100,6 @@ def cmd_up(args: argparse.Namespace) -> int:
         if args.output == "human":
             print(f"stop with:  raftkube down --data-dir {s.data_dir}")
         return 0
-    if args.output == "human":
-        print("running in the foreground; Ctrl-C stops the apiserver and every store member")
     watch_members = member_watcher(cluster)
     apiserver_up = True
 
@@ -109,8 +111,9 @@ def cmd_up(args: argparse.Namespace) -> int:
             print(f"the apiserver is not running (see {apiserver.log_file})", file=sys.stderr)
         apiserver_up = now
 
+    ready = "running in the foreground; Ctrl-C stops the apiserver and every store member"
     try:
-        run_until_signal(check)
+        run_until_signal(check, ready=ready if args.output == "human" else "")
     finally:
         stopped_apiserver = apiserver.stop()
         stopped = cluster.stop_all()

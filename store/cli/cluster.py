@@ -280,10 +280,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         if args.output == "human":
             print(f"stop with:  raftkube store down --data-dir {s.data_dir}")
         return 0
-    if args.output == "human":
-        print("running in the foreground; Ctrl-C stops every member")
+    ready = "running in the foreground; Ctrl-C stops every member" if args.output == "human" else ""
     try:
-        run_until_signal(member_watcher(cluster))
+        run_until_signal(member_watcher(cluster), ready=ready)
     finally:
         stopped = cluster.stop_all()
         if args.output == "human":
@@ -331,8 +330,10 @@ def status_rows(cluster: LocalCluster, timeout: float) -> list[dict[str, Any]]:
     return _status_rows(members, statuses, cluster)
 
 
-def run_until_signal(check: Callable[[], None], interval: float = 0.3) -> None:
-    """Call `check` every `interval` seconds until SIGINT (Ctrl-C) or SIGTERM."""
+def run_until_signal(check: Callable[[], None], interval: float = 0.3, ready: str = "") -> None:
+    """Call `check` every `interval` seconds until SIGINT (Ctrl-C) or SIGTERM.  `ready` is
+    printed once the signals are ours: a user who presses Ctrl-C as soon as it appears gets a
+    clean stop, never a KeyboardInterrupt that skips it."""
     stop = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -341,6 +342,8 @@ def run_until_signal(check: Callable[[], None], interval: float = 0.3) -> None:
 
     old_int = signal.signal(signal.SIGINT, on_signal)
     old_term = signal.signal(signal.SIGTERM, on_signal)
+    if ready:
+        print(ready, flush=True)
     try:
         while not stop:
             time.sleep(interval)

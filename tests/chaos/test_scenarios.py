@@ -57,14 +57,26 @@ only a machine applying 900 entries during the warmup got there (the bootstrap s
 which the only durable marker pointed at, was purged and no member could restart)."""
 
 
+CANARY_ATTEMPTS = {"read-without-readindex": 3}
+"""Seeds to try before a canary counts as missed.  A stale read needs the isolated leader to
+answer a read of a key the new leader has already written, in the few hundred milliseconds
+before CheckQuorum deposes it: on a loaded machine one run can miss that window (seen once in
+CI, seed 7), so this canary gets three seeds; a checker that cannot see stale reads misses all."""
+
+
 @pytest.mark.parametrize("canary", sorted(CANARY_SCENARIOS))
 def test_canary_is_caught(canary: str, tmp_path: Path) -> None:
     fault, expected = CANARY_SCENARIOS[canary]
     snapshot_count = CANARY_SNAPSHOT_COUNT.get(canary, Scenario.snapshot_count)
-    sc = Scenario(fault, seed=SEED, canary=canary, after=0.8, warmup=0.8, snapshot_count=snapshot_count)
-    r = run(sc, tmp_path)
-    caught = {v.check for v in r.violations}
-    assert caught, f"canary {canary} was not caught:\n{account(r)}"
+    accounts = []
+    for attempt in range(CANARY_ATTEMPTS.get(canary, 1)):
+        sc = Scenario(fault, seed=SEED + attempt, canary=canary, after=0.8, warmup=0.8, snapshot_count=snapshot_count)
+        r = run(sc, tmp_path / f"attempt-{attempt}")
+        caught = {v.check for v in r.violations}
+        if caught:
+            break
+        accounts.append(account(r))
+    assert caught, f"canary {canary} was not caught:\n" + "\n".join(accounts)
     assert caught & expected, f"canary {canary} caught only by {sorted(caught)}:\n{account(r)}"
 
 
