@@ -361,10 +361,14 @@ def test_request_progress_reports_an_idle_prefix(make_progress: Factory, request
     assert max(latencies) < 2  # bounded: one request, or a few when one went unanswered
 
 
-def test_progress_never_precedes_an_event_it_covers(make_progress: Factory) -> None:
+def test_progress_never_precedes_an_event_it_covers(store: StoreCluster) -> None:
     """Write under the prefix and at once ask for progress: the event comes before any Progress
-    at or past its revision, round after round."""
+    at or past its revision, round after round.  The raftkube store only: the etcd 3.4.23 of the
+    test machines breaks exactly this (etcd#15220; seen in CI), which is why the etcd backend
+    does not trust its progress notifications before 3.4.31 (see etcd.py)."""
     p = prefix()
+    url = "raftkube://" + ",".join(e.split("://")[-1] for e in store.endpoints)
+    make_progress: Factory = lambda: open_storage(url, tls=store.tls)  # noqa: E731
 
     async def body(s: Storage) -> list[Item]:
         r = Reader(s.watch(p, await s.current_revision() + 1))
@@ -425,7 +429,9 @@ def test_progress_under_concurrent_writes_keeps_the_order(store: StoreCluster) -
     items, mine = run(lambda: open_storage(url, tls=store.tls), body)
     check_order(items)
     assert [b[0].revision for b in items if not isinstance(b, Progress)] == mine
-    assert sum(isinstance(x, Progress) for x in items) >= 2
+    # At least the final Progress; those asked during the writes may go unanswered (the store
+    # drops a request while events are queued), so how many more arrive depends on timing.
+    assert sum(isinstance(x, Progress) for x in items) >= 1
 
 
 def test_etcd_progress_follows_the_members_versions(etcd: Etcd) -> None:
