@@ -27,6 +27,7 @@ from pathlib import Path
 import uvicorn
 
 from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
+from apiserver.authz.assembly import DEFAULT_MODE, parse_mode
 from apiserver.http.app import build_app
 from apiserver.pki import ApiserverPKI
 from apiserver.storage import open_storage, parse_storage_url
@@ -60,6 +61,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client-ca-file", type=Path, help="CA bundle that signs client certificates")
     p.add_argument("--token-auth-file", type=Path, help='static tokens, CSV: token,user,uid,"group1,group2"')
     p.add_argument("--access-log", action="store_true", help="log every request to stderr")
+    p.add_argument(
+        "--authorization-mode",
+        default=DEFAULT_MODE,
+        help=f"authorizers in order, comma-separated: Node, RBAC, AlwaysAllow (default {DEFAULT_MODE})",
+    )
+    p.add_argument(
+        "--anonymous-auth",
+        action="store_true",
+        help="requests without credentials run as system:anonymous (RBAC decides) instead of getting 401",
+    )
 
 
 @dataclass(frozen=True)
@@ -73,12 +84,18 @@ class ServeOptions:
     tls: ssl.SSLContext
     authenticator: Authenticator
     access_log: bool
+    authorization_mode: str = DEFAULT_MODE
+    anonymous: bool = False
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
     """Check the flags and load every file they name; UsageError names the flag at fault."""
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be from 1 to 65535, got {args.port}")
+    try:
+        parse_mode(args.authorization_mode)
+    except ValueError as e:
+        raise UsageError(f"--authorization-mode: {e}") from e
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         raise UsageError("give --tls-cert-file and --tls-private-key-file together")
     data_dir: Path = args.data_dir
@@ -102,7 +119,17 @@ def options(args: argparse.Namespace) -> ServeOptions:
     url, store_tls = storage_target(args.storage, data_dir, args.insecure_store)
     if not port_free(args.host, args.port):
         raise UsageError(f"--port {args.port}: already in use on {args.host}")
-    return ServeOptions(args.host, args.port, url, store_tls, tls, authenticator, args.access_log)
+    return ServeOptions(
+        args.host,
+        args.port,
+        url,
+        store_tls,
+        tls,
+        authenticator,
+        args.access_log,
+        args.authorization_mode,
+        args.anonymous_auth,
+    )
 
 
 def server_tls(cert: Path, key: Path, client_ca: Path) -> ssl.SSLContext:
@@ -169,7 +196,9 @@ async def serve(
     """Serve until SIGINT/SIGTERM; 0 after a clean stop, 1 when the server could not start."""
     storage = (storage_factory or open_backend)(opts.storage_url, opts.store_tls)
     try:
-        app = build_app(storage, opts.authenticator)
+        app = build_app(
+            storage, opts.authenticator, authorization_mode=opts.authorization_mode, anonymous=opts.anonymous
+        )
         config = uvicorn.Config(
             app,
             host=opts.host,

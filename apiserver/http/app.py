@@ -1,10 +1,10 @@
 """The apiserver's HTTP application: one Starlette app, one dispatcher for every path.
 
-Per request: authenticate (401 without credentials) -> parse the path (requestinfo) ->
-decode and check the body (negotiation) -> the verb on the resource's registry or watch
-cache -> encode as JSON, YAML or a Table.  Every failure leaves as a `metav1.Status`; an
-unexpected exception is logged and answered 500 without a traceback.  Authorization and
-admission slot in between authentication and the registry (next issue).
+Per request: authenticate (401 without credentials, unless anonymous requests are on) ->
+impersonate (`Impersonate-*` headers, each part authorized) -> authorize (403) -> parse the
+path (requestinfo) -> decode and check the body (negotiation) -> the verb on the resource's
+registry or watch cache -> encode as JSON, YAML or a Table.  Every failure leaves as a
+`metav1.Status`; an unexpected exception is logged and answered 500 without a traceback.
 """
 
 from __future__ import annotations
@@ -23,12 +23,22 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from apiserver import discovery, errors, openapi, version
+from apiserver.admission.interface import AdmissionChain
+from apiserver.admission.rbac_escalation import RBACEscalation
+from apiserver.auth import impersonation
+from apiserver.auth.user import ANONYMOUS, UNAUTHENTICATED_GROUP, User
+from apiserver.authz.assembly import DEFAULT_MODE, Authorization, parse_mode
+from apiserver.authz.attributes import Attributes, request_attributes
+from apiserver.authz.bootstrap_policy import ensure_bootstrap_policy
+from apiserver.authz.forbidden import forbidden
+from apiserver.authz.reviews import Reviews
 from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
 from apiserver.http.inflight import kind_of
 from apiserver.http.metrics import Metrics
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.resources import ResourceHandlers
+from apiserver.request_context import reset_user, set_user
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import Storage
@@ -56,6 +66,7 @@ class Api:
         clock: Callable[[], float],
         compaction_interval: float = DEFAULT_INTERVAL,
         watch_cache_capacity: int = 10_000,
+        authorization_mode: str = DEFAULT_MODE,
     ) -> None:
         self.storage = storage
         self.compaction_interval = compaction_interval
@@ -66,9 +77,33 @@ class Api:
         self.metrics = Metrics()
         self.inflight = self.handlers.inflight
         self.openapi = openapi.OpenAPIDocuments(resources)
+        caches = {(r.group, r.plural): c for r, c in self.handlers.caches.items()}
+        self.authorization = Authorization(parse_mode(authorization_mode), caches)
+        self.reviews = Reviews(self.authorization.chain, self.authorization.policy)
+        self.handlers.virtual.update(self.reviews.handlers())
+        self.admission = AdmissionChain(validating=[RBACEscalation(self.authorization.policy, self.allowed)])
+        self.handlers.use_admission(self.admission)
+
+    def allowed(self, attrs: Attributes) -> bool:
+        return self.authorization.chain.authorize(attrs).allowed
+
+    def authorize(self, attrs: Attributes) -> None:
+        """403 unless the chain allows `attrs`."""
+        verdict = self.authorization.chain.authorize(attrs)
+        if not verdict.allowed:
+            raise forbidden(attrs, verdict.reason)
 
     async def start(self) -> None:
         await self.handlers.start()
+        roles = self.handlers.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterroles"))
+        bindings = self.handlers.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterrolebindings"))
+        if roles is not None and bindings is not None:
+            await ensure_bootstrap_policy(self.handlers.registries[roles], self.handlers.registries[bindings])
+            # serve once the authorizer sees the bootstrap policy (a consistent list waits for it),
+            # as kube-apiserver's rbac/bootstrap-roles post-start hook holds readiness
+            for res in (roles, bindings):
+                with contextlib.suppress(errors.StatusError):
+                    await self.handlers.caches[res].list(limit=1)
         if self.compaction_interval > 0:
             self._compactor = asyncio.create_task(compact_forever(self.storage, self.compaction_interval))
 
@@ -91,12 +126,21 @@ def build_app(
     resources: tuple[ResourceDef, ...] | None = None,
     compaction_interval: float = DEFAULT_INTERVAL,
     watch_cache_capacity: int = 10_000,
+    authorization_mode: str = DEFAULT_MODE,
+    anonymous: bool = False,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
-    resource's watch cache keeps for watches that resume (older ones get 410 Expired)."""
+    resource's watch cache keeps for watches that resume (older ones get 410 Expired).
+    `authorization_mode`: as `--authorization-mode` (Node,RBAC).  `anonymous`: a request
+    without credentials runs as system:anonymous (authorization decides) instead of 401."""
     api = Api(
-        storage, resources if resources is not None else catalog(), clock, compaction_interval, watch_cache_capacity
+        storage,
+        resources if resources is not None else catalog(),
+        clock,
+        compaction_interval,
+        watch_cache_capacity,
+        authorization_mode,
     )
 
     @contextlib.asynccontextmanager
@@ -117,10 +161,20 @@ def build_app(
             if hasattr(user, "__await__"):
                 user = await user
             if user is None:
-                raise errors.unauthorized()
+                if not anonymous:
+                    raise errors.unauthorized()
+                user = User(ANONYMOUS, (UNAUTHENTICATED_GROUP,))
+            wanted = impersonation.requested(request.scope["headers"])
+            if wanted is not None:
+                user = impersonation.impersonate(user, wanted, api.allowed)
+            api.authorize(request_attributes(user, request.method, request.url.path, request.query_params))
             request.state.user = user
-            with api.inflight.admit(kind_of(request.method)):
-                response = await _route(api, request)
+            as_user = set_user(user)
+            try:
+                with api.inflight.admit(kind_of(request.method)):
+                    response = await _route(api, request)
+            finally:
+                reset_user(as_user)
             code = response.status_code
             return response
         except errors.StatusError as e:

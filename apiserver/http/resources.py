@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from apiserver import errors
+from apiserver.admission.interface import AdmissionChain
 from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
 from apiserver.http.inflight import InFlight
@@ -30,6 +31,9 @@ from apiserver.table import table
 from apiserver.watchcache import Cacher
 
 Obj = dict[str, Any]
+
+# (the requesting user, the URL's namespace, the posted object) -> the answer
+VirtualHandler = Callable[[Any, str | None, Obj], Obj]
 
 # the discovery verb a method on a named object's subresource needs
 _SUBRESOURCE_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create", "DELETE": "delete"}
@@ -50,12 +54,21 @@ class ResourceHandlers:
         self.registries: dict[ResourceDef, Registry] = {}
         # One cache per resource (events.k8s.io and core events share storage, not their shape).
         self.caches: dict[ResourceDef, Cacher] = {}
+        # the answers of resources that are not stored (access reviews...), by `extra["virtual"]`
+        self.virtual: dict[str, VirtualHandler] = {}
         for res in resources:
             self.by_path[(res.group, res.version, res.plural)] = res
+            if res.extra.get("virtual"):
+                continue
             self.registries[res] = Registry(res, storage, clock=clock, track_fields=patching.track_fields)
             self.caches[res] = Cacher(
                 storage, res, capacity=watch_cache_capacity, fields_of=functools.partial(object_fields, res)
             )
+
+    def use_admission(self, chain: AdmissionChain) -> None:
+        """Every write from now on passes `chain` (built once the caches it reads exist)."""
+        for registry in self.registries.values():
+            registry.admission = chain
 
     async def start(self) -> None:
         await asyncio.gather(*(c.start() for c in self.caches.values()))
@@ -87,6 +100,8 @@ class ResourceHandlers:
                 )
         query = dict(request.query_params)
         method = request.method
+        if res.extra.get("virtual"):
+            return await self.virtual_create(request, res, target)
         if target.name is None:
             if method == "GET":
                 return await self.list_or_watch(request, res, target, query)
@@ -246,6 +261,20 @@ class ResourceHandlers:
         warnings = patching.check_fields(res, obj, w.field_validation)
         created = await self.registries[res].create(target.namespace, obj, dry_run=w.dry_run, manager=w.field_manager)
         return _with_warnings(self._respond(request, res, created, 201), warnings)
+
+    async def virtual_create(self, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        """A resource that is only ever created and answered, never stored (reviews)."""
+        if request.method != "POST" or target.name is not None:
+            raise errors.method_not_allowed(f"{request.method} is not supported on {res.plural}: only create is")
+        if res.namespaced and target.namespace is None:
+            raise errors.method_not_allowed(f"{res.plural} are created in a namespace")
+        handler = self.virtual.get(str(res.extra["virtual"]))
+        if handler is None:
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        obj = self._typed_body(res, await self._body(request, res), target)
+        obj["apiVersion"], obj["kind"] = res.group_version, res.kind
+        answer = handler(request.state.user, target.namespace, obj)
+        return _json(answer, 201)
 
     async def update(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
         assert target.name is not None

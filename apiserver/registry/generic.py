@@ -3,7 +3,9 @@
 Writes go to storage with optimistic concurrency (create only if absent, update only at the
 revision read) so two writers can never both win; reads of one object go to storage (fresh),
 lists and watches to the resource's watch cache.  The order of a write is fixed, as in
-kube-apiserver: system metadata, the resource's defaulting, validation, then storage.
+kube-apiserver: system metadata, the resource's defaulting, mutating admission, validation,
+validating admission, then storage.  Admission plugins see the user the request runs as
+(`request_context`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apiserver import errors, objects
+from apiserver.admission.interface import NO_ADMISSION, AdmissionChain, AdmissionRequest, Operation
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.storage_errors import as_status
+from apiserver.request_context import current_user
 from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import KeyExistsError, KeyNotFoundError, RevisionConflictError, Storage
 
@@ -43,8 +47,10 @@ class Registry:
         clock: Callable[[], float] = time.time,
         track_fields: FieldTracker = _no_tracking,
         validate_meta: Callable[[ResourceDef, Obj, Obj | None], list[errors.Cause]] | None = None,
+        admission: AdmissionChain = NO_ADMISSION,
     ) -> None:
         self.resource = resource
+        self.admission = admission
         self.storage = storage
         self.clock = clock
         self.track_fields = track_fields
@@ -87,6 +93,22 @@ class Registry:
             name = str((new.get("metadata") or {}).get("name", ""))
             raise errors.invalid(self.resource.kind, name, causes, self.resource.group)
 
+    def _request(
+        self, op: Operation, namespace: str | None, name: str, new: Obj | None, old: Obj | None, sub: str, dry: bool
+    ) -> AdmissionRequest:
+        return AdmissionRequest(op, self.resource, sub, namespace, name, current_user(), new, old, dry)
+
+    async def _admitted(self, request: AdmissionRequest) -> Obj:
+        """Mutating admission, the resource's validation, validating admission: the object to store."""
+        chain = self.admission
+        if chain.mutating:
+            await chain.admit(request)
+        assert request.object is not None
+        self._validate(request.object, request.old_object)
+        if chain.validating:
+            await chain.validate(request)
+        return request.object
+
     def _typed(self, obj: Obj) -> None:
         obj["apiVersion"] = self.resource.group_version
         obj["kind"] = self.resource.kind
@@ -95,8 +117,8 @@ class Registry:
         self._typed(obj)
         meta.prepare_create(self.resource, obj, namespace, self.clock)
         self.resource.default(obj)
-        self._validate(obj, None)
         name = str(obj["metadata"].get("name", ""))
+        obj = await self._admitted(self._request("CREATE", namespace, name, obj, None, "", dry_run))
         if manager:
             obj = self.track_fields(None, obj, manager, "")
         if dry_run:
@@ -167,7 +189,9 @@ class Registry:
             prepared = meta.prepare_update(self.resource, new, old, subresource)
             if subresource != "status":
                 self.resource.default(prepared)
-            self._validate(prepared, old)
+            prepared = await self._admitted(
+                self._request("UPDATE", namespace, name, prepared, old, subresource or "", dry_run)
+            )
             if track:
                 prepared = self.track_fields(old, prepared, manager, subresource or "")
             prepared["metadata"]["resourceVersion"] = current_rv
@@ -212,6 +236,8 @@ class Registry:
         marked with its deletionTimestamp."""
         for _ in range(MAX_UPDATE_ATTEMPTS):
             old = await self.get(namespace, name)
+            if self.admission.validating:
+                await self.admission.validate(self._request("DELETE", namespace, name, None, old, "", options.dry_run))
             plan = deletion.plan_delete(self.resource, old, options, self.clock())
             if plan.action == "nothing" or options.dry_run:
                 return plan.obj, plan.action == "delete"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +128,7 @@ class Cacher:
         self._tasks: list[asyncio.Task[None]] = []
         self._attempted = asyncio.Event()
         self.relists = 0  # how many times the state was (re)listed
+        self._generation = 0  # goes up whenever the current objects change
         self._fed = False  # the current attempt got something from the storage watch
 
     # ---- life cycle -------------------------------------------------------------------------
@@ -145,6 +146,22 @@ class Cacher:
     @property
     def watcher_count(self) -> int:
         return len(self._watchers)
+
+    @property
+    def generation(self) -> int:
+        """Goes up whenever the current objects change (not on progress alone): readers that
+        derive something from `objects()` rebuild it only when this moved."""
+        return self._generation
+
+    def objects(self) -> Iterator[Obj]:
+        """The current objects in key order, as stored (shared: callers must not change them)."""
+        for entry in self._state.scan(self._prefix):
+            yield entry.object
+
+    def get_object(self, namespace: str | None, name: str) -> Obj | None:
+        """The current object of that name, or None (the cache's view, not a fresh read)."""
+        entry = self._state.get(self.resource.key(namespace, name))
+        return None if entry is None else entry.object
 
     async def start(self) -> None:
         """Start the feed and the bookmark ticker; returns once the first list succeeded or failed
@@ -229,6 +246,7 @@ class Cacher:
                 break
             start = page.items[-1].key + "\x00"
         self._state.replace(entries)
+        self._generation += 1
         self._fed = True
         self._history.reset(revision)
         self._revision = revision
@@ -269,6 +287,7 @@ class Cacher:
             if change is not None:
                 self._history.append(change)
                 changes.append(change)
+                self._generation += 1
             self._revision = max(self._revision, ev.revision)
         for change in changes:
             for watcher in self._watchers.concerned(change):

@@ -34,6 +34,14 @@ EXPECTED = {
     ("discovery.k8s.io", "v1"): {"endpointslices"},
     ("events.k8s.io", "v1"): {"events"},
     ("rbac.authorization.k8s.io", "v1"): {"roles", "rolebindings", "clusterroles", "clusterrolebindings"},
+    # answered, never stored
+    ("authorization.k8s.io", "v1"): {
+        "selfsubjectaccessreviews",
+        "selfsubjectrulesreviews",
+        "subjectaccessreviews",
+        "localsubjectaccessreviews",
+    },
+    ("authentication.k8s.io", "v1"): {"selfsubjectreviews"},
 }
 
 
@@ -260,7 +268,8 @@ CASES: dict[tuple[str, str], tuple[Obj, Obj, set[str]]] = {
 
 
 def test_every_resource_has_a_case() -> None:
-    assert {(r.group, r.plural) for r in catalog()} == set(CASES)
+    stored = {(r.group, r.plural) for r in catalog() if not r.extra.get("virtual")}
+    assert stored == set(CASES)
 
 
 @pytest.mark.parametrize("case", sorted(CASES), ids=lambda c: f"{c[0] or 'core'}/{c[1]}")

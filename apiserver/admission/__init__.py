@@ -1,0 +1,1 @@
+"""Admission: the plugins a write passes after decoding and before storage (see `interface`)."""

@@ -1,0 +1,72 @@
+"""The admission contract: what a plugin sees of a write, and the chain that runs plugins.
+
+Order, as in kube-apiserver: the resource's defaulting, then every mutating plugin (which
+may change the object), then the resource's validation, then every validating plugin (which
+may only refuse, with a StatusError).  Plugins see creates, updates (with the stored object)
+and deletes; a plugin says which writes concern it, so the chain skips it cheaply otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from apiserver.auth.user import User
+from apiserver.resources.base import ResourceDef
+
+Obj = dict[str, Any]
+Operation = Literal["CREATE", "UPDATE", "DELETE"]
+
+
+@dataclass(slots=True)
+class AdmissionRequest:
+    operation: Operation
+    resource: ResourceDef
+    subresource: str  # "" for the main resource
+    namespace: str | None
+    name: str
+    user: User
+    object: Obj | None  # what will be stored (None for a delete); mutating plugins change it
+    old_object: Obj | None  # what is stored now (None for a create)
+    dry_run: bool = False
+
+
+class MutatingPlugin(Protocol):
+    name: str
+
+    def handles(self, request: AdmissionRequest) -> bool: ...
+
+    async def admit(self, request: AdmissionRequest) -> None: ...
+
+
+class ValidatingPlugin(Protocol):
+    name: str
+
+    def handles(self, request: AdmissionRequest) -> bool: ...
+
+    async def validate(self, request: AdmissionRequest) -> None: ...
+
+
+class AdmissionChain:
+    """The plugins in order; the server assembles it from config (see `assembly`)."""
+
+    def __init__(self, mutating: Sequence[MutatingPlugin] = (), validating: Sequence[ValidatingPlugin] = ()) -> None:
+        self.mutating = tuple(mutating)
+        self.validating = tuple(validating)
+
+    async def admit(self, request: AdmissionRequest) -> None:
+        for plugin in self.mutating:
+            if plugin.handles(request):
+                await plugin.admit(request)
+
+    async def validate(self, request: AdmissionRequest) -> None:
+        for plugin in self.validating:
+            if plugin.handles(request):
+                await plugin.validate(request)
+
+    def names(self) -> list[str]:
+        return [p.name for p in self.mutating] + [p.name for p in self.validating]
+
+
+NO_ADMISSION = AdmissionChain()

@@ -1,0 +1,1 @@
+"""RBAC: Roles, ClusterRoles and their bindings, evaluated from the watch caches."""
