@@ -26,6 +26,7 @@ from pathlib import Path
 
 import uvicorn
 
+from apiserver.admission.assembly import plugin_names
 from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
 from apiserver.authz.assembly import DEFAULT_MODE, parse_mode
 from apiserver.http.app import build_app
@@ -67,6 +68,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"authorizers in order, comma-separated: Node, RBAC, AlwaysAllow (default {DEFAULT_MODE})",
     )
     p.add_argument(
+        "--disable-admission-plugins",
+        default="",
+        help="admission plugins not to run, comma-separated (default: every plugin runs, in kube's order)",
+    )
+    p.add_argument(
         "--anonymous-auth",
         action="store_true",
         help="requests without credentials run as system:anonymous (RBAC decides) instead of getting 401",
@@ -86,6 +92,7 @@ class ServeOptions:
     access_log: bool
     authorization_mode: str = DEFAULT_MODE
     anonymous: bool = False
+    admission_plugins: tuple[str, ...] | None = None
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
@@ -96,6 +103,12 @@ def options(args: argparse.Namespace) -> ServeOptions:
         parse_mode(args.authorization_mode)
     except ValueError as e:
         raise UsageError(f"--authorization-mode: {e}") from e
+    try:
+        plugins = tuple(
+            plugin_names(disable=[n.strip() for n in args.disable_admission_plugins.split(",") if n.strip()])
+        )
+    except ValueError as e:
+        raise UsageError(f"--disable-admission-plugins: {e}") from e
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         raise UsageError("give --tls-cert-file and --tls-private-key-file together")
     data_dir: Path = args.data_dir
@@ -129,6 +142,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
         args.access_log,
         args.authorization_mode,
         args.anonymous_auth,
+        plugins,
     )
 
 
@@ -197,7 +211,11 @@ async def serve(
     storage = (storage_factory or open_backend)(opts.storage_url, opts.store_tls)
     try:
         app = build_app(
-            storage, opts.authenticator, authorization_mode=opts.authorization_mode, anonymous=opts.anonymous
+            storage,
+            opts.authenticator,
+            authorization_mode=opts.authorization_mode,
+            anonymous=opts.anonymous,
+            admission_plugins=opts.admission_plugins,
         )
         config = uvicorn.Config(
             app,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
+from apiserver.authz.attributes import Attributes
 from apiserver.authz.interface import AllowAll, Authorizer, Chain, PrivilegedGroups
 from apiserver.authz.node import NodeAuthorizer
 from apiserver.authz.rbac.authorizer import CachedPolicy, RBACAuthorizer, StaticPolicy
@@ -76,3 +77,6 @@ class Authorization:
 
     def policy(self) -> PolicySnapshot:
         return self._rbac.policy()
+
+    def allowed(self, attrs: Attributes) -> bool:
+        return self.chain.authorize(attrs).allowed

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -23,8 +23,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from apiserver import discovery, errors, openapi, version
-from apiserver.admission.interface import AdmissionChain
-from apiserver.admission.rbac_escalation import RBACEscalation
+from apiserver.admission.assembly import AdmissionContext, build_chain, plugin_names
 from apiserver.auth import impersonation
 from apiserver.auth.user import ANONYMOUS, UNAUTHENTICATED_GROUP, User
 from apiserver.authz.assembly import DEFAULT_MODE, Authorization, parse_mode
@@ -67,8 +66,11 @@ class Api:
         compaction_interval: float = DEFAULT_INTERVAL,
         watch_cache_capacity: int = 10_000,
         authorization_mode: str = DEFAULT_MODE,
+        admission_plugins: Sequence[str] | None = None,
     ) -> None:
         self.storage = storage
+        if admission_plugins is None:
+            admission_plugins = plugin_names()
         self.compaction_interval = compaction_interval
         self._compactor: asyncio.Task[None] | None = None
         self.clock = clock
@@ -81,7 +83,13 @@ class Api:
         self.authorization = Authorization(parse_mode(authorization_mode), caches)
         self.reviews = Reviews(self.authorization.chain, self.authorization.policy)
         self.handlers.virtual.update(self.reviews.handlers())
-        self.admission = AdmissionChain(validating=[RBACEscalation(self.authorization.policy, self.allowed)])
+        context = AdmissionContext(
+            registries={(r.group, r.plural): reg for r, reg in self.handlers.registries.items()},
+            caches=caches,
+            authorization=self.authorization,
+            clock=clock,
+        )
+        self.admission = build_chain(admission_plugins, context)
         self.handlers.use_admission(self.admission)
 
     def allowed(self, attrs: Attributes) -> bool:
@@ -128,12 +136,14 @@ def build_app(
     watch_cache_capacity: int = 10_000,
     authorization_mode: str = DEFAULT_MODE,
     anonymous: bool = False,
+    admission_plugins: Sequence[str] | None = None,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
     resource's watch cache keeps for watches that resume (older ones get 410 Expired).
     `authorization_mode`: as `--authorization-mode` (Node,RBAC).  `anonymous`: a request
-    without credentials runs as system:anonymous (authorization decides) instead of 401."""
+    without credentials runs as system:anonymous (authorization decides) instead of 401.
+    `admission_plugins`: the admission plugins in order (default: every one, kube's order)."""
     api = Api(
         storage,
         resources if resources is not None else catalog(),
@@ -141,6 +151,7 @@ def build_app(
         compaction_interval,
         watch_cache_capacity,
         authorization_mode,
+        admission_plugins,
     )
 
     @contextlib.asynccontextmanager
