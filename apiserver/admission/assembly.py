@@ -14,6 +14,7 @@ from typing import Any
 
 from apiserver.admission.interface import AdmissionChain, MutatingPlugin, ValidatingPlugin
 from apiserver.admission.rbac_escalation import RBACEscalation
+from apiserver.admission.serviceaccount import ServiceAccountAdmission
 from apiserver.authz.assembly import Authorization
 from apiserver.registry.generic import Registry
 
@@ -31,7 +32,14 @@ class AdmissionContext:
 
 Factory = Callable[[AdmissionContext], Any]
 
+
+def _service_accounts(ctx: AdmissionContext) -> ServiceAccountAdmission:
+    cache = ctx.caches.get(("", "serviceaccounts"))
+    return ServiceAccountAdmission(lambda ns, name: cache.get_object(ns, name) if cache is not None else None)
+
+
 PLUGINS: dict[str, Factory] = {
+    "ServiceAccount": _service_accounts,
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
 }
 
