@@ -47,7 +47,8 @@ def test_service_account_admission() -> None:
             missing = await admin.post(PODS, json=pod("lost", serviceAccountName="robot"))
             assert missing.status_code == 403
             assert missing.json()["message"] == (
-                'pods "lost" is forbidden: error looking up service account default/robot: serviceaccount "robot" not found'
+                'pods "lost" is forbidden: error looking up service account default/robot: '
+                'serviceaccount "robot" not found'
             )
             sa = {"metadata": {"name": "robot"}, "automountServiceAccountToken": False}
             assert (await admin.post("/api/v1/namespaces/default/serviceaccounts", json=sa)).status_code == 201
