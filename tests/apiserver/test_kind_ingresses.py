@@ -42,7 +42,7 @@ def test_bad_ingresses() -> None:
             tls=[{"hosts": ["ok.example.com", "Bad_Host"], "secretName": "web-tls"}],
         ),
     ) == [
-        "spec.defaultBackend.service.name: Invalid value: \"Web\": a DNS-1035 label must consist of lower case "
+        'spec.defaultBackend.service.name: Invalid value: "Web": a DNS-1035 label must consist of lower case '
         "alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character "
         "(e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
         'spec.defaultBackend: Invalid value: "": cannot set both port name & port number',
@@ -52,7 +52,7 @@ def test_bad_ingresses() -> None:
         "spec.rules[3].http.paths[0].backend: Required value: port name or number is required",
         'spec.rules[4].http.paths[0].pathType: Unsupported value: "Glob": supported values: "Exact", '
         '"ImplementationSpecific", "Prefix"',
-        "spec.tls[0].hosts[1]: Invalid value: \"Bad_Host\": a lowercase RFC 1123 subdomain must consist of lower "
+        'spec.tls[0].hosts[1]: Invalid value: "Bad_Host": a lowercase RFC 1123 subdomain must consist of lower '
         "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
         "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
     ]

@@ -37,7 +37,13 @@ def test_bad_budgets() -> None:
 
 
 def test_table() -> None:
-    assert headers(PDB) == [("Name", 0), ("Min Available", 0), ("Max Unavailable", 0), ("Allowed Disruptions", 0), ("Age", 0)]
+    assert headers(PDB) == [
+        ("Name", 0),
+        ("Min Available", 0),
+        ("Max Unavailable", 0),
+        ("Allowed Disruptions", 0),
+        ("Age", 0),
+    ]
     obj = pdb(minAvailable="50%")
     obj["status"] = {"disruptionsAllowed": 2}
     assert cells(PDB, obj)[:4] == ["web", "50%", "N/A", 2]

@@ -22,7 +22,7 @@ def test_bad_quotas_are_named_field_by_field() -> None:
         'spec.hard[cpu]: Invalid value: "-1": must be greater than or equal to 0',
         'spec.hard[pods]: Invalid value: "1500m": must be an integer',
         'spec.hard[gpus]: Invalid value: "gpus": must be a standard resource for quota',
-        "spec.hard[memory]: Invalid value: \"1X\": quantities must match the regular expression "
+        'spec.hard[memory]: Invalid value: "1X": quantities must match the regular expression '
         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
     ]
     assert causes(QUOTA, quota(hard={"cpu": "1"}, scopes=["BestEffort"])) == [
@@ -50,4 +50,9 @@ def test_table_as_kubectl_prints_it() -> None:
         },
     }
     obj["metadata"] = {**obj["metadata"], "creationTimestamp": "2023-11-14T22:08:20Z"}  # type: ignore[dict-item]
-    assert cells(QUOTA, obj) == ["compute", "5m", "pods: 3/10, requests.cpu: 0/1", "limits.cpu: 0/2, limits.memory: 512Mi/2Gi"]
+    assert cells(QUOTA, obj) == [
+        "compute",
+        "5m",
+        "pods: 3/10, requests.cpu: 0/1",
+        "limits.cpu: 0/2, limits.memory: 512Mi/2Gi",
+    ]
