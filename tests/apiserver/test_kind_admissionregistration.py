@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.apiserver.kinds_support import cells, causes, create, find, headers, rejected
+from tests.apiserver.kinds_support import causes, cells, create, find, headers, rejected
 
 GROUP = "admissionregistration.k8s.io"
 MUTATING = find(GROUP, "mutatingwebhookconfigurations")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apiserver.cron import CronError, check_schedule, schedule_error
-from tests.apiserver.kinds_support import cells, causes, create, find, headers, rejected
+from tests.apiserver.kinds_support import causes, cells, create, find, headers, rejected
 
 CJ = find("batch", "cronjobs")
 POD = {"containers": [{"name": "tick", "image": "busybox:1.36"}], "restartPolicy": "OnFailure"}

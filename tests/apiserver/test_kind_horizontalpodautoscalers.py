@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from apiserver.resources.autoscaling_horizontalpodautoscalers import v1_to_v2, v2_to_v1
-from tests.apiserver.kinds_support import cells, causes, find, headers, registry, rejected, run
+from tests.apiserver.kinds_support import causes, cells, find, headers, registry, rejected, run
 from tests.apiserver.memstorage import MemStorage
 
 V2 = find("autoscaling", "horizontalpodautoscalers", "v2")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.apiserver.kinds_support import cells, causes, create, find, headers, rejected
+from tests.apiserver.kinds_support import causes, cells, create, find, headers, rejected
 
 ING = find("networking.k8s.io", "ingresses")
 CLASS = find("networking.k8s.io", "ingressclasses")
@@ -54,7 +54,8 @@ def test_bad_ingresses() -> None:
         '"ImplementationSpecific", "Prefix"',
         'spec.tls[0].hosts[1]: Invalid value: "Bad_Host": a lowercase RFC 1123 subdomain must consist of lower '
         "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
-        "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        "'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
     ]
 
 
@@ -62,7 +63,10 @@ def test_ingress_class_rules() -> None:
     assert causes(CLASS, {"metadata": {"name": "c"}, "spec": {"controller": "nginx"}}) == [
         'spec.controller: Invalid value: "nginx": must be a domain-prefixed path (such as "acme.io/foo")'
     ]
-    old = {"metadata": {"name": "c"}, "spec": {"controller": "k8s.io/a", "parameters": {"kind": "K", "name": "p"}}}
+    old: dict[str, Any] = {
+        "metadata": {"name": "c"},
+        "spec": {"controller": "k8s.io/a", "parameters": {"kind": "K", "name": "p"}},
+    }
     CLASS.default(old)
     assert old["spec"]["parameters"]["scope"] == "Cluster"
     new = {"metadata": {"name": "c"}, "spec": {"controller": "k8s.io/b"}}

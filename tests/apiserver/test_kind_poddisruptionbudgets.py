@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.apiserver.kinds_support import cells, causes, create, find, headers, rejected
+from tests.apiserver.kinds_support import causes, cells, create, find, headers, rejected
 
 PDB = find("policy", "poddisruptionbudgets")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.apiserver.kinds_support import cells, causes, create, find, headers, rejected
+from tests.apiserver.kinds_support import causes, cells, create, find, headers, rejected
 
 QUOTA = find("", "resourcequotas")
 
