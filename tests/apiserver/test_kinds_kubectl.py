@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.apiserver.kubectl_support import deployment, rows, write
 from tests.apiserver.support import ApiserverUnderTest
@@ -206,3 +208,40 @@ def test_autoscale_from_kubectl_131_is_read_through_v2(created: ApiserverUnderTe
     v1 = ("get", "horizontalpodautoscalers.v1.autoscaling", "scaled", "-n", NS, "-o", "json")
     as_v1 = json.loads(created.ok(*v1, minor=33))
     assert as_v1["apiVersion"] == "autoscaling/v1" and as_v1["spec"]["targetCPUUtilizationPercentage"] == 70, as_v1
+
+
+URLS = [
+    f"/api/v1/namespaces/{NS}/resourcequotas",
+    f"/api/v1/namespaces/{NS}/limitranges",
+    "/apis/scheduling.k8s.io/v1/priorityclasses",
+    f"/apis/batch/v1/namespaces/{NS}/cronjobs",
+    f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets",
+    f"/apis/networking.k8s.io/v1/namespaces/{NS}/ingresses",
+    "/apis/networking.k8s.io/v1/ingressclasses",
+    f"/apis/autoscaling/v1/namespaces/{NS}/horizontalpodautoscalers",
+    f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers",
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+]
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=6) | st.sampled_from(["1Gi", "*", "/"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=10,
+)
+FIELDS = ("spec", "status", "webhooks", "value", "preemptionPolicy", "globalDefault")
+bodies = st.fixed_dictionaries(
+    {"metadata": st.fixed_dictionaries({"generateName": st.just("fuzz-")})},
+    optional={f: values for f in FIELDS},
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(url=st.sampled_from(URLS), body=bodies)
+def test_hostile_bodies_get_a_status_never_a_500(created: ApiserverUnderTest, url: str, body: dict[str, Any]) -> None:
+    with created.http() as api:
+        r = api.post(url, content=json.dumps(body).encode())
+    assert r.status_code in (201, 400, 422), r.text
+    if r.status_code != 201:
+        assert r.json()["kind"] == "Status"
