@@ -437,10 +437,28 @@ def _json(value: Any, code: int = 200) -> Response:
     return Response(orjson.dumps(value), status_code=code, media_type=negotiation.JSON)
 
 
+def _quote_ascii(text: str) -> str:
+    """Go's strconv.QuoteToASCII without the quotes: a header value must not carry control characters
+    (a field name from a hostile body can hold any), and ASCII survives every HTTP stack."""
+    out: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif 0x20 <= code < 0x7F:
+            out.append(ch)
+        elif code < 0x100 and (code < 0x20 or code == 0x7F):
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
     for text in warnings[:20]:
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-        response.headers.append("Warning", f'299 - "{escaped}"')
+        response.headers.append("Warning", f'299 - "{_quote_ascii(text)}"')
     return response
 
 

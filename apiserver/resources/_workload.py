@@ -60,3 +60,10 @@ def validate_selector(obj: Obj, old: Obj | None, what: str) -> list[Cause]:
             )
     causes += v.validate_immutable(obj, old, "spec.selector")
     return causes
+
+
+def validate_label_selector(selector: Any, field: str) -> list[Cause]:
+    """A metav1.LabelSelector's shape alone (PDBs, quota scope selectors): an empty one is allowed."""
+    causes: list[Cause] = []
+    shape = v.as_dict(selector, field, causes)
+    return causes or _validate_selector_shape(shape, field)

@@ -71,10 +71,10 @@ def default(job: Obj) -> None:
     default_template(job)
 
 
-def validate(job: Obj, old: Obj | None) -> list[Cause]:
-    causes = v.validate_object_meta(job, namespaced=True, name_fn=v.name_is_dns_subdomain, old=old)
-    causes += validate_selector(job, old, "job")
-    causes += validate_template(job, restart_policies=("OnFailure", "Never"))
+def validate_job_spec(job: Obj) -> list[Cause]:
+    """The checks of the JobSpec under `spec`: a Job's own, or a CronJob's job template (which
+    re-roots the paths it gets back)."""
+    causes = validate_template(job, restart_policies=("OnFailure", "Never"))
     spec = mapping(job, "spec")
     for field in ("parallelism", "completions", "backoffLimit", "ttlSecondsAfterFinished"):
         causes += v.validate_non_negative(spec.get(field), f"spec.{field}")
@@ -84,6 +84,13 @@ def validate(job: Obj, old: Obj | None) -> list[Cause]:
     if mode == "Indexed" and spec.get("completions") is None:
         causes.append(v.required("spec.completions", "when completion mode is Indexed"))
     causes += v.validate_enum(spec.get("podReplacementPolicy"), "spec.podReplacementPolicy", REPLACEMENT_POLICIES)
+    return causes
+
+
+def validate(job: Obj, old: Obj | None) -> list[Cause]:
+    causes = v.validate_object_meta(job, namespaced=True, name_fn=v.name_is_dns_subdomain, old=old)
+    causes += validate_selector(job, old, "job")
+    causes += validate_job_spec(job)
     if old is not None:
         causes += v.validate_immutable(job, old, "spec.completionMode")
     return causes

@@ -27,13 +27,26 @@ EXPECTED = {
         "secrets",
         "serviceaccounts",
         "events",
+        "limitranges",
+        "resourcequotas",
+    },
+    ("admissionregistration.k8s.io", "v1"): {
+        "mutatingwebhookconfigurations",
+        "validatingwebhookconfigurations",
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings",
     },
     ("apps", "v1"): {"deployments", "replicasets"},
-    ("batch", "v1"): {"jobs"},
+    ("autoscaling", "v1"): {"horizontalpodautoscalers"},
+    ("autoscaling", "v2"): {"horizontalpodautoscalers"},
+    ("batch", "v1"): {"jobs", "cronjobs"},
     ("coordination.k8s.io", "v1"): {"leases"},
     ("discovery.k8s.io", "v1"): {"endpointslices"},
     ("events.k8s.io", "v1"): {"events"},
+    ("networking.k8s.io", "v1"): {"ingresses", "ingressclasses"},
+    ("policy", "v1"): {"poddisruptionbudgets"},
     ("rbac.authorization.k8s.io", "v1"): {"roles", "rolebindings", "clusterroles", "clusterrolebindings"},
+    ("scheduling.k8s.io", "v1"): {"priorityclasses"},
     # answered, never stored
     ("authorization.k8s.io", "v1"): {
         "selfsubjectaccessreviews",
@@ -64,8 +77,9 @@ def test_names_unique_per_group_version() -> None:
         for attr in ("plural", "kind", "singular"):
             values = [getattr(r, attr) for r in rs]
             assert len(values) == len(set(values)), (gv, attr)
-    short = [(r.group, s) for r in catalog() for s in r.short_names if r.group != "events.k8s.io"]
-    assert len(short) == len(set(short))
+    # one short name per resource; a resource served in two versions (autoscaling v1 and v2) has it once
+    short = {(r.group, r.plural, s) for r in catalog() for s in r.short_names if r.group != "events.k8s.io"}
+    assert len({(g, s) for g, _, s in short}) == len(short)
 
 
 def test_fields_are_listed_in_field_selectors() -> None:
@@ -93,6 +107,8 @@ def test_discovery_details_as_kube() -> None:
         "deployments",
         "replicasets",
         "jobs",
+        "cronjobs",
+        "horizontalpodautoscalers",
     }
     assert find("events.k8s.io", "events").store_name == "events" == find("", "events").store_name
 
@@ -107,6 +123,14 @@ def meta(name: str, namespace: str | None = "default") -> Obj:
 CONTAINER = {"name": "web", "image": "nginx:1.27"}
 TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [CONTAINER]}}
 SELECTOR = {"matchLabels": {"app": "web"}}
+RULE = {"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}
+WEBHOOK = {
+    "name": "check.example.com",
+    "clientConfig": {"service": {"namespace": "default", "name": "hooks"}},
+    "rules": [RULE],
+    "sideEffects": "None",
+    "admissionReviewVersions": ["v1"],
+}
 
 # (group, plural) -> (good object, bad object, the fields the bad object's causes must name)
 CASES: dict[tuple[str, str], tuple[Obj, Obj, set[str]]] = {
@@ -199,6 +223,175 @@ CASES: dict[tuple[str, str], tuple[Obj, Obj, set[str]]] = {
         {"metadata": meta("pi"), "spec": {"template": {"spec": {"containers": [CONTAINER], "restartPolicy": "Never"}}}},
         {"metadata": meta("pi"), "spec": {"backoffLimit": -2, "template": {"spec": {"containers": [CONTAINER]}}}},
         {"spec.backoffLimit", "spec.template.spec.restartPolicy"},
+    ),
+    ("", "resourcequotas"): (
+        {"metadata": meta("q"), "spec": {"hard": {"pods": "10", "requests.cpu": "2", "count/deployments.apps": 3}}},
+        {"metadata": meta("q"), "spec": {"hard": {"pods": "1.5", "cpu": "-1", "bogus": "1"}, "scopes": ["Sometimes"]}},
+        {"spec.hard[pods]", "spec.hard[cpu]", "spec.hard[bogus]", "spec.scopes"},
+    ),
+    ("", "limitranges"): (
+        {
+            "metadata": meta("l"),
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "100m"}}]},
+        },
+        {
+            "metadata": meta("l"),
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "2", "memory": "x"}}]},
+        },
+        {
+            "spec.limits[0].min[cpu]",
+            "spec.limits[0].min[memory]",
+            "spec.limits[0].default[cpu]",
+            "spec.limits[0].defaultRequest[cpu]",
+            "spec.limits[0].defaultRequest[memory]",
+        },
+    ),
+    ("scheduling.k8s.io", "priorityclasses"): (
+        {"metadata": meta("high", None), "value": 1000, "description": "important"},
+        {"metadata": meta("system-mine", None), "value": "x", "preemptionPolicy": "Always"},
+        {"metadata.name", "value", "preemptionPolicy"},
+    ),
+    ("batch", "cronjobs"): (
+        {
+            "metadata": meta("tick"),
+            "spec": {
+                "schedule": "*/5 * * * *",
+                "jobTemplate": {
+                    "spec": {"template": {"spec": {"containers": [CONTAINER], "restartPolicy": "OnFailure"}}}
+                },
+            },
+        },
+        {
+            "metadata": meta("tick"),
+            "spec": {
+                "schedule": "61 * * * *",
+                "concurrencyPolicy": "Sometimes",
+                "timeZone": "Mars/Olympus",
+                "jobTemplate": {"spec": {"backoffLimit": -1, "template": {"spec": {"containers": [CONTAINER]}}}},
+            },
+        },
+        {
+            "spec.schedule",
+            "spec.concurrencyPolicy",
+            "spec.timeZone",
+            "spec.jobTemplate.spec.backoffLimit",
+            "spec.jobTemplate.spec.template.spec.restartPolicy",
+        },
+    ),
+    ("policy", "poddisruptionbudgets"): (
+        {"metadata": meta("web"), "spec": {"minAvailable": "50%", "selector": SELECTOR}},
+        {
+            "metadata": meta("web"),
+            "spec": {
+                "minAvailable": 1,
+                "maxUnavailable": "x%",
+                "selector": {"matchExpressions": [{"key": "a", "operator": "Near"}]},
+            },
+        },
+        {"spec", "spec.maxUnavailable", "spec.selector.matchExpressions[0].operator"},
+    ),
+    ("networking.k8s.io", "ingresses"): (
+        {
+            "metadata": meta("web"),
+            "spec": {
+                "rules": [
+                    {
+                        "host": "web.example.com",
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": "/",
+                                    "pathType": "Prefix",
+                                    "backend": {"service": {"name": "web", "port": {"number": 80}}},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            },
+        },
+        {
+            "metadata": meta("web"),
+            "spec": {
+                "rules": [
+                    {
+                        "host": "10.0.0.1",
+                        "http": {"paths": [{"path": "x", "pathType": "Exact", "backend": {}}, {"path": "/"}]},
+                    }
+                ]
+            },
+        },
+        {
+            "spec.rules[0].host",
+            "spec.rules[0].http.paths[0].path",
+            "spec.rules[0].http.paths[0].backend",
+            "spec.rules[0].http.paths[1].pathType",
+        },
+    ),
+    ("networking.k8s.io", "ingressclasses"): (
+        {"metadata": meta("nginx", None), "spec": {"controller": "k8s.io/ingress-nginx"}},
+        {
+            "metadata": meta("nginx", None),
+            "spec": {"controller": "nginx", "parameters": {"kind": "X", "scope": "Namespace"}},
+        },
+        {"spec.controller", "spec.parameters.name", "spec.parameters.namespace"},
+    ),
+    ("autoscaling", "horizontalpodautoscalers"): (
+        {
+            "metadata": meta("web"),
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "maxReplicas": 5,
+            },
+        },
+        {
+            "metadata": meta("web"),
+            "spec": {"scaleTargetRef": {"kind": "Deployment"}, "minReplicas": 3, "maxReplicas": 2},
+        },
+        {"spec.scaleTargetRef.name", "spec.maxReplicas"},
+    ),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): (
+        {"metadata": meta("inject", None), "webhooks": [WEBHOOK]},
+        {
+            "metadata": meta("inject", None),
+            "webhooks": [{**WEBHOOK, "name": "short", "timeoutSeconds": 31, "reinvocationPolicy": "Always"}],
+        },
+        {"webhooks[0].name", "webhooks[0].timeoutSeconds", "webhooks[0].reinvocationPolicy"},
+    ),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): (
+        {"metadata": meta("check", None), "webhooks": [WEBHOOK]},
+        {
+            "metadata": meta("check", None),
+            "webhooks": [
+                {**WEBHOOK, "sideEffects": None, "admissionReviewVersions": [], "clientConfig": {"url": "http://x"}},
+                WEBHOOK,
+            ],
+        },
+        {
+            "webhooks[0].sideEffects",
+            "webhooks[0].admissionReviewVersions",
+            "webhooks[0].clientConfig.url",
+            "webhooks[1].name",
+        },
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): (
+        {
+            "metadata": meta("replicas", None),
+            "spec": {
+                "matchConstraints": {"resourceRules": [{**RULE}]},
+                "validations": [{"expression": "object.spec.replicas <= 5"}],
+            },
+        },
+        {
+            "metadata": meta("replicas", None),
+            "spec": {"failurePolicy": "Maybe", "validations": [{"expression": " ", "reason": "Teapot"}]},
+        },
+        {"spec.failurePolicy", "spec.matchConstraints", "spec.validations[0].expression", "spec.validations[0].reason"},
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): (
+        {"metadata": meta("replicas", None), "spec": {"policyName": "replicas", "validationActions": ["Deny"]}},
+        {"metadata": meta("replicas", None), "spec": {"paramRef": {}, "validationActions": ["Deny", "Warn", "Shout"]}},
+        {"spec.policyName", "spec.paramRef", "spec.validationActions", "spec.validationActions[2]"},
     ),
     ("coordination.k8s.io", "leases"): (
         {"metadata": meta("n1", "kube-node-lease"), "spec": {"holderIdentity": "n1", "leaseDurationSeconds": 40}},
