@@ -88,17 +88,23 @@ def _message(schema: Schema, msg: Any, path: str, budget: _Budget) -> Any:
 
 
 def _fill(schema: Schema, msg: Any, out: dict[str, Any], path: str, budget: _Budget) -> None:
-    for f in schema.message(msg.DESCRIPTOR.full_name).fields:
-        if f.skip:
-            continue
-        if f.inline:
-            sub = getattr(msg, f.name)
-            check_unknown_fields(sub, path)
-            _fill(schema, sub, out, path, budget)
+    fields = schema.message(msg.DESCRIPTOR.full_name).fields
+    for f in fields:
+        if f.skip or f.inline:
             continue
         value = _field(schema, msg, f, f"{path}.{f.json}" if path else f.json, budget)
         if value is not _OMIT:
-            out.setdefault(f.json, value)
+            budget.spend()
+            out[f.json] = value
+    # inline structs last: a field of the outer struct wins a name clash, as in encoding/json
+    for f in fields:
+        if f.inline:
+            sub = getattr(msg, f.name)
+            check_unknown_fields(sub, path)
+            inner: dict[str, Any] = {}
+            _fill(schema, sub, inner, path, budget)
+            for key, value in inner.items():
+                out.setdefault(key, value)
 
 
 def _absent(f: Field) -> Any:
