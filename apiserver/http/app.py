@@ -51,8 +51,12 @@ class Authenticator(Protocol):
     def authenticate(self, scope: Any) -> Any: ...
 
 
-def status_response(err: errors.StatusError) -> Response:
-    return Response(orjson.dumps(err.to_status()), status_code=err.code, media_type=negotiation.JSON)
+def status_response(err: errors.StatusError, accept: str | None = None) -> Response:
+    """The error as a Status: protobuf when the client asks for it first (client-go's typed
+    clients), else JSON."""
+    want = negotiation.wanted(accept) if accept else negotiation.Wanted()
+    body, content_type = negotiation.encode(err.to_status(), negotiation.Wanted(protobuf=want.protobuf))
+    return Response(body, status_code=err.code, media_type=content_type)
 
 
 class Api:
@@ -190,7 +194,7 @@ def build_app(
             return response
         except errors.StatusError as e:
             code = e.code
-            return status_response(e)
+            return status_response(e, request.headers.get("accept"))
         except Exception:
             log.exception("%s %s failed", request.method, request.url.path)
             return status_response(errors.internal("an internal error occurred; the server logged it"))

@@ -2,9 +2,15 @@
 
 Every request body is checked here before anything else sees it: at most MAX_BODY_BYTES
 (413), JSON or YAML that decodes (400), nested at most MAX_DEPTH (400), an object at the top
-(400).  Protobuf bodies (kubectl 1.32+ `create <generator>`) are refused with 415 and the
-workaround, until protobuf decoding lands.  No Content-Type means JSON, as client-go and the
-Python client assume.
+(400).  Protobuf bodies (kubectl 1.32+ typed clients: `create <generator>`, drain's
+DeleteOptions and Evictions) decode to the same dict as their JSON (`apiserver.protobuf`).
+No Content-Type means JSON, as client-go and the Python client assume.
+
+Answers are JSON unless the client asks for YAML, a Table, or protobuf first (client-go's
+typed clients send `Accept: application/vnd.kubernetes.protobuf,application/json`): then
+protobuf when the object has an exact encoding, else JSON, which client-go decodes just as
+well because it picks its decoder by the response's Content-Type.  Tables and watch
+streams stay JSON.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any
 import orjson
 import yaml
 
-from apiserver import errors
+from apiserver import errors, protobuf
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's default request body limit
 MAX_DEPTH = 100
@@ -29,12 +35,6 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 APPLY_PATCH_CBOR = "application/apply-patch+cbor"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
-
-PROTOBUF_WORKAROUND = (
-    "protobuf request bodies are not supported yet; kubectl 1.32 and newer send them for "
-    "`kubectl create <kind> ...`: use `kubectl create ... --dry-run=client -o yaml | kubectl apply -f -`, "
-    "or kubectl 1.31"
-)
 
 
 def media_type(content_type: str | None) -> str:
@@ -78,10 +78,12 @@ def decode(body: bytes, content_type: str | None, *, expect: type = dict) -> Any
     check_size(body)
     kind = media_type(content_type)
     if kind == PROTOBUF:
-        raise errors.unsupported_media_type(PROTOBUF_WORKAROUND)
-    if not body.strip():
+        if expect is not dict:
+            raise errors.unsupported_media_type(f"a {PROTOBUF} body cannot be a patch")
+        value: Any = protobuf.decode_body(body)
+    elif not body.strip():
         raise errors.bad_request("the request body is empty")
-    if kind in (JSON, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH):
+    elif kind in (JSON, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH):
         try:
             value = orjson.loads(body)
         except orjson.JSONDecodeError as e:
@@ -106,11 +108,12 @@ class Wanted:
 
     table: bool = False
     yaml: bool = False
+    protobuf: bool = False  # protobuf when the object has an exact encoding, else JSON
 
 
 def wanted(accept: str | None) -> Wanted:
-    """Server-side printing when kubectl asks for `as=Table`; YAML when asked; JSON otherwise
-    (a protobuf Accept is answered with JSON, which client-go decodes by Content-Type)."""
+    """Server-side printing when kubectl asks for `as=Table`; YAML or protobuf when it is the
+    first acceptable choice; JSON otherwise."""
     if not accept:
         return Wanted()
     for part in accept.split(","):
@@ -125,7 +128,9 @@ def wanted(accept: str | None) -> Wanted:
             continue  # PartialObjectMetadata and other conversions: fall through to the next choice
         if kind in (YAML, "application/x-yaml"):
             return Wanted(yaml=True)
-        if kind in (JSON, PROTOBUF, "*/*", "application/*"):
+        if kind == PROTOBUF:
+            return Wanted(protobuf=True)
+        if kind in (JSON, "*/*", "application/*"):
             return Wanted()
     return Wanted()
 
@@ -133,4 +138,8 @@ def wanted(accept: str | None) -> Wanted:
 def encode(value: Any, want: Wanted) -> tuple[bytes, str]:
     if want.yaml:
         return yaml.safe_dump(value, sort_keys=False).encode(), YAML
+    if want.protobuf and isinstance(value, dict):
+        encoded = protobuf.encode_object(value)
+        if encoded is not None:
+            return encoded, PROTOBUF
     return orjson.dumps(value), JSON

@@ -168,7 +168,7 @@ class ResourceHandlers:
             )
         obj = await registry.get(target.namespace, target.name)
         if target.subresource == "scale":
-            return _json(subresources.scale_of(res, obj))
+            return _answer(request, subresources.scale_of(res, obj))
         return self._respond(request, res, obj)
 
     async def list_or_watch(
@@ -285,7 +285,7 @@ class ResourceHandlers:
             scale = await subresources.write_scale(
                 registry, target.namespace, target.name, body, dry_run=w.dry_run, manager=w.field_manager
             )
-            return _json(scale)
+            return _answer(request, scale)
         obj = self._typed_body(res, body, target)
         warnings = patching.check_fields(res, obj, w.field_validation)
         result, created = await registry.update(
@@ -330,7 +330,7 @@ class ResourceHandlers:
                 return old
 
             result, _ = await registry.mutate(target.namespace, target.name, scale_mutation, dry_run=w.dry_run)
-            return _json(subresources.scale_of(res, result))
+            return _answer(request, subresources.scale_of(res, result))
         warnings: list[str] = []
 
         def mutation(old: Obj | None) -> Obj:
@@ -359,15 +359,14 @@ class ResourceHandlers:
         raw = await _read_limited(request)
         body: Obj | None = None
         if raw.strip():
-            if negotiation.media_type(request.headers.get("content-type")) == negotiation.PROTOBUF:
-                body = None  # kubectl drain's protobuf DeleteOptions: treated as the defaults
-            else:
-                body = negotiation.decode(raw, request.headers.get("content-type"))
+            # kubectl drain's fallback sends a protobuf DeleteOptions: decoded like JSON
+            body = negotiation.decode(raw, request.headers.get("content-type"))
         options = DeleteOptions.parse(body, query)
         obj, gone = await self.registries[res].delete(target.namespace, target.name, options)
         if gone and not res.extra.get("return_deleted"):
             meta = obj.get("metadata") or {}
-            return _json(
+            return _answer(
+                request,
                 {
                     "kind": "Status",
                     "apiVersion": "v1",
@@ -379,7 +378,7 @@ class ResourceHandlers:
                         "group": res.group,
                         "uid": meta.get("uid", ""),
                     },
-                }
+                },
             )
         return self._respond(request, res, obj, 200)
 
@@ -404,7 +403,7 @@ class ResourceHandlers:
                 result, _ = await registry.delete(meta.get("namespace"), meta["name"], options)
                 deleted.append(result)
         body_out = {"kind": res.list_kind, "apiVersion": res.group_version, "metadata": {}, "items": deleted}
-        return _json(body_out)
+        return _answer(request, body_out)
 
     async def action(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
         assert target.name is not None
@@ -413,9 +412,9 @@ class ResourceHandlers:
         dry_run = query.get("dryRun") == "All"
         if target.subresource == "binding":
             await subresources.bind(registry, target.namespace, target.name, body, dry_run=dry_run)
-            return _json(subresources.success("pods", target.name), 201)
+            return _answer(request, subresources.success("pods", target.name), 201)
         await subresources.evict(registry, target.namespace, target.name, body, query)
-        return _json(subresources.success("pods", target.name), 201)
+        return _answer(request, subresources.success("pods", target.name), 201)
 
 
 async def _read_limited(request: Request) -> bytes:
@@ -433,8 +432,11 @@ async def _read_limited(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def _json(value: Any, code: int = 200) -> Response:
-    return Response(orjson.dumps(value), status_code=code, media_type=negotiation.JSON)
+def _answer(request: Request, value: Any, code: int = 200) -> Response:
+    """JSON, or protobuf when the client asks for it first (a Status, a Scale, a list)."""
+    want = negotiation.wanted(request.headers.get("accept"))
+    body, content_type = negotiation.encode(value, negotiation.Wanted(protobuf=want.protobuf))
+    return Response(body, status_code=code, media_type=content_type)
 
 
 def _quote_ascii(text: str) -> str:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apiserver.protobuf import decode_body
 from tests.apiserver.support import ApiserverUnderTest
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -57,7 +58,8 @@ def test_anonymous_and_wrong_token_get_401(apiserver: ApiserverUnderTest) -> Non
         (b"a: [1, 2", "application/yaml", 400, "BadRequest", "not valid YAML"),
         (b"[1, 2]", "application/json", 400, "BadRequest", "must be a JSON object"),
         (b"", "application/json", 400, "BadRequest", "empty"),
-        (b"k8s\x00\x0a\x0b", "application/vnd.kubernetes.protobuf", 415, "UnsupportedMediaType", "kubectl apply -f -"),
+        (b"k8s\x00\x0a\x0b", "application/vnd.kubernetes.protobuf", 400, "BadRequest", "not a valid"),
+        (b"\x0a\x0b", "application/vnd.kubernetes.protobuf", 400, "BadRequest", "magic bytes"),
         (b"<xml/>", "application/xml", 415, "UnsupportedMediaType", "not supported"),
         (b"[" * 200 + b"]" * 200, "application/json", 400, "BadRequest", "nested deeper"),
     ],
@@ -208,11 +210,14 @@ def test_the_system_namespaces_exist_from_the_first_start(api: httpx.Client) -> 
     assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
 
 
-def test_yaml_when_asked_and_json_for_a_protobuf_accept(api: httpx.Client) -> None:
+def test_yaml_when_asked_and_protobuf_when_asked_first(api: httpx.Client) -> None:
     name = fresh()
     api.post(CM, json=cm(name))
     as_yaml = api.get(f"{CM}/{name}", headers={"Accept": "application/yaml"})
     assert as_yaml.headers["content-type"].startswith("application/yaml")
     assert f"name: {name}" in as_yaml.text and as_yaml.text.startswith("apiVersion: v1")
     proto = api.get(f"{CM}/{name}", headers={"Accept": "application/vnd.kubernetes.protobuf,application/json"})
-    assert proto.headers["content-type"].startswith("application/json") and proto.json()["metadata"]["name"] == name
+    assert proto.headers["content-type"] == "application/vnd.kubernetes.protobuf"
+    assert decode_body(proto.content)["metadata"]["name"] == name
+    second = api.get(f"{CM}/{name}", headers={"Accept": "application/json,application/vnd.kubernetes.protobuf"})
+    assert second.headers["content-type"].startswith("application/json")
