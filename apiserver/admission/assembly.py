@@ -8,15 +8,18 @@ from the default list, as kube-apiserver's flags do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from apiserver.admission.interface import AdmissionChain, MutatingPlugin, ValidatingPlugin
+from apiserver.admission.limitranger import LimitRanger
 from apiserver.admission.rbac_escalation import RBACEscalation
+from apiserver.admission.resourcequota import ResourceQuota
 from apiserver.admission.serviceaccount import ServiceAccountAdmission
 from apiserver.authz.assembly import Authorization
 from apiserver.registry.generic import Registry
+from apiserver.resources.base import ResourceDef
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class AdmissionContext:
     clock: Callable[[], float]
 
 
-Factory = Callable[[AdmissionContext], Any]
+Factory = Callable[[AdmissionContext], Any]  # the plugin, or None when the server lacks what it needs
 
 
 def _service_accounts(ctx: AdmissionContext) -> ServiceAccountAdmission:
@@ -38,7 +41,39 @@ def _service_accounts(ctx: AdmissionContext) -> ServiceAccountAdmission:
     return ServiceAccountAdmission(lambda ns, name: cache.get_object(ns, name) if cache is not None else None)
 
 
+def _objects_in(ctx: AdmissionContext, kind: tuple[str, str]) -> Callable[[str], Iterable[dict[str, Any]]]:
+    """namespace -> the cached objects of `kind` there (none when the kind is not served)."""
+
+    def objects(namespace: str) -> Iterable[dict[str, Any]]:
+        cache = ctx.caches.get(kind)
+        if cache is None:
+            return ()
+        return [o for o in cache.objects() if (o.get("metadata") or {}).get("namespace") == namespace]
+
+    return objects
+
+
+def _limit_ranger(ctx: AdmissionContext) -> LimitRanger:
+    return LimitRanger(_objects_in(ctx, ("", "limitranges")))
+
+
+def _resource_quota(ctx: AdmissionContext) -> ResourceQuota | None:
+    quotas = ctx.registries.get(("", "resourcequotas"))
+    if quotas is None:
+        return None  # a server without the kind (some tests) has no quotas to charge
+
+    def objects_in(namespace: str, resource: ResourceDef) -> Iterable[dict[str, Any]]:
+        return _objects_in(ctx, (resource.group, resource.plural))(namespace)
+
+    plugin = ResourceQuota(quotas, _objects_in(ctx, ("", "resourcequotas")), objects_in)
+    for registry in ctx.registries.values():
+        registry.after_delete.append(plugin.release)
+    return plugin
+
+
 PLUGINS: dict[str, Factory] = {
+    "LimitRanger": _limit_ranger,
+    "ResourceQuota": _resource_quota,
     "ServiceAccount": _service_accounts,
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
 }
@@ -75,6 +110,8 @@ def build_chain(names: Sequence[str], ctx: AdmissionContext) -> AdmissionChain:
     validating: list[ValidatingPlugin] = []
     for name in names:
         plugin = PLUGINS[name](ctx)
+        if plugin is None:
+            continue
         if hasattr(plugin, "admit"):
             mutating.append(plugin)
         if hasattr(plugin, "validate"):

@@ -274,7 +274,7 @@ class ResourceHandlers:
         obj = self._typed_body(res, await self._body(request, res), target)
         obj["apiVersion"], obj["kind"] = res.group_version, res.kind
         answer = handler(request.state.user, target.namespace, obj)
-        return _json(answer, 201)
+        return _answer(request, answer, 201)
 
     async def update(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
         assert target.name is not None

@@ -11,6 +11,7 @@ validating admission, then storage.  Admission plugins see the user the request 
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,6 +25,7 @@ from apiserver.request_context import current_user
 from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import KeyExistsError, KeyNotFoundError, RevisionConflictError, Storage
 
+log = logging.getLogger("raftkube.apiserver")
 Obj = dict[str, Any]
 # Given the current object (None when absent and creating is allowed), the object to write.
 Mutation = Callable[[Obj | None], Awaitable[Obj] | Obj]
@@ -51,6 +53,8 @@ class Registry:
     ) -> None:
         self.resource = resource
         self.admission = admission
+        # called with each object this registry removed from storage (quota gives back its charge)
+        self.after_delete: list[Callable[[ResourceDef, Obj], Awaitable[None]]] = []
         self.storage = storage
         self.clock = clock
         self.track_fields = track_fields
@@ -139,6 +143,7 @@ class Registry:
             if deletion.finished(self.resource, new):
                 stored = await self.storage.delete(key, expected)
                 gone = self.decode(stored.value, stored.revision)
+                await self._deleted(gone)
                 return gone
             revision = await self.storage.update(key, self._encode(new), expected)
         new["metadata"]["resourceVersion"] = str(revision)
@@ -247,13 +252,22 @@ class Registry:
                 try:
                     if plan.action == "delete":
                         stored = await self.storage.delete(key, expected)
-                        return self.decode(stored.value, stored.revision), True
+                        gone = self.decode(stored.value, stored.revision)
+                        await self._deleted(gone)
+                        return gone, True
                     revision = await self.storage.update(key, self._encode(plan.obj), expected)
                 except (RevisionConflictError, KeyNotFoundError):
                     continue
             plan.obj["metadata"]["resourceVersion"] = str(revision)
             return plan.obj, False
         raise errors.conflict(self.resource.plural, name, self.resource.group, "too many concurrent writers, retry")
+
+    async def _deleted(self, obj: Obj) -> None:
+        for hook in self.after_delete:
+            try:
+                await hook(self.resource, obj)
+            except Exception:  # a hook never fails the delete that already happened
+                log.exception("after-delete hook of %s failed", self.resource.plural)
 
     async def list_all(self, namespace: str | None) -> list[Obj]:
         """Every object straight from storage (deletecollection walks this, not the cache)."""

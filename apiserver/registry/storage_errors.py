@@ -6,14 +6,27 @@ import contextlib
 from collections.abc import Iterator
 
 from apiserver import errors
-from apiserver.storage.interface import AmbiguousError, CompactedError, StorageError, UnavailableError
+from apiserver.storage.interface import (
+    AmbiguousError,
+    CompactedError,
+    KeyExistsError,
+    KeyNotFoundError,
+    RevisionConflictError,
+    StorageError,
+    UnavailableError,
+)
 
 
 @contextlib.contextmanager
 def as_status(what: str) -> Iterator[None]:
-    """Map a storage failure during `what` ("create pods default/p") to 503, 504, 410 or 500."""
+    """Map a storage failure during `what` ("create pods default/p") to 503, 504, 410 or 500.
+
+    A conflict, a missing or an existing key passes through unchanged: the registry handles
+    them (an update without a resourceVersion retries on a concurrent write)."""
     try:
         yield
+    except (RevisionConflictError, KeyNotFoundError, KeyExistsError):
+        raise  # the registry's own control flow (retry the update, 404, 409), not a failure
     except UnavailableError as e:
         raise errors.unavailable(f"storage is unavailable ({e}); {what} was not applied, retry") from e
     except AmbiguousError as e:

@@ -34,10 +34,29 @@ def qos_class(spec: Obj) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
+def _requests_from_limits(spec: Obj) -> None:
+    """A container that limits a resource without requesting it requests its limit (kube's
+    SetDefaults_Pod: pods only, not the templates of workloads)."""
+    for group in ("initContainers", "containers"):
+        for c in dicts(spec, group):
+            resources = c.get("resources")
+            if not isinstance(resources, dict) or not isinstance(resources.get("limits"), dict):
+                continue
+            requests = resources.get("requests")
+            if requests is None:
+                requests = resources["requests"] = {}
+            if isinstance(requests, dict):
+                for name, value in resources["limits"].items():
+                    requests.setdefault(name, value)
+                if not requests:
+                    del resources["requests"]
+
+
 def default(pod: Obj) -> None:
     spec = ensure(pod, "spec")
     if spec is not None:
         default_pod_spec(spec)
+        _requests_from_limits(spec)
     status = ensure(pod, "status")
     if status is not None:
         status.setdefault("phase", "Pending")

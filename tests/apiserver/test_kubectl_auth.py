@@ -29,8 +29,7 @@ def cluster(raftkube_apiserver: ApiserverUnderTest) -> ApiserverUnderTest:
     return raftkube_apiserver
 
 
-# kubectl 1.32+ post reviews as protobuf: those versions join when protobuf bodies are decoded
-@pytest.mark.parametrize("minor", [m for m in KUBECTL_MINORS if m < 32])
+@pytest.mark.parametrize("minor", KUBECTL_MINORS)  # 1.32+ post the reviews as protobuf
 def test_can_i_yes_and_no(cluster: ApiserverUnderTest, minor: int) -> None:
     yes = cluster.kubectl("auth", "can-i", "list", "pods", "-n", NS, "--as", "ann", minor=minor)
     assert (yes.returncode, yes.stdout.strip()) == (0, "yes"), yes.stderr
@@ -42,7 +41,7 @@ def test_can_i_yes_and_no(cluster: ApiserverUnderTest, minor: int) -> None:
 
 
 def test_can_i_list_shows_the_roles_rules(cluster: ApiserverUnderTest) -> None:
-    out = cluster.ok("auth", "can-i", "--list", "-n", NS, "--as", "ann", minor=31)
+    out = cluster.ok("auth", "can-i", "--list", "-n", NS, "--as", "ann")
     lines = [" ".join(line.split()) for line in out.splitlines()]
     assert lines[0] == "Resources Non-Resource URLs Resource Names Verbs"
     assert "pods [] [] [get list watch]" in lines
@@ -53,10 +52,10 @@ def test_can_i_list_shows_the_roles_rules(cluster: ApiserverUnderTest) -> None:
 
 
 def test_whoami(cluster: ApiserverUnderTest) -> None:
-    me = json.loads(cluster.ok("auth", "whoami", "-o", "json", minor=31))
+    me = json.loads(cluster.ok("auth", "whoami", "-o", "json"))
     assert me["status"]["userInfo"]["username"] == "admin"
     assert "system:masters" in me["status"]["userInfo"]["groups"]
-    ann = cluster.ok("auth", "whoami", "--as", "ann", "--as-group", "devs", minor=31)
+    ann = cluster.ok("auth", "whoami", "--as", "ann", "--as-group", "devs")
     rows = [" ".join(line.split()) for line in ann.splitlines()]
     assert "Username ann" in rows and "Groups [devs system:authenticated]" in rows
 

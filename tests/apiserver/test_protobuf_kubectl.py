@@ -222,6 +222,11 @@ def _normalized(obj: dict[str, Any], name: str, ns: str, minor: int) -> Any:
         out["metadata"].pop(key, None)
     for entry in out["metadata"].get("managedFields") or []:
         entry.pop("time", None)
+        if entry.get("manager") == "kubectl-autoscale":
+            # 1.33 posts autoscaling/v2 where 1.31 posted v1: the manager's version and field
+            # set name the version it wrote; the object itself is the same
+            entry.pop("apiVersion", None)
+            entry.pop("fieldsV1", None)
     out.pop("status", None)  # controllers may have written it since
     return out
 

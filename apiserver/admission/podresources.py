@@ -1,0 +1,65 @@
+"""What a pod asks for: its effective requests and limits per resource, as kube computes them
+for quota and limit ranges (the larger of the containers' sum and the largest init container,
+plus the pod overhead).  Quantities that do not parse count as nothing: validation refuses
+them before any plugin that counts them runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apiserver.quantity import Quantity, QuantityError, parse_quantity
+
+Obj = Mapping[str, Any]
+Resources = dict[str, Quantity]
+
+
+def _list(container: Obj, which: str) -> Resources:
+    resources = container.get("resources")
+    values = resources.get(which) if isinstance(resources, Mapping) else None
+    out: Resources = {}
+    for name, raw in (values or {}).items() if isinstance(values, Mapping) else ():
+        try:
+            out[str(name)] = parse_quantity(raw)
+        except (QuantityError, TypeError):
+            continue
+    return out
+
+
+def container_resources(container: Obj, which: str) -> Resources:
+    """`requests` or `limits` of one container (requests default to limits, as kube defaults them)."""
+    got = _list(container, which)
+    if which == "requests":
+        for name, q in _list(container, "limits").items():
+            got.setdefault(name, q)
+    return got
+
+
+def _containers(spec: Obj, field: str) -> list[Obj]:
+    items = spec.get(field)
+    return [c for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
+
+
+def pod_resources(spec: Obj, which: str) -> Resources:
+    """The pod's effective `requests` or `limits`."""
+    total: Resources = {}
+    for container in _containers(spec, "containers"):
+        for name, q in container_resources(container, which).items():
+            total[name] = total[name] + q if name in total else q
+    for container in _containers(spec, "initContainers"):
+        for name, q in container_resources(container, which).items():
+            if name not in total or q > total[name]:
+                total[name] = q
+    overhead = spec.get("overhead")
+    if isinstance(overhead, Mapping):
+        for name, raw in overhead.items():
+            try:
+                q = parse_quantity(raw)
+            except (QuantityError, TypeError):
+                continue
+            total[name] = total[name] + q if name in total else q
+    return total
+
+
+def all_containers(spec: Obj) -> list[Obj]:
+    return _containers(spec, "initContainers") + _containers(spec, "containers")
