@@ -7,7 +7,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import human_duration, parse_time
 from apiserver.errors import Cause
-from apiserver.resources._podspec import default_pod_spec, validate_pod_spec
+from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import Obj, dicts, ensure, get, has_condition, mapping, number, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
 
@@ -38,6 +38,7 @@ def default(pod: Obj) -> None:
     spec = ensure(pod, "spec")
     if spec is not None:
         default_pod_spec(spec)
+        default_pod_only(spec)
     status = ensure(pod, "status")
     if status is not None:
         status.setdefault("phase", "Pending")
