@@ -12,11 +12,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from apiserver.admission.default_tolerations import DefaultTolerationSeconds
 from apiserver.admission.interface import AdmissionChain, MutatingPlugin, ValidatingPlugin
 from apiserver.admission.limitranger import LimitRanger
+from apiserver.admission.namespace_lifecycle import NamespaceLifecycle
+from apiserver.admission.namespaces import namespace_getter
+from apiserver.admission.node_restriction import NodeRestriction
+from apiserver.admission.podsecurity.plugin import PodSecurity
+from apiserver.admission.priority import Priority
 from apiserver.admission.rbac_escalation import RBACEscalation
 from apiserver.admission.resourcequota import ResourceQuota
 from apiserver.admission.serviceaccount import ServiceAccountAdmission
+from apiserver.admission.taint_nodes import TaintNodesByCondition
 from apiserver.authz.assembly import Authorization
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
@@ -34,6 +41,24 @@ class AdmissionContext:
 
 
 Factory = Callable[[AdmissionContext], Any]  # the plugin, or None when the server lacks what it needs
+NAMESPACES = ("", "namespaces")
+
+
+def _pods_in(ctx: AdmissionContext) -> Callable[[str], list[dict[str, Any]]]:
+    """The pods of one namespace, from the pods watch cache (none without one)."""
+    cache = ctx.caches.get(("", "pods"))
+
+    def pods(namespace: str) -> list[dict[str, Any]]:
+        if cache is None:
+            return []
+        return [p for p in cache.objects() if (p.get("metadata") or {}).get("namespace") == namespace]
+
+    return pods
+
+
+def _node_by_name(ctx: AdmissionContext) -> Callable[[str], dict[str, Any] | None]:
+    cache = ctx.caches.get(("", "nodes"))
+    return lambda name: cache.get_object(None, name) if cache is not None else None
 
 
 def _service_accounts(ctx: AdmissionContext) -> ServiceAccountAdmission:
@@ -75,6 +100,16 @@ PLUGINS: dict[str, Factory] = {
     "LimitRanger": _limit_ranger,
     "ResourceQuota": _resource_quota,
     "ServiceAccount": _service_accounts,
+    "NamespaceLifecycle": lambda ctx: NamespaceLifecycle(
+        ctx.caches.get(NAMESPACES), ctx.registries.get(NAMESPACES), ctx.clock
+    ),
+    "NodeRestriction": lambda ctx: NodeRestriction(_node_by_name(ctx)),
+    "TaintNodesByCondition": lambda ctx: TaintNodesByCondition(),
+    "PodSecurity": lambda ctx: PodSecurity(
+        namespace_getter(ctx.caches.get(NAMESPACES), ctx.registries.get(NAMESPACES)), _pods_in(ctx)
+    ),
+    "Priority": lambda ctx: Priority(ctx.caches.get(("scheduling.k8s.io", "priorityclasses"))),
+    "DefaultTolerationSeconds": lambda ctx: DefaultTolerationSeconds(),
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
 }
 

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from apiserver import errors
+from apiserver.admission import warnings as admission_warnings
 from apiserver.admission.interface import AdmissionChain
 from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
@@ -85,6 +86,7 @@ class ResourceHandlers:
     # -- dispatch ---------------------------------------------------------------------------
 
     async def handle(self, request: Request, target: ResourcePath) -> Response:
+        admission_warnings.drain()  # nothing a failed earlier request recorded carries over
         res = self.by_path.get((target.group, target.version, target.resource))
         if res is None:
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
@@ -459,7 +461,8 @@ def _quote_ascii(text: str) -> str:
 
 
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
-    for text in warnings[:20]:
+    """The response with `warnings` and those admission recorded as `Warning` headers."""
+    for text in [*warnings, *admission_warnings.drain()][:20]:
         response.headers.append("Warning", f'299 - "{_quote_ascii(text)}"')
     return response
 

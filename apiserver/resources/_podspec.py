@@ -25,31 +25,134 @@ def image_tag(image: str) -> str:
     return last.rsplit(":", 1)[1] if ":" in last else "latest"
 
 
+_DEFAULT_MODE = 0o644  # secret, configMap, downwardAPI and projected volumes: 420
+_TOKEN_SECONDS = 3600  # a projected service account token's default expiry
+_VOLUME_SOURCES = (
+    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs", "iscsi",
+    "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker", "downwardAPI", "fc",
+    "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "projected",
+    "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "image",
+)  # fmt: skip
+
+
+def _dicts(value: Any) -> list[Obj]:
+    return [d for d in value if isinstance(d, dict)] if isinstance(value, list) else []
+
+
+def _default_http_get(handler: Any) -> None:
+    """SetDefaults_HTTPGetAction: path `/`, scheme HTTP (probes and lifecycle hooks)."""
+    action = handler.get("httpGet") if isinstance(handler, dict) else None
+    if isinstance(action, dict):
+        action.setdefault("path", "/")
+        action.setdefault("scheme", "HTTP")
+
+
+def _default_probe(probe: Any) -> None:
+    """SetDefaults_Probe."""
+    if not isinstance(probe, dict):
+        return
+    for key, value in (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3)):
+        if not probe.get(key):
+            probe[key] = value
+    _default_http_get(probe)
+
+
+def _default_field_ref(holder: Any) -> None:
+    """SetDefaults_ObjectFieldSelector: a fieldRef names apiVersion v1."""
+    ref = holder.get("fieldRef") if isinstance(holder, dict) else None
+    if isinstance(ref, dict) and not ref.get("apiVersion"):
+        ref["apiVersion"] = "v1"
+
+
 def _default_container(c: Obj) -> None:
+    """SetDefaults_Container and what the generated defaulters reach inside a container."""
     if not c.get("imagePullPolicy") and isinstance(c.get("image"), str):
         c["imagePullPolicy"] = "Always" if image_tag(c["image"]) == "latest" else "IfNotPresent"
-    c.setdefault("terminationMessagePath", "/dev/termination-log")
-    c.setdefault("terminationMessagePolicy", "File")
+    if not c.get("terminationMessagePath"):
+        c["terminationMessagePath"] = "/dev/termination-log"
+    if not c.get("terminationMessagePolicy"):
+        c["terminationMessagePolicy"] = "File"
     c.setdefault("resources", {})
-    ports = c.get("ports")
-    for port in ports if isinstance(ports, list) else []:
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
+    for port in _dicts(c.get("ports")):
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+    for env in _dicts(c.get("env")):
+        _default_field_ref(env.get("valueFrom"))
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        _default_probe(c.get(probe))
+    lifecycle = c.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        _default_http_get(lifecycle.get("postStart"))
+        _default_http_get(lifecycle.get("preStop"))
+
+
+def _default_volume(vol: Obj) -> None:
+    """SetDefaults_Volume (no source: an emptyDir) and the defaults of each source."""
+    if all(vol.get(s) is None for s in _VOLUME_SOURCES):
+        vol["emptyDir"] = {}
+    for source in ("secret", "configMap", "downwardAPI", "projected"):
+        body = vol.get(source)
+        if isinstance(body, dict) and body.get("defaultMode") is None:
+            body["defaultMode"] = _DEFAULT_MODE
+    for item in _dicts(_dict_at(vol, "downwardAPI").get("items")):
+        _default_field_ref(item)
+    host_path = vol.get("hostPath")
+    if isinstance(host_path, dict) and host_path.get("type") is None:
+        host_path["type"] = ""
+    for projection in _dicts(_dict_at(vol, "projected").get("sources")):
+        token = projection.get("serviceAccountToken")
+        if isinstance(token, dict) and token.get("expirationSeconds") is None:
+            token["expirationSeconds"] = _TOKEN_SECONDS
+        for item in _dicts(_dict_at(projection, "downwardAPI").get("items")):
+            _default_field_ref(item)
+
+
+def _dict_at(obj: Obj, key: str) -> Obj:
+    found = obj.get(key)
+    return found if isinstance(found, dict) else {}
 
 
 def default_pod_spec(spec: Obj) -> None:
-    """SetDefaults_PodSpec and SetDefaults_Container, as kubectl sees them in `-o yaml`."""
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
+    """SetDefaults_PodSpec and what the generated defaulters reach below it (containers, probes,
+    volumes), for pods and pod templates alike."""
+    for key, value in (
+        ("restartPolicy", "Always"),
+        ("dnsPolicy", "ClusterFirst"),
+        ("schedulerName", "default-scheduler"),
+    ):
+        if not spec.get(key):
+            spec[key] = value
+    if spec.get("terminationGracePeriodSeconds") is None:
+        spec["terminationGracePeriodSeconds"] = 30
+    if spec.get("securityContext") is None:
+        spec["securityContext"] = {}
+    for group in ("initContainers", "containers", "ephemeralContainers"):
+        for c in _dicts(spec.get(group)):
+            _default_container(c)
+    for vol in _dicts(spec.get("volumes")):
+        _default_volume(vol)
+
+
+def default_pod_only(spec: Obj) -> None:
+    """SetDefaults_Pod: what a Pod gets and a pod template does not (kube keeps templates as
+    written): enableServiceLinks, requests from limits, host ports under hostNetwork."""
+    if spec.get("enableServiceLinks") is None:
+        spec["enableServiceLinks"] = True
     for group in ("initContainers", "containers"):
-        containers = spec.get(group)
-        for c in containers if isinstance(containers, list) else []:
-            if isinstance(c, dict):
-                _default_container(c)
+        for c in _dicts(spec.get(group)):
+            resources = c.get("resources")
+            limits = resources.get("limits") if isinstance(resources, dict) else None
+            if isinstance(limits, dict) and isinstance(resources, dict):
+                requests = resources.get("requests")
+                if requests is None:
+                    requests = resources["requests"] = {}
+                if isinstance(requests, dict):
+                    for name, quantity in limits.items():
+                        requests.setdefault(name, quantity)
+            if spec.get("hostNetwork") is True:
+                for port in _dicts(c.get("ports")):
+                    if not port.get("hostPort") and isinstance(port.get("containerPort"), int):
+                        port["hostPort"] = port["containerPort"]
 
 
 def default_template(obj: Obj) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import human_duration, parse_time
 from apiserver.errors import Cause
-from apiserver.resources._podspec import default_pod_spec, validate_pod_spec
+from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import Obj, dicts, ensure, get, has_condition, mapping, number, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
 
@@ -34,29 +34,11 @@ def qos_class(spec: Obj) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _requests_from_limits(spec: Obj) -> None:
-    """A container that limits a resource without requesting it requests its limit (kube's
-    SetDefaults_Pod: pods only, not the templates of workloads)."""
-    for group in ("initContainers", "containers"):
-        for c in dicts(spec, group):
-            resources = c.get("resources")
-            if not isinstance(resources, dict) or not isinstance(resources.get("limits"), dict):
-                continue
-            requests = resources.get("requests")
-            if requests is None:
-                requests = resources["requests"] = {}
-            if isinstance(requests, dict):
-                for name, value in resources["limits"].items():
-                    requests.setdefault(name, value)
-                if not requests:
-                    del resources["requests"]
-
-
 def default(pod: Obj) -> None:
     spec = ensure(pod, "spec")
     if spec is not None:
         default_pod_spec(spec)
-        _requests_from_limits(spec)
+        default_pod_only(spec)
     status = ensure(pod, "status")
     if status is not None:
         status.setdefault("phase", "Pending")
