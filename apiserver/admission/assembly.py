@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver.admission.interface import AdmissionChain, MutatingPlugin, ValidatingPlugin
+from apiserver.admission.policy import wiring as validating_policy
 from apiserver.admission.rbac_escalation import RBACEscalation
 from apiserver.authz.assembly import Authorization
 from apiserver.registry.generic import Registry
@@ -33,6 +34,7 @@ Factory = Callable[[AdmissionContext], Any]
 
 PLUGINS: dict[str, Factory] = {
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
+    "ValidatingAdmissionPolicy": lambda ctx: validating_policy.from_caches(ctx.caches),
 }
 
 # kube-apiserver's recommended order; names not (yet) in PLUGINS are skipped

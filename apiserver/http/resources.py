@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from apiserver import errors
+from apiserver.admission import warnings as admission_warnings
 from apiserver.admission.interface import AdmissionChain
 from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
@@ -367,21 +368,24 @@ class ResourceHandlers:
         obj, gone = await self.registries[res].delete(target.namespace, target.name, options)
         if gone and not res.extra.get("return_deleted"):
             meta = obj.get("metadata") or {}
-            return _json(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Success",
-                    "details": {
-                        "name": target.name,
-                        "kind": res.plural,
-                        "group": res.group,
-                        "uid": meta.get("uid", ""),
-                    },
-                }
+            return _with_warnings(
+                _json(
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "details": {
+                            "name": target.name,
+                            "kind": res.plural,
+                            "group": res.group,
+                            "uid": meta.get("uid", ""),
+                        },
+                    }
+                ),
+                [],
             )
-        return self._respond(request, res, obj, 200)
+        return _with_warnings(self._respond(request, res, obj, 200), [])
 
     async def delete_collection(
         self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]
@@ -438,7 +442,8 @@ def _json(value: Any, code: int = 200) -> Response:
 
 
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
-    for text in warnings[:20]:
+    """Field-validation warnings, then those admission queued (`admission.warnings`)."""
+    for text in [*warnings, *admission_warnings.drain()][:20]:
         escaped = text.replace("\\", "\\\\").replace('"', '\\"')
         response.headers.append("Warning", f'299 - "{escaped}"')
     return response
