@@ -19,6 +19,7 @@ from apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from apiserver.admission.namespaces import namespace_getter
 from apiserver.admission.node_restriction import NodeRestriction
 from apiserver.admission.podsecurity.plugin import PodSecurity
+from apiserver.admission.policy import wiring as validating_policy
 from apiserver.admission.priority import Priority
 from apiserver.admission.rbac_escalation import RBACEscalation
 from apiserver.admission.resourcequota import ResourceQuota
@@ -111,6 +112,7 @@ PLUGINS: dict[str, Factory] = {
     "Priority": lambda ctx: Priority(ctx.caches.get(("scheduling.k8s.io", "priorityclasses"))),
     "DefaultTolerationSeconds": lambda ctx: DefaultTolerationSeconds(),
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
+    "ValidatingAdmissionPolicy": lambda ctx: validating_policy.from_caches(ctx.caches),
 }
 
 # kube-apiserver's recommended order; names not (yet) in PLUGINS are skipped

@@ -367,22 +367,15 @@ class ResourceHandlers:
         obj, gone = await self.registries[res].delete(target.namespace, target.name, options)
         if gone and not res.extra.get("return_deleted"):
             meta = obj.get("metadata") or {}
-            return _answer(
-                request,
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Success",
-                    "details": {
-                        "name": target.name,
-                        "kind": res.plural,
-                        "group": res.group,
-                        "uid": meta.get("uid", ""),
-                    },
-                },
-            )
-        return self._respond(request, res, obj, 200)
+            status = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {"name": target.name, "kind": res.plural, "group": res.group, "uid": meta.get("uid", "")},
+            }
+            return _with_warnings(_answer(request, status), [])
+        return _with_warnings(self._respond(request, res, obj, 200), [])
 
     async def delete_collection(
         self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]
@@ -461,7 +454,7 @@ def _quote_ascii(text: str) -> str:
 
 
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
-    """The response with `warnings` and those admission recorded as `Warning` headers."""
+    """Field-validation warnings, then those admission queued (`admission.warnings`)."""
     for text in [*warnings, *admission_warnings.drain()][:20]:
         response.headers.append("Warning", f'299 - "{_quote_ascii(text)}"')
     return response
