@@ -14,6 +14,7 @@ from typing import Any
 
 from apiserver.admission.interface import AdmissionChain, MutatingPlugin, ValidatingPlugin
 from apiserver.admission.rbac_escalation import RBACEscalation
+from apiserver.admission.webhook.wiring import mutating_plugin, validating_plugin
 from apiserver.authz.assembly import Authorization
 from apiserver.registry.generic import Registry
 
@@ -33,6 +34,10 @@ Factory = Callable[[AdmissionContext], Any]
 
 PLUGINS: dict[str, Factory] = {
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
+    # webhook configurations come from the caches of ("admissionregistration.k8s.io",
+    # "mutatingwebhookconfigurations") / "validatingwebhookconfigurations", looked up per request
+    "MutatingAdmissionWebhook": lambda ctx: mutating_plugin(ctx.caches, ctx.registries),
+    "ValidatingAdmissionWebhook": lambda ctx: validating_plugin(ctx.caches, ctx.registries),
 }
 
 # kube-apiserver's recommended order; names not (yet) in PLUGINS are skipped
