@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import ssl
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -94,6 +95,7 @@ class WebhookClient:
             raise CallFailure(hook.name, f"failed to call webhook: {shown}: context deadline exceeded") from e
         except aiohttp.ClientConnectorCertificateError as e:
             why = getattr(e.certificate_error, "verify_message", None) or str(e.certificate_error)
+            why = _X509.get(why, f"x509: {why}")
             raise CallFailure(
                 hook.name, f"failed to call webhook: {shown}: tls: failed to verify certificate: {why}"
             ) from e
@@ -101,7 +103,8 @@ class WebhookClient:
             raise CallFailure(hook.name, f"failed to call webhook: {shown}: tls: {e.strerror or e}") from e
         except aiohttp.ClientConnectorError as e:
             parts = urlsplit(url)
-            why = (e.strerror or str(e.os_error)).lower()
+            errno = e.os_error.errno
+            why = f"connect: {os.strerror(errno).lower()}" if errno else str(e.os_error)
             raise CallFailure(
                 hook.name, f"failed to call webhook: {shown}: dial tcp {parts.hostname}:{parts.port or 443}: {why}"
             ) from e
@@ -125,6 +128,15 @@ class WebhookClient:
             if size > self._max:
                 raise CallFailure(hook.name, f"failed to call webhook: {shown}: the answer is over {self._max} bytes")
             chunks.append(chunk)
+
+
+# OpenSSL's words -> Go's, for the cases a misconfigured caBundle gives
+_X509 = {
+    "unable to get local issuer certificate": "x509: certificate signed by unknown authority",
+    "self-signed certificate": "x509: certificate signed by unknown authority",
+    "self-signed certificate in certificate chain": "x509: certificate signed by unknown authority",
+    "certificate has expired": "x509: certificate has expired or is not yet valid",
+}
 
 
 def _status_text(code: int, body: bytes) -> str:
