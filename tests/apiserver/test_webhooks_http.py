@@ -362,3 +362,55 @@ def test_connections_are_reused_and_rules_filter(tls: TLS) -> None:
         assert len(server.connections) == 1  # one TLS connection for all ten calls
 
     run(tls, scenario)
+
+
+def test_equivalent_match_policy_sends_the_equivalent_resource(tls: TLS) -> None:
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        rules = [
+            {"operations": ["CREATE"], "apiGroups": ["events.k8s.io"], "apiVersions": ["v1"], "resources": ["events"]}
+        ]
+        server.handlers["/ev"] = lambda review: patch([{"op": "replace", "path": "/note", "value": "patched"}])
+        c.mutating.set(
+            configuration(
+                MWC,
+                "m",
+                hook("eq.example.com", server.url("/ev"), tls.ca_bundle, rules=rules),
+                hook("exact.example.com", server.url("/exact"), tls.ca_bundle, rules=rules, matchPolicy="Exact"),
+            )
+        )
+        event = {
+            "metadata": {"name": "e1"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Tested",
+            "message": "original",
+            "type": "Normal",
+        }
+        r = await c.client.post("/api/v1/namespaces/default/events", json=event)
+        assert r.status_code == 201, r.text
+        assert r.json()["message"] == "patched"  # patched as events.k8s.io, stored as core
+        [review] = server.reviews["/ev"]
+        req = review["request"]
+        assert req["resource"] == {"group": "events.k8s.io", "version": "v1", "resource": "events"}
+        assert req["requestResource"] == {"group": "", "version": "v1", "resource": "events"}
+        assert req["object"]["note"] == "original" and req["object"]["apiVersion"] == "events.k8s.io/v1"
+        assert "/exact" not in server.reviews
+
+    run(tls, scenario)
+
+
+def test_a_webhook_may_not_rename_the_object(tls: TLS) -> None:
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        server.handlers["/rename"] = lambda review: patch([{"op": "replace", "path": "/metadata/name", "value": "x"}])
+        server.handlers["/broken"] = lambda review: patch([{"op": "remove", "path": "/nothing/here"}])
+        c.mutating.set(configuration(MWC, "m", hook("rename.example.com", server.url("/rename"), tls.ca_bundle)))
+        r = await c.client.post(CM, json=cm("one"))
+        assert (
+            r.status_code == 500
+            and 'admission webhook "rename.example.com" changed metadata.name' in r.json()["message"]
+        )
+        c.mutating.set(configuration(MWC, "m", hook("broken.example.com", server.url("/broken"), tls.ca_bundle)))
+        r = await c.client.post(CM, json=cm("one"))
+        assert r.status_code == 500 and 'admission webhook "broken.example.com" returned a patch' in r.json()["message"]
+        assert (await c.client.get(f"{CM}/one")).status_code == 404
+
+    run(tls, scenario)
