@@ -28,6 +28,7 @@ from apiserver.resources.base import ResourceDef
 from apiserver.selectors import object_fields
 from apiserver.storage.interface import Storage
 from apiserver.table import table
+from apiserver.warnings import header_values
 from apiserver.watchcache import Cacher
 
 Obj = dict[str, Any]
@@ -438,9 +439,9 @@ def _json(value: Any, code: int = 200) -> Response:
 
 
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
-    for text in warnings[:20]:
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-        response.headers.append("Warning", f'299 - "{escaped}"')
+    # quoted ASCII-only: a field name outside latin-1 once made the header itself fail (a 500)
+    for value in header_values(warnings[:20]):
+        response.headers.append("Warning", value)
     return response
 
 
