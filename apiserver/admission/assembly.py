@@ -25,6 +25,7 @@ from apiserver.admission.rbac_escalation import RBACEscalation
 from apiserver.admission.resourcequota import ResourceQuota
 from apiserver.admission.serviceaccount import ServiceAccountAdmission
 from apiserver.admission.taint_nodes import TaintNodesByCondition
+from apiserver.admission.webhook.wiring import mutating_plugin, validating_plugin
 from apiserver.authz.assembly import Authorization
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
@@ -113,6 +114,10 @@ PLUGINS: dict[str, Factory] = {
     "DefaultTolerationSeconds": lambda ctx: DefaultTolerationSeconds(),
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
     "ValidatingAdmissionPolicy": lambda ctx: validating_policy.from_caches(ctx.caches),
+    # webhook configurations come from the caches of ("admissionregistration.k8s.io",
+    # "mutatingwebhookconfigurations") / "validatingwebhookconfigurations", looked up per request
+    "MutatingAdmissionWebhook": lambda ctx: mutating_plugin(ctx.caches, ctx.registries),
+    "ValidatingAdmissionWebhook": lambda ctx: validating_plugin(ctx.caches, ctx.registries),
 }
 
 # kube-apiserver's recommended order; names not (yet) in PLUGINS are skipped

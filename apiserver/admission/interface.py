@@ -65,6 +65,13 @@ class AdmissionChain:
             if plugin.handles(request):
                 await plugin.validate(request)
 
+    async def close(self) -> None:
+        """Release what plugins hold (the webhook plugins' HTTP sessions); the server calls it on stop."""
+        for plugin in {id(p): p for p in (*self.mutating, *self.validating)}.values():
+            close = getattr(plugin, "close", None)
+            if close is not None:
+                await close()
+
     def names(self) -> list[str]:
         return [p.name for p in self.mutating] + [p.name for p in self.validating]
 

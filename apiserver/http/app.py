@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from apiserver import discovery, errors, openapi, version
+from apiserver import discovery, errors, openapi, version, warnings
 from apiserver.admission.assembly import AdmissionContext, build_chain, plugin_names
 from apiserver.auth import impersonation
 from apiserver.auth.user import ANONYMOUS, UNAUTHENTICATED_GROUP, User
@@ -124,6 +124,7 @@ class Api:
             self._compactor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._compactor
+        await self.admission.close()
         await self.handlers.stop()
 
     def ready(self) -> bool:
@@ -171,6 +172,7 @@ def build_app(
         verb = request.method
         resource_label = ""
         code = 500
+        warned: list[str] = []  # warnings raised while serving (admission webhooks)
         try:
             user = authenticator.authenticate(request.scope)
             if hasattr(user, "__await__"):
@@ -186,15 +188,16 @@ def build_app(
             request.state.user = user
             as_user = set_user(user)
             try:
-                with api.inflight.admit(kind_of(request.method)):
+                with api.inflight.admit(kind_of(request.method)), warnings.collect(warned):
                     response = await _route(api, request)
             finally:
                 reset_user(as_user)
             code = response.status_code
-            return response
+            return _add_warnings(response, warned)
         except errors.StatusError as e:
             code = e.code
-            return status_response(e, request.headers.get("accept"))
+            # a webhook may warn and then refuse: kube sends both
+            return _add_warnings(status_response(e, request.headers.get("accept")), warned)
         except Exception:
             log.exception("%s %s failed", request.method, request.url.path)
             return status_response(errors.internal("an internal error occurred; the server logged it"))
@@ -210,6 +213,12 @@ def build_app(
     app = Starlette(routes=[Route("/{path:path}", dispatch, methods=list(METHODS))], lifespan=lifespan)
     app.state.api = api
     return app
+
+
+def _add_warnings(response: Response, warned: list[str]) -> Response:
+    for value in warnings.header_values(warned):
+        response.headers.append("Warning", value)
+    return response
 
 
 def _json(value: Any, code: int = 200, content_type: str = negotiation.JSON) -> Response:

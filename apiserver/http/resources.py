@@ -14,7 +14,6 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from apiserver import errors
-from apiserver.admission import warnings as admission_warnings
 from apiserver.admission.interface import AdmissionChain
 from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
@@ -29,6 +28,7 @@ from apiserver.resources.base import ResourceDef
 from apiserver.selectors import object_fields
 from apiserver.storage.interface import Storage
 from apiserver.table import table
+from apiserver.warnings import header_values
 from apiserver.watchcache import Cacher
 
 Obj = dict[str, Any]
@@ -86,7 +86,6 @@ class ResourceHandlers:
     # -- dispatch ---------------------------------------------------------------------------
 
     async def handle(self, request: Request, target: ResourcePath) -> Response:
-        admission_warnings.drain()  # nothing a failed earlier request recorded carries over
         res = self.by_path.get((target.group, target.version, target.resource))
         if res is None:
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
@@ -434,29 +433,10 @@ def _answer(request: Request, value: Any, code: int = 200) -> Response:
     return Response(body, status_code=code, media_type=content_type)
 
 
-def _quote_ascii(text: str) -> str:
-    """Go's strconv.QuoteToASCII without the quotes: a header value must not carry control characters
-    (a field name from a hostile body can hold any), and ASCII survives every HTTP stack."""
-    out: list[str] = []
-    for ch in text:
-        code = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif 0x20 <= code < 0x7F:
-            out.append(ch)
-        elif code < 0x100 and (code < 0x20 or code == 0x7F):
-            out.append(f"\\x{code:02x}")
-        elif code <= 0xFFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    return "".join(out)
-
-
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
-    """Field-validation warnings, then those admission queued (`admission.warnings`)."""
-    for text in [*warnings, *admission_warnings.drain()][:20]:
-        response.headers.append("Warning", f'299 - "{_quote_ascii(text)}"')
+    # quoted ASCII-only: a field name outside latin-1 once made the header itself fail (a 500)
+    for value in header_values(warnings[:20]):
+        response.headers.append("Warning", value)
     return response
 
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from apiserver import errors
-from apiserver.admission import warnings
+from apiserver import errors, warnings
 from apiserver.admission.interface import AdmissionRequest, Operation
 from apiserver.admission.node_restriction import NodeRestriction
 from apiserver.admission.podsecurity.plugin import Exemptions, PodSecurity
@@ -146,16 +145,17 @@ def test_pod_security_exemptions_skip_everything() -> None:
     asyncio.run(by_user.validate(create("ci")))
 
 
-def test_warnings_are_collected_once_and_drained() -> None:
-    warnings.drain()
-    warnings.add_warning("a")
-    warnings.add_warning("a")
-    warnings.add_warning("b")
-    assert warnings.drain() == ["a", "b"]
-    assert warnings.drain() == []
-    for i in range(200):
-        warnings.add_warning(str(i))
-    assert len(warnings.drain()) == warnings.MAX_WARNINGS
+def test_warnings_are_collected_once_and_bounded() -> None:
+    warnings.add_warning("nobody collects this one")
+    with warnings.collect([]) as found:
+        warnings.add_warning("a")
+        warnings.add_warning("a")
+        warnings.add_warning("b")
+    assert found == ["a", "b"]
+    with warnings.collect([]) as many:
+        for i in range(200):
+            warnings.add_warning(str(i))
+    assert len(many) == warnings.MAX_WARNINGS
 
 
 def test_pods_get_kubes_defaults_and_templates_only_the_pod_spec_ones() -> None:

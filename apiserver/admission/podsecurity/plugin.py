@@ -25,7 +25,7 @@ from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.podsecurity.evaluate import PRIVILEGED, LevelVersion, detail, evaluate, reasons
 from apiserver.admission.podsecurity.policy import MODES, PREFIX, Parsed, Policy, policy_of, stricter
 from apiserver.admission.refusal import forbidden
-from apiserver.admission.warnings import add_warning
+from apiserver.warnings import add_warning
 
 log = logging.getLogger("raftkube.apiserver.podsecurity")
 

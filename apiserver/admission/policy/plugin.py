@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from apiserver import errors
-from apiserver.admission import warnings
+from apiserver import errors, warnings
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.policy.binding import CompiledBinding
 from apiserver.admission.policy.celenv import Activation, EvalError

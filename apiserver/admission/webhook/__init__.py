@@ -1,0 +1,15 @@
+"""Dynamic admission: MutatingAdmissionWebhook and ValidatingAdmissionWebhook.
+
+admissionregistration.k8s.io/v1 Mutating/ValidatingWebhookConfiguration objects name HTTPS
+endpoints; a write that matches a webhook's rules and selectors is sent to it as an
+AdmissionReview v1, and the answer allows, denies or (mutating) patches the object.
+
+    rules.py       which writes a rule covers (operations, groups, versions, resources, scope)
+    config.py      configuration objects -> compiled hooks, rebuilt only when the source changes
+    selection.py   namespaceSelector / objectSelector
+    review.py      the AdmissionReview request, and checking the webhook's answer
+    client.py      the HTTPS call (one aiohttp session, pooled connections, a deadline per call)
+    failures.py    errors worded as kube-apiserver words them
+    dispatch.py    what both plugins share: which hooks to call, calling one
+    mutating.py, validating.py   the two plugins
+"""
