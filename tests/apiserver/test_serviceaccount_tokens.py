@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apiserver.auth import issuer_discovery, jws
+from apiserver.auth.authn import Authenticator, Union
 from apiserver.auth.serviceaccount_tokens import (
     DEFAULT_ISSUER,
     EXTRA_CREDENTIAL_ID,
@@ -432,3 +433,22 @@ def test_jwks_and_openid_configuration() -> None:
     config = issuer_discovery.openid_configuration(DEFAULT_ISSUER, "https://h/openid/v1/jwks", keys)
     assert config["id_token_signing_alg_values_supported"] == ["ES256", "RS256"]
     assert config["issuer"] == DEFAULT_ISSUER
+
+
+# ---------------------------------------------------------------- the union, in kube's order
+def test_the_union_asks_certificate_and_static_tokens_first() -> None:
+    clock = Clock()
+    token = issue(clock)
+    static = Authenticator({"static-token": User("static")})
+    union = Union(static, [authenticator(clock)])
+
+    def scope(bearer: str) -> dict[str, Any]:
+        return {"headers": [(b"authorization", f"Bearer {bearer}".encode())]}
+
+    assert union.authenticate(scope("static-token")) == User("static", ("system:authenticated",))
+    assert union.authenticate(scope("not-a-jwt")) is None  # answered without awaiting anything
+    assert union.authenticate({"headers": []}) is None
+    pending = union.authenticate(scope(token))
+    assert asyncio.iscoroutine(pending)
+    user = asyncio.run(pending)
+    assert user is not None and user.name == "system:serviceaccount:web:builder"
