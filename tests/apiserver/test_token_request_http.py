@@ -14,9 +14,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from apiserver import errors
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokenSettings
-from apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, LEEWAY_SECONDS
+from apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, LEEWAY_SECONDS, TokenIssuer
+from apiserver.auth.token_request import TokenRequests
 from tests.apiserver.gates_support import ClientFor, in_process, role_binding
 
 NS = "web"
@@ -217,8 +221,9 @@ def test_pod_bound_tokens() -> None:
 
 
 def test_max_expiration_shortens_with_a_warning() -> None:
-    settings = ServiceAccountTokenSettings.ephemeral()
-    capped = ServiceAccountTokenSettings(settings.signing_key, max_expiration_seconds=7200)
+    capped = ServiceAccountTokenSettings(
+        ServiceAccountTokenSettings.ephemeral().signing_key, max_expiration_seconds=7200
+    )
 
     async def scenario(client: ClientFor) -> None:
         r = await client("admin").post(TOKEN_URL, json={"spec": {"expirationSeconds": 86400}})
@@ -254,3 +259,54 @@ def test_issuer_discovery_for_service_accounts() -> None:
         assert (await client(None).get("/openid/v1/jwks")).status_code == 401
 
     run(scenario)
+
+
+# ---------------------------------------------------------------- hostile bodies
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=12), children, max_size=3),
+    max_leaves=12,
+)
+_spec = st.fixed_dictionaries(
+    {},
+    optional={
+        "audiences": _json,
+        "expirationSeconds": st.one_of(st.integers(), _json),
+        "boundObjectRef": st.one_of(
+            _json,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "kind": st.sampled_from(["Pod", "Secret", "Node", "ConfigMap", ""]) | _json,
+                    "apiVersion": st.sampled_from(["v1", "apps/v1", ""]) | _json,
+                    "name": st.sampled_from(["p1", "", "missing"]) | _json,
+                    "uid": _json,
+                },
+            ),
+        ),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.fixed_dictionaries({}, optional={"apiVersion": _json, "kind": _json, "metadata": _json, "spec": _spec}))
+def test_any_body_is_a_token_or_a_status_error(body: dict[str, Any]) -> None:
+    objects: dict[tuple[str, str | None, str], dict[str, Any]] = {
+        ("serviceaccounts", NS, "builder"): {"metadata": {"name": "builder", "namespace": NS, "uid": "u1"}},
+        ("pods", NS, "p1"): {"metadata": {"name": "p1", "namespace": NS, "uid": "u2"}, "spec": {}},
+    }
+
+    async def get(resource: str, namespace: str | None, name: str) -> dict[str, Any]:
+        found = objects.get((resource, namespace, name))
+        if found is None:
+            raise errors.not_found(resource, name)
+        return found
+
+    settings_ = ServiceAccountTokenSettings.ephemeral()
+    requests = TokenRequests(TokenIssuer(settings_.signing_key), [DEFAULT_ISSUER], get)
+    try:
+        answer = asyncio.run(requests.create(NS, "builder", body))
+    except errors.StatusError as e:
+        assert e.code in (400, 404, 409, 422)
+        return
+    assert answer.body["status"]["token"].count(".") == 2
