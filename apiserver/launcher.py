@@ -11,46 +11,25 @@ The process is `raftkube apiserver ...`, started the way store.launcher starts m
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
 import ssl
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from apiserver.pki import ApiserverPKI
+from apiserver.endpoint import RECORD_FILE, Endpoint, RecordError, read_record
+from apiserver.pki import ApiserverPKI, kubeconfig_data
 from store import disk
 from store.launcher import LauncherError, port_free, read_pid, spawn, stop_process
 
-RECORD_FILE = "apiserver.json"
 PID_FILE = "pid"
 LOG_FILE = "apiserver.log"
 KUBECONFIG = "kubeconfig"
 CONTEXT = "raftkube"
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where the apiserver listens, and the storage URL it was given ("" = the data dir's store)."""
-
-    host: str
-    port: int
-    storage: str = ""
-
-    @property
-    def dial_host(self) -> str:
-        """The address clients dial: a wildcard listener is reached on 127.0.0.1."""
-        return "127.0.0.1" if self.host in ("0.0.0.0", "::", "[::]") else self.host
-
-    @property
-    def url(self) -> str:
-        host = self.dial_host
-        return f"https://[{host}]:{self.port}" if ":" in host else f"https://{host}:{self.port}"
 
 
 class LocalApiserver:
@@ -64,14 +43,10 @@ class LocalApiserver:
     # ------------------------------------------------------------------ layout
     def recorded(self) -> Endpoint | None:
         """The endpoint `up` recorded, or None when it never ran here."""
-        path = self.root / RECORD_FILE
         try:
-            doc = json.loads(path.read_text())
-            return Endpoint(str(doc["host"]), int(doc["port"]), str(doc.get("storage", "")))
-        except FileNotFoundError:
-            return None
-        except (ValueError, KeyError, TypeError) as e:
-            raise LauncherError(f"{path} is damaged ({e}); remove it and run `raftkube up` again") from e
+            return read_record(self.root / RECORD_FILE)
+        except RecordError as e:
+            raise LauncherError(str(e)) from e
 
     def record(self, endpoint: Endpoint) -> None:
         disk.make_dirs(self.root)
@@ -155,10 +130,7 @@ class LocalApiserver:
 
 def kubeconfig(server: str, creds: ApiserverPKI) -> dict[str, Any]:
     """A kubeconfig for `server` with the credentials inline (it keeps working if copied away)."""
-
-    def data(path: Path) -> str:
-        return base64.b64encode(path.read_bytes()).decode("ascii")
-
+    data = kubeconfig_data
     users: list[dict[str, Any]] = [
         {
             "name": "admin",
@@ -179,3 +151,6 @@ def kubeconfig(server: str, creds: ApiserverPKI) -> dict[str, Any]:
         "current-context": CONTEXT,
         "preferences": {},
     }
+
+
+__all__ = ["KUBECONFIG", "Endpoint", "LocalApiserver", "kubeconfig"]

@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import re
 import signal
 import ssl
 from collections.abc import Callable, Iterator
@@ -27,7 +28,10 @@ from pathlib import Path
 import uvicorn
 
 from apiserver.admission.assembly import plugin_names
+from apiserver.auth import jws
 from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
+from apiserver.auth.serviceaccount_setup import ServiceAccountTokenSettings
+from apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, MAX_EXPIRATION_SECONDS
 from apiserver.authz.assembly import DEFAULT_MODE, parse_mode
 from apiserver.http.app import build_app
 from apiserver.pki import ApiserverPKI
@@ -73,6 +77,49 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="admission plugins not to run, comma-separated (default: every plugin runs, in kube's order)",
     )
     p.add_argument(
+        "--service-account-signing-key-file",
+        type=Path,
+        help="PEM private key (RSA, or EC P-256/384/521) that signs service-account tokens"
+        " (default: sa.key generated in the data dir)",
+    )
+    p.add_argument(
+        "--service-account-key-file",
+        type=Path,
+        action="append",
+        default=[],
+        help="PEM public keys, private keys or certificates that verify service-account tokens, besides the"
+        " signing key (repeatable: keys of an earlier signing key keep its tokens valid)",
+    )
+    p.add_argument(
+        "--service-account-issuer",
+        action="append",
+        default=[],
+        help=f"the tokens' issuer (iss); repeat to also accept tokens of older issuers, the first signs"
+        f" (default {DEFAULT_ISSUER})",
+    )
+    p.add_argument(
+        "--api-audiences",
+        default="",
+        help="audiences a token must have one of to reach the API, comma-separated (default: the first issuer)",
+    )
+    p.add_argument(
+        "--service-account-max-token-expiration",
+        default="",
+        help="longest lifetime a TokenRequest gets, as a duration (e.g. 24h; from 1h to 2^32 s; default: no cap)",
+    )
+    p.add_argument(
+        "--service-account-extend-token-expiration",
+        type=_bool,
+        default=True,
+        help="pod-bound tokens asked for 3607 s live a year and are reported stale after 3607 s, as kube's"
+        " (true or false, default true)",
+    )
+    p.add_argument(
+        "--service-account-jwks-uri",
+        default="",
+        help="jwks_uri in /.well-known/openid-configuration (default: this server's /openid/v1/jwks)",
+    )
+    p.add_argument(
         "--anonymous-auth",
         action="store_true",
         help="requests without credentials run as system:anonymous (RBAC decides) instead of getting 401",
@@ -93,6 +140,7 @@ class ServeOptions:
     authorization_mode: str = DEFAULT_MODE
     anonymous: bool = False
     admission_plugins: tuple[str, ...] | None = None
+    service_accounts: ServiceAccountTokenSettings | None = None
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
@@ -113,7 +161,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
         raise UsageError("give --tls-cert-file and --tls-private-key-file together")
     data_dir: Path = args.data_dir
     generated = ApiserverPKI.of(data_dir)
-    if None in (args.tls_cert_file, args.client_ca_file, args.token_auth_file):
+    if None in (args.tls_cert_file, args.client_ca_file, args.token_auth_file, args.service_account_signing_key_file):
         try:
             generated.ensure(args.host)
         except (pki.PKIError, ValueError, OSError) as e:
@@ -129,6 +177,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
         raise UsageError(f"--token-auth-file: {e}") from e
     except ClientCAError as e:
         raise UsageError(f"--client-ca-file: {e}") from e
+    service_accounts = service_account_settings(args, generated)
     url, store_tls = storage_target(args.storage, data_dir, args.insecure_store)
     if not port_free(args.host, args.port):
         raise UsageError(f"--port {args.port}: already in use on {args.host}")
@@ -143,7 +192,66 @@ def options(args: argparse.Namespace) -> ServeOptions:
         args.authorization_mode,
         args.anonymous_auth,
         plugins,
+        service_accounts,
     )
+
+
+def service_account_settings(args: argparse.Namespace, generated: ApiserverPKI) -> ServiceAccountTokenSettings:
+    """The `--service-account-*` and `--api-audiences` flags, keys loaded; UsageError names the flag."""
+    try:
+        signing = jws.load_signing_key(args.service_account_signing_key_file or generated.service_account_key)
+    except jws.KeyFileError as e:
+        raise UsageError(f"--service-account-signing-key-file: {e}") from e
+    verify: list[jws.VerifyKey] = []
+    for path in args.service_account_key_file:
+        try:
+            verify += jws.load_verify_keys(path)
+        except jws.KeyFileError as e:
+            raise UsageError(f"--service-account-key-file: {e}") from e
+    issuers = tuple(args.service_account_issuer) or (DEFAULT_ISSUER,)
+    if any(not i.strip() for i in issuers):
+        raise UsageError("--service-account-issuer: must not be empty")
+    audiences = tuple(a.strip() for a in args.api_audiences.split(",") if a.strip())
+    max_expiration = None
+    if args.service_account_max_token_expiration:
+        max_expiration = parse_go_duration(args.service_account_max_token_expiration)
+        if max_expiration is None:
+            raise UsageError(
+                f"--service-account-max-token-expiration: {args.service_account_max_token_expiration!r} is not"
+                " a duration (like 24h, 90m or 3600s)"
+            )
+        if not 3600 <= max_expiration <= MAX_EXPIRATION_SECONDS:
+            raise UsageError("--service-account-max-token-expiration: must be between 1 hour and 2^32 seconds")
+    return ServiceAccountTokenSettings(
+        signing,
+        tuple(verify),
+        issuers,
+        audiences,
+        max_expiration,
+        args.service_account_extend_token_expiration,
+        args.service_account_jwks_uri,
+    )
+
+
+_DURATION_PART = re.compile(r"(\d+)(h|m|s)")
+_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
+def parse_go_duration(text: str) -> int | None:
+    """Whole seconds of a Go duration made of h, m and s parts (`24h`, `1h30m`, `3600s`), else None."""
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(int(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def server_tls(cert: Path, key: Path, client_ca: Path) -> ssl.SSLContext:
@@ -216,6 +324,7 @@ async def serve(
             authorization_mode=opts.authorization_mode,
             anonymous=opts.anonymous,
             admission_plugins=opts.admission_plugins,
+            service_accounts=opts.service_accounts,
         )
         config = uvicorn.Config(
             app,

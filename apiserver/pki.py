@@ -4,7 +4,18 @@
                                                          certificate and client certificates
     <data_dir>/apiserver/pki/apiserver.crt, .key         serving certificate (127.0.0.1, localhost, the host)
     <data_dir>/apiserver/pki/admin.crt, .key             client certificate CN=admin, O=system:masters
+    <data_dir>/apiserver/pki/sa.key, sa.pub              the service-account token signing key (RSA 2048,
+                                                         as kubeadm makes it) and its public half
     <data_dir>/apiserver/tokens.csv                      static tokens; one random admin token
+    <data_dir>/apiserver/pki/kube-scheduler.crt, ...     each component's client certificate, made
+    <data_dir>/apiserver/kubeconfigs/<component>.kubeconfig   with its kubeconfig by `component_kubeconfig`
+
+Components and the users they are (kube's names, which the bootstrap RBAC roles bind):
+`scheduler` system:kube-scheduler, `controller-manager` system:kube-controller-manager,
+`kubelet:<node>` system:node:<node> in system:nodes (the Node authorizer's identity), `admin`
+admin in system:masters.  `raftkube up` writes them for the scheduler, the controller-manager,
+the admin and the kubelets of DEFAULT_NODES (cluster.toml has no node list yet); any other
+node's is made on first ask.
 
 The CA is separate from the store's (`<data_dir>/store/pki/`): store credentials let a
 client write any key, API credentials go through the apiserver's checks.  Files are written
@@ -13,14 +24,20 @@ as store.pki writes them (directories 0700, keys and the token file 0600, atomic
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import yaml
 from cryptography import x509
 
+from apiserver.auth import jws
 from apiserver.auth.authn import load_token_file
+from apiserver.endpoint import RECORD_FILE, read_record
 from store import disk, pki
 
 APISERVER_DIR = "apiserver"
@@ -30,6 +47,45 @@ SERVING = "apiserver"
 ADMIN = "admin"
 ADMIN_GROUP = "system:masters"
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+SA_KEY = "sa.key"
+SA_PUB = "sa.pub"
+KUBECONFIGS_DIR = "kubeconfigs"
+SCHEDULER = "scheduler"
+CONTROLLER_MANAGER = "controller-manager"
+KUBELET_PREFIX = "kubelet:"
+NODES_GROUP = "system:nodes"
+DEFAULT_NODES = ("node-1", "node-2", "node-3")
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_MAX_NODE_NAME = 64 - len("kubelet-")  # the certificate's file stem is kubelet-<node>
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A component's user: the certificate's file stem, CN (user name) and O (groups)."""
+
+    stem: str
+    user: str
+    groups: tuple[str, ...] = ()
+
+
+def component_identity(component: str) -> Identity:
+    """The identity of `scheduler`, `controller-manager`, `admin` or `kubelet:<node>`; ValueError else."""
+    if component == SCHEDULER:
+        return Identity("kube-scheduler", "system:kube-scheduler")
+    if component == CONTROLLER_MANAGER:
+        return Identity("kube-controller-manager", "system:kube-controller-manager")
+    if component == ADMIN:
+        return Identity(ADMIN, ADMIN, (ADMIN_GROUP,))
+    if component.startswith(KUBELET_PREFIX):
+        node = component[len(KUBELET_PREFIX) :]
+        if not _NODE_NAME.fullmatch(node) or len(node) > _MAX_NODE_NAME:
+            raise ValueError(
+                f"node name {node!r}: must be a lowercase DNS subdomain of at most {_MAX_NODE_NAME} characters"
+            )
+        return Identity(f"kubelet-{node}", f"system:node:{node}", (NODES_GROUP,))
+    raise ValueError(
+        f"unknown component {component!r}: {SCHEDULER}, {CONTROLLER_MANAGER}, {ADMIN} or {KUBELET_PREFIX}<node>"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +118,17 @@ class ApiserverPKI:
     def tokens(self) -> Path:
         return self.root / TOKENS_FILE
 
+    @property
+    def service_account_key(self) -> Path:
+        return self.pki_dir / SA_KEY
+
+    @property
+    def service_account_pub(self) -> Path:
+        return self.pki_dir / SA_PUB
+
+    def kubeconfig_of(self, component: str) -> Path:
+        return self.root / KUBECONFIGS_DIR / f"{component.replace(':', '-')}.kubeconfig"
+
     def ensure(self, host: str = "127.0.0.1") -> None:
         """Create whatever is missing: the CA, the serving certificate (reissued when it does
         not name `host`), the admin certificate and the token file.  Existing files are kept."""
@@ -78,6 +145,22 @@ class ApiserverPKI:
         if not self.tokens.exists():
             token = secrets.token_urlsafe(32)
             disk.write_private(self.tokens, f'{token},{ADMIN},{ADMIN},"{ADMIN_GROUP}"\n'.encode())
+        if not self.service_account_key.exists():
+            disk.write_private(self.service_account_key, jws.generate_rsa_pem())
+        if not self.service_account_pub.exists():
+            key = jws.load_signing_key(self.service_account_key)
+            disk.write_private(self.service_account_pub, jws.public_pem(key.key.public_key()))
+
+    def component_cert(self, component: str) -> pki.CertFiles:
+        """The component's client certificate, issued by the CA when missing or no longer valid."""
+        who = component_identity(component)
+        try:
+            return pki.load_files(self.pki_dir, who.stem)
+        except pki.PKIError:
+            ca = pki.load_files(self.pki_dir, "ca")
+            return pki.issue_cert(
+                ca, self.pki_dir, who.stem, common_name=who.user, organizations=who.groups, client=True
+            )
 
     def admin_token(self) -> str | None:
         """The first token of user admin in the token file (None when there is none)."""
@@ -85,6 +168,60 @@ class ApiserverPKI:
             if user.name == ADMIN:
                 return token
         return None
+
+
+def component_kubeconfig(data_dir: Path, component: str, *, server: str | None = None) -> Path:
+    """`<data_dir>/apiserver/kubeconfigs/<component>.kubeconfig` (0600), written now: the
+    component's client certificate (made when missing) inline, the CA, and `server` (default:
+    the URL `raftkube up` recorded).  What a launcher hands each process: `--kubeconfig <it>`."""
+    creds = ApiserverPKI.of(Path(data_dir))
+    if server is None:
+        endpoint = read_record(creds.root / RECORD_FILE)
+        if endpoint is None:
+            raise ValueError(f"no apiserver recorded in {creds.root} (start one with `raftkube up`)")
+        server = endpoint.url
+    creds.ensure()
+    files = creds.component_cert(component)
+    user = component_identity(component).user
+    doc = client_kubeconfig(
+        server,
+        creds.ca,
+        user,
+        {
+            "client-certificate-data": kubeconfig_data(files.cert),
+            "client-key-data": kubeconfig_data(files.key),
+        },
+    )
+    path = creds.kubeconfig_of(component)
+    disk.make_dirs(path.parent)
+    disk.write_private(path, yaml.safe_dump(doc, sort_keys=False).encode())
+    return path
+
+
+def write_component_kubeconfigs(data_dir: Path, server: str, nodes: tuple[str, ...] = DEFAULT_NODES) -> list[Path]:
+    """Every component's kubeconfig for `server` (what `raftkube up` writes)."""
+    components = [ADMIN, SCHEDULER, CONTROLLER_MANAGER, *(f"{KUBELET_PREFIX}{n}" for n in nodes)]
+    return [component_kubeconfig(data_dir, c, server=server) for c in components]
+
+
+def client_kubeconfig(server: str, ca: Path, user: str, credentials: dict[str, str]) -> dict[str, Any]:
+    """A kubeconfig with one cluster, one user named `user`, and one context (`raftkube`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "raftkube", "cluster": {"server": server, "certificate-authority-data": kubeconfig_data(ca)}}
+        ],
+        "users": [{"name": user, "user": credentials}],
+        "contexts": [{"name": "raftkube", "context": {"cluster": "raftkube", "user": user}}],
+        "current-context": "raftkube",
+        "preferences": {},
+    }
+
+
+def kubeconfig_data(path: Path) -> str:
+    """A file's bytes as a kubeconfig's `*-data` field holds them (base64)."""
+    return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
 def serving_hosts(host: str) -> tuple[str, ...]:

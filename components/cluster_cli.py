@@ -1,8 +1,9 @@
 """`raftkube up`, `down`, `status`: the whole local control plane (store members + apiserver).
 
 `up` starts the store as `raftkube store up` does (store.cli.cluster.start_store), then the
-apiserver (apiserver.launcher), waits for its /readyz as admin, writes the kubeconfig and
-prints the status table.  In the foreground Ctrl-C (or SIGTERM) stops the apiserver first,
+apiserver (apiserver.launcher), waits for its /readyz as admin, writes the kubeconfig (and one
+per component, each its own identity: apiserver.pki.write_component_kubeconfigs) and prints
+the status table.  In the foreground Ctrl-C (or SIGTERM) stops the apiserver first,
 then the store; `--detach` returns and `down` stops them later by their pid files.
 The apiserver's host and port are fixed when it first starts in a data dir (recorded in
 `apiserver/apiserver.json`, like the store's ports in cluster.json), so the kubeconfig stays
@@ -18,6 +19,7 @@ from typing import Any
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import Endpoint, LocalApiserver
+from apiserver.pki import write_component_kubeconfigs
 from store import pki
 from store.cli.cluster import member_watcher, run_until_signal, start_store, status_rows, store_settings
 from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
@@ -83,6 +85,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             apiserver.start(endpoint, insecure_store=cluster.insecure())
         apiserver.wait_ready(endpoint, a.startup_timeout)
         kubeconfig = apiserver.write_kubeconfig(endpoint)
+        write_component_kubeconfigs(s.data_dir, endpoint.url)
     except (LauncherError, pki.PKIError, OSError) as e:
         apiserver.stop()
         cluster.stop_all()

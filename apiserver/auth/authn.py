@@ -8,7 +8,9 @@ Two ways in, tried in this order (as kube-apiserver's union authenticator does):
   (`scope["extensions"]["tls"]`, filled by `apiserver.tls_scope`), and is checked here again
   against the CA and the clock, so that nothing else can pass a certificate in;
 * a bearer token (`Authorization: Bearer <token>`) listed in a static token file, kube's CSV
-  format `token,user,uid,"group1,group2"`.
+  format `token,user,uid,"group1,group2"`;
+* a bearer token that one of the token authenticators `Union` adds accepts (service-account
+  JWTs, `apiserver.auth.serviceaccount_tokens`), asked in order after the two above.
 
 Every authenticated user also belongs to `system:authenticated`, as in Kubernetes.
 """
@@ -18,12 +20,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import hmac
+import inspect
 import io
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -155,7 +158,7 @@ class Authenticator:
             return None
         if AUTHENTICATED_GROUP in user.groups:
             return user
-        return User(user.name, (*user.groups, AUTHENTICATED_GROUP), user.uid)
+        return _with_authenticated(user)
 
     # ------------------------------------------------------------ bearer tokens
     def _from_token(self, scope: Mapping[str, Any]) -> User | None:
@@ -201,6 +204,58 @@ class Authenticator:
         if self._clock() < cert.not_valid_before_utc.timestamp():
             return None, 0.0
         return user_of_certificate(cert), cert.not_valid_after_utc.timestamp()
+
+
+class RequestAuthenticator(Protocol):
+    def authenticate(self, scope: Any) -> Any: ...
+
+
+class TokenAuthenticator(Protocol):
+    """A bearer-token check that may need to read (service-account tokens look objects up)."""
+
+    async def authenticate_token(self, token: str) -> User | None: ...
+
+
+class Union:
+    """`first` (client certificate, then static token), then each token authenticator in turn:
+    kube-apiserver's order (x509, token file, service-account tokens).
+
+    `authenticate` answers at once when `first` knows the user or there is no bearer token that
+    a token authenticator could take (so certificate and static-token requests never await);
+    otherwise it returns an awaitable of the answer, which the HTTP layer awaits."""
+
+    def __init__(self, first: RequestAuthenticator, tokens: Sequence[TokenAuthenticator]) -> None:
+        self.first = first
+        self.tokens = tuple(tokens)
+
+    def authenticate(self, scope: Mapping[str, Any]) -> User | Awaitable[User | None] | None:
+        user = self.first.authenticate(scope)
+        if inspect.isawaitable(user):
+            return self._after(user, scope)
+        if user is not None or not self.tokens:
+            return cast(User | None, user)
+        token = bearer_token(scope)
+        if token is None or token.count(".") != 2:
+            return None  # every token authenticator after the first takes JWTs only
+        return self._from_tokens(token)
+
+    async def _after(self, first: Awaitable[User | None], scope: Mapping[str, Any]) -> User | None:
+        user = await first
+        token = bearer_token(scope)
+        if user is not None or token is None:
+            return user
+        return await self._from_tokens(token)
+
+    async def _from_tokens(self, token: str) -> User | None:
+        for authenticator in self.tokens:
+            user = await authenticator.authenticate_token(token)
+            if user is not None:
+                return user if AUTHENTICATED_GROUP in user.groups else _with_authenticated(user)
+        return None
+
+
+def _with_authenticated(user: User) -> User:
+    return User(user.name, (*user.groups, AUTHENTICATED_GROUP), user.uid, user.extra)
 
 
 def bearer_token(scope: Mapping[str, Any]) -> str | None:

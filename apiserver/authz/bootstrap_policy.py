@@ -234,6 +234,20 @@ def bootstrap_objects() -> tuple[list[Obj], list[Obj]]:
             [url_rule(["get"], ["/healthz", "/livez", "/readyz", "/version", "/version/"])],
         ),
         cluster_role("system:monitoring", [url_rule(["get"], ["/metrics", "/healthz", "/livez", "/readyz"])]),
+        cluster_role(
+            "system:service-account-issuer-discovery",
+            [
+                url_rule(
+                    ["get"],
+                    [
+                        "/.well-known/openid-configuration",
+                        "/.well-known/openid-configuration/",
+                        "/openid/v1/jwks",
+                        "/openid/v1/jwks/",
+                    ],
+                )
+            ],
+        ),
         *_component_roles(),
     ]
     bindings = [
@@ -246,6 +260,11 @@ def bootstrap_objects() -> tuple[list[Obj], list[Obj]]:
             [("Group", "system:authenticated"), ("Group", "system:unauthenticated")],
         ),
         binding("system:monitoring", "system:monitoring", [("Group", "system:monitoring")]),
+        binding(
+            "system:service-account-issuer-discovery",
+            "system:service-account-issuer-discovery",
+            [("Group", "system:serviceaccounts")],
+        ),
         binding("system:kube-scheduler", "system:kube-scheduler", [("User", "system:kube-scheduler")]),
         binding(
             "system:kube-controller-manager",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -24,7 +25,10 @@ from starlette.routing import Route
 
 from apiserver import discovery, errors, openapi, version, warnings
 from apiserver.admission.assembly import AdmissionContext, build_chain, plugin_names
-from apiserver.auth import impersonation
+from apiserver.auth import impersonation, issuer_discovery
+from apiserver.auth.authn import Union
+from apiserver.auth.serviceaccount_setup import ServiceAccountTokens, ServiceAccountTokenSettings
+from apiserver.auth.serviceaccount_tokens import NODES, PODS, SECRETS, SERVICE_ACCOUNTS
 from apiserver.auth.user import ANONYMOUS, UNAUTHENTICATED_GROUP, User
 from apiserver.authz.assembly import DEFAULT_MODE, Authorization, parse_mode
 from apiserver.authz.attributes import Attributes, request_attributes
@@ -71,6 +75,7 @@ class Api:
         watch_cache_capacity: int = 10_000,
         authorization_mode: str = DEFAULT_MODE,
         admission_plugins: Sequence[str] | None = None,
+        service_accounts: ServiceAccountTokenSettings | None = None,
     ) -> None:
         self.storage = storage
         if admission_plugins is None:
@@ -95,6 +100,23 @@ class Api:
         )
         self.admission = build_chain(admission_plugins, context)
         self.handlers.use_admission(self.admission)
+        core = {
+            plural: self.handlers.by_path.get(("", "v1", plural)) for plural in (SERVICE_ACCOUNTS, PODS, SECRETS, NODES)
+        }
+        self.service_accounts = ServiceAccountTokens(
+            service_accounts or ServiceAccountTokenSettings.ephemeral(),
+            {plural: self.handlers.caches[res] for plural, res in core.items() if res in self.handlers.caches},
+            self._get_core,
+            clock,
+        )
+        self.handlers.token_requests = self.service_accounts.requests
+
+    async def _get_core(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
+        """A fresh read of a core/v1 object (what TokenRequest and token checks look up)."""
+        res = self.handlers.by_path.get(("", "v1", plural))
+        if res is None or res not in self.handlers.registries:
+            raise errors.not_found(plural, name)
+        return await self.handlers.registries[res].get(namespace, name)
 
     def allowed(self, attrs: Attributes) -> bool:
         return self.authorization.chain.authorize(attrs).allowed
@@ -142,13 +164,16 @@ def build_app(
     authorization_mode: str = DEFAULT_MODE,
     anonymous: bool = False,
     admission_plugins: Sequence[str] | None = None,
+    service_accounts: ServiceAccountTokenSettings | None = None,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
     resource's watch cache keeps for watches that resume (older ones get 410 Expired).
     `authorization_mode`: as `--authorization-mode` (Node,RBAC).  `anonymous`: a request
     without credentials runs as system:anonymous (authorization decides) instead of 401.
-    `admission_plugins`: the admission plugins in order (default: every one, kube's order)."""
+    `admission_plugins`: the admission plugins in order (default: every one, kube's order).
+    `service_accounts`: the keys, issuers and audiences of service-account tokens (default: a key
+    made up for this process); their authenticator is asked after `authenticator`."""
     api = Api(
         storage,
         resources if resources is not None else catalog(),
@@ -157,7 +182,9 @@ def build_app(
         watch_cache_capacity,
         authorization_mode,
         admission_plugins,
+        service_accounts,
     )
+    authenticator = Union(authenticator, [api.service_accounts.authenticator])
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -175,7 +202,7 @@ def build_app(
         warned: list[str] = []  # warnings raised while serving (admission webhooks)
         try:
             user = authenticator.authenticate(request.scope)
-            if hasattr(user, "__await__"):
+            if inspect.isawaitable(user):
                 user = await user
             if user is None:
                 if not anonymous:
@@ -239,6 +266,8 @@ async def _route(api: Api, request: Request) -> Response:
         if path == "/metrics":
             body, content_type = api.metrics.render()
             return Response(body, media_type=content_type)
+        if path in (issuer_discovery.OPENID_CONFIGURATION_PATH, issuer_discovery.JWKS_PATH):
+            return _issuer_discovery(api, request, path)
         found = _discovery(api, request, path)
         if found is not None:
             return found
@@ -256,6 +285,17 @@ async def _route(api: Api, request: Request) -> Response:
     if request.method == "HEAD":
         return Response(status_code=405)
     return await api.handlers.handle(request, target)
+
+
+def _issuer_discovery(api: Api, request: Request, path: str) -> Response:
+    tokens = api.service_accounts
+    if not tokens.discovery_served():
+        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+    headers = {"Cache-Control": issuer_discovery.CACHE_CONTROL}
+    if path == issuer_discovery.JWKS_PATH:
+        return Response(orjson.dumps(tokens.jwks()), media_type=issuer_discovery.JWKS_CONTENT_TYPE, headers=headers)
+    host = request.headers.get("host") or "localhost"
+    return Response(orjson.dumps(tokens.openid_configuration(host)), media_type=negotiation.JSON, headers=headers)
 
 
 def _discovery(api: Api, request: Request, path: str) -> Response | None:

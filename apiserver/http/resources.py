@@ -15,6 +15,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
 from apiserver import errors
 from apiserver.admission.interface import AdmissionChain
+from apiserver.auth.token_request import TokenRequests
 from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
 from apiserver.http.inflight import InFlight
@@ -57,6 +58,8 @@ class ResourceHandlers:
         self.caches: dict[ResourceDef, Cacher] = {}
         # the answers of resources that are not stored (access reviews...), by `extra["virtual"]`
         self.virtual: dict[str, VirtualHandler] = {}
+        # serviceaccounts/token (set by the app, which owns the signing key)
+        self.token_requests: TokenRequests | None = None
         for res in resources:
             self.by_path[(res.group, res.version, res.plural)] = res
             if res.extra.get("virtual"):
@@ -121,6 +124,8 @@ class ResourceHandlers:
             return await self.delete(request, res, target, query)
         if method == "POST" and target.subresource in ("binding", "eviction"):
             return await self.action(request, res, target, query)
+        if method == "POST" and target.subresource == "token" and self.token_requests is not None:
+            return await self.token(request, res, target)
         raise errors.method_not_allowed(f"{method} is not supported on {res.plural}")
 
     # -- helpers ----------------------------------------------------------------------------
@@ -409,6 +414,13 @@ class ResourceHandlers:
             return _answer(request, subresources.success("pods", target.name), 201)
         await subresources.evict(registry, target.namespace, target.name, body, query)
         return _answer(request, subresources.success("pods", target.name), 201)
+
+    async def token(self, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        """serviceaccounts/token: a TokenRequest answered with a signed token (never stored)."""
+        assert target.name is not None and target.namespace is not None and self.token_requests is not None
+        body = await self._body(request, res)
+        answer = await self.token_requests.create(target.namespace, target.name, body)
+        return _with_warnings(_json(answer.body, 201), list(answer.warnings))
 
 
 async def _read_limited(request: Request) -> bytes:

@@ -7,7 +7,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources._shared import Obj, items
-from apiserver.resources.base import Column, ResourceDef
+from apiserver.resources.base import Column, ResourceDef, Subresource
 
 
 def validate(sa: Obj, old: Obj | None) -> list[Cause]:
@@ -46,4 +46,8 @@ RESOURCE = ResourceDef(
         ),
     ),
     row=row,
+    # TokenRequest: apiserver.auth.token_request, routed by apiserver.http.resources
+    subresources=(
+        Subresource(name="token", kind="TokenRequest", group="authentication.k8s.io", version="v1", verbs=("create",)),
+    ),
 )
