@@ -420,7 +420,7 @@ class ResourceHandlers:
         assert target.name is not None and target.namespace is not None and self.token_requests is not None
         body = await self._body(request, res)
         answer = await self.token_requests.create(target.namespace, target.name, body)
-        return _with_warnings(_json(answer.body, 201), list(answer.warnings))
+        return _with_warnings(_answer(request, answer.body, 201), list(answer.warnings))
 
 
 async def _read_limited(request: Request) -> bytes:
