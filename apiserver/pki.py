@@ -25,6 +25,7 @@ as store.pki writes them (directories 0700, keys and the token file 0600, atomic
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import re
 import secrets
@@ -193,6 +194,39 @@ def component_kubeconfig(data_dir: Path, component: str, *, server: str | None =
         },
     )
     path = creds.kubeconfig_of(component)
+    disk.make_dirs(path.parent)
+    disk.write_private(path, yaml.safe_dump(doc, sort_keys=False).encode())
+    return path
+
+
+def user_kubeconfig(data_dir: Path, name: str, groups: tuple[str, ...] = (), *, out: Path | None = None) -> Path:
+    """A kubeconfig for a person: a new client certificate (CN = `name`, O = `groups`) signed by
+    the apiserver's client CA, inline, for the recorded server.  The apiserver trusts it at
+    once (no restart: it checks certificates against the CA); RBAC decides what it may do.
+    ValueError names what is wrong."""
+    if not name or name != name.strip() or any(ord(c) < 0x20 for c in name):
+        raise ValueError(f"user name {name!r}: must be non-empty, without control characters or outer spaces")
+    if name.startswith("system:"):
+        raise ValueError(f"user name {name!r}: names starting with system: are reserved for components")
+    for group in groups:
+        if not group or any(ord(c) < 0x20 for c in group):
+            raise ValueError(f"group {group!r}: must be non-empty, without control characters")
+    creds = ApiserverPKI.of(Path(data_dir))
+    endpoint = read_record(creds.root / RECORD_FILE)
+    if endpoint is None:
+        raise ValueError(f"no apiserver recorded in {creds.root} (start one with `raftkube up`)")
+    creds.ensure()
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    stem = f"user-{re.sub(r'[^a-z0-9.-]+', '-', name.lower())[:40]}-{digest}"
+    ca = pki.load_files(creds.pki_dir, "ca")
+    files = pki.issue_cert(ca, creds.pki_dir, stem, common_name=name, organizations=tuple(groups), client=True)
+    doc = client_kubeconfig(
+        endpoint.url,
+        creds.ca,
+        name,
+        {"client-certificate-data": kubeconfig_data(files.cert), "client-key-data": kubeconfig_data(files.key)},
+    )
+    path = out or creds.root / KUBECONFIGS_DIR / f"{stem}.kubeconfig"
     disk.make_dirs(path.parent)
     disk.write_private(path, yaml.safe_dump(doc, sort_keys=False).encode())
     return path

@@ -5,11 +5,14 @@ aggregated role extended while the cluster runs."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.apiserver.support import KUBECTL_MINORS, ApiserverUnderTest
+from tests.apiserver.support import KUBECTL_MINORS, ApiserverUnderTest, kubectl_binary
+from tests.support.cli import raftkube
 
 NS = "auth-web"
 VIEW_BINDING = f"""
@@ -97,3 +100,44 @@ def test_an_aggregated_role_extends_view_while_running(cluster: ApiserverUnderTe
         "",
         "No resources found in auth-web namespace.",
     )
+
+
+def test_user_add_writes_a_kubeconfig_rbac_then_governs(cluster: ApiserverUnderTest, tmp_path: Path) -> None:
+    out = tmp_path / "bob.kubeconfig"
+    made = raftkube("user", "add", "bob", "--group", "auditors", "--data-dir", str(cluster.data_dir), "--out", str(out))
+    assert made.returncode == 0, made.stderr
+    assert f"wrote {out} for user bob (groups: auditors)" in made.stdout
+    as_bob = ["--kubeconfig", str(out), "--cache-dir", str(tmp_path / "cache")]
+    me = subprocess.run(
+        [str(kubectl_binary(33)), *as_bob, "auth", "whoami", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    info = json.loads(me.stdout)["status"]["userInfo"]
+    assert info["username"] == "bob" and info["groups"] == ["auditors", "system:authenticated"]
+    denied = subprocess.run(
+        [str(kubectl_binary(33)), *as_bob, "get", "pods", "-n", NS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert denied.returncode == 1 and 'User "bob" cannot list resource "pods"' in denied.stderr
+    cluster.ok("create", "rolebinding", "auditors-view", "--clusterrole=view", "--group=auditors", "-n", NS)
+    started = time.monotonic()
+    while True:
+        got = subprocess.run(
+            [str(kubectl_binary(33)), *as_bob, "get", "pods", "-n", NS],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if got.returncode == 0 or time.monotonic() - started > 10:
+            break
+        time.sleep(0.05)
+    assert got.returncode == 0, got.stderr
+    reserved = raftkube("user", "add", "system:evil", "--data-dir", str(cluster.data_dir))
+    assert reserved.returncode == 2 and "reserved for components" in reserved.stderr
