@@ -65,8 +65,9 @@ class LocalApiserver:
     def pid(self) -> int | None:
         return read_pid(self.root / PID_FILE)
 
-    def start(self, endpoint: Endpoint, insecure_store: bool = False) -> int:
-        """Start `raftkube apiserver` for `endpoint` (creating the credentials first)."""
+    def start(self, endpoint: Endpoint, insecure_store: bool = False, extra_args: tuple[str, ...] = ()) -> int:
+        """Start `raftkube apiserver` for `endpoint` (creating the credentials first); `extra_args`
+        go to it as they are (`--authorization-mode AlwaysAllow`, say)."""
         if (pid := self.pid()) is not None:
             raise LauncherError(f"the apiserver is already running (pid {pid})")
         if not port_free(endpoint.host, endpoint.port):
@@ -79,6 +80,7 @@ class LocalApiserver:
             argv += ["--storage", endpoint.storage]
         if insecure_store:
             argv.append("--insecure-store")
+        argv += list(extra_args)
         return spawn(argv, self.log_file, self.root / PID_FILE)
 
     def stop(self, timeout: float = 10.0) -> bool:

@@ -14,6 +14,7 @@ the value is a whole number of at least 1024 (`1536Mi`), decimal forms pick the 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -149,11 +150,25 @@ def _scale(mantissa: Fraction, base: int, exponent: int) -> Fraction:
     return mantissa * Fraction(base) ** exponent
 
 
+_CACHED_LENGTH = 40  # quantities in objects are short and repeat ("100m", "64Mi"); hostile ones are not cached
+
+
 def parse_quantity(raw: str | int | float) -> Quantity:
     """A quantity from its JSON form (a string, or a number as kube also accepts)."""
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise QuantityError(FORMAT_ERROR)
     text = raw if isinstance(raw, str) else repr(raw)
+    if len(text) <= _CACHED_LENGTH:
+        return _parse_cached(text)  # admission parses the same few quantities dozens of times a create
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> Quantity:
+    return _parse(text)
+
+
+def _parse(text: str) -> Quantity:
     if not text:
         raise QuantityError(FORMAT_ERROR)
     positive, num, denom, suffix = _split(text)

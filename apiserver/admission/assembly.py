@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from apiserver import errors
 from apiserver.admission.default_tolerations import DefaultTolerationSeconds
 from apiserver.admission.interface import AdmissionChain, MutatingPlugin, ValidatingPlugin
 from apiserver.admission.limitranger import LimitRanger
@@ -65,7 +66,17 @@ def _node_by_name(ctx: AdmissionContext) -> Callable[[str], dict[str, Any] | Non
 
 def _service_accounts(ctx: AdmissionContext) -> ServiceAccountAdmission:
     cache = ctx.caches.get(("", "serviceaccounts"))
-    return ServiceAccountAdmission(lambda ns, name: cache.get_object(ns, name) if cache is not None else None)
+    registry = ctx.registries.get(("", "serviceaccounts"))
+
+    async def fetch(namespace: str, name: str) -> dict[str, Any] | None:
+        if registry is None:
+            return None
+        try:
+            return await registry.get(namespace, name)
+        except errors.StatusError:
+            return None
+
+    return ServiceAccountAdmission(lambda ns, name: cache.get_object(ns, name) if cache is not None else None, fetch)
 
 
 def _objects_in(ctx: AdmissionContext, kind: tuple[str, str]) -> Callable[[str], Iterable[dict[str, Any]]]:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from apiserver import errors
 from apiserver.admission.interface import AdmissionRequest
-from apiserver.admission.podresources import pod_resources
+from apiserver.admission.podresources import all_containers, container_resources, pod_resources
 from apiserver.quantity import Quantity, QuantityError, canonical, parse_quantity
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
@@ -128,6 +128,17 @@ def _pairs(values: Mapping[str, Quantity], names: Iterable[str]) -> str:
     return ",".join(f"{n}={canonical(values[n])}" for n in sorted(names) if n in values)
 
 
+@dataclass(eq=False)
+class _Charge:
+    """One create waiting for its quota charge; `refusal` is set when a quota has no room."""
+
+    request: AdmissionRequest
+    delta: dict[str, Quantity]
+    quotas: list[str]
+    done: asyncio.Future[None]
+    refusal: errors.StatusError | None = None
+
+
 class ResourceQuota:
     name = "ResourceQuota"
 
@@ -135,11 +146,12 @@ class ResourceQuota:
         self._quotas = quotas
         self._quota_objects = quota_objects
         self._objects_in = objects_in
-        # one charge at a time per namespace in this apiserver (as kube's quota evaluator runs one
-        # worker per namespace): concurrent creates queue here instead of racing the quota's
-        # revision until their retries run out; the compare-and-swap still guards against
-        # other apiservers
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        # Creates of one namespace are charged in batches by one worker (kube's quota evaluator
+        # does the same): whoever comes while a batch is being written waits for the next one,
+        # which charges all of them with one write per quota.  The compare-and-swap of that
+        # write still guards against other apiservers.
+        self._waiting: dict[str, list[_Charge]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
 
     def handles(self, request: AdmissionRequest) -> bool:
         return request.operation == "CREATE" and not request.subresource and bool(request.namespace)
@@ -156,50 +168,84 @@ class ResourceQuota:
         ]
         if not quotas:
             return
-        lock = self._locks.get(request.namespace)
-        if lock is None:
-            lock = self._locks[request.namespace] = asyncio.Lock()
-        async with lock:
-            for quota in quotas:
-                await self._charge(request, str(quota["metadata"]["name"]), delta)
-
-    async def _charge(self, request: AdmissionRequest, quota_name: str, delta: dict[str, Quantity]) -> None:
+        if request.resource.group == "" and request.resource.plural == "pods":
+            _require_specified(request, quotas)
+        charge = _Charge(
+            request, delta, [str(q["metadata"]["name"]) for q in quotas], asyncio.get_running_loop().create_future()
+        )
         namespace = request.namespace
-        assert namespace is not None
+        self._waiting.setdefault(namespace, []).append(charge)
+        if namespace not in self._workers:
+            self._workers[namespace] = asyncio.create_task(self._work(namespace))
+        await charge.done
+        if charge.refusal is not None:
+            raise charge.refusal
+
+    async def _work(self, namespace: str) -> None:
+        try:
+            while batch := self._waiting.pop(namespace, None):
+                try:
+                    for quota_name in dict.fromkeys(n for c in batch for n in c.quotas):
+                        await self._charge_batch(namespace, quota_name, [c for c in batch if quota_name in c.quotas])
+                except Exception as e:
+                    error = e if isinstance(e, errors.StatusError) else errors.internal(f"quota: {e}")
+                    for c in batch:
+                        if c.refusal is None:
+                            c.refusal = error
+                for c in batch:
+                    if not c.done.done():
+                        c.done.set_result(None)
+        finally:
+            del self._workers[namespace]
+
+    async def _charge_batch(self, namespace: str, quota_name: str, batch: list[_Charge]) -> None:
+        """Charge every create of `batch` that fits, in order, with one write of the quota."""
+        pending = [c for c in batch if c.refusal is None]
+        dry = [c for c in pending if c.request.dry_run]
+        wet = [c for c in pending if not c.request.dry_run]
+        verdicts: dict[int, errors.StatusError] = {}
 
         def charge(current: Obj | None) -> Obj:
             if current is None:
                 raise _QuotaGone
+            verdicts.clear()
             hard = _hard(current)
             used = _used(current)
-            for name in delta:
-                if name in hard and name not in used:
-                    counted = self._count(namespace, current, name, request.resource)
-                    if counted is not None:
-                        used[name] = counted
-            wanted = {n for n in delta if n in hard}
-            after = {n: used[n] + delta[n] if n in used else delta[n] for n in wanted}
-            over = sorted(n for n in wanted if after[n] > hard[n])
-            if over:
-                raise errors.forbidden(
-                    f"{errors.qualified(request.resource.plural, request.resource.group)} "
-                    f'"{request.name}" is forbidden: exceeded quota: {quota_name}, '
-                    f"requested: {_pairs(delta, over)}, used: {_pairs(used, over)}, limited: {_pairs(hard, over)}"
-                )
+            for c in pending:
+                for name in c.delta:
+                    if name in hard and name not in used:
+                        counted = self._count(namespace, current, name, c.request.resource)
+                        if counted is not None:
+                            used[name] = counted
+            for c in dry + wet:
+                wanted = {n for n in c.delta if n in hard}
+                after = {n: used[n] + c.delta[n] if n in used else c.delta[n] for n in wanted}
+                over = sorted(n for n in wanted if after[n] > hard[n])
+                if over:
+                    res = c.request.resource
+                    verdicts[id(c)] = errors.forbidden(
+                        f'{errors.qualified(res.plural, res.group)} "{c.request.name}" is forbidden: '
+                        f"exceeded quota: {quota_name}, requested: {_pairs(c.delta, over)}, "
+                        f"used: {_pairs(used, over)}, limited: {_pairs(hard, over)}"
+                    )
+                elif not c.request.dry_run:
+                    used.update(after)
             status = dict(current.get("status") or {})
             status["hard"] = {n: canonical(q) for n, q in sorted(hard.items())}
-            status["used"] = {n: canonical(q) for n, q in sorted({**used, **after}.items())}
+            status["used"] = {n: canonical(q) for n, q in sorted(used.items())}
             current["status"] = status
             return current
 
         try:
-            await self._quotas.mutate(namespace, quota_name, charge, subresource="status", dry_run=request.dry_run)
+            await self._quotas.mutate(namespace, quota_name, charge, subresource="status", dry_run=not wet)
         except _QuotaGone:
             return  # deleted meanwhile: it limits nothing any more
         except errors.StatusError as e:
             if e.code == 404:
                 return
             raise
+        for c in pending:
+            c.refusal = verdicts.get(id(c))
 
     def _count(self, namespace: str, quota: Obj, name: str, resource: ResourceDef) -> Quantity | None:
         """The usage of `name` by what the namespace holds now (a quota's first fill)."""
@@ -245,6 +291,36 @@ class ResourceQuota:
                 )
             except (_QuotaGone, errors.StatusError) as e:
                 log.info("quota release for %s/%s skipped: %s", namespace, meta.get("name"), e)
+
+
+_COMPUTE = {
+    "requests.cpu": ("requests", "cpu"),
+    "cpu": ("requests", "cpu"),
+    "requests.memory": ("requests", "memory"),
+    "memory": ("requests", "memory"),
+    "limits.cpu": ("limits", "cpu"),
+    "limits.memory": ("limits", "memory"),
+}
+
+
+def _require_specified(request: AdmissionRequest, quotas: list[Obj]) -> None:
+    """A quota on a compute resource needs every container to state it (kube's pod evaluator
+    constraint), else the usage it charges would be a guess: `failed quota: q: must specify cpu`."""
+    spec = (request.object or {}).get("spec")
+    containers = all_containers(spec) if isinstance(spec, Mapping) else []
+    for quota in quotas:
+        missing = set()
+        for name in _hard(quota):
+            if name not in _COMPUTE:
+                continue
+            which, resource = _COMPUTE[name]
+            if any(resource not in container_resources(c, which) for c in containers):
+                missing.add(name)
+        if missing:
+            raise errors.forbidden(
+                f'pods "{request.name}" is forbidden: failed quota: {quota["metadata"]["name"]}: '
+                f"must specify {','.join(sorted(missing))}"
+            )
 
 
 class _QuotaGone(Exception):

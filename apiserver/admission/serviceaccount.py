@@ -11,7 +11,7 @@ creates it in each namespace, comes with the controller-manager.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apiserver import errors
@@ -24,6 +24,8 @@ _SUFFIX_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
 Obj = dict[str, Any]
 # (namespace, name) -> the ServiceAccount, or None when it does not exist
 AccountLookup = Callable[[str, str], Obj | None]
+# the same, read from storage: for an account the cache has not seen yet (just created)
+AccountFetch = Callable[[str, str], Awaitable[Obj | None]]
 
 
 def random_suffix() -> str:
@@ -53,8 +55,11 @@ def api_access_volume(name: str) -> Obj:
 class ServiceAccountAdmission:
     name = "ServiceAccount"
 
-    def __init__(self, lookup: AccountLookup, suffix: Callable[[], str] = random_suffix) -> None:
+    def __init__(
+        self, lookup: AccountLookup, fetch: AccountFetch | None = None, suffix: Callable[[], str] = random_suffix
+    ) -> None:
         self._lookup = lookup
+        self._fetch = fetch
         self._suffix = suffix
 
     def handles(self, request: AdmissionRequest) -> bool:
@@ -78,6 +83,8 @@ class ServiceAccountAdmission:
         spec["serviceAccountName"] = account_name
         spec["serviceAccount"] = account_name  # the deprecated alias kube keeps in step
         account = self._lookup(request.namespace, account_name)
+        if account is None and self._fetch is not None:
+            account = await self._fetch(request.namespace, account_name)  # kube's live lookup on a cache miss
         if account is None and account_name != "default":
             raise errors.forbidden(
                 f'pods "{request.name}" is forbidden: error looking up service account '

@@ -12,6 +12,8 @@ free port, then the phases, with load generators in processes of their own:
   lists       (c) LIST of 10,000 pods, from the cache (resourceVersion=0) and consistent
   throughput  (b) 100 unfiltered watchers while creates go at full speed: events/s
   creates     (d) pod creates at 64 in flight: creates/s and latency
+  gates       (e) creates with the whole admission/authorization chain on against it off, two
+              fresh apiservers over the raftkube store, plus one webhook (raftkube only)
 A progress line per phase goes to stderr, the table to stdout; the JSON (machine, load
 average, versions) and a PNG go to bench/results/.  --profile records the apiserver with
 py-spy during every phase (raw stacks and a summary in the JSON).  Every process started is
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 # Only the standard library and bench.store's (standard-library-only) cli above: the `raftkube`
 # command imports this module, and must work without the bench extra.
 BACKENDS = ("raftkube", "etcd")
-PHASES = ("client", "fanout", "lists", "throughput", "creates")
+PHASES = ("client", "fanout", "lists", "throughput", "creates", "gates")
 
 
 def _positive(text: str) -> int:
@@ -103,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from bench.apiserver import backends, plot, report, targets
         from bench.apiserver.context import Context
-        from bench.apiserver.phases import client, creates, fanout, lists, throughput
+        from bench.apiserver.phases import client, creates, fanout, gates, lists, throughput
         from bench.store.peers import PeerError, etcd_binary
     except ImportError as e:
         print(f"raftkube bench apiserver: {e} (install the bench extra: pip install -e '.[bench]')", file=sys.stderr)
@@ -125,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         "lists": lists.run,
         "throughput": throughput.run,
         "creates": creates.run,
+        "gates": gates.run,
     }
     old = signal.signal(signal.SIGTERM, _on_signal)
     machine = report.machine()
@@ -150,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
                 for phase in PHASES:
                     if phase not in args.only or (phase == "client" and "client" in phases):
                         continue
+                    if phase == "gates" and name != "raftkube":
+                        continue  # the gates cost the apiserver the same over either store
                     try:
                         result = runners[phase](ctx, backend, namespaces)
                     except KeyboardInterrupt:

@@ -140,6 +140,27 @@ def render(doc: dict[str, Any]) -> str:
                 f"{b:<10}{r['creates_per_s']:>10,.0f}{vs:>9}{r['p50_ms']:>8.1f}{r['p99_ms']:>8.0f}{r['max_ms']:>8.0f}"
                 f"{_cpu(r)}{r['apiserver_cpu_ms_per_create']:>15.2f}{r['client_cpu_pct']:>11.0f}%{r['errors']:>8}"
             )
+    if "gates" in ph:
+        for b, g in ph["gates"].items():
+            lines += [
+                "",
+                f"(e) THE GATES ({b} store; two fresh apiservers: off = AlwaysAllow and no admission, admin; "
+                "on = Node,RBAC and every admission plugin, a service account bound to edit, quota + "
+                "LimitRange + PodSecurity baseline; hook = on + one validating webhook)",
+                f"{'chain':<8}{'in flight':>10}{'creates/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}{'errors':>8}",
+            ]
+            for key, r in g["rows"].items():
+                chain, _, _ = key.partition("@")
+                lines.append(
+                    f"{chain:<8}{r['in_flight']:>10}{r['creates_per_s']:>11,.0f}{r['p50_ms']:>8.2f}"
+                    f"{r['p99_ms']:>8.1f}{r['max_ms']:>8.0f}{r['errors']:>8}"
+                )
+                if r["errors"]:
+                    lines.append(f"  first error: {r['first_error'][:160]}")
+            lines.append(
+                f"  the gates cost {100 * g['gates_cost']:.0f} % of create throughput; "
+                f"the webhook adds {g['webhook_p50_ms']:.2f} ms at p50 (1 in flight)"
+            )
     lines += ["", "TARGETS", f"{'target':<60}{'goal':>12}{'measured':>14}  met"]
     for t in doc["targets"]:
         unit = t["unit"]

@@ -46,6 +46,18 @@ def evaluate(phases: dict[str, Any], backends: list[str]) -> list[Target]:
         out.append(_check(f"{b}: creates/s at 64 in flight", ">= 2,000", cps, lambda v: v >= 2000, "/s"))
         p99 = _get(phases, "creates", b, "p99_ms")
         out.append(_check(f"{b}: create p99 at 64 in flight", "<= 100 ms", p99, lambda v: v <= 100, "ms"))
+    cost = _get(phases, "gates", "raftkube", "gates_cost")
+    out.append(
+        _check(
+            "raftkube: throughput the gates cost (RBAC user, quota, limits, PodSecurity)",
+            "<= 25 %",
+            None if cost is None else 100 * cost,
+            lambda v: v <= 25,
+            "%",
+        )
+    )
+    hook = _get(phases, "gates", "raftkube", "webhook_p50_ms")
+    out.append(_check("raftkube: p50 a webhook adds to a create", "<= 2 ms", hook, lambda v: v <= 2, "ms"))
     rk, et = _get(phases, "creates", "raftkube", "creates_per_s"), _get(phases, "creates", "etcd", "creates_per_s")
     ratio = rk / et if rk is not None and et else None
     out.append(_check("raftkube: creates/s vs the same apiserver on etcd", ">= 1.0x", ratio, lambda v: v >= 1.0, "x"))

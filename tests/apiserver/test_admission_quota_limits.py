@@ -70,6 +70,9 @@ def test_cpu_requests_count_against_a_quota() -> None:
             quota = {"metadata": {"name": "cpu"}, "spec": {"hard": {"requests.cpu": "1", "limits.memory": "1Gi"}}}
             assert (await admin.post(f"{NS}/resourcequotas", json=quota)).status_code == 201
             await synced(admin, "resourcequotas")
+            vague = await admin.post(f"{NS}/pods", json=pod("vague", limits={"memory": "1Mi"}))
+            assert vague.status_code == 403
+            assert vague.json()["message"] == 'pods "vague" is forbidden: failed quota: cpu: must specify requests.cpu'
             small = pod("a", requests={"cpu": "600m"}, limits={"memory": "512Mi"})
             assert (await admin.post(f"{NS}/pods", json=small)).status_code == 201
             r = await admin.post(f"{NS}/pods", json=pod("b", requests={"cpu": "500m"}, limits={"memory": "256Mi"}))

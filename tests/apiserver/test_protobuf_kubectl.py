@@ -107,7 +107,8 @@ COMMANDS = (
         "quota",
         "",
         "resourcequotas",
-        lambda n, ns: ["create", "quota", n, "--hard=cpu=1,memory=1Gi,pods=2", "-n", ns],
+        # (no cpu/memory: a quota on them is enforced now, and would refuse the drain tests' pods)
+        lambda n, ns: ["create", "quota", n, "--hard=count/configmaps=100,secrets=50,pods=20", "-n", ns],
     ),
     Command(
         "role",

@@ -1,0 +1,207 @@
+"""(e) The gates' cost: pod creates with the whole chain on against the chain off, same run.
+
+Two fresh apiservers over the backend's store, started side by side for this phase:
+  off   `--authorization-mode AlwaysAllow --disable-admission-plugins <every plugin>`, admin token
+  on    the defaults (Node,RBAC and every admission plugin), as a service account bound to
+        `edit`, in namespaces with a ResourceQuota (pods, cpu and memory), a LimitRange
+        (defaults and a max) and PodSecurity `enforce: baseline`; the `hook` namespace is also
+        matched by one validating webhook (HTTPS, allow-all, its own process and CA)
+Closed-loop creates at 64 in flight give creates/s (the gates' cost, target <= 25 % without
+the webhook); at 1 in flight, p50 latency (the webhook's added p50, target <= 2 ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from apiserver.admission.assembly import PLUGINS
+from apiserver.launcher import Endpoint, LocalApiserver
+from bench.apiserver.backends import Backend, BackendError, _request
+from bench.apiserver.context import LOADGEN, Context, latency_ms
+from bench.apiserver.http11 import Target
+from bench.apiserver.phases.fanout import split
+from bench.store import procs
+from bench.store.loadrun import LoadProcess, timing, wait_until
+from store import pki
+from store.launcher import free_ports
+
+NAMESPACES = {"off": "gates-off", "on": "gates-on", "hook": "gates-hook"}
+HOOK_LABEL = "raftkube.io/bench-webhook"
+
+
+def _wait_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise BackendError(f"the bench webhook did not listen on {port} within {timeout:.0f} s")
+
+
+def _start_apiserver(ctx: Context, backend: Backend, name: str, extra: tuple[str, ...]) -> tuple[int, Target]:
+    server = LocalApiserver(ctx.root / f"{backend.name}-gates-{name}")
+    endpoint = Endpoint("127.0.0.1", free_ports(1)[0], backend.endpoint.storage)
+    # compaction stays with the backend's own apiserver
+    pid = server.start(endpoint, insecure_store=True, extra_args=extra)
+    procs.track(pid)
+    server.wait_ready(endpoint, 60.0)
+    token = server.pki.admin_token()
+    if token is None:
+        raise BackendError(f"no admin token in {server.pki.tokens}")
+    return pid, Target("127.0.0.1", endpoint.port, str(server.pki.ca), token)
+
+
+def _call(target: Target, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201, 409)) -> Any:
+    r = asyncio.run(_request(target, method, path, None if body is None else orjson.dumps(body)))
+    if r.status not in ok:
+        raise BackendError(f"{method} {path}: HTTP {r.status} {r.body[:300]!r}")
+    return orjson.loads(r.body) if r.body else None
+
+
+def _set_up(on: Target, hook_port: int, hook_ca: bytes) -> str:
+    """The namespaces, quota, limits, the webhook, and a service account's token (returned)."""
+    for key, ns in NAMESPACES.items():
+        labels = {} if key == "off" else {"pod-security.kubernetes.io/enforce": "baseline"}
+        if key == "hook":
+            labels[HOOK_LABEL] = "yes"
+        _call(on, "POST", "/api/v1/namespaces", {"metadata": {"name": ns, "labels": labels}})
+        if key == "off":
+            continue
+        base = f"/api/v1/namespaces/{ns}"
+        hard = {"pods": "1000000", "requests.cpu": "100k", "requests.memory": "100Ti", "limits.memory": "100Ti"}
+        _call(on, "POST", f"{base}/resourcequotas", {"metadata": {"name": "bench"}, "spec": {"hard": hard}})
+        item = {
+            "type": "Container",
+            "default": {"cpu": "100m", "memory": "64Mi"},
+            "defaultRequest": {"cpu": "50m", "memory": "32Mi"},
+            "max": {"cpu": "4"},
+        }
+        _call(on, "POST", f"{base}/limitranges", {"metadata": {"name": "bench"}, "spec": {"limits": [item]}})
+        binding = {
+            "metadata": {"name": "bench-edit"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "ServiceAccount", "name": "bench", "namespace": NAMESPACES["on"]}],
+        }
+        _call(on, "POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", binding)
+    sa_base = f"/api/v1/namespaces/{NAMESPACES['on']}/serviceaccounts"
+    _call(on, "POST", sa_base, {"metadata": {"name": "bench"}})
+    hook = {
+        "metadata": {"name": "bench-allow"},
+        "webhooks": [
+            {
+                "name": "allow.bench.raftkube.io",
+                "clientConfig": {
+                    "url": f"https://127.0.0.1:{hook_port}/",
+                    "caBundle": base64.b64encode(hook_ca).decode(),
+                },
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+                "namespaceSelector": {"matchLabels": {HOOK_LABEL: "yes"}},
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": 5,
+            }
+        ],
+    }
+    _call(on, "POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", hook)
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 7200}}
+    answer = _call(on, "POST", f"{sa_base}/bench/token", request)
+    # a consistent list through every cache the plugins read: they have seen the set-up
+    for path in (
+        "/api/v1/resourcequotas",
+        "/api/v1/limitranges",
+        "/api/v1/namespaces",
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+    ):
+        _call(on, "GET", path)
+    return str(answer["status"]["token"])
+
+
+def _measure(ctx: Context, label: str, target: Target, ns: str, in_flight: int) -> dict[str, Any]:
+    s = ctx.sizes
+    run_id = f"g{label}{int(time.time() * 1000) % 10**7}"
+    t = timing(s.warmup_s, s.create_s)
+    spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": [ns], "target": target.to_json()} | t
+    gens = [
+        LoadProcess(
+            spec | {"connections": len(g), "prefix": f"{run_id}-{k}", "system": label},
+            ctx.log(f"gates-{label}-{in_flight}"),
+            module=LOADGEN,
+        )
+        for k, g in enumerate(split(in_flight, min(s.clients, in_flight)))
+    ]
+    try:
+        wait_until(t["t_end"])
+        written = ctx.collect(gens, timeout=60)
+    finally:
+        ctx.kill(gens)
+    ops = sum(w["ops"] for w in written)
+    window = max(w["window_s"] for w in written)
+    return {
+        "in_flight": in_flight,
+        "creates": ops,
+        "creates_per_s": ops / window,
+        "errors": sum(w["errors"] for w in written),
+        "first_error": next((w["first_error"] for w in written if w["first_error"]), ""),
+    } | latency_ms([x for w in written for x in w["latencies_s"]])
+
+
+def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]:
+    label = f"{backend.name}: gates"
+    ctx.progress.start(f"{label}: starting two apiservers and a webhook")
+    pids: list[int] = []
+    try:
+        pki_dir = ctx.root / "gates-webhook-pki"
+        ca = pki.create_ca(pki_dir, "bench webhook CA")
+        files = pki.issue_cert(ca, pki_dir, "webhook", common_name="127.0.0.1", hosts=("127.0.0.1",), server=True)
+        port = free_ports(1)[0]
+        hook = procs.spawn(
+            [sys.executable, "-m", "bench.apiserver.webhook_server", str(port), str(files.cert), str(files.key)],
+            log=ctx.log("gates-webhook"),
+            cwd=str(Path(__file__).resolve().parents[3]),
+        )
+        pids.append(hook.pid)
+        _wait_port(port)
+        off_pid, off = _start_apiserver(
+            ctx,
+            backend,
+            "off",
+            ("--authorization-mode", "AlwaysAllow", "--disable-admission-plugins", ",".join(PLUGINS)),
+        )
+        pids.append(off_pid)
+        on_pid, on = _start_apiserver(ctx, backend, "on", ())
+        pids.append(on_pid)
+        token = _set_up(on, port, ca.cert.read_bytes())
+        user = Target(on.host, on.port, on.ca, token)
+        rows: dict[str, Any] = {}
+        plan = [
+            ("off", off, NAMESPACES["off"]),
+            ("on", user, NAMESPACES["on"]),
+            ("hook", user, NAMESPACES["hook"]),
+        ]
+        for in_flight in (ctx.sizes.writers_in_flight, 1):
+            for key, target, ns in plan:
+                ctx.progress.update(f"{label}: chain {key}, {in_flight} in flight", True)
+                rows[f"{key}@{in_flight}"] = _measure(ctx, key, target, ns, in_flight)
+    finally:
+        for pid in pids:
+            procs.kill(pid, wait=2.0)
+    busy = ctx.sizes.writers_in_flight
+    out: dict[str, Any] = {"rows": rows}
+    out["gates_cost"] = 1 - rows[f"on@{busy}"]["creates_per_s"] / max(1e-9, rows[f"off@{busy}"]["creates_per_s"])
+    out["webhook_p50_ms"] = rows["hook@1"]["p50_ms"] - rows["on@1"]["p50_ms"]
+    ctx.progress.end(
+        f"off {rows[f'off@{busy}']['creates_per_s']:,.0f}/s, on {rows[f'on@{busy}']['creates_per_s']:,.0f}/s "
+        f"(cost {100 * out['gates_cost']:.0f} %), webhook +{out['webhook_p50_ms']:.2f} ms p50"
+    )
+    return out
