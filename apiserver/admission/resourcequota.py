@@ -237,7 +237,8 @@ class ResourceQuota:
             return current
 
         try:
-            await self._quotas.mutate(namespace, quota_name, charge, subresource="status", dry_run=not wet)
+            # track=False: usage written on every create is not a field anyone manages
+            await self._quotas.mutate(namespace, quota_name, charge, subresource="status", dry_run=not wet, track=False)
         except _QuotaGone:
             return  # deleted meanwhile: it limits nothing any more
         except errors.StatusError as e:

@@ -38,7 +38,7 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert elapsed < 120, f"the smoke run took {elapsed:.0f}s"
     assert "fan-out:" in proc.stderr, "no progress display on stderr"
-    for title in ("WATCH FAN-OUT", "WATCH THROUGHPUT", "LIST of every pod", "POD CREATES", "TARGETS"):
+    for title in ("WATCH FAN-OUT", "WATCH THROUGHPUT", "LIST of every pod", "POD CREATES", "THE GATES", "TARGETS"):
         assert title in proc.stdout, title
     assert out_png.stat().st_size > 1000
 
@@ -50,7 +50,7 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
         assert doc["machine"][key], key
     assert doc["machine"]["packages"]["uvicorn"]
     ph = doc["phases"]
-    assert set(ph) == {"client", "fanout", "throughput", "lists", "creates"}
+    assert set(ph) == {"client", "fanout", "throughput", "lists", "creates", "gates"}
 
     clients = ph["client"]["clients"]
     for name in ("raw_asyncio", "httpx"):
@@ -79,6 +79,12 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     cr = ph["creates"]["raftkube"]
     assert cr["creates"] > 0 and cr["creates_per_s"] > 0 and cr["errors"] == 0
     assert 0 < cr["p50_ms"] <= cr["p99_ms"]
+
+    gates = ph["gates"]["raftkube"]
+    for key in ("off@64", "on@64", "hook@64", "off@1", "on@1", "hook@1"):
+        row = gates["rows"][key]
+        assert row["creates"] > 0 and row["errors"] == 0, (key, row)
+    _numbers(gates, "gates_cost", "webhook_p50_ms")
 
     names = {t["name"]: t for t in doc["targets"]}
     assert names["raftkube: create p99 at 64 in flight"]["value"] == cr["p99_ms"]
