@@ -34,6 +34,7 @@ from apiserver.authz.assembly import DEFAULT_MODE, Authorization, parse_mode
 from apiserver.authz.attributes import Attributes, request_attributes
 from apiserver.authz.bootstrap_policy import ensure_bootstrap_policy
 from apiserver.authz.forbidden import forbidden
+from apiserver.authz.rbac.aggregation import keep_aggregated
 from apiserver.authz.reviews import Reviews
 from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
@@ -82,6 +83,7 @@ class Api:
             admission_plugins = plugin_names()
         self.compaction_interval = compaction_interval
         self._compactor: asyncio.Task[None] | None = None
+        self._aggregator: asyncio.Task[None] | None = None
         self.clock = clock
         self.handlers = ResourceHandlers(storage, resources, clock, watch_cache_capacity)
         self.resources = resources
@@ -138,10 +140,17 @@ class Api:
             for res in (roles, bindings):
                 with contextlib.suppress(errors.StatusError):
                     await self.handlers.caches[res].list(limit=1)
+            self._aggregator = asyncio.create_task(
+                keep_aggregated(self.handlers.caches[roles], self.handlers.registries[roles])
+            )
         if self.compaction_interval > 0:
             self._compactor = asyncio.create_task(compact_forever(self.storage, self.compaction_interval))
 
     async def stop(self) -> None:
+        if self._aggregator is not None:
+            self._aggregator.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._aggregator
         if self._compactor is not None:
             self._compactor.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -209,6 +209,15 @@ def test_an_aggregated_role_picks_up_a_new_rule_at_once() -> None:
         assert (await admin.post(f"{RB}/clusterroles", json=extra)).status_code == 201
         took = await until_code(lambda: ann.get("/api/v1/namespaces/web/secrets"), 200)
         assert took < 1.0
+        # the stored view role shows the new rule too (kube's aggregation controller's work)
+        for _ in range(500):
+            rules = (await admin.get(f"{RB}/clusterroles/view")).json().get("rules") or []
+            if {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]} in rules:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError(f"view's stored rules never showed the secrets rule: {rules}")
+        assert any(r["apiGroups"] == [""] and "pods" in r["resources"] and "watch" in r["verbs"] for r in rules)
 
     run(scenario)
 
