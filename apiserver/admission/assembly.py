@@ -54,7 +54,7 @@ def _pods_in(ctx: AdmissionContext) -> Callable[[str], list[dict[str, Any]]]:
     def pods(namespace: str) -> list[dict[str, Any]]:
         if cache is None:
             return []
-        return [p for p in cache.objects() if (p.get("metadata") or {}).get("namespace") == namespace]
+        return list(cache.objects(namespace))
 
     return pods
 
@@ -86,7 +86,7 @@ def _objects_in(ctx: AdmissionContext, kind: tuple[str, str]) -> Callable[[str],
         cache = ctx.caches.get(kind)
         if cache is None:
             return ()
-        return [o for o in cache.objects() if (o.get("metadata") or {}).get("namespace") == namespace]
+        return list(cache.objects(namespace))
 
     return objects
 

@@ -83,8 +83,10 @@ class ServiceAccountAdmission:
         spec["serviceAccountName"] = account_name
         spec["serviceAccount"] = account_name  # the deprecated alias kube keeps in step
         account = self._lookup(request.namespace, account_name)
-        if account is None and self._fetch is not None:
-            account = await self._fetch(request.namespace, account_name)  # kube's live lookup on a cache miss
+        if account is None and self._fetch is not None and account_name != "default":
+            # kube's live lookup on a cache miss (an account created a moment ago); a missing
+            # `default` is tolerated anyway, and looking it up would cost every pod a read
+            account = await self._fetch(request.namespace, account_name)
         if account is None and account_name != "default":
             raise errors.forbidden(
                 f'pods "{request.name}" is forbidden: error looking up service account '

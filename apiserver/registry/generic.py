@@ -122,9 +122,11 @@ class Registry:
         meta.prepare_create(self.resource, obj, namespace, self.clock)
         self.resource.default(obj)
         name = str(obj["metadata"].get("name", ""))
-        obj = await self._admitted(self._request("CREATE", namespace, name, obj, None, "", dry_run))
         if manager:
+            # what the manager sent (defaulted), before admission adds its own fields: kube's
+            # field manager runs in the handler, before the registry admits the object
             obj = self.track_fields(None, obj, manager, "")
+        obj = await self._admitted(self._request("CREATE", namespace, name, obj, None, "", dry_run))
         if dry_run:
             return obj
         key = self.resource.key(namespace, name)
@@ -161,13 +163,20 @@ class Registry:
         create_if_missing: bool = False,
         honour_resource_version: bool = True,
         track: bool = True,
+        guess: Obj | None = None,
     ) -> tuple[Obj, bool]:
         """Read, apply `mutation`, write at the revision read; on a concurrent write, again.
 
         A mutation whose result names a resourceVersion makes it a precondition (PUT, or a patch
-        that carries one): a mismatch is 409 Conflict, not a retry.  Returns (object, created)."""
+        that carries one): a mismatch is 409 Conflict, not a retry.  `guess`: the object as the
+        caller last wrote it, tried first instead of a read (a wrong guess costs one conflict,
+        then the loop reads).  Returns (object, created)."""
         for _ in range(MAX_UPDATE_ATTEMPTS):
-            old = await self._read(namespace, name)
+            old: Obj | None
+            if guess is not None:
+                old, guess = guess, None
+            else:
+                old = await self._read(namespace, name)
             if old is None and not create_if_missing:
                 raise errors.not_found(self.resource.plural, name, self.resource.group)
             result = mutation(copy.deepcopy(old) if old is not None else None)
@@ -194,11 +203,11 @@ class Registry:
             prepared = meta.prepare_update(self.resource, new, old, subresource)
             if subresource != "status":
                 self.resource.default(prepared)
+            if track:  # before admission, as for a create
+                prepared = self.track_fields(old, prepared, manager, subresource or "")
             prepared = await self._admitted(
                 self._request("UPDATE", namespace, name, prepared, old, subresource or "", dry_run)
             )
-            if track:
-                prepared = self.track_fields(old, prepared, manager, subresource or "")
             prepared["metadata"]["resourceVersion"] = current_rv
             if dry_run:
                 return prepared, False

@@ -153,9 +153,11 @@ class Cacher:
         derive something from `objects()` rebuild it only when this moved."""
         return self._generation
 
-    def objects(self) -> Iterator[Obj]:
-        """The current objects in key order, as stored (shared: callers must not change them)."""
-        for entry in self._state.scan(self._prefix):
+    def objects(self, namespace: str | None = None) -> Iterator[Obj]:
+        """The current objects in key order, as stored (shared: callers must not change them);
+        with `namespace`, only that namespace's (a key-range scan, not a filter)."""
+        prefix = self.resource.key_prefix(namespace) if namespace else self._prefix
+        for entry in self._state.scan(prefix):
             yield entry.object
 
     def get_object(self, namespace: str | None, name: str) -> Obj | None:
