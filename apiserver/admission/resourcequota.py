@@ -152,9 +152,6 @@ class ResourceQuota:
         # write still guards against other apiservers.
         self._waiting: dict[str, list[_Charge]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
-        # (namespace, quota) -> the quota as this worker last wrote it: the next batch starts from
-        # it instead of reading (another writer in between costs one conflict and a read)
-        self._written: dict[tuple[str, str], Obj] = {}
 
     def handles(self, request: AdmissionRequest) -> bool:
         return request.operation == "CREATE" and not request.subresource and bool(request.namespace)
@@ -242,8 +239,18 @@ class ResourceQuota:
             return current
 
         try:
-            # track=False: usage written on every create is not a field anyone manages
-            await self._quotas.mutate(namespace, quota_name, charge, subresource="status", dry_run=not wet, track=False)
+            # track=False: usage written on every create is not a field anyone manages;
+            # honour_resource_version=False: a concurrent write (a give-back, another apiserver)
+            # means charge again from the fresh quota, never a 409 for the creates waiting
+            await self._quotas.mutate(
+                namespace,
+                quota_name,
+                charge,
+                subresource="status",
+                dry_run=not wet,
+                track=False,
+                honour_resource_version=False,
+            )
         except _QuotaGone:
             return  # deleted meanwhile: it limits nothing any more
         except errors.StatusError as e:
@@ -293,7 +300,12 @@ class ResourceQuota:
 
             try:
                 await self._quotas.mutate(
-                    str(namespace), str(quota["metadata"]["name"]), give_back, subresource="status"
+                    str(namespace),
+                    str(quota["metadata"]["name"]),
+                    give_back,
+                    subresource="status",
+                    track=False,
+                    honour_resource_version=False,
                 )
             except (_QuotaGone, errors.StatusError) as e:
                 log.info("quota release for %s/%s skipped: %s", namespace, meta.get("name"), e)
