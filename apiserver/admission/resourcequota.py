@@ -130,13 +130,19 @@ def _pairs(values: Mapping[str, Quantity], names: Iterable[str]) -> str:
 
 @dataclass(eq=False)
 class _Charge:
-    """One create waiting for its quota charge; `refusal` is set when a quota has no room."""
+    """One create waiting for its quota charge (`refusal` is set when a quota has no room), or
+    the give-back of a deleted object (`request` None): both go through the namespace's worker,
+    so one apiserver never races itself for a quota's revision."""
 
-    request: AdmissionRequest
+    request: AdmissionRequest | None
     delta: dict[str, Quantity]
     quotas: list[str]
     done: asyncio.Future[None]
     refusal: errors.StatusError | None = None
+
+    @property
+    def dry_run(self) -> bool:
+        return self.request is not None and self.request.dry_run
 
 
 class ResourceQuota:
@@ -173,13 +179,16 @@ class ResourceQuota:
         charge = _Charge(
             request, delta, [str(q["metadata"]["name"]) for q in quotas], asyncio.get_running_loop().create_future()
         )
-        namespace = request.namespace
+        await self._queue(request.namespace, charge)
+        if charge.refusal is not None:
+            raise charge.refusal
+
+    async def _queue(self, namespace: str, charge: _Charge) -> None:
+        """Hand `charge` to the namespace's worker (started when there is none) and wait for it."""
         self._waiting.setdefault(namespace, []).append(charge)
         if namespace not in self._workers:
             self._workers[namespace] = asyncio.create_task(self._work(namespace))
         await charge.done
-        if charge.refusal is not None:
-            raise charge.refusal
 
     async def _work(self, namespace: str) -> None:
         try:
@@ -201,8 +210,8 @@ class ResourceQuota:
     async def _charge_batch(self, namespace: str, quota_name: str, batch: list[_Charge]) -> None:
         """Charge every create of `batch` that fits, in order, with one write of the quota."""
         pending = [c for c in batch if c.refusal is None]
-        dry = [c for c in pending if c.request.dry_run]
-        wet = [c for c in pending if not c.request.dry_run]
+        dry = [c for c in pending if c.dry_run]
+        wet = [c for c in pending if not c.dry_run]
         verdicts: dict[int, errors.StatusError] = {}
 
         def charge(current: Obj | None) -> Obj:
@@ -214,12 +223,18 @@ class ResourceQuota:
             filled: set[str] = set()  # counted once per charge, even when nothing was there to count
             for c in pending:
                 for name in c.delta:
-                    if name in hard and name not in used and name not in filled:
+                    if c.request is not None and name in hard and name not in used and name not in filled:
                         filled.add(name)
                         counted = self._count(namespace, current, name, c.request.resource)
                         if counted is not None:
                             used[name] = counted
             for c in dry + wet:
+                if c.request is None:  # a give-back: what is not counted yet has nothing to give
+                    for n, q in c.delta.items():
+                        if n in used:
+                            left = used[n] - q
+                            used[n] = left if left.value > 0 else parse_quantity(0)
+                    continue
                 wanted = {n for n in c.delta if n in hard}
                 after = {n: used[n] + c.delta[n] if n in used else c.delta[n] for n in wanted}
                 over = sorted(n for n in wanted if after[n] > hard[n])
@@ -271,7 +286,7 @@ class ResourceQuota:
         return total
 
     async def release(self, resource: ResourceDef, obj: Obj) -> None:
-        """Give back what a deleted object was charged (best effort: a lost release only
+        """Give back what a deleted object was charged (best effort: a lost give-back only
         under-admits until the quota is recounted)."""
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace")
@@ -280,35 +295,17 @@ class ResourceQuota:
         delta = usage(resource, obj)
         if not delta:
             return
-        for quota in list(self._quota_objects(str(namespace))):
-            used = _used(quota)
-            if not any(n in used for n in delta) or not in_scope(quota, resource, obj):
-                continue
-
-            def give_back(current: Obj | None) -> Obj:
-                if current is None:
-                    raise _QuotaGone
-                now = _used(current)
-                for n, q in delta.items():
-                    if n in now:
-                        left = now[n] - q
-                        now[n] = left if left.value > 0 else parse_quantity(0)
-                status = dict(current.get("status") or {})
-                status["used"] = {n: canonical(q) for n, q in sorted(now.items())}
-                current["status"] = status
-                return current
-
-            try:
-                await self._quotas.mutate(
-                    str(namespace),
-                    str(quota["metadata"]["name"]),
-                    give_back,
-                    subresource="status",
-                    track=False,
-                    honour_resource_version=False,
-                )
-            except (_QuotaGone, errors.StatusError) as e:
-                log.info("quota release for %s/%s skipped: %s", namespace, meta.get("name"), e)
+        quotas = [
+            str(q["metadata"]["name"])
+            for q in self._quota_objects(str(namespace))
+            if any(n in _hard(q) for n in delta) and in_scope(q, resource, obj)
+        ]
+        if not quotas:
+            return
+        give_back = _Charge(None, delta, quotas, asyncio.get_running_loop().create_future())
+        await self._queue(str(namespace), give_back)
+        if give_back.refusal is not None:
+            log.info("quota give-back for %s/%s skipped: %s", namespace, meta.get("name"), give_back.refusal.message)
 
 
 _COMPUTE = {

@@ -18,6 +18,7 @@ from typing import Any
 
 from apiserver import errors, objects
 from apiserver.admission.interface import NO_ADMISSION, AdmissionChain, AdmissionRequest, Operation
+from apiserver.patch.errors import PatchError
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.storage_errors import as_status
@@ -97,6 +98,15 @@ class Registry:
             name = str((new.get("metadata") or {}).get("name", ""))
             raise errors.invalid(self.resource.kind, name, causes, self.resource.group)
 
+    def _tracked(self, old: Obj | None, new: Obj, manager: str, subresource: str) -> Obj:
+        """managedFields recorded, or left as they are when the object is too malformed to walk
+        (kube's UpdateNoErrors): validation, which runs next, refuses it with field paths."""
+        try:
+            return self.track_fields(old, new, manager, subresource)
+        except PatchError as e:
+            log.info("%s: managedFields not recorded: %s", self.resource.plural, e)
+            return new
+
     def _request(
         self, op: Operation, namespace: str | None, name: str, new: Obj | None, old: Obj | None, sub: str, dry: bool
     ) -> AdmissionRequest:
@@ -125,7 +135,7 @@ class Registry:
         if manager:
             # what the manager sent (defaulted), before admission adds its own fields: kube's
             # field manager runs in the handler, before the registry admits the object
-            obj = self.track_fields(None, obj, manager, "")
+            obj = self._tracked(None, obj, manager, "")
         obj = await self._admitted(self._request("CREATE", namespace, name, obj, None, "", dry_run))
         if dry_run:
             return obj
@@ -204,7 +214,7 @@ class Registry:
             if subresource != "status":
                 self.resource.default(prepared)
             if track:  # before admission, as for a create
-                prepared = self.track_fields(old, prepared, manager, subresource or "")
+                prepared = self._tracked(old, prepared, manager, subresource or "")
             prepared = await self._admitted(
                 self._request("UPDATE", namespace, name, prepared, old, subresource or "", dry_run)
             )

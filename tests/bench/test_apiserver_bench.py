@@ -7,6 +7,7 @@ It starts a real store (3 members) and apiserver, and load generator processes; 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -84,7 +85,8 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     for key in ("off@64", "on@64", "hook@64", "off@1", "on@1", "hook@1"):
         row = gates["rows"][key]
         assert row["creates"] > 0 and row["errors"] == 0, (key, row)
-    _numbers(gates, "gates_cost", "webhook_p50_ms")
+    # differences of two measurements: finite, of either sign (a webhook's cost can hide in the noise)
+    assert all(math.isfinite(gates[k]) for k in ("gates_cost", "webhook_p50_ms")), gates
 
     names = {t["name"]: t for t in doc["targets"]}
     assert names["raftkube: create p99 at 64 in flight"]["value"] == cr["p99_ms"]
