@@ -32,6 +32,17 @@ class AdmissionRequest:
     dry_run: bool = False
 
 
+def is_pod_create(request: AdmissionRequest) -> bool:
+    """A new pod in a namespace: what the pod plugins (LimitRanger, ServiceAccount) act on."""
+    return (
+        request.operation == "CREATE"
+        and request.resource.group == ""
+        and request.resource.plural == "pods"
+        and not request.subresource
+        and bool(request.namespace)
+    )
+
+
 class MutatingPlugin(Protocol):
     name: str
 

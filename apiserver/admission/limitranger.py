@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from apiserver import errors
-from apiserver.admission.interface import AdmissionRequest
+from apiserver.admission.interface import AdmissionRequest, is_pod_create
 from apiserver.admission.podresources import all_containers, container_resources, pod_resources
 from apiserver.quantity import Quantity, QuantityError, canonical, parse_quantity
 from apiserver.resources.core_pods import qos_class
@@ -127,13 +127,7 @@ class LimitRanger:
         self._ranges = ranges
 
     def handles(self, request: AdmissionRequest) -> bool:
-        return (
-            request.operation == "CREATE"
-            and request.resource.group == ""
-            and request.resource.plural == "pods"
-            and not request.subresource
-            and bool(request.namespace)
-        )
+        return is_pod_create(request)
 
     async def admit(self, request: AdmissionRequest) -> None:
         assert request.object is not None and request.namespace

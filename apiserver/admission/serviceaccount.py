@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apiserver import errors
-from apiserver.admission.interface import AdmissionRequest
+from apiserver.admission.interface import AdmissionRequest, is_pod_create
 
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOKEN_SECONDS = 3607  # kube's bound-token lifetime for pods (an hour, plus a little to spread refreshes)
@@ -63,13 +63,7 @@ class ServiceAccountAdmission:
         self._suffix = suffix
 
     def handles(self, request: AdmissionRequest) -> bool:
-        return (
-            request.operation == "CREATE"
-            and request.resource.group == ""
-            and request.resource.plural == "pods"
-            and not request.subresource
-            and bool(request.namespace)
-        )
+        return is_pod_create(request)
 
     async def admit(self, request: AdmissionRequest) -> None:
         pod = request.object

@@ -173,20 +173,13 @@ class Registry:
         create_if_missing: bool = False,
         honour_resource_version: bool = True,
         track: bool = True,
-        guess: Obj | None = None,
     ) -> tuple[Obj, bool]:
         """Read, apply `mutation`, write at the revision read; on a concurrent write, again.
 
         A mutation whose result names a resourceVersion makes it a precondition (PUT, or a patch
-        that carries one): a mismatch is 409 Conflict, not a retry.  `guess`: the object as the
-        caller last wrote it, tried first instead of a read (a wrong guess costs one conflict,
-        then the loop reads).  Returns (object, created)."""
+        that carries one): a mismatch is 409 Conflict, not a retry.  Returns (object, created)."""
         for _ in range(MAX_UPDATE_ATTEMPTS):
-            old: Obj | None
-            if guess is not None:
-                old, guess = guess, None
-            else:
-                old = await self._read(namespace, name)
+            old = await self._read(namespace, name)
             if old is None and not create_if_missing:
                 raise errors.not_found(self.resource.plural, name, self.resource.group)
             result = mutation(copy.deepcopy(old) if old is not None else None)

@@ -293,6 +293,14 @@ def test_impersonation_needs_the_impersonate_verb() -> None:
         )
         groups_alone = await admin.get("/api/v1/pods", headers={"Impersonate-Group": "devs"})
         assert groups_alone.status_code == 400
+        too_long = await admin.get("/api/v1/pods", headers={"Impersonate-User": "x" * 2000})
+        assert too_long.status_code == 400 and "longer than 1024 bytes" in too_long.json()["message"]
+        not_utf8 = await admin.get("/api/v1/pods", headers={"Impersonate-User": b"\xff\xfe"})
+        assert not_utf8.status_code == 400 and "not UTF-8" in not_utf8.json()["message"]
+        many = [("Impersonate-User", "ann")] + [("Impersonate-Group", f"g{i}") for i in range(100)]
+        assert (await admin.get("/api/v1/pods", headers=many)).status_code == 400
+        nobody = await client(None).get("/api/v1/pods", headers={"Impersonate-User": "admin"})
+        assert nobody.status_code == 401  # no credentials: impersonation is never considered
 
     run(scenario)
 
