@@ -30,6 +30,7 @@ import uvicorn
 from apiserver.admission.assembly import plugin_names
 from apiserver.auth import jws
 from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
+from apiserver.heap import HeapKeeper
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokenSettings
 from apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, MAX_EXPIRATION_SECONDS
 from apiserver.authz.assembly import DEFAULT_MODE, parse_mode
@@ -340,7 +341,11 @@ async def serve(
             server_header=False,
         )
         server = _Server(config)
-        await server.serve()
+        heap = asyncio.create_task(HeapKeeper().run())
+        try:
+            await server.serve()
+        finally:
+            heap.cancel()
         return 0 if server.started else 1
     finally:
         await storage.close()
