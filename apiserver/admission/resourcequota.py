@@ -33,6 +33,7 @@ from apiserver.resources.core_pods import qos_class
 log = logging.getLogger("raftkube.apiserver")
 Obj = dict[str, Any]
 ONE = parse_quantity(1)
+WRITTEN_KEPT = 10_000  # quotas whose last write is remembered
 # the old names kube still counts core objects by
 _CORE_COUNTS = {
     "pods": "pods",
@@ -158,6 +159,9 @@ class ResourceQuota:
         # write still guards against other apiservers.
         self._waiting: dict[str, list[_Charge]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
+        # each quota as this apiserver last wrote it: the next charge starts from it instead
+        # of reading the store (the cache may not have seen the write yet)
+        self._written: dict[tuple[str, str], Obj] = {}
 
     def handles(self, request: AdmissionRequest) -> bool:
         return request.operation == "CREATE" and not request.subresource and bool(request.namespace)
@@ -257,7 +261,7 @@ class ResourceQuota:
             # track=False: usage written on every create is not a field anyone manages;
             # honour_resource_version=False: a concurrent write (a give-back, another apiserver)
             # means charge again from the fresh quota, never a 409 for the creates waiting
-            await self._quotas.mutate(
+            written, _ = await self._quotas.mutate(
                 namespace,
                 quota_name,
                 charge,
@@ -265,15 +269,34 @@ class ResourceQuota:
                 dry_run=not wet,
                 track=False,
                 honour_resource_version=False,
+                start_from=self._newest(namespace, quota_name),
             )
         except _QuotaGone:
+            self._written.pop((namespace, quota_name), None)
             return  # deleted meanwhile: it limits nothing any more
         except errors.StatusError as e:
             if e.code == 404:
+                self._written.pop((namespace, quota_name), None)
                 return
             raise
+        if wet:
+            self._written.pop((namespace, quota_name), None)
+            self._written[(namespace, quota_name)] = written
+            if len(self._written) > WRITTEN_KEPT:  # the least recently written first
+                del self._written[next(iter(self._written))]
         for c in pending:
             c.refusal = verdicts.get(id(c))
+
+    def _newest(self, namespace: str, name: str) -> Obj | None:
+        """The quota at the highest resourceVersion this apiserver knows: its own last write or
+        the cache's copy (another apiserver's write, a status update by the controller)."""
+        known = [self._written.get((namespace, name))]
+        known += [q for q in self._quota_objects(namespace) if q.get("metadata", {}).get("name") == name]
+        best = None
+        for q in known:
+            if q is not None and (best is None or _revision(q) > _revision(best)):
+                best = q
+        return best
 
     def _count(self, namespace: str, quota: Obj, name: str, resource: ResourceDef) -> Quantity | None:
         """The usage of `name` by what the namespace holds now (a quota's first fill)."""
@@ -316,6 +339,11 @@ _COMPUTE = {
     "limits.cpu": ("limits", "cpu"),
     "limits.memory": ("limits", "memory"),
 }
+
+
+def _revision(obj: Obj) -> int:
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    return int(rv) if isinstance(rv, str) and rv.isdigit() else 0
 
 
 def _require_specified(request: AdmissionRequest, quotas: list[Obj]) -> None:

@@ -173,13 +173,19 @@ class Registry:
         create_if_missing: bool = False,
         honour_resource_version: bool = True,
         track: bool = True,
+        start_from: Obj | None = None,
     ) -> tuple[Obj, bool]:
         """Read, apply `mutation`, write at the revision read; on a concurrent write, again.
 
         A mutation whose result names a resourceVersion makes it a precondition (PUT, or a patch
-        that carries one): a mismatch is 409 Conflict, not a retry.  Returns (object, created)."""
-        for _ in range(MAX_UPDATE_ATTEMPTS):
-            old = await self._read(namespace, name)
+        that carries one): a mismatch is 409 Conflict, not a retry.  `start_from`: the object as
+        the caller last knew it (never changed here), tried before reading the store; a stale
+        one costs one refused write, so it needs `honour_resource_version=False` (the guess's
+        resourceVersion is no precondition).  Returns (object, created)."""
+        if start_from is not None and honour_resource_version:
+            raise ValueError("start_from needs honour_resource_version=False")
+        for attempt in range(MAX_UPDATE_ATTEMPTS):
+            old = start_from if attempt == 0 and start_from is not None else await self._read(namespace, name)
             if old is None and not create_if_missing:
                 raise errors.not_found(self.resource.plural, name, self.resource.group)
             result = mutation(copy.deepcopy(old) if old is not None else None)
