@@ -30,10 +30,10 @@ import uvicorn
 from apiserver.admission.assembly import plugin_names
 from apiserver.auth import jws
 from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
-from apiserver.heap import HeapKeeper
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokenSettings
 from apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, MAX_EXPIRATION_SECONDS
 from apiserver.authz.assembly import DEFAULT_MODE, parse_mode
+from apiserver.heap import HeapKeeper
 from apiserver.http.app import build_app
 from apiserver.pki import ApiserverPKI
 from apiserver.storage import open_storage, parse_storage_url

@@ -8,6 +8,7 @@ newline-delimited JSON streams cut into events here, with a bound on one event's
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -161,6 +162,10 @@ class RestClient:
 
     async def close(self) -> None:
         await self._session.close()
+        # a TLS transport closes over the next loop iterations (its close_notify); without them
+        # a loop that ends right after would drop still-open sockets
+        for _ in range(3):
+            await asyncio.sleep(0)
 
     async def __aenter__(self) -> RestClient:
         return self

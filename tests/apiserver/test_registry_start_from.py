@@ -54,7 +54,9 @@ def test_a_stale_guess_is_refused_by_the_store_and_the_fresh_object_is_mutated()
     async def go() -> None:
         stale = await reg.create("default", {"metadata": {"name": "c"}, "data": {"n": "0"}})
         await reg.mutate("default", "c", add_one)  # someone else's write: n=1
-        written, _ = await reg.mutate("default", "c", add_one, honour_resource_version=False, start_from=copy.deepcopy(stale))
+        written, _ = await reg.mutate(
+            "default", "c", add_one, honour_resource_version=False, start_from=copy.deepcopy(stale)
+        )
         assert written["data"]["n"] == "2"  # not 1: the stale guess did not win
         assert (await reg.get("default", "c"))["data"]["n"] == "2"
 

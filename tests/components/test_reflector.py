@@ -1,0 +1,75 @@
+"""The reflector's choices that the model test does not pin down: falling back to LIST when the
+server refuses sendInitialEvents, failing a stream that ends inside the initial events, and
+backing off exponentially (capped) between failures."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+from components.client.listwatch import ListResult
+from components.client.reflector import Backoff, Reflector
+from components.client.rest import BadRequestError, WatchEvent
+from tests.components.fakeclock import FakeClock
+
+Obj = dict[str, Any]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.replaced: list[tuple[list[Obj], str]] = []
+        self.applied: list[tuple[str, Obj]] = []
+
+    def replace(self, items: list[Obj], resource_version: str) -> None:
+        self.replaced.append((items, resource_version))
+
+    def apply(self, event_type: str, obj: Obj) -> None:
+        self.applied.append((event_type, obj))
+
+
+class NoWatchList:
+    """A server that refuses sendInitialEvents (as kube before 1.27 would) and then watches forever."""
+
+    def __init__(self) -> None:
+        self.watches: list[tuple[str, bool]] = []
+
+    async def list(self, resource_version: str) -> ListResult:
+        return ListResult([{"metadata": {"name": "x", "resourceVersion": "5"}}], "7")
+
+    def watch(
+        self, resource_version: str, *, timeout_s: int, send_initial_events: bool = False
+    ) -> AsyncIterator[WatchEvent]:
+        self.watches.append((resource_version, send_initial_events))
+        return self._stream(send_initial_events)
+
+    async def _stream(self, initial: bool) -> AsyncIterator[WatchEvent]:
+        if initial:
+            raise BadRequestError(400, "BadRequest", "sendInitialEvents is not supported")
+        await asyncio.Event().wait()
+        yield WatchEvent("ADDED", {})  # never reached
+
+
+def test_a_refused_watch_list_falls_back_to_list_then_watches_from_its_version() -> None:
+    async def go() -> None:
+        source, sink = NoWatchList(), Recorder()
+        reflector = Reflector("r", source, sink, clock=FakeClock(), rng=random.Random(1))
+        task = asyncio.create_task(reflector.run())
+        for _ in range(20):
+            await asyncio.sleep(0)
+        task.cancel()
+        assert sink.replaced == [([{"metadata": {"name": "x", "resourceVersion": "5"}}], "7")]
+        assert source.watches == [("", True), ("7", False)]
+        assert reflector.synced and not reflector.use_watch_list
+
+    asyncio.run(go())
+
+
+def test_backoff_doubles_to_its_cap_with_jitter_and_resets() -> None:
+    b = Backoff(random.Random(3), initial=1.0, cap=8.0)
+    delays = [b.next() for _ in range(6)]
+    bases = [1, 2, 4, 8, 8, 8]
+    assert all(base <= d < 2 * base for d, base in zip(delays, bases, strict=True))
+    b.reset()
+    assert 1.0 <= b.next() < 2.0
