@@ -1,0 +1,46 @@
+"""Running a set of controllers over one informer factory (the manager's core, and tests')."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+
+from components.client.clock import Clock
+from components.client.informer import InformerFactory
+from components.client.rest import RestClient
+from components.controllers.base import Controller
+
+SYNC_TIMEOUT_S = 60.0
+
+
+class InformersNotSynced(Exception):
+    """The informers did not hold a whole state within the time allowed."""
+
+
+@contextlib.asynccontextmanager
+async def running(
+    client: RestClient,
+    controllers: Sequence[type[Controller]],
+    *,
+    clock: Clock | None = None,
+    sync_timeout: float = SYNC_TIMEOUT_S,
+) -> AsyncIterator[list[Controller]]:
+    """The controllers, reconciling, for the duration of the block; informers synced first
+    (a controller that acted on a half-filled store would create what already exists)."""
+    factory = InformerFactory(client, clock=clock)
+    made = [cls(client, factory, clock=clock) for cls in controllers]
+    factory.start()
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        if not await factory.wait_for_sync(sync_timeout):
+            raise InformersNotSynced(f"informers not synced within {sync_timeout:.0f} s")
+        tasks = [asyncio.create_task(c.run(), name=c.name) for c in made]
+        yield made
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        await factory.stop()
