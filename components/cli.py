@@ -14,7 +14,7 @@ from apiserver import main as apiserver_cli
 from bench import raft_core
 from bench.apiserver import cli as apiserver_bench
 from bench.store import cli as store_bench
-from components import cluster_cli, user_cli
+from components import cluster_cli, controller_manager, user_cli
 from store.chaos import cli as chaos_cli
 from store.cli import cluster as store_cli
 from store.cli import kv as kv_cli
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver_bench.add_arguments(api)
     api.set_defaults(run=apiserver_bench.run)
     cluster_cli.register(sub)
+    controller_manager.register(sub)
     user_cli.register(sub)
     store_cli.register(sub)
     apiserver_cli.register(sub)

@@ -1,0 +1,172 @@
+"""`raftkube controller-manager`: every controller in one process, one credential, one leader.
+
+It talks only to the apiserver (the kubeconfig's server, with the kubeconfig's identity).  With
+leader election on (the default) it campaigns for the Lease `kube-system/kube-controller-manager`
+and runs the controllers only while it leads, so a standby can wait beside it; losing the lease
+stops the controllers and ends the process with status 1 (a supervisor restarts it, as kube's
+does).  SIGTERM/SIGINT stop it cleanly: controllers stop, the lease is released, status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from components.client import kubeconfig
+from components.client.leaderelection import LeaderElector
+from components.client.rest import RestClient
+from components.controllers.base import Controller
+from components.controllers.registry import CONTROLLERS, select
+from components.controllers.runner import running
+from components.health import HealthServer
+
+log = logging.getLogger("raftkube.controller-manager")
+LEASE_NAME = "kube-controller-manager"
+
+
+@dataclass
+class Options:
+    kubeconfig: str | None
+    controllers: list[type[Controller]]
+    leader_elect: bool
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
+    health_port: int
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", help="the kubeconfig with the apiserver and this process's identity")
+    p.add_argument(
+        "--controllers",
+        default="*",
+        help=f"comma-separated: * (all), name, -name (known: {', '.join(sorted(CONTROLLERS))})",
+    )
+    p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True, help="campaign for a Lease")
+    p.add_argument("--leader-elect-lease-duration", dest="lease_duration", type=float, default=15.0)
+    p.add_argument("--leader-elect-renew-deadline", dest="renew_deadline", type=float, default=10.0)
+    p.add_argument("--leader-elect-retry-period", dest="retry_period", type=float, default=2.0)
+    p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log every reconcile failure and leader change")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("controller-manager", help="run the controllers (deployments, replicasets, namespaces, ...)")
+    add_arguments(p)
+    p.set_defaults(run=run)
+
+
+def options(args: argparse.Namespace) -> Options:
+    """Checked options; ValueError names the flag."""
+    if not 0 <= args.health_port < 65536:
+        raise ValueError(f"--health-port must be from 0 to 65535, got {args.health_port}")
+    if not args.lease_duration > args.renew_deadline > args.retry_period > 0:
+        raise ValueError(
+            "--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0"
+            f" must hold, got {args.lease_duration}, {args.renew_deadline}, {args.retry_period}"
+        )
+    return Options(
+        args.kubeconfig,
+        select(args.controllers),
+        args.leader_elect,
+        args.lease_duration,
+        args.renew_deadline,
+        args.retry_period,
+        args.health_port,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s"
+    )
+    try:
+        opts = options(args)
+        config = kubeconfig.load(opts.kubeconfig)
+    except (ValueError, kubeconfig.KubeconfigError) as e:
+        print(f"raftkube controller-manager: {e}", file=sys.stderr)
+        return 2
+    return asyncio.run(serve(opts, config))
+
+
+class ControllerMetrics(Collector):
+    """Reconciles, failures and queue depth of the controllers running now."""
+
+    def __init__(self) -> None:
+        self.controllers: list[Controller] = []
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        reconciles = CounterMetricFamily("raftkube_controller_reconciles", "Keys reconciled", labels=["controller"])
+        failures = CounterMetricFamily("raftkube_controller_failures", "Reconciles that failed", labels=["controller"])
+        depth = GaugeMetricFamily("raftkube_controller_queue_depth", "Keys waiting", labels=["controller"])
+        for c in self.controllers:
+            reconciles.add_metric([c.name], c.reconciles)
+            failures.add_metric([c.name], c.failures)
+            depth.add_metric([c.name], c.queue.len())
+        yield from (reconciles, failures, depth)
+
+
+async def serve(opts: Options, config: kubeconfig.ClientConfig) -> int:
+    metrics = ControllerMetrics()
+    registry = CollectorRegistry()
+    registry.register(metrics)
+    health = HealthServer(opts.health_port, registry, lambda: None)
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    stopping = False
+
+    def stop() -> None:
+        nonlocal stopping
+        stopping = True
+        main.cancel()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop)
+    async with RestClient(config, user_agent="raftkube-controller-manager") as client:
+
+        async def lead() -> None:
+            async with running(client, opts.controllers) as controllers:
+                metrics.controllers = controllers
+                log.warning("controllers running: %s", ", ".join(c.name for c in controllers))
+                try:
+                    await asyncio.Event().wait()
+                finally:
+                    metrics.controllers = []
+
+        try:
+            await health.start()
+            if not opts.leader_elect:
+                await lead()
+                return 0
+            elector = LeaderElector(
+                client,
+                LEASE_NAME,
+                lease_duration=opts.lease_duration,
+                renew_deadline=opts.renew_deadline,
+                retry_period=opts.retry_period,
+                on_started_leading=lead,
+                on_new_leader=lambda who: log.warning("leader: %s", who),
+            )
+            await elector.run()
+            log.error("leadership lost; exiting")
+            return 1
+        except asyncio.CancelledError:
+            if stopping:
+                return 0
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                await health.stop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)

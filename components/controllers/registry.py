@@ -1,0 +1,21 @@
+"""Every controller the controller-manager can run, by the name `--controllers` uses."""
+
+from __future__ import annotations
+
+from components.controllers.base import Controller
+from components.controllers.serviceaccount import ServiceAccountController
+
+CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (ServiceAccountController,)}
+
+
+def select(spec: str) -> list[type[Controller]]:
+    """kube's `--controllers` syntax, comma-separated: `*` (every controller), `name` (this one),
+    `-name` (not this one).  A controller runs when named, or under `*` unless `-name`d.
+    ValueError names an unknown controller."""
+    items = [s.strip() for s in spec.split(",") if s.strip()]
+    for item in items:
+        name = item.removeprefix("-")
+        if item != "*" and name not in CONTROLLERS:
+            raise ValueError(f"--controllers: unknown controller {name!r} (known: {', '.join(sorted(CONTROLLERS))})")
+    star = "*" in items
+    return [c for n, c in CONTROLLERS.items() if n in items or (star and f"-{n}" not in items)]

@@ -1,0 +1,46 @@
+"""A component's /healthz and /metrics, on a loopback port of its own (0: none).
+
+/healthz answers 200 "ok" while `healthy()` holds, else 500 with the reason; /metrics is the
+Prometheus text of the component's registry.  Plain aiohttp: no TLS, bound to 127.0.0.1 only,
+since it carries no secrets and is for the local launcher and a local scraper."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+Check = Callable[[], str | None]  # None: healthy; else why not
+
+
+class HealthServer:
+    def __init__(self, port: int, registry: CollectorRegistry, check: Check, host: str = "127.0.0.1") -> None:
+        self.port, self.host = port, host
+        self.registry, self.check = registry, check
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        if not self.port:
+            return
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, self.port).start()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        problem = self.check()
+        if problem is None:
+            return web.Response(text="ok")
+        return web.Response(status=500, text=problem)
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,102 @@
+"""`raftkube controller-manager` as its own process with its own identity: it runs the
+controllers, answers /healthz and /metrics, hands over to a standby when killed, stops
+cleanly on SIGTERM, and refuses bad flags with status 2."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from apiserver.pki import ApiserverPKI
+from store.launcher import free_ports
+from tests.apiserver.support import ApiserverUnderTest
+
+
+def start(cluster: ApiserverUnderTest, port: int, *extra: str) -> subprocess.Popen[bytes]:
+    kubeconfig = ApiserverPKI.of(cluster.data_dir).kubeconfig_of("controller-manager")
+    argv = [sys.executable, "-m", "components.cli", "controller-manager", "--kubeconfig", str(kubeconfig)]
+    argv += ["--health-port", str(port), "--leader-elect-lease-duration", "3", "--leader-elect-renew-deadline", "2"]
+    argv += ["--leader-elect-retry-period", "0.5", *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}"
+        time.sleep(0.1)
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status, r.read().decode()
+    except OSError:
+        return 0, ""
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.communicate(timeout=10)
+
+
+def has_default_account(admin: httpx.Client, ns: str) -> bool:
+    return admin.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default").status_code == 200
+
+
+def test_runs_controllers_and_hands_over(cluster: ApiserverUnderTest, processes: list[subprocess.Popen[bytes]]) -> None:
+    first_port, second_port = free_ports(2)
+    processes.append(start(cluster, first_port))
+    wait_for(lambda: get(f"http://127.0.0.1:{first_port}/healthz") == (200, "ok"), what="the first one's /healthz")
+    with cluster.http() as admin:
+        admin.post("/api/v1/namespaces", json={"metadata": {"name": "cm-one"}}).raise_for_status()
+        wait_for(lambda: has_default_account(admin, "cm-one"), what="a default account from the first one")
+        status, metrics = get(f"http://127.0.0.1:{first_port}/metrics")
+        assert status == 200 and 'raftkube_controller_reconciles_total{controller="serviceaccount"}' in metrics
+        processes.append(start(cluster, second_port))
+        wait_for(lambda: get(f"http://127.0.0.1:{second_port}/healthz")[0] == 200, what="the standby's /healthz")
+        lease = admin.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager").json()
+        holder = lease["spec"]["holderIdentity"]
+        os.killpg(processes[0].pid, signal.SIGKILL)  # a crash: no release
+        processes[0].communicate(timeout=10)
+        admin.post("/api/v1/namespaces", json={"metadata": {"name": "cm-two"}}).raise_for_status()
+        wait_for(lambda: has_default_account(admin, "cm-two"), what="a default account from the standby")
+        lease = admin.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager").json()
+        assert lease["spec"]["holderIdentity"] not in ("", holder)
+    processes[1].send_signal(signal.SIGTERM)
+    _, err = processes[1].communicate(timeout=15)
+    assert processes[1].returncode == 0, err.decode()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--controllers", "nope"], "--controllers: unknown controller 'nope'"),
+        (["--health-port", "70000"], "--health-port must be from 0 to 65535"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
+    ],
+)
+def test_bad_flags_exit_2_naming_the_flag(tmp_path: Path, args: list[str], says: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "components.cli", "controller-manager", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "KUBECONFIG": str(tmp_path / "absent")},
+    )
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
