@@ -1,0 +1,200 @@
+"""Pods as the workload controllers see them: selectors, ownership, readiness, availability, and
+the order in which a controller gives pods up (kube's `ActivePodsWithRanks`).
+
+Pure functions over the JSON objects the informers hold; `now` is wall-clock seconds (epoch),
+passed in so that tests decide it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+Obj = dict[str, Any]
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+def meta(obj: Mapping[str, Any]) -> Obj:
+    m = obj.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def spec(obj: Mapping[str, Any]) -> Obj:
+    s = obj.get("spec")
+    return s if isinstance(s, dict) else {}
+
+
+def status(obj: Mapping[str, Any]) -> Obj:
+    s = obj.get("status")
+    return s if isinstance(s, dict) else {}
+
+
+def labels(obj: Mapping[str, Any]) -> dict[str, str]:
+    found = meta(obj).get("labels")
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def timestamp(value: Any) -> float | None:
+    """An RFC 3339 time as epoch seconds (None when absent or malformed)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+# -- selectors ------------------------------------------------------------------------------
+
+
+def selector_matches(selector: Any, obj_labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector against labels; an empty or missing selector matches nothing
+    (the workload controllers' rule: a selector-less workload owns no pods)."""
+    if not isinstance(selector, dict):
+        return False
+    match_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not match_labels and not expressions:
+        return False
+    if any(obj_labels.get(k) != v for k, v in match_labels.items()):
+        return False
+    for expr in expressions:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        present = key in obj_labels
+        if op == "In" and not (present and obj_labels[key] in values):
+            return False
+        if op == "NotIn" and present and obj_labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+# -- ownership ------------------------------------------------------------------------------
+
+
+def controller_ref(obj: Mapping[str, Any]) -> Obj | None:
+    for ref in meta(obj).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller"):
+            return ref
+    return None
+
+
+def owner_ref(owner: Mapping[str, Any], kind: str, api_version: str = "apps/v1") -> Obj:
+    """The ownerReference a controller sets on what it makes or adopts."""
+    m = meta(owner)
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": m.get("name"),
+        "uid": m.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+# -- pod state ------------------------------------------------------------------------------
+
+
+def is_active(pod: Mapping[str, Any]) -> bool:
+    """Neither finished nor being deleted (kube's FilterActivePods)."""
+    return status(pod).get("phase") not in ("Succeeded", "Failed") and not meta(pod).get("deletionTimestamp")
+
+
+def ready_condition(pod: Mapping[str, Any]) -> Obj | None:
+    for cond in status(pod).get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond
+    return None
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    cond = ready_condition(pod)
+    return cond is not None and cond.get("status") == "True"
+
+
+def ready_since(pod: Mapping[str, Any]) -> float | None:
+    cond = ready_condition(pod)
+    if cond is None or cond.get("status") != "True":
+        return None
+    return timestamp(cond.get("lastTransitionTime"))
+
+
+def is_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> bool:
+    """Ready for at least `min_ready_seconds` (kube's IsPodAvailable)."""
+    if not is_ready(pod):
+        return False
+    if min_ready_seconds <= 0:
+        return True
+    since = ready_since(pod)
+    return since is not None and since + min_ready_seconds <= now
+
+
+def available_in(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> float | None:
+    """Seconds until a ready pod becomes available (None when not ready or already available)."""
+    since = ready_since(pod)
+    if since is None or min_ready_seconds <= 0:
+        return None
+    left = since + min_ready_seconds - now
+    return left if left > 0 else None
+
+
+def restarts(pod: Mapping[str, Any]) -> int:
+    return sum(
+        int(c.get("restartCount") or 0) for c in status(pod).get("containerStatuses") or () if isinstance(c, dict)
+    )
+
+
+def deletion_cost(pod: Mapping[str, Any]) -> int:
+    raw = (meta(pod).get("annotations") or {}).get(POD_DELETION_COST)
+    try:
+        return int(raw) if raw is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _log_age(ts: float | None, now: float) -> float:
+    """A timestamp's age bucketed logarithmically (kube's LogarithmicScaleDown: pods of similar
+    age rank as equals); a missing time counts as the newest."""
+    if ts is None:
+        return -1.0
+    return float(math.floor(math.log2(max(now - ts, 0.0) + 1.0)))
+
+
+def deletion_order_key(pod: Obj, rank: int, now: float) -> tuple[Any, ...]:
+    """Sort key: pods that sort first are deleted first (kube's ActivePodsWithRanks.Less):
+    unassigned < assigned; Pending < Unknown < Running; not ready < ready; lower
+    pod-deletion-cost first; more related pods on the same node first; ready more recently
+    first; more restarts first; created more recently first (ages bucketed by log2, as with
+    LogarithmicScaleDown); the UID breaks remaining ties so that the order is total."""
+    node = spec(pod).get("nodeName")
+    ready = is_ready(pod)
+    return (
+        1 if node else 0,
+        _PHASE_RANK.get(str(status(pod).get("phase")), 0),
+        1 if ready else 0,
+        deletion_cost(pod),
+        -rank,
+        _log_age(ready_since(pod), now) if ready else 0.0,
+        -restarts(pod),
+        _log_age(timestamp(meta(pod).get("creationTimestamp")), now),
+        str(meta(pod).get("uid") or ""),
+    )
+
+
+def pods_to_delete(pods: list[Obj], related: Iterable[Obj], count: int, now: float) -> list[Obj]:
+    """The `count` pods to give up first; `related` are the active pods of every workload with the
+    same controlling owner (a Deployment's replicasets), used to rank doubled-up nodes first."""
+    if count >= len(pods):
+        return list(pods)
+    on_node: dict[str, int] = {}
+    for p in related:
+        if is_active(p):
+            node = str(spec(p).get("nodeName") or "")
+            on_node[node] = on_node.get(node, 0) + 1
+    ranked = sorted(pods, key=lambda p: deletion_order_key(p, on_node.get(str(spec(p).get("nodeName") or ""), 0), now))
+    return ranked[:count]
