@@ -1,0 +1,182 @@
+"""A node as the scheduler sees it: what it offers, and the pods (bound or assumed) that use it.
+
+`NodeInfo.requested` is the sum of the requests of every pod on the node, assumed ones
+included, so a pod assumed in one cycle is counted by the next.  Everything a filter or score
+needs of a pod is computed once, in `PodInfo.of`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.scheduler.resources import ZERO, Resources, non_zero_requests, pod_requests, pods_of, resources_of
+
+Obj = dict[str, Any]
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+def priority_of(pod: Mapping[str, Any]) -> int:
+    p = (pod.get("spec") or {}).get("priority")
+    return p if isinstance(p, int) and not isinstance(p, bool) else 0
+
+
+def controller_uid(pod: Mapping[str, Any]) -> str:
+    """The UID of the pod's controlling owner (the first owner when none is marked controller)."""
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    for o in owners:
+        if isinstance(o, dict) and o.get("controller") and isinstance(o.get("uid"), str):
+            return str(o["uid"])
+    for o in owners:
+        if isinstance(o, dict) and isinstance(o.get("uid"), str):
+            return str(o["uid"])
+    return ""
+
+
+def host_ports(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
+    """(hostIP, protocol, hostPort) of every container port that asks for a host port."""
+    out = []
+    for c in (pod.get("spec") or {}).get("containers") or ():
+        for p in c.get("ports") or ():
+            hp = p.get("hostPort")
+            if isinstance(hp, int) and hp > 0:
+                out.append((p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", hp))
+    return out
+
+
+def _affinity_terms(pod: Mapping[str, Any], kind: str) -> list[Obj]:
+    aff = ((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}
+    return list(aff.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
+
+
+@dataclass(slots=True)
+class PodInfo:
+    """A pod with what scheduling needs of it, computed once."""
+
+    key: str
+    pod: Obj
+    namespace: str
+    labels: Mapping[str, str]
+    priority: int
+    requests: Resources
+    non_zero: tuple[int, int]
+    ports: list[tuple[str, str, int]]
+    affinity: list[Obj]  # required pod affinity terms
+    anti_affinity: list[Obj]  # required pod anti-affinity terms
+    owner_uid: str
+
+    @classmethod
+    def of(cls, pod: Obj) -> PodInfo:
+        meta = pod.get("metadata") or {}
+        return cls(
+            key=pod_key(pod),
+            pod=pod,
+            namespace=meta.get("namespace") or "",
+            labels=meta.get("labels") or {},
+            priority=priority_of(pod),
+            requests=pod_requests(pod),
+            non_zero=non_zero_requests(pod),
+            ports=host_ports(pod),
+            affinity=_affinity_terms(pod, "podAffinity"),
+            anti_affinity=_affinity_terms(pod, "podAntiAffinity"),
+            owner_uid=controller_uid(pod),
+        )
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """One node and the pods on it; `requested` and `used_ports` follow `add_pod`/`remove_pod`."""
+
+    name: str
+    node: Obj
+    labels: Mapping[str, str]
+    allocatable: Resources
+    allowed_pods: int
+    pods: dict[str, PodInfo] = field(default_factory=dict)
+    requested: Resources = ZERO
+    non_zero_requested: tuple[int, int] = (0, 0)
+    used_ports: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    pods_with_anti_affinity: int = 0
+    owners: dict[str, int] = field(default_factory=dict)  # controller UID -> its pods here
+
+    @classmethod
+    def of(cls, node: Obj, pods: Iterable[PodInfo] = ()) -> NodeInfo:
+        meta = node.get("metadata") or {}
+        alloc = (node.get("status") or {}).get("allocatable") or {}
+        info = cls(
+            name=meta.get("name") or "",
+            node=node,
+            labels=meta.get("labels") or {},
+            allocatable=resources_of(alloc),
+            allowed_pods=pods_of(alloc),
+        )
+        for p in pods:
+            info.add_pod(p)
+        return info
+
+    def set_node(self, node: Obj) -> None:
+        meta = node.get("metadata") or {}
+        alloc = (node.get("status") or {}).get("allocatable") or {}
+        self.node = node
+        self.labels = meta.get("labels") or {}
+        self.allocatable = resources_of(alloc)
+        self.allowed_pods = pods_of(alloc)
+
+    def add_pod(self, pi: PodInfo) -> None:
+        if pi.key in self.pods:
+            self.remove_pod(pi.key)
+        self.pods[pi.key] = pi
+        self.requested += pi.requests
+        c, m = self.non_zero_requested
+        self.non_zero_requested = (c + pi.non_zero[0], m + pi.non_zero[1])
+        for port in pi.ports:
+            self.used_ports[port] = self.used_ports.get(port, 0) + 1
+        if pi.anti_affinity:
+            self.pods_with_anti_affinity += 1
+        if pi.owner_uid:
+            self.owners[pi.owner_uid] = self.owners.get(pi.owner_uid, 0) + 1
+
+    def remove_pod(self, key: str) -> PodInfo | None:
+        pi = self.pods.pop(key, None)
+        if pi is None:
+            return None
+        self.requested -= pi.requests
+        c, m = self.non_zero_requested
+        self.non_zero_requested = (c - pi.non_zero[0], m - pi.non_zero[1])
+        for port in pi.ports:
+            n = self.used_ports.get(port, 0) - 1
+            if n > 0:
+                self.used_ports[port] = n
+            else:
+                self.used_ports.pop(port, None)
+        if pi.anti_affinity:
+            self.pods_with_anti_affinity -= 1
+        if pi.owner_uid:
+            left = self.owners.get(pi.owner_uid, 0) - 1
+            if left > 0:
+                self.owners[pi.owner_uid] = left
+            else:
+                self.owners.pop(pi.owner_uid, None)
+        return pi
+
+    def clone(self) -> NodeInfo:
+        return NodeInfo(
+            name=self.name,
+            node=self.node,
+            labels=self.labels,
+            allocatable=self.allocatable,
+            allowed_pods=self.allowed_pods,
+            pods=dict(self.pods),
+            requested=self.requested,
+            non_zero_requested=self.non_zero_requested,
+            used_ports=dict(self.used_ports),
+            pods_with_anti_affinity=self.pods_with_anti_affinity,
+            owners=dict(self.owners),
+        )

@@ -1,0 +1,493 @@
+"""Filters and scores, each a pure function of the pod, one node and the cycle's pre-computed state.
+
+Filters run in kube-scheduler's order and a node's verdict is the first failing filter's
+`Status` (one filter may give several reasons, as NodeResourcesFit does).  `unresolvable` marks
+kube's UnschedulableAndUnresolvable: evicting pods from that node cannot help, so preemption
+skips it.  Reasons are kube-scheduler's own strings, since users grep events for them.
+
+Scores are 0..100 per plugin after normalisation, summed with kube's default weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.scheduler.nodeinfo import HOSTNAME_LABEL, NodeInfo, PodInfo
+
+Obj = dict[str, Any]
+MAX_NODE_SCORE = 100
+
+# kube-scheduler's reasons, word for word
+ERR_UNSCHEDULABLE = "node(s) were unschedulable"
+ERR_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"
+ERR_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+ERR_PORTS = "node(s) didn't have free ports for the requested pod ports"
+ERR_TOO_MANY_PODS = "Too many pods"
+ERR_INSUFFICIENT = "Insufficient {resource}"
+ERR_SPREAD = "node(s) didn't match pod topology spread constraints"
+ERR_SPREAD_MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+ERR_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+ERR_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+
+WEIGHTS = {
+    "NodeResourcesFit": 1,
+    "NodeResourcesBalancedAllocation": 1,
+    "NodeAffinity": 2,
+    "PodTopologySpread": 2,
+    "TaintToleration": 3,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Why one node cannot take the pod."""
+
+    plugin: str
+    reasons: tuple[str, ...]
+    unresolvable: bool = False
+
+
+# -- selectors -----------------------------------------------------------------------------------
+
+
+def match_label_selector(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector: None matches nothing, {} matches everything."""
+    if selector is None:
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for req in selector.get("matchExpressions") or ():
+        key, op, values = req.get("key", ""), req.get("operator", ""), req.get("values") or ()
+        if op == "In":
+            if key not in labels or labels[key] not in values:
+                return False
+        elif op == "NotIn":
+            if key in labels and labels[key] in values:
+                return False
+        elif op == "Exists":
+            if key not in labels:
+                return False
+        elif op == "DoesNotExist":
+            if key in labels:
+                return False
+        else:
+            return False
+    return True
+
+
+def _match_requirement(req: Mapping[str, Any], value: str | None) -> bool:
+    """One NodeSelectorRequirement against the node's value for its key (None: no such key)."""
+    op, values = req.get("operator", ""), list(req.get("values") or ())
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt"):
+        if value is None or len(values) != 1:
+            return False
+        try:
+            have, want = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def match_node_selector_term(term: Mapping[str, Any], ni: NodeInfo) -> bool:
+    """Expressions and fields are ANDed; a term with neither matches no node."""
+    exprs, fields = term.get("matchExpressions") or (), term.get("matchFields") or ()
+    if not exprs and not fields:
+        return False
+    for req in exprs:
+        if not _match_requirement(req, ni.labels.get(req.get("key", ""))):
+            return False
+    return all(req.get("key") == "metadata.name" and _match_requirement(req, ni.name) for req in fields)
+
+
+def node_matches_pod_selectors(pod: Obj, ni: NodeInfo) -> bool:
+    """nodeSelector and required node affinity (terms are ORed)."""
+    spec = pod.get("spec") or {}
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if ni.labels.get(k) != v:
+            return False
+    na = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None:
+        terms = required.get("nodeSelectorTerms") or ()
+        if not any(match_node_selector_term(t, ni) for t in terms):
+            return False
+    return True
+
+
+# -- taints --------------------------------------------------------------------------------------
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    op = toleration.get("operator") or "Equal"
+    if key and key != taint.get("key"):
+        return False
+    if not key and op != "Exists":
+        return False
+    if op == "Exists":
+        return True
+    return (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def node_taints(ni: NodeInfo) -> list[Obj]:
+    """The node's taints, plus the one the node lifecycle controller would add for a node that is
+    not Ready (not-ready for Ready=False, unreachable for Unknown or no Ready condition)."""
+    taints = list((ni.node.get("spec") or {}).get("taints") or ())
+    ready = None
+    for c in (ni.node.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "Ready":
+            ready = c.get("status")
+    if ready != "True":
+        key = TAINT_NOT_READY if ready == "False" else TAINT_UNREACHABLE
+        if not any(t.get("key") == key for t in taints):
+            taints.append({"key": key, "effect": "NoSchedule"})
+    return taints
+
+
+def _tolerations(pod: Obj) -> list[Obj]:
+    return list((pod.get("spec") or {}).get("tolerations") or ())
+
+
+# -- the cycle's state ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _SpreadConstraint:
+    key: str
+    max_skew: int
+    selector: Mapping[str, Any] | None
+    self_match: int
+    counts: dict[str, int] = field(default_factory=dict)  # domain value -> matching pods
+    min_count: int = 0
+
+
+@dataclass(slots=True)
+class CycleState:
+    """What the filters and scores of one pod share, computed once per cycle from every node."""
+
+    pod: PodInfo
+    tolerations: list[Obj]
+    hard_spread: list[_SpreadConstraint]
+    soft_spread: list[_SpreadConstraint]
+    default_spread_owner: str  # spread pods of this owner over hostnames when no constraint is given
+    forbidden_by_existing: set[tuple[str, str]]  # (topology key, value) barred by existing anti-affinity
+    affinity_counts: list[dict[str, int]]  # per required affinity term: domain value -> matching pods
+    anti_affinity_counts: list[dict[str, int]]
+    affinity_matches_nobody: bool  # no pod anywhere matches any affinity term (and the pod matches itself)
+
+
+def _term_namespaces(term: Mapping[str, Any], own_ns: str) -> set[str] | None:
+    """None = every namespace (an empty namespaceSelector)."""
+    names = term.get("namespaces") or ()
+    if names:
+        return set(names)
+    ns_sel = term.get("namespaceSelector")
+    if ns_sel is not None and not ns_sel.get("matchLabels") and not ns_sel.get("matchExpressions"):
+        return None
+    return {own_ns}
+
+
+def _term_matches(term: Mapping[str, Any], owner_ns: str, other: PodInfo) -> bool:
+    """Whether `other` is one of the pods a term (of a pod in `owner_ns`) selects."""
+    namespaces = _term_namespaces(term, owner_ns)
+    if namespaces is not None and other.namespace not in namespaces:
+        return False
+    return match_label_selector(term.get("labelSelector"), other.labels)
+
+
+def _live(pi: PodInfo) -> bool:
+    return not (pi.pod.get("metadata") or {}).get("deletionTimestamp")
+
+
+def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> CycleState:
+    spec = pi.pod.get("spec") or {}
+    hard: list[_SpreadConstraint] = []
+    soft: list[_SpreadConstraint] = []
+    for c in spec.get("topologySpreadConstraints") or ():
+        sel = c.get("labelSelector")
+        sc = _SpreadConstraint(
+            key=c.get("topologyKey") or HOSTNAME_LABEL,
+            max_skew=int(c.get("maxSkew") or 1),
+            selector=sel,
+            self_match=1 if match_label_selector(sel, pi.labels) else 0,
+        )
+        (hard if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule" else soft).append(sc)
+    constraints = hard + soft
+    if constraints:
+        for ni in nodes:
+            if not node_matches_pod_selectors(pi.pod, ni):
+                continue  # nodeAffinityPolicy Honor: only nodes the pod may go to form domains
+            for sc in constraints:
+                value = ni.labels.get(sc.key)
+                if value is None:
+                    continue
+                n = sum(
+                    1
+                    for other in ni.pods.values()
+                    if other.namespace == pi.namespace
+                    and _live(other)
+                    and match_label_selector(sc.selector, other.labels)
+                )
+                sc.counts[value] = sc.counts.get(value, 0) + n
+        for sc in constraints:
+            sc.min_count = min(sc.counts.values()) if sc.counts else 0
+
+    forbidden: set[tuple[str, str]] = set()
+    if any(ni.pods_with_anti_affinity for ni in nodes):
+        for ni in nodes:
+            if not ni.pods_with_anti_affinity:
+                continue
+            for other in ni.pods.values():
+                for term in other.anti_affinity:
+                    key = term.get("topologyKey") or ""
+                    if key in ni.labels and _term_matches(term, other.namespace, pi):
+                        forbidden.add((key, ni.labels[key]))
+
+    aff_counts: list[dict[str, int]] = [{} for _ in pi.affinity]
+    anti_counts: list[dict[str, int]] = [{} for _ in pi.anti_affinity]
+    any_affinity_match = False
+    if pi.affinity or pi.anti_affinity:
+        for ni in nodes:
+            for other in ni.pods.values():
+                for i, term in enumerate(pi.affinity):
+                    key = term.get("topologyKey") or ""
+                    if _term_matches(term, pi.namespace, other):
+                        any_affinity_match = True
+                        if key in ni.labels:
+                            aff_counts[i][ni.labels[key]] = aff_counts[i].get(ni.labels[key], 0) + 1
+                for i, term in enumerate(pi.anti_affinity):
+                    key = term.get("topologyKey") or ""
+                    if key in ni.labels and _term_matches(term, pi.namespace, other):
+                        anti_counts[i][ni.labels[key]] = anti_counts[i].get(ni.labels[key], 0) + 1
+    matches_self = all(_term_matches(t, pi.namespace, pi) for t in pi.affinity)
+    return CycleState(
+        pod=pi,
+        tolerations=_tolerations(pi.pod),
+        hard_spread=hard,
+        soft_spread=soft,
+        default_spread_owner=pi.owner_uid if not constraints else "",
+        forbidden_by_existing=forbidden,
+        affinity_counts=aff_counts,
+        anti_affinity_counts=anti_counts,
+        affinity_matches_nobody=bool(pi.affinity) and not any_affinity_match and matches_self,
+    )
+
+
+# -- filters -------------------------------------------------------------------------------------
+
+
+def node_unschedulable(state: CycleState, ni: NodeInfo) -> Status | None:
+    if not (ni.node.get("spec") or {}).get("unschedulable"):
+        return None
+    taint = {"key": TAINT_UNSCHEDULABLE, "effect": "NoSchedule"}
+    if any(tolerates(t, taint) for t in state.tolerations):
+        return None
+    return Status("NodeUnschedulable", (ERR_UNSCHEDULABLE,), unresolvable=True)
+
+
+def taint_toleration(state: CycleState, ni: NodeInfo) -> Status | None:
+    for taint in node_taints(ni):
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tolerates(t, taint) for t in state.tolerations):
+            reason = ERR_TAINT.format(key=taint.get("key", ""), value=taint.get("value", ""))
+            return Status("TaintToleration", (reason,), unresolvable=True)
+    return None
+
+
+def node_affinity(state: CycleState, ni: NodeInfo) -> Status | None:
+    if node_matches_pod_selectors(state.pod.pod, ni):
+        return None
+    return Status("NodeAffinity", (ERR_NODE_AFFINITY,), unresolvable=True)
+
+
+def node_ports(state: CycleState, ni: NodeInfo) -> Status | None:
+    for ip, proto, port in state.pod.ports:
+        for uip, uproto, uport in ni.used_ports:
+            if uport == port and uproto == proto and (ip == uip or "0.0.0.0" in (ip, uip)):
+                return Status("NodePorts", (ERR_PORTS,))
+    return None
+
+
+def node_resources_fit(state: CycleState, ni: NodeInfo) -> Status | None:
+    reasons = []
+    if len(ni.pods) + 1 > ni.allowed_pods:
+        reasons.append(ERR_TOO_MANY_PODS)
+    want, used, alloc = state.pod.requests, ni.requested, ni.allocatable
+    if want.milli_cpu > 0 and want.milli_cpu > alloc.milli_cpu - used.milli_cpu:
+        reasons.append(ERR_INSUFFICIENT.format(resource="cpu"))
+    if want.memory > 0 and want.memory > alloc.memory - used.memory:
+        reasons.append(ERR_INSUFFICIENT.format(resource="memory"))
+    if want.ephemeral_storage > 0 and want.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage:
+        reasons.append(ERR_INSUFFICIENT.format(resource="ephemeral-storage"))
+    return Status("NodeResourcesFit", tuple(reasons)) if reasons else None
+
+
+def pod_topology_spread(state: CycleState, ni: NodeInfo) -> Status | None:
+    for sc in state.hard_spread:
+        value = ni.labels.get(sc.key)
+        if value is None:
+            return Status("PodTopologySpread", (ERR_SPREAD_MISSING_LABEL,), unresolvable=True)
+        if sc.counts.get(value, 0) + sc.self_match - sc.min_count > sc.max_skew:
+            return Status("PodTopologySpread", (ERR_SPREAD,))
+    return None
+
+
+def inter_pod_affinity(state: CycleState, ni: NodeInfo) -> Status | None:
+    pi = state.pod
+    for i, term in enumerate(pi.affinity):
+        key = term.get("topologyKey") or ""
+        value = ni.labels.get(key)
+        if value is None:
+            return Status("InterPodAffinity", (ERR_AFFINITY,), unresolvable=True)
+        if state.affinity_counts[i].get(value, 0) == 0 and not state.affinity_matches_nobody:
+            return Status("InterPodAffinity", (ERR_AFFINITY,), unresolvable=True)
+    for i, term in enumerate(pi.anti_affinity):
+        value = ni.labels.get(term.get("topologyKey") or "")
+        if value is not None and state.anti_affinity_counts[i].get(value, 0) > 0:
+            return Status("InterPodAffinity", (ERR_ANTI_AFFINITY,))
+    for key, value in state.forbidden_by_existing:
+        if ni.labels.get(key) == value:
+            return Status("InterPodAffinity", (ERR_EXISTING_ANTI_AFFINITY,))
+    return None
+
+
+FILTERS = (
+    node_unschedulable,
+    taint_toleration,
+    node_affinity,
+    node_ports,
+    node_resources_fit,
+    pod_topology_spread,
+    inter_pod_affinity,
+)
+
+
+def run_filters(state: CycleState, ni: NodeInfo) -> Status | None:
+    """The first failing filter's status, or None when the node can take the pod."""
+    for f in FILTERS:
+        status = f(state, ni)
+        if status is not None:
+            return status
+    return None
+
+
+# -- scores (raw; `normalize` maps them to 0..100) ----------------------------------------------
+
+
+def least_allocated(state: CycleState, ni: NodeInfo) -> int:
+    cpu, mem = ni.non_zero_requested
+    cpu += state.pod.non_zero[0]
+    mem += state.pod.non_zero[1]
+    total = 0
+    for req, cap in ((cpu, ni.allocatable.milli_cpu), (mem, ni.allocatable.memory)):
+        if cap > 0 and req <= cap:
+            total += (cap - req) * MAX_NODE_SCORE // cap
+    return total // 2
+
+
+def balanced_allocation(state: CycleState, ni: NodeInfo) -> int:
+    cpu, mem = ni.non_zero_requested
+    cpu += state.pod.non_zero[0]
+    mem += state.pod.non_zero[1]
+    fc = min(1.0, cpu / ni.allocatable.milli_cpu) if ni.allocatable.milli_cpu > 0 else 1.0
+    fm = min(1.0, mem / ni.allocatable.memory) if ni.allocatable.memory > 0 else 1.0
+    std = abs(fc - fm) / 2
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def preferred_node_affinity(state: CycleState, ni: NodeInfo) -> int:
+    na = ((state.pod.pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    total = 0
+    for pref in na.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
+        w = int(pref.get("weight") or 0)
+        if w and match_node_selector_term(pref.get("preference") or {}, ni):
+            total += w
+    return total
+
+
+def intolerable_prefer_no_schedule(state: CycleState, ni: NodeInfo) -> int:
+    tolerations = [t for t in state.tolerations if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"]
+    return sum(
+        1
+        for taint in (ni.node.get("spec") or {}).get("taints") or ()
+        if taint.get("effect") == "PreferNoSchedule" and not any(tolerates(t, taint) for t in tolerations)
+    )
+
+
+def spread_count(state: CycleState, ni: NodeInfo) -> int:
+    """Pods this pod should spread away from in the node's domains (fewer is better)."""
+    if state.default_spread_owner:
+        return ni.owners.get(state.default_spread_owner, 0)
+    total = 0.0
+    for sc in state.soft_spread:
+        value = ni.labels.get(sc.key)
+        if value is not None:
+            # kube weighs a constraint by log(domains + 2) so that finer topologies count more
+            total += (sc.counts.get(value, 0) + sc.max_skew - 1) * math.log(len(sc.counts) + 2)
+    return round(total)
+
+
+def _normalize(raw: list[int], reverse: bool) -> list[int]:
+    top = max(raw, default=0)
+    if top == 0:
+        return [MAX_NODE_SCORE if reverse else 0] * len(raw)
+    return [MAX_NODE_SCORE - r * MAX_NODE_SCORE // top if reverse else r * MAX_NODE_SCORE // top for r in raw]
+
+
+def _normalize_spread(raw: list[int]) -> list[int]:
+    if not raw:
+        return []
+    lo, hi = min(raw), max(raw)
+    if hi == 0:
+        return [MAX_NODE_SCORE] * len(raw)
+    return [MAX_NODE_SCORE * (hi + lo - r) // hi for r in raw]
+
+
+def score_nodes(state: CycleState, nodes: Sequence[NodeInfo]) -> list[int]:
+    """The weighted total score of each node, in order."""
+    totals = [
+        WEIGHTS["NodeResourcesFit"] * least_allocated(state, ni)
+        + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced_allocation(state, ni)
+        for ni in nodes
+    ]
+    if _has_preferred_node_affinity(state.pod.pod):
+        for i, s in enumerate(_normalize([preferred_node_affinity(state, ni) for ni in nodes], reverse=False)):
+            totals[i] += WEIGHTS["NodeAffinity"] * s
+    taint_raw = [intolerable_prefer_no_schedule(state, ni) for ni in nodes]
+    for i, s in enumerate(_normalize(taint_raw, reverse=True)):
+        totals[i] += WEIGHTS["TaintToleration"] * s
+    if state.default_spread_owner or state.soft_spread:
+        for i, s in enumerate(_normalize_spread([spread_count(state, ni) for ni in nodes])):
+            totals[i] += WEIGHTS["PodTopologySpread"] * s
+    return totals
+
+
+def _has_preferred_node_affinity(pod: Obj) -> bool:
+    na = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    return bool(na.get("preferredDuringSchedulingIgnoredDuringExecution"))
+
+
+def all_reasons(statuses: Iterable[Status]) -> list[str]:
+    return [r for s in statuses for r in s.reasons]

@@ -1,0 +1,1 @@
+from tests.components.conftest import cluster  # noqa: F401
