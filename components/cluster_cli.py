@@ -1,10 +1,12 @@
-"""`raftkube up`, `down`, `status`: the whole local control plane (store members + apiserver).
+"""`raftkube up`, `down`, `status`: the whole local control plane (store members, apiserver,
+controller-manager and scheduler).
 
 `up` starts the store as `raftkube store up` does (store.cli.cluster.start_store), then the
 apiserver (apiserver.launcher), waits for its /readyz as admin, writes the kubeconfig (and one
-per component, each its own identity: apiserver.pki.write_component_kubeconfigs) and prints
-the status table.  In the foreground Ctrl-C (or SIGTERM) stops the apiserver first,
-then the store; `--detach` returns and `down` stops them later by their pid files.
+per component, each its own identity: apiserver.pki.write_component_kubeconfigs), starts the
+components with those (components.launcher), waits for their /healthz and prints the status
+table.  In the foreground Ctrl-C (or SIGTERM) stops the components, then the apiserver, then
+the store; `--detach` returns and `down` stops them later by their pid files.
 The apiserver's host and port are fixed when it first starts in a data dir (recorded in
 `apiserver/apiserver.json`, like the store's ports in cluster.json), so the kubeconfig stays
 valid across restarts; `--port` changes them.
@@ -14,16 +16,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import write_component_kubeconfigs
+from components.launcher import LocalComponent
 from store import pki
 from store.cli.cluster import member_watcher, run_until_signal, start_store, status_rows, store_settings
 from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
 from store.launcher import LauncherError, LocalCluster, free_ports
+
+UP_COMPONENTS = ("controller-manager",)
+COMPONENT_START_TIMEOUT_S = 30.0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,13 +93,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         apiserver.wait_ready(endpoint, a.startup_timeout)
         kubeconfig = apiserver.write_kubeconfig(endpoint)
         write_component_kubeconfigs(s.data_dir, endpoint.url)
+        components = _start_components(s.data_dir)
     except (LauncherError, pki.PKIError, OSError) as e:
-        apiserver.stop()
-        cluster.stop_all()
+        _stop_everything(s.data_dir, apiserver, cluster)
         raise UsageError(str(e)) from e
     except KeyboardInterrupt:  # Ctrl-C while starting: leave nothing running
-        apiserver.stop()
-        cluster.stop_all()
+        _stop_everything(s.data_dir, apiserver, cluster)
         raise
     rows = _rows(cluster, apiserver, 2.0)
     _print(rows, args.output)
@@ -105,6 +111,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 0
     watch_members = member_watcher(cluster)
     apiserver_up = True
+    components_up = {c.name: True for c in components}
 
     def check() -> None:
         nonlocal apiserver_up
@@ -113,15 +120,21 @@ def cmd_up(args: argparse.Namespace) -> int:
         if apiserver_up and not now:
             print(f"the apiserver is not running (see {apiserver.log_file})", file=sys.stderr)
         apiserver_up = now
+        for c in components:
+            alive = c.pid() is not None
+            if components_up[c.name] and not alive:
+                print(f"the {c.name} is not running (see {c.log_file})", file=sys.stderr)
+            components_up[c.name] = alive
 
-    ready = "running in the foreground; Ctrl-C stops the apiserver and every store member"
+    ready = "running in the foreground; Ctrl-C stops the components, the apiserver and every store member"
     try:
         run_until_signal(check, ready=ready if args.output == "human" else "")
     finally:
+        stopped_components = [c.name for c in components if c.stop()]
         stopped_apiserver = apiserver.stop()
         stopped = cluster.stop_all()
         if args.output == "human":
-            print(f"\nstopped {'the apiserver and ' if stopped_apiserver else ''}store member(s) {stopped}")
+            print(f"\n{_stopped(stopped_components, stopped_apiserver, stopped)}")
     return 0
 
 
@@ -131,12 +144,13 @@ def cmd_down(args: argparse.Namespace) -> int:
     apiserver = LocalApiserver(data_dir)
     if not cluster.exists() and apiserver.recorded() is None:
         raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
+    stopped_components = [c.name for c in _components(data_dir) if c.stop()]
     stopped_apiserver = apiserver.stop()
     stopped = cluster.stop_all() if cluster.exists() else []
     if args.output == "json":
-        print_json({"apiserver": stopped_apiserver, "store": stopped})
-    elif stopped_apiserver or stopped:
-        print(f"stopped {'the apiserver and ' if stopped_apiserver else ''}store member(s) {stopped}")
+        print_json({"components": stopped_components, "apiserver": stopped_apiserver, "store": stopped})
+    elif stopped_components or stopped_apiserver or stopped:
+        print(_stopped(stopped_components, stopped_apiserver, stopped))
     else:
         print("nothing was running")
     return 0
@@ -175,7 +189,50 @@ def _rows(cluster: LocalCluster, apiserver: LocalApiserver, timeout: float) -> l
         code, body = apiserver.probe(endpoint, timeout=timeout) if pid is not None else (0, "")
         role = "ready" if code == 200 else ("down" if pid is None else f"not ready ({code or body})")
         rows.append({"part": "apiserver", "url": endpoint.url, "role": role, "pid": pid, "healthy": code == 200})
+    for c in _components(cluster.data_dir):
+        if c.health_port() is None:
+            continue  # never started here
+        pid = c.pid()
+        code, body = c.probe(timeout) if pid is not None else (0, "")
+        role = "running" if code == 200 else ("down" if pid is None else f"not healthy ({code or body})")
+        rows.append({"part": c.name, "url": c.url, "role": role, "pid": pid, "healthy": code == 200})
     return rows
+
+
+def _stopped(components: list[str], apiserver: bool, members: list[int]) -> str:
+    parts = [*(f"the {c}" for c in components), *(["the apiserver"] if apiserver else [])]
+    head = f"{', '.join(parts)} and " if parts else ""
+    return f"stopped {head}store member(s) {members}"
+
+
+def _components(data_dir: Path) -> list[LocalComponent]:
+    return [LocalComponent(data_dir, name) for name in UP_COMPONENTS]
+
+
+def _start_components(data_dir: Path) -> list[LocalComponent]:
+    """Start what is not running yet; wait for every /healthz (LauncherError if one dies)."""
+    components = _components(data_dir)
+    for c in components:
+        if c.pid() is None:
+            c.start()
+    deadline = time.monotonic() + COMPONENT_START_TIMEOUT_S
+    for c in components:
+        while c.probe(timeout=1.0)[0] != 200:
+            if c.pid() is None:
+                raise LauncherError(f"the {c.name} exited during startup; see {c.log_file}")
+            if time.monotonic() > deadline:
+                raise LauncherError(
+                    f"the {c.name} was not healthy within {COMPONENT_START_TIMEOUT_S:.0f}s; see {c.log_file}"
+                )
+            time.sleep(0.1)
+    return components
+
+
+def _stop_everything(data_dir: Path, apiserver: LocalApiserver, cluster: LocalCluster) -> None:
+    for c in _components(data_dir):
+        c.stop()
+    apiserver.stop()
+    cluster.stop_all()
 
 
 def _print(rows: list[dict[str, Any]], output: str) -> None:

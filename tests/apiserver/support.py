@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from apiserver.launcher import Endpoint, LocalApiserver
+from components.launcher import COMPONENTS, LocalComponent
 from store.launcher import LocalCluster, free_ports
 from tests.mvcc.etcd import running_etcd
 from tests.support.cli import raftkube
@@ -110,7 +111,9 @@ def _fast_config(tmp: Path) -> Path:
 
 
 @contextlib.contextmanager
-def running_apiserver(tmp: Path, backend: str) -> Iterator[ApiserverUnderTest]:
+def running_apiserver(tmp: Path, backend: str, *, components: bool = False) -> Iterator[ApiserverUnderTest]:
+    """`components`: keep the controller-manager and scheduler `up` starts (by default they are
+    stopped: tests of the apiserver, and of controllers run in-process, want no other writer)."""
     data_dir = tmp / "rk"
     cache = tmp / "kube-cache"
     if backend == "raftkube":
@@ -126,10 +129,15 @@ def running_apiserver(tmp: Path, backend: str) -> Iterator[ApiserverUnderTest]:
                 timeout=120,
             )
             assert proc.returncode == 0, proc.stderr + proc.stdout
+            if not components:
+                for name in COMPONENTS:
+                    LocalComponent(data_dir, name).stop(timeout=5)
             endpoint = LocalApiserver(data_dir).recorded()
             assert endpoint is not None
             yield ApiserverUnderTest(backend, data_dir, endpoint.url, cache)
         finally:
+            for name in COMPONENTS:
+                LocalComponent(data_dir, name).stop(timeout=5)
             LocalApiserver(data_dir).stop(timeout=5)
             LocalCluster(data_dir).stop_all(timeout=5)
         return

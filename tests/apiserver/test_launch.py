@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from apiserver.launcher import LocalApiserver
+from components.launcher import LocalComponent
 from store.launcher import LocalCluster
 from tests.apiserver.support import kubectl_binary
 from tests.support.cli import raftkube, raftkube_interactive
@@ -28,6 +29,7 @@ def _config(tmp: Path, members: int) -> Path:
 
 
 def _stop(d: Path) -> None:
+    LocalComponent(d, "controller-manager").stop(timeout=5)
     LocalApiserver(d).stop(timeout=5)
     LocalCluster(d).stop_all(timeout=5)
 
@@ -102,11 +104,13 @@ def test_status_shows_every_part(data_dir: Path) -> None:
     proc = raftkube("status", "--data-dir", str(data_dir), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
-    assert [r["part"] for r in rows] == ["store member 1", "store member 2", "store member 3", "apiserver"]
+    parts = ["store member 1", "store member 2", "store member 3", "apiserver", "controller-manager"]
+    assert [r["part"] for r in rows] == parts
     assert all(r["healthy"] and r["pid"] for r in rows)
-    assert rows[-1]["role"] == "ready" and rows[-1]["url"] == _url(data_dir)
+    assert rows[3]["role"] == "ready" and rows[3]["url"] == _url(data_dir)
+    assert rows[4]["role"] == "running" and rows[4]["url"].startswith("http://127.0.0.1:")
     human = raftkube("status", "--data-dir", str(data_dir)).stdout
-    assert "apiserver" in human and "leader" in human and "UNHEALTHY" not in human
+    assert "apiserver" in human and "leader" in human and "controller-manager" in human and "UNHEALTHY" not in human
 
 
 def test_store_kill_leader_works_on_the_same_data_dir(data_dir: Path) -> None:
@@ -130,11 +134,12 @@ def test_store_kill_leader_works_on_the_same_data_dir(data_dir: Path) -> None:
 
 def test_down_stops_every_process(data_dir: Path) -> None:
     cluster, apiserver = LocalCluster(data_dir), LocalApiserver(data_dir)
-    pids = [p for p in (*(cluster.pid(m) for m in cluster.member_ids()), apiserver.pid()) if p is not None]
-    assert len(pids) == 4
+    manager = LocalComponent(data_dir, "controller-manager")
+    pids = [p for p in (*(cluster.pid(m) for m in cluster.member_ids()), apiserver.pid(), manager.pid()) if p]
+    assert len(pids) == 5
     proc = raftkube("down", "--data-dir", str(data_dir), "-o", "json")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"apiserver": True, "store": [1, 2, 3]}
+    assert json.loads(proc.stdout) == {"components": ["controller-manager"], "apiserver": True, "store": [1, 2, 3]}
     assert [p for p in pids if _alive(p)] == []
     assert not (data_dir / "apiserver" / "pid").exists()
     rows = json.loads(raftkube("status", "--data-dir", str(data_dir), "-o", "json").stdout)
@@ -153,12 +158,12 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
             if not line and proc.poll() is not None:
                 break
         assert "Ctrl-C" in line, proc.stderr.read() if proc.stderr else ""
-        pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid()]
+        pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid(), LocalComponent(d, "controller-manager").pid()]
         assert None not in pids
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, (out, err)
-        assert "stopped the apiserver and store member(s) [1]" in out, (out, err)
+        assert "stopped the controller-manager, the apiserver and store member(s) [1]" in out, (out, err)
         assert [p for p in pids if p is not None and _alive(p)] == []
     finally:
         if proc.poll() is None:

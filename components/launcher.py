@@ -1,0 +1,87 @@
+"""Starting, finding and stopping the local scheduler and controller-manager of a data dir.
+
+    <data_dir>/<component>/pid             its pid while it runs (its own process group)
+    <data_dir>/<component>/<component>.log its stdout and stderr
+    <data_dir>/<component>/health.json     the loopback port of its /healthz and /metrics
+
+Each runs as `raftkube <component> --kubeconfig <its own kubeconfig>`, so it proves its own
+identity to the apiserver (apiserver.pki.component_kubeconfig writes those).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from apiserver.pki import ApiserverPKI
+from store import disk
+from store.launcher import LauncherError, free_ports, read_pid, spawn, stop_process
+
+COMPONENTS = ("controller-manager", "scheduler")
+PID_FILE = "pid"
+HEALTH_FILE = "health.json"
+
+
+class LocalComponent:
+    def __init__(self, data_dir: Path, name: str) -> None:
+        if name not in COMPONENTS:
+            raise ValueError(f"no component {name!r} (known: {', '.join(COMPONENTS)})")
+        self.data_dir = Path(data_dir)
+        self.name = name
+        self.root = self.data_dir / name
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / f"{self.name}.log"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return ApiserverPKI.of(self.data_dir).kubeconfig_of(self.name)
+
+    def pid(self) -> int | None:
+        return read_pid(self.root / PID_FILE)
+
+    def health_port(self) -> int | None:
+        try:
+            doc = json.loads((self.root / HEALTH_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        port = doc.get("port") if isinstance(doc, dict) else None
+        return port if isinstance(port, int) and 0 < port < 65536 else None
+
+    def start(self) -> int:
+        """Start it with its kubeconfig (written by `up`) and a free loopback health port."""
+        if (pid := self.pid()) is not None:
+            raise LauncherError(f"the {self.name} is already running (pid {pid})")
+        if not self.kubeconfig.exists():
+            raise LauncherError(f"{self.name}: no kubeconfig at {self.kubeconfig} (`raftkube up` writes it)")
+        port = free_ports(1)[0]
+        disk.make_dirs(self.root)
+        disk.write_private(self.root / HEALTH_FILE, (json.dumps({"port": port}) + "\n").encode())
+        argv = [sys.executable, "-m", "components.cli", self.name, "--kubeconfig", str(self.kubeconfig)]
+        argv += ["--health-port", str(port)]
+        return spawn(argv, self.log_file, self.root / PID_FILE)
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        return stop_process(self.root / PID_FILE, timeout)
+
+    def probe(self, timeout: float = 2.0) -> tuple[int, str]:
+        """GET /healthz: (status, body); (0, reason) when it cannot be reached."""
+        port = self.health_port()
+        if port is None:
+            return 0, "no health port recorded"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as r:
+                return r.status, r.read(4096).decode("utf-8", "replace").strip()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(4096).decode("utf-8", "replace").strip()
+        except OSError as e:
+            return 0, str(e) or type(e).__name__
+
+    @property
+    def url(self) -> str:
+        port = self.health_port()
+        return f"http://127.0.0.1:{port}" if port else "-"
