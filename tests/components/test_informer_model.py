@@ -10,7 +10,7 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from components.client.informer import EventHandler, SharedInformer
@@ -151,7 +151,7 @@ def step(op: str, name: str = "", value: str = "") -> tuple[str, str, str]:
     return (op, name, value)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a loaded CI box
 # a stale DELETED of an earlier incarnation must not delete the current one
 @example(
     [
