@@ -240,3 +240,67 @@ def test_two_schedulers_one_leader_and_takeover(
         assert other_log.count("informers synced") == 1
         assert other_log.index(f"the leader is now {other}") < other_log.index("informers synced")
     delete_test_nodes(http)
+
+
+def test_concurrent_pods_never_overcommit_a_node(cluster: ApiserverUnderTest, http: httpx.Client) -> None:
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    delete_test_nodes(http)
+    ns = namespace(http)
+    rng = random.Random(7)
+    sizes = {f"c{i}": rng.choice([500, 1000, 1500]) for i in range(4)}
+    for name, cpu in sizes.items():
+        make_node(http, name, cpu=f"{cpu}m")
+    wants = [rng.choice([100, 200, 300, 400]) for _ in range(24)]
+    with scheduler(cluster, "--no-leader-elect"):
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda j: make_pod(http, ns, f"c{j}", cpu=f"{wants[j]}m"), range(len(wants))))
+
+        def settled() -> bool:
+            pods = ok(http.get(f"/api/v1/namespaces/{ns}/pods"))["items"]
+            pending = [p for p in pods if not p["spec"].get("nodeName")]
+            failed = {e["involvedObject"]["name"] for e in events(http, ns, "FailedScheduling")}
+            return all(p["metadata"]["name"] in failed for p in pending)
+
+        until("every pod bound or reported unschedulable", settled)
+        pods = ok(http.get(f"/api/v1/namespaces/{ns}/pods"))["items"]
+        used: dict[str, int] = {}
+        for p in pods:
+            if p["spec"].get("nodeName"):
+                used[p["spec"]["nodeName"]] = used.get(p["spec"]["nodeName"], 0) + wants[int(p["metadata"]["name"][1:])]
+        assert used, "nothing was bound"
+        for name, total in used.items():
+            assert total <= sizes[name], (name, total, sizes[name])
+        assert sum(used.values()) >= min(sum(wants), sum(sizes.values())) - 400  # no room left unused for long
+    delete_test_nodes(http)
+
+
+def test_preemption_evicts_lower_priority_pods(cluster: ApiserverUnderTest, http: httpx.Client) -> None:
+    delete_test_nodes(http)
+    ns = namespace(http)
+    make_node(http, "pr1", cpu="1")
+    with scheduler(cluster, "--no-leader-elect"):
+        make_pod(http, ns, "victim", cpu="800m")
+        until("victim bound", lambda: node_of(http, ns, "victim"))
+        pc = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": f"high-{ns}"},
+            "value": 1000,
+        }
+        ok(http.post("/apis/scheduling.k8s.io/v1/priorityclasses", json=pc))
+        make_pod(http, ns, "vip", cpu="800m", priorityClassName=f"high-{ns}")
+        until(
+            "nominatedNodeName",
+            lambda: (
+                ok(http.get(f"/api/v1/namespaces/{ns}/pods/vip")).get("status", {}).get("nominatedNodeName") == "pr1"
+            ),
+        )
+        victim = http.get(f"/api/v1/namespaces/{ns}/pods/victim")
+        assert victim.status_code == 404 or victim.json()["metadata"].get("deletionTimestamp")
+        # no kubelet here to finish the graceful deletion: finish it as the kubelet would
+        http.delete(f"/api/v1/namespaces/{ns}/pods/victim", params={"gracePeriodSeconds": 0})
+        assert until("vip bound", lambda: node_of(http, ns, "vip")) == "pr1"
+        http.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/high-{ns}")
+    delete_test_nodes(http)
