@@ -13,7 +13,7 @@ from components.controllers.endpoints import EndpointsController
 from components.controllers.endpointslice import EndpointSliceController
 from components.controllers.runner import running
 from tests.apiserver.support import ApiserverUnderTest
-from tests.components.controllers.test_endpoints_support import namespace, pod, set_pod_status, until
+from tests.components.controllers.test_endpoints_support import namespace, pod, run, set_pod_status, until
 
 Obj = dict[str, Any]
 HTTP = [{"name": "http", "containerPort": 8080}]
@@ -129,4 +129,4 @@ def test_endpoints_and_slices_follow_pods(cluster: ApiserverUnderTest) -> None:
 
                 await until(gone)
 
-    asyncio.run(go())
+    run(go)
