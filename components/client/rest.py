@@ -24,6 +24,7 @@ Params = Mapping[str, str | int | bool]
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # one watch event (the apiserver caps request bodies far below)
 MAX_BODY_BYTES = 512 * 1024 * 1024  # one LIST answer
 DEFAULT_TIMEOUT_S = 30.0
+CLOSE_GRACE_S = 0.25
 
 
 class TransportError(Exception):
@@ -162,10 +163,9 @@ class RestClient:
 
     async def close(self) -> None:
         await self._session.close()
-        # a TLS transport closes over the next loop iterations (its close_notify); without them
-        # a loop that ends right after would drop still-open sockets
-        for _ in range(3):
-            await asyncio.sleep(0)
+        # a TLS connection closes over the next loop iterations (close_notify both ways, a
+        # round trip); a loop that ended right after would drop still-open sockets
+        await asyncio.sleep(CLOSE_GRACE_S)
 
     async def __aenter__(self) -> RestClient:
         return self

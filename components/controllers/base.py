@@ -54,6 +54,9 @@ class Controller:
         """Ask the factory for informers and add handlers that call `enqueue`."""
         raise NotImplementedError
 
+    async def prepare(self) -> None:
+        """Set-up that needs the apiserver (discovery), before the informers start: optional."""
+
     async def reconcile(self, key: str) -> None:
         raise NotImplementedError
 

@@ -30,9 +30,11 @@ async def running(
     (a controller that acted on a half-filled store would create what already exists)."""
     factory = InformerFactory(client, clock=clock)
     made = [cls(client, factory, clock=clock) for cls in controllers]
-    factory.start()
     tasks: list[asyncio.Task[None]] = []
     try:
+        for c in made:
+            await c.prepare()
+        factory.start()
         if not await factory.wait_for_sync(sync_timeout):
             raise InformersNotSynced(f"informers not synced within {sync_timeout:.0f} s")
         tasks = [asyncio.create_task(c.run(), name=c.name) for c in made]

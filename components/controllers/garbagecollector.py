@@ -1,0 +1,176 @@
+"""The garbage collector: objects whose owners are gone are deleted; owners deleted in the
+foreground wait for their blocking dependents; owners deleted with `orphan` let them go.
+
+It watches every resource the apiserver serves with list, watch and delete (found through
+discovery; events excepted, as kube does) and keeps the ownership graph (`_gc_graph`).  Keys
+are UIDs.  For an object with owners:
+* every owner gone (not in the graph, and a live GET says 404 or another UID) -> delete it
+  (background, with a UID precondition, so a re-created namesake is safe);
+* some owners gone -> remove just those ownerReferences (a strategic-merge `$patch: delete`).
+For an owner being deleted (deletionTimestamp set):
+* finalizer `orphan` -> remove its ownerReference from every dependent, then the finalizer;
+* finalizer `foregroundDeletion` -> delete every dependent (foreground when it has dependents
+  of its own); when no dependent with blockOwnerDeletion is left, remove the finalizer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from components.client.informer import EventHandler
+from components.client.listwatch import Resource
+from components.client.rest import ApiError, NotFoundError
+from components.controllers._gc_graph import FOREGROUND, ORPHAN, Graph, Node, OwnerRef, dangling_split
+from components.controllers.base import Controller, Obj
+
+log = logging.getLogger("raftkube.controllers")
+IGNORED = {("", "events"), ("events.k8s.io", "events")}
+NEEDED_VERBS = {"list", "watch", "delete"}
+
+
+class GarbageCollector(Controller):
+    name = "garbagecollector"
+    workers = 4
+
+    def setup(self) -> None:
+        self.graph = Graph()
+        self.by_kind: dict[tuple[str, str], Resource] = {}  # (group, kind) -> resource
+
+    async def prepare(self) -> None:
+        for resource in await self._discover():
+            self.by_kind[(resource.group, resource.kind)] = resource
+            self.factory.informer(resource).add_handler(self._handler(resource))
+
+    async def _discover(self) -> list[Resource]:
+        found: list[Resource] = []
+        versions = [("", "v1")]
+        groups = (await self.client.get("/apis")).get("groups") or []
+        for g in groups:
+            preferred = (g.get("preferredVersion") or {}).get("version")
+            if isinstance(g.get("name"), str) and isinstance(preferred, str):
+                versions.append((g["name"], preferred))
+        for group, version in versions:
+            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            try:
+                listing = await self.client.get(path)
+            except ApiError as e:
+                log.warning("garbagecollector: discovery of %s: %s", path, e)
+                continue
+            for r in listing.get("resources") or []:
+                name = r.get("name")
+                if not isinstance(name, str) or "/" in name or (group, name) in IGNORED:
+                    continue
+                if not set(r.get("verbs") or ()) >= NEEDED_VERBS:
+                    continue
+                found.append(Resource(group, version, name, bool(r.get("namespaced")), str(r.get("kind") or "")))
+        return found
+
+    # -- graph upkeep (handlers: quick, no I/O) ---------------------------------------------
+
+    def _handler(self, resource: Resource) -> EventHandler:
+        def seen(obj: Obj) -> None:
+            self._seen(resource, obj)
+
+        return EventHandler(on_add=seen, on_update=lambda _old, new: seen(new), on_delete=self._gone)
+
+    def _seen(self, resource: Resource, obj: Obj) -> None:
+        for uid in self.graph.upsert(resource, obj):
+            self.queue.add(uid)
+
+    def _gone(self, obj: Obj) -> None:
+        uid = (obj.get("metadata") or {}).get("uid")
+        if isinstance(uid, str):
+            for affected in self.graph.remove(uid):
+                self.queue.add(affected)
+
+    # -- reconcile -------------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        node = self.graph.nodes.get(key)
+        if node is None:
+            return
+        if node.deleting:
+            if ORPHAN in node.finalizers:
+                await self._orphan_dependents(node)
+            elif FOREGROUND in node.finalizers:
+                await self._delete_dependents(node)
+            return
+        if not node.owners:
+            return
+        exists = {o.uid: await self._owner_exists(node, o) for o in node.owners}
+        alive, gone = dangling_split(node, exists)
+        if not gone:
+            return
+        if not alive:
+            log.info(
+                "garbagecollector: deleting %s %s/%s: its owners are gone",
+                node.resource.plural,
+                node.namespace or "",
+                node.name,
+            )
+            await self._delete(node, "Background")
+        else:
+            await self._drop_owner_refs(node, [o.uid for o in gone])
+
+    async def _owner_exists(self, node: Node, owner: OwnerRef) -> bool:
+        if owner.uid in self.graph.nodes:
+            return True
+        group = owner.api_version.rpartition("/")[0]
+        resource = self.by_kind.get((group, owner.kind))
+        if resource is None:
+            return True  # a kind we cannot look up: never collect on a guess
+        namespace = node.namespace if resource.namespaced else None
+        if resource.namespaced and namespace is None:
+            return False  # a cluster-scoped object cannot be owned by a namespaced one
+        try:
+            live = await self.client.get(resource.path(namespace, owner.name))
+        except NotFoundError:
+            return False
+        return (live.get("metadata") or {}).get("uid") == owner.uid
+
+    async def _delete(self, node: Node, policy: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": policy,
+            "preconditions": {"uid": node.uid},
+        }
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(node.resource.path(node.namespace, node.name), body)
+
+    async def _drop_owner_refs(self, node: Node, owner_uids: list[str]) -> None:
+        patch = {
+            "metadata": {
+                "uid": node.uid,  # the patch applies to this incarnation only
+                "ownerReferences": [{"$patch": "delete", "uid": u} for u in owner_uids],
+            }
+        }
+        with contextlib.suppress(NotFoundError):
+            await self.client.patch(node.resource.path(node.namespace, node.name), patch, "strategic")
+
+    async def _orphan_dependents(self, owner: Node) -> None:
+        for dependent in self.graph.dependents_of(owner.uid):
+            await self._drop_owner_refs(dependent, [owner.uid])
+        await self._remove_finalizer(owner, ORPHAN)
+
+    async def _delete_dependents(self, owner: Node) -> None:
+        for dependent in self.graph.dependents_of(owner.uid):
+            if not dependent.deleting:
+                await self._delete(dependent, "Foreground" if self.graph.dependents_of(dependent.uid) else "Background")
+        if not self.graph.blocking_dependents(owner.uid):
+            await self._remove_finalizer(owner, FOREGROUND)
+        # else: each blocking dependent's disappearance queues the owner again
+
+    async def _remove_finalizer(self, node: Node, finalizer: str) -> None:
+        path = node.resource.path(node.namespace, node.name)
+        try:
+            live = await self.client.get(path)
+        except NotFoundError:
+            return
+        meta = live.get("metadata") or {}
+        finalizers = meta.get("finalizers") or []
+        if meta.get("uid") != node.uid or finalizer not in finalizers:
+            return
+        meta["finalizers"] = [f for f in finalizers if f != finalizer]
+        await self.client.replace(path, live)  # at the resourceVersion read: a conflict retries

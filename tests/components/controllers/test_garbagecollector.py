@@ -1,0 +1,137 @@
+"""The garbage collector against a real apiserver: background, foreground and orphan
+propagation, dangling owners (at creation and after), partial ownership, and the graph's
+bookkeeping (pure)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from components.client import kubeconfig
+from components.client.listwatch import Resource
+from components.client.rest import NotFoundError, RestClient
+from components.controllers._gc_graph import Graph
+from components.controllers.garbagecollector import GarbageCollector
+from components.controllers.runner import running
+from tests.apiserver.support import ApiserverUnderTest
+
+Obj = dict[str, Any]
+CM = Resource("", "v1", "configmaps", kind="ConfigMap")
+
+
+def owned_by(owner: Obj, block: bool = True) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "blockOwnerDeletion": block,
+    }
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0, what: str = "") -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout:.0f} s: {what}"
+        await asyncio.sleep(0.05)
+
+
+def scenario(cluster: ApiserverUnderTest, ns: str, body: Callable[[RestClient, str], Awaitable[None]]) -> None:
+    async def go() -> None:
+        async with RestClient(kubeconfig.load(cluster.kubeconfig)) as client:
+            await client.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+            async with running(client, [GarbageCollector]):
+                await body(client, CM.path(ns))
+
+    asyncio.run(go())
+
+
+async def gone(client: RestClient, path: str) -> bool:
+    try:
+        await client.get(path)
+        return False
+    except NotFoundError:
+        return True
+
+
+def test_background_deletion_removes_dependents(cluster: ApiserverUnderTest) -> None:
+    async def body(c: RestClient, base: str) -> None:
+        owner = await c.create(base, {"metadata": {"name": "owner"}})
+        await c.create(base, {"metadata": {"name": "dep", "ownerReferences": [owned_by(owner)]}})
+        await c.delete(f"{base}/owner")
+        await eventually(lambda: gone(c, f"{base}/dep"), what="the dependent deleted")
+
+    scenario(cluster, "gc-background", body)
+
+
+def test_foreground_deletion_waits_for_blocking_dependents(cluster: ApiserverUnderTest) -> None:
+    async def body(c: RestClient, base: str) -> None:
+        owner = await c.create(base, {"metadata": {"name": "owner"}})
+        await c.create(
+            base, {"metadata": {"name": "dep", "ownerReferences": [owned_by(owner)], "finalizers": ["test/hold"]}}
+        )
+        await c.delete(f"{base}/owner", {"propagationPolicy": "Foreground"})
+        # the dependent is being deleted but held by its own finalizer: the owner waits
+        await eventually(lambda: _deleting(c, f"{base}/dep"), what="the dependent marked for deletion")
+        await asyncio.sleep(1.0)
+        held = await c.get(f"{base}/owner")
+        assert held["metadata"]["deletionTimestamp"] and "foregroundDeletion" in held["metadata"]["finalizers"]
+        await c.patch(f"{base}/dep", {"metadata": {"finalizers": None}})
+        await eventually(lambda: gone(c, f"{base}/owner"), what="the owner gone after its dependent")
+
+    scenario(cluster, "gc-foreground", body)
+
+
+async def _deleting(c: RestClient, path: str) -> bool:
+    obj = await c.get(path)
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def test_orphan_deletion_keeps_dependents_and_drops_their_reference(cluster: ApiserverUnderTest) -> None:
+    async def body(c: RestClient, base: str) -> None:
+        owner = await c.create(base, {"metadata": {"name": "owner"}})
+        await c.create(base, {"metadata": {"name": "dep", "ownerReferences": [owned_by(owner)]}})
+        await asyncio.sleep(0.5)  # the collector has seen the dependent
+        await c.delete(f"{base}/owner", {"propagationPolicy": "Orphan"})
+        await eventually(lambda: gone(c, f"{base}/owner"), what="the owner gone")
+        dep = await c.get(f"{base}/dep")
+        assert not dep["metadata"].get("ownerReferences")
+
+    scenario(cluster, "gc-orphan", body)
+
+
+def test_dangling_and_partly_dangling_owners(cluster: ApiserverUnderTest) -> None:
+    async def body(c: RestClient, base: str) -> None:
+        alive = await c.create(base, {"metadata": {"name": "alive"}})
+        ghost = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "ghost",
+            "uid": "00000000-dead-beef-0000-000000000000",
+        }
+        await c.create(base, {"metadata": {"name": "orphaned", "ownerReferences": [ghost]}})
+        await c.create(base, {"metadata": {"name": "half", "ownerReferences": [ghost, owned_by(alive, block=False)]}})
+        await eventually(lambda: gone(c, f"{base}/orphaned"), what="the object with a dangling owner deleted")
+
+        async def only_alive() -> bool:
+            refs = (await c.get(f"{base}/half"))["metadata"].get("ownerReferences") or []
+            return [r["name"] for r in refs] == ["alive"]
+
+        await eventually(only_alive, what="the dangling reference removed, the object kept")
+
+    scenario(cluster, "gc-dangling", body)
+
+
+def test_graph_links_and_unlinks() -> None:
+    g = Graph()
+    owner = {"metadata": {"uid": "o", "name": "owner"}}
+    dep = {"metadata": {"uid": "d", "name": "dep", "ownerReferences": [{"uid": "o", "blockOwnerDeletion": True}]}}
+    assert g.upsert(CM, dep) == {"d", "o"}
+    assert [n.uid for n in g.dependents_of("o")] == ["d"]  # kept although the owner is unseen
+    g.upsert(CM, owner)
+    assert [n.uid for n in g.blocking_dependents("o")] == ["d"]
+    assert g.remove("o") == {"d"}
+    dep["metadata"]["ownerReferences"] = []
+    assert g.upsert(CM, dep) == {"d", "o"}
+    assert g.dependents_of("o") == [] and g.remove("d") == set()
