@@ -252,3 +252,32 @@ def test_recreate_and_revision_history(cluster: ApiserverUnderTest) -> None:
                 await eventually(history_kept, what="one old replicaset kept")
 
     asyncio.run(go())
+
+
+def test_progress_deadline_exceeded_without_ready_pods(cluster: ApiserverUnderTest) -> None:
+    async def go() -> None:
+        ns = "deploy-deadline"
+        async with api(cluster) as client:
+            await make_namespace(client, ns)
+            async with running(client, CONTROLLERS):  # no kubelet: pods never become ready
+                body = deploy_body("web", 2)
+                body["spec"]["progressDeadlineSeconds"] = 2
+                await client.create(dpath(ns), body)
+
+                async def timed_out() -> bool:
+                    st = (await client.get(dpath(ns, "web"))).get("status") or {}
+                    conds = {c["type"]: c for c in st.get("conditions") or ()}
+                    progressing = conds.get("Progressing") or {}
+                    return progressing.get("reason") == "ProgressDeadlineExceeded" and progressing["status"] == "False"
+
+                await eventually(timed_out, timeout=15, what="ProgressDeadlineExceeded")
+                d = await client.get(dpath(ns, "web"))
+                assert {c["type"]: c["reason"] for c in d["status"]["conditions"]}[
+                    "Available"
+                ] == "MinimumReplicasUnavailable"
+                proc = await asyncio.to_thread(
+                    cluster.kubectl, "rollout", "status", "deployment/web", "-n", ns, "--timeout=20s"
+                )
+                assert proc.returncode != 0 and "exceeded its progress deadline" in proc.stderr
+
+    asyncio.run(go())
