@@ -119,6 +119,11 @@ def namespace(http: httpx.Client) -> str:
 
 
 def delete_test_nodes(http: httpx.Client) -> None:
+    """Remove what earlier tests left: their nodes, and every pod (pending ones would take new nodes)."""
+    for p in ok(http.get("/api/v1/pods")).get("items") or []:
+        meta = p["metadata"]
+        if meta["namespace"].startswith("s-"):
+            http.delete(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}", params={"gracePeriodSeconds": 0})
     for n in ok(http.get("/api/v1/nodes", params={"labelSelector": "test=sched"})).get("items") or []:
         http.delete(f"/api/v1/nodes/{n['metadata']['name']}")
 
