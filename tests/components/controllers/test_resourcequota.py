@@ -1,0 +1,89 @@
+"""The resourcequota controller: its pure recount, and against a real apiserver `status.used`
+is recounted from what the namespace holds (objects made before the controller started, a
+status someone got wrong, creates, deletes, pods that finished)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.client import kubeconfig
+from components.client.rest import RestClient
+from components.controllers._infra_quota import counted_by, used
+from components.controllers.resourcequota import ResourceQuotaController
+from components.controllers.runner import running
+from tests.apiserver.support import ApiserverUnderTest
+from tests.components.controllers.test_endpoints_support import namespace, run, until
+
+Obj = dict[str, Any]
+
+
+def cpu_pod(cpu: str, phase: str = "Running", **spec: Any) -> Obj:
+    containers = [{"name": "c", "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]
+    return {"spec": {"containers": containers, **spec}, "status": {"phase": phase}}
+
+
+def test_used_follows_admissions_rules() -> None:
+    quota: Obj = {"spec": {"hard": {"pods": "9", "requests.cpu": "4", "count/leases.coordination.k8s.io": "2"}}}
+    pods = [cpu_pod("250m"), cpu_pod("1"), cpu_pod("2", phase="Succeeded")]
+    objects = {("", "pods"): pods, ("coordination.k8s.io", "leases"): [{}, {}, {}]}
+    assert used(quota, lambda gr: objects.get(gr, [])) == {
+        "pods": "2",
+        "requests.cpu": "1250m",
+        "count/leases.coordination.k8s.io": "3",
+    }
+    scoped: Obj = {"spec": {"hard": {"pods": "9"}, "scopes": ["Terminating"]}}
+    assert used(scoped, lambda gr: [cpu_pod("1"), cpu_pod("1", activeDeadlineSeconds=5)]) == {"pods": "1"}
+    assert counted_by("services.nodeports") == ("", "services") and counted_by("requests.storage") is None
+    assert used({"spec": {"hard": {"persistentvolumeclaims": "1"}}}, lambda gr: []) == {"persistentvolumeclaims": "0"}
+
+
+def test_used_is_recounted(cluster: ApiserverUnderTest) -> None:
+    async def go() -> None:
+        async with RestClient(kubeconfig.load(cluster.kubeconfig)) as client:
+            ns = await namespace(client, "rq-count")
+            base = f"/api/v1/namespaces/{ns}"
+            for name in ("a", "b"):
+                await client.create(f"{base}/configmaps", {"metadata": {"name": name}})
+            cpu = {"image": "busybox", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "100m"}}}
+            await client.create(
+                f"{base}/pods", {"metadata": {"name": "p1"}, "spec": {"containers": [{"name": "c", **cpu}]}}
+            )
+            await client.create(
+                f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", {"metadata": {"name": "l"}, "spec": {}}
+            )
+            hard = {
+                "pods": "10",
+                "configmaps": "10",
+                "requests.cpu": "2",
+                "count/leases.coordination.k8s.io": "5",
+                "persistentvolumeclaims": "3",
+            }
+            q = await client.create(f"{base}/resourcequotas", {"metadata": {"name": "q"}, "spec": {"hard": hard}})
+            # someone got the status wrong before the controller started
+            q = await client.get(f"{base}/resourcequotas/q")
+            q["status"] = {"hard": {"pods": "1"}, "used": dict.fromkeys(hard, "7")}
+            await client.replace(f"{base}/resourcequotas/q/status", q)
+
+            async def status_is(want_used: dict[str, str]) -> bool:
+                got = (await client.get(f"{base}/resourcequotas/q")).get("status") or {}
+                return got.get("used") == want_used and got.get("hard") == hard
+
+            async with running(client, [ResourceQuotaController]):
+                want = {
+                    "pods": "1",
+                    "configmaps": "2",
+                    "requests.cpu": "100m",
+                    "count/leases.coordination.k8s.io": "1",
+                    "persistentvolumeclaims": "0",
+                }
+                await until(lambda: status_is(want))
+                await client.create(
+                    f"{base}/pods", {"metadata": {"name": "p2"}, "spec": {"containers": [{"name": "c", **cpu}]}}
+                )
+                await client.delete(f"{base}/configmaps/a")
+                await until(lambda: status_is(want | {"pods": "2", "configmaps": "1", "requests.cpu": "200m"}))
+                # a pod that finished uses nothing (admission never gives that back: the recount does)
+                await client.patch(f"{base}/pods/p1/status", {"status": {"phase": "Succeeded"}})
+                await until(lambda: status_is(want | {"pods": "1", "configmaps": "1", "requests.cpu": "100m"}))
+
+    run(go)
