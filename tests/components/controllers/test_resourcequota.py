@@ -25,7 +25,7 @@ def cpu_pod(cpu: str, phase: str = "Running", **spec: Any) -> Obj:
 def test_used_follows_admissions_rules() -> None:
     quota: Obj = {"spec": {"hard": {"pods": "9", "requests.cpu": "4", "count/leases.coordination.k8s.io": "2"}}}
     pods = [cpu_pod("250m"), cpu_pod("1"), cpu_pod("2", phase="Succeeded")]
-    objects = {("", "pods"): pods, ("coordination.k8s.io", "leases"): [{}, {}, {}]}
+    objects: dict[tuple[str, str], list[Obj]] = {("", "pods"): pods, ("coordination.k8s.io", "leases"): [{}, {}, {}]}
     assert used(quota, lambda gr: objects.get(gr, [])) == {
         "pods": "2",
         "requests.cpu": "1250m",
