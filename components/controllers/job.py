@@ -1,0 +1,301 @@
+"""The Job controller: runs a job's pods until enough succeed, or too many fail.
+
+Every pod it creates carries the finalizer `batch.kubernetes.io/job-tracking`, so a finished
+pod cannot vanish before it is counted, and is counted once: its UID first goes into
+`status.uncountedTerminatedPods` (one status write), then the finalizer is removed, then the
+UIDs move into `succeeded`/`failed` (a second write) — kube's tracking with finalizers.
+Creations are remembered (expectations) until the pod informer shows them, so the events of
+our own writes never start a pod twice.  Pure decisions live in `_job_status`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from components.client.indexer import OWNER_UID_INDEX, key_of, split_key
+from components.client.informer import EventHandler
+from components.client.listwatch import Resource
+from components.client.rest import NotFoundError
+from components.controllers._job_status import (
+    BACKOFF_BASE_S,
+    Counts,
+    Verdict,
+    failure_backoff,
+    job_verdict,
+    pods_wanted,
+)
+from components.controllers.base import Controller, Obj, Requeue
+
+JOBS = Resource("batch", "v1", "jobs", kind="Job")
+PODS = Resource("", "v1", "pods", kind="Pod")
+TRACKING = "batch.kubernetes.io/job-tracking"
+FINISHED = ("Succeeded", "Failed")
+EXPECTATION_TIMEOUT_S = 300.0
+ORPHAN_PREFIX = "pod:"
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(ts: Any) -> float | None:
+    if not isinstance(ts, str):
+        return None
+    try:
+        return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def _controller_uid(obj: Obj, kind: str) -> str | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True and ref.get("kind") == kind:
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None
+
+
+def _finished_condition(job: Obj) -> Obj | None:
+    for c in (job.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
+            return c
+    return None
+
+
+class JobController(Controller):
+    name = "job"
+    workers = 4
+    backoff_base = BACKOFF_BASE_S  # tests shorten it
+
+    def setup(self) -> None:
+        self.jobs = self.factory.informer(JOBS)
+        self.pods = self.factory.informer(PODS)
+        self._uid_to_key: dict[str, str] = {}
+        self._expected: dict[str, tuple[int, float]] = {}  # job key -> (creations not seen yet, until)
+        self._last_failure: dict[str, float] = {}
+        # pods whose tracking finalizer we removed while the informer still shows it: never
+        # counted again (kube's finalizer expectations); forgotten once the informer catches up
+        self._released: set[str] = set()
+        self.jobs.add_handler(EventHandler(on_add=self._job_seen, on_update=lambda _o, n: self._job_seen(n)))
+        self.pods.add_handler(
+            EventHandler(
+                on_add=self._pod_added, on_update=lambda _o, n: self._pod_changed(n), on_delete=self._pod_changed
+            )
+        )
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    def _job_seen(self, job: Obj) -> None:
+        uid = (job.get("metadata") or {}).get("uid")
+        if isinstance(uid, str):
+            self._uid_to_key[uid] = key_of(job)
+        self.enqueue(job)
+
+    def _pod_added(self, pod: Obj) -> None:
+        key = self._job_key_of(pod)
+        if key is not None and key in self._expected:
+            left, until = self._expected[key]
+            if left <= 1:
+                del self._expected[key]
+            else:
+                self._expected[key] = (left - 1, until)
+        self._pod_changed(pod)
+
+    def _pod_changed(self, pod: Obj) -> None:
+        meta = pod.get("metadata") or {}
+        if TRACKING not in (meta.get("finalizers") or ()):
+            self._released.discard(str(meta.get("uid")))
+        key = self._job_key_of(pod)
+        if key is not None:
+            self.queue.add(key)
+        elif TRACKING in ((pod.get("metadata") or {}).get("finalizers") or ()):
+            self.queue.add(ORPHAN_PREFIX + key_of(pod))  # its job is gone: let the pod go
+
+    def _job_key_of(self, pod: Obj) -> str | None:
+        uid = _controller_uid(pod, "Job")
+        if uid is None:
+            return None
+        key = self._uid_to_key.get(uid)
+        return key if key is not None and self.jobs.indexer.get(key) is not None else None
+
+    # -- reconcile ---------------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        if key.startswith(ORPHAN_PREFIX):
+            pod = self.pods.indexer.get(key[len(ORPHAN_PREFIX) :])
+            if pod is not None and self._job_key_of(pod) is None:
+                await self._release(pod)
+            return
+        job = self.jobs.indexer.get(key)
+        if job is None:
+            self._expected.pop(key, None)
+            self._last_failure.pop(key, None)
+            return
+        uid = job["metadata"]["uid"]
+        pods = [p for p in self.pods.indexer.by_index(OWNER_UID_INDEX, uid) if _controller_uid(p, "Job") == uid]
+        status: Obj = copy.deepcopy(job.get("status") or {})
+        if await self._track_finished(key, job, pods, status):
+            return
+        active = [p for p in pods if _phase(p) not in FINISHED and not p["metadata"].get("deletionTimestamp")]
+        counts = Counts(len(active), int(status.get("succeeded") or 0), int(status.get("failed") or 0))
+        done = _finished_condition(job)
+        if done is not None:
+            await self._delete_pods(active)
+            await self._expire(job, done)
+            return
+        if not status.get("startTime"):
+            status["startTime"] = _now_rfc3339()
+            await self._write_status(job, status)
+            return
+        started = _parse(status.get("startTime"))
+        verdict = job_verdict(job, counts, None if started is None else time.time() - started)
+        if verdict is not None:
+            await self._delete_pods(active)
+            await self._finish(job, status, verdict)
+            return
+        await self._scale(key, job, active, counts)
+        ready = sum(1 for p in active if _ready(p))
+        if status.get("active", 0) != len(active) or status.get("ready", 0) != ready:
+            status["active"], status["ready"] = len(active), ready
+            await self._write_status(job, status)
+        deadline = (job.get("spec") or {}).get("activeDeadlineSeconds")
+        if isinstance(deadline, int) and started is not None:
+            raise Requeue(max(0.1, started + deadline - time.time()))
+
+    async def _track_finished(self, key: str, job: Obj, pods: list[Obj], status: Obj) -> bool:
+        """Count finished pods exactly once; True when it wrote (the write's event continues)."""
+        uncounted = status.get("uncountedTerminatedPods") or {}
+        succeeded, failed = list(uncounted.get("succeeded") or []), list(uncounted.get("failed") or [])
+        newly = [
+            p
+            for p in pods
+            if _phase(p) in FINISHED
+            and TRACKING in (p["metadata"].get("finalizers") or ())
+            and p["metadata"]["uid"] not in succeeded + failed
+            and p["metadata"]["uid"] not in self._released
+        ]
+        if newly:
+            for p in newly:
+                (succeeded if _phase(p) == "Succeeded" else failed).append(p["metadata"]["uid"])
+            status["uncountedTerminatedPods"] = {"succeeded": succeeded, "failed": failed}
+            await self._write_status(job, status)
+            return True
+        if not succeeded and not failed:
+            return False
+        by_uid = {p["metadata"]["uid"]: p for p in pods}
+        for uid in succeeded + failed:
+            pod = by_uid.get(uid)
+            if pod is not None and TRACKING in (pod["metadata"].get("finalizers") or ()):
+                await self._release(pod)
+                self._released.add(uid)
+        status["succeeded"] = int(status.get("succeeded") or 0) + len(succeeded)
+        status["failed"] = int(status.get("failed") or 0) + len(failed)
+        status["uncountedTerminatedPods"] = {}
+        if failed:
+            self._last_failure[key] = self.clock.now()
+        await self._write_status(job, status)
+        return True
+
+    async def _scale(self, key: str, job: Obj, active: list[Obj], counts: Counts) -> None:
+        expected = self._expected.get(key)
+        if expected is not None:
+            if self.clock.now() < expected[1]:
+                return  # our last creations are not all seen yet
+            del self._expected[key]
+        wanted = pods_wanted(job, counts)
+        if len(active) < wanted:
+            if counts.failed:
+                since = self.clock.now() - self._last_failure.get(key, float("-inf"))
+                wait = failure_backoff(counts.failed, self.backoff_base) - since
+                if wait > 0:
+                    raise Requeue(wait)
+            missing = wanted - len(active)
+            self._expected[key] = (missing, self.clock.now() + EXPECTATION_TIMEOUT_S)
+            for _ in range(missing):
+                await self.client.create(PODS.path(job["metadata"]["namespace"]), self._pod_for(job))
+        elif len(active) > wanted:
+            extra = sorted(active, key=lambda p: p["metadata"].get("creationTimestamp") or "", reverse=True)
+            await self._delete_pods(extra[: len(active) - wanted])
+
+    def _pod_for(self, job: Obj) -> Obj:
+        template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+        meta = template.setdefault("metadata", {})
+        meta["generateName"] = f"{job['metadata']['name']}-"
+        meta.pop("name", None)
+        meta["finalizers"] = [*(meta.get("finalizers") or []), TRACKING]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": job["metadata"]["name"],
+                "uid": job["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        return {"apiVersion": "v1", "kind": "Pod", **template}
+
+    async def _finish(self, job: Obj, status: Obj, verdict: Verdict) -> None:
+        now = _now_rfc3339()
+        condition = {
+            "type": verdict.type,
+            "status": "True",
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+            **({"reason": verdict.reason, "message": verdict.message} if verdict.reason else {}),
+        }
+        status["conditions"] = [*(status.get("conditions") or []), condition]
+        status["active"], status["ready"] = 0, 0
+        if verdict.type == "Complete":
+            status["completionTime"] = now
+        await self._write_status(job, status)
+
+    async def _expire(self, job: Obj, done: Obj) -> None:
+        """ttlSecondsAfterFinished: the job (and, through the GC, its pods) goes after it."""
+        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+        finished = _parse(done.get("lastTransitionTime"))
+        if not isinstance(ttl, int) or finished is None:
+            return
+        left = finished + ttl - time.time()
+        if left > 0:
+            raise Requeue(left)
+        ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        body = {"propagationPolicy": "Background", "preconditions": {"uid": job["metadata"]["uid"]}}
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(JOBS.path(ns, name), body)
+
+    async def _delete_pods(self, pods: list[Obj]) -> None:
+        for p in pods:
+            with contextlib.suppress(NotFoundError):
+                await self.client.delete(PODS.path(p["metadata"]["namespace"], p["metadata"]["name"]))
+
+    async def _release(self, pod: Obj) -> None:
+        """Remove the tracking finalizer (at the pod's resourceVersion: a conflict retries)."""
+        meta = pod["metadata"]
+        remaining = [f for f in meta.get("finalizers") or () if f != TRACKING]
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+            {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
+        ]
+        with contextlib.suppress(NotFoundError):
+            await self.client.patch(PODS.path(meta["namespace"], meta["name"]), patch, "json")
+
+    async def _write_status(self, job: Obj, status: Obj) -> None:
+        ns, name = split_key(key_of(job))
+        body = {**job, "status": status}
+        await self.client.replace(JOBS.path(ns, name, "status"), body)
+
+
+def _phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def _ready(pod: Obj) -> bool:
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False

@@ -1,0 +1,155 @@
+"""The Job controller against a real apiserver, with the test playing kubelet (it sets pods'
+phases): completions and parallelism, a failing pod stops at backoffLimit, every finished pod
+is counted once (tracking finalizers), activeDeadlineSeconds, ttlSecondsAfterFinished; and
+the pure decisions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from components.client import kubeconfig
+from components.client.rest import NotFoundError, RestClient
+from components.controllers._job_status import Counts, failure_backoff, job_verdict, pods_wanted
+from components.controllers.job import TRACKING, JobController
+from components.controllers.runner import running
+from tests.apiserver.support import ApiserverUnderTest
+
+Obj = dict[str, Any]
+
+
+class FastJobs(JobController):
+    backoff_base = 0.2
+
+
+def job(name: str, **spec: Any) -> Obj:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    return {"metadata": {"name": name}, "spec": {"template": template, **spec}}
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 30.0, what: str = "") -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout:.0f} s: {what}"
+        await asyncio.sleep(0.1)
+
+
+async def pods_of(c: RestClient, ns: str, name: str) -> list[Obj]:
+    items = await c.get(f"/api/v1/namespaces/{ns}/pods", {"labelSelector": f"batch.kubernetes.io/job-name={name}"})
+    return list(items["items"])
+
+
+async def finish(c: RestClient, pod: Obj, phase: str) -> None:
+    meta = pod["metadata"]
+    await c.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status", {"status": {"phase": phase}})
+
+
+def scenario(cluster: ApiserverUnderTest, ns: str, body: Callable[[RestClient, str], Awaitable[None]]) -> None:
+    async def go() -> None:
+        async with RestClient(kubeconfig.load(cluster.kubeconfig)) as client:
+            await client.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+            async with running(client, [FastJobs]):
+                await body(client, ns)
+
+    asyncio.run(go())
+
+
+def condition(j: Obj) -> tuple[str, str] | None:
+    for c in (j.get("status") or {}).get("conditions") or []:
+        if c["status"] == "True":
+            return c["type"], c.get("reason", "")
+    return None
+
+
+def test_completions_and_parallelism(cluster: ApiserverUnderTest) -> None:
+    async def body(c: RestClient, ns: str) -> None:
+        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        await c.create(path, job("work", completions=3, parallelism=2))
+
+        async def unfinished(n: int) -> bool:
+            pods = await pods_of(c, ns, "work")
+            return len([p for p in pods if (p.get("status") or {}).get("phase") != "Succeeded"]) == n
+
+        for want in (2, 2, 1):  # 3 completions, 2 at a time
+            await eventually(lambda want=want: unfinished(want), what=f"{want} active pods")
+            active = [p for p in await pods_of(c, ns, "work") if p["status"].get("phase") != "Succeeded"]
+            assert all(TRACKING in p["metadata"]["finalizers"] for p in active)
+            await finish(c, active[0], "Succeeded")
+            await asyncio.sleep(0.3)
+
+        async def complete() -> bool:
+            return condition(await c.get(f"{path}/work")) == ("Complete", "")
+
+        await eventually(complete, what="Complete")
+        done = await c.get(f"{path}/work")
+        assert done["status"]["succeeded"] == 3 and done["status"].get("failed", 0) == 0
+        assert done["status"]["completionTime"]
+        pods = await pods_of(c, ns, "work")
+        assert len(pods) == 3 and all(TRACKING not in (p["metadata"].get("finalizers") or []) for p in pods)
+
+    scenario(cluster, "job-complete", body)
+
+
+def test_a_failing_pod_stops_at_the_backoff_limit_counted_once(cluster: ApiserverUnderTest) -> None:
+    async def body(c: RestClient, ns: str) -> None:
+        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        await c.create(path, job("fails", backoffLimit=2))
+        failed_uids: set[str] = set()
+
+        async def fail_the_active_one() -> bool:
+            j = await c.get(f"{path}/fails")
+            if condition(j) is not None:
+                return True
+            for p in await pods_of(c, ns, "fails"):
+                if p["metadata"]["uid"] not in failed_uids and (p.get("status") or {}).get("phase") != "Failed":
+                    failed_uids.add(p["metadata"]["uid"])
+                    await finish(c, p, "Failed")
+            return False
+
+        await eventually(fail_the_active_one, what="the job failed")
+        j = await c.get(f"{path}/fails")
+        assert condition(j) == ("Failed", "BackoffLimitExceeded")
+        assert j["status"]["failed"] == 3 == len(failed_uids)  # backoffLimit 2: the third failure ends it
+        await asyncio.sleep(1.0)  # no pod is counted twice, no new pod starts
+        j = await c.get(f"{path}/fails")
+        assert j["status"]["failed"] == 3 and len(await pods_of(c, ns, "fails")) == 3
+
+    scenario(cluster, "job-fails", body)
+
+
+def test_deadline_and_ttl(cluster: ApiserverUnderTest) -> None:
+    async def body(c: RestClient, ns: str) -> None:
+        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        await c.create(path, job("slow", activeDeadlineSeconds=2, ttlSecondsAfterFinished=1))
+
+        async def deadline_exceeded() -> bool:
+            try:
+                return condition(await c.get(f"{path}/slow")) == ("Failed", "DeadlineExceeded")
+            except NotFoundError:
+                return True  # already collected by its TTL
+
+        await eventually(deadline_exceeded, what="DeadlineExceeded")
+
+        async def collected() -> bool:
+            try:
+                await c.get(f"{path}/slow")
+                return False
+            except NotFoundError:
+                return True
+
+        await eventually(collected, what="the job deleted after its TTL")
+
+    scenario(cluster, "job-deadline", body)
+
+
+def test_pure_decisions() -> None:
+    j = {"spec": {"completions": 3, "parallelism": 2, "backoffLimit": 1}}
+    assert pods_wanted(j, Counts(0, 0, 0)) == 2 and pods_wanted(j, Counts(1, 2, 0)) == 1
+    assert job_verdict(j, Counts(0, 3, 0), 1.0) is not None
+    failed = job_verdict(j, Counts(1, 0, 2), 1.0)
+    assert failed is not None and failed.reason == "BackoffLimitExceeded"
+    queue = {"spec": {"parallelism": 2}}
+    assert pods_wanted(queue, Counts(0, 0, 0)) == 2 and pods_wanted(queue, Counts(1, 1, 0)) == 0
+    assert job_verdict(queue, Counts(1, 1, 0), 1.0) is None and job_verdict(queue, Counts(0, 1, 0), 1.0) is not None
+    assert [failure_backoff(n, 10) for n in (0, 1, 2, 3, 10)] == [0, 10, 20, 40, 360]
