@@ -15,6 +15,7 @@ from bench import raft_core
 from bench.apiserver import cli as apiserver_bench
 from bench.store import cli as store_bench
 from components import cluster_cli, controller_manager, user_cli
+from components.scheduler import main as scheduler_main
 from store.chaos import cli as chaos_cli
 from store.cli import cluster as store_cli
 from store.cli import kv as kv_cli
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     api.set_defaults(run=apiserver_bench.run)
     cluster_cli.register(sub)
     controller_manager.register(sub)
+    scheduler_main.register(sub)
     user_cli.register(sub)
     store_cli.register(sub)
     apiserver_cli.register(sub)

@@ -29,7 +29,7 @@ from store.cli.cluster import member_watcher, run_until_signal, start_store, sta
 from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
 from store.launcher import LauncherError, LocalCluster, free_ports
 
-UP_COMPONENTS = ("controller-manager",)
+UP_COMPONENTS = ("controller-manager", "scheduler")
 COMPONENT_START_TIMEOUT_S = 30.0
 
 

@@ -3,9 +3,32 @@
 from __future__ import annotations
 
 from components.controllers.base import Controller
+from components.controllers.deployment import DeploymentController
+from components.controllers.endpoints import EndpointsController
+from components.controllers.endpointslice import EndpointSliceController
+from components.controllers.garbagecollector import GarbageCollector
+from components.controllers.job import JobController
+from components.controllers.namespace import NamespaceController
+from components.controllers.nodelifecycle import NodeLifecycleController
+from components.controllers.replicaset import ReplicaSetController
+from components.controllers.resourcequota import ResourceQuotaController
 from components.controllers.serviceaccount import ServiceAccountController
 
-CONTROLLERS: dict[str, type[Controller]] = {c.name: c for c in (ServiceAccountController,)}
+CONTROLLERS: dict[str, type[Controller]] = {
+    c.name: c
+    for c in (
+        ServiceAccountController,
+        GarbageCollector,
+        ReplicaSetController,
+        DeploymentController,
+        JobController,
+        NamespaceController,
+        EndpointsController,
+        EndpointSliceController,
+        ResourceQuotaController,
+        NodeLifecycleController,
+    )
+}
 
 
 def select(spec: str) -> list[type[Controller]]:

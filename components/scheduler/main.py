@@ -38,9 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="hold the kube-system/kube-scheduler Lease while scheduling (default: on)",
     )
-    parser.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
-    parser.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
-    parser.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
+    # kube-scheduler's flag names, and the short ones
+    lease = ("--leader-elect-lease-duration", "--lease-duration")
+    parser.add_argument(*lease, dest="lease_duration", type=float, default=15.0, help="seconds (default 15)")
+    renew = ("--leader-elect-renew-deadline", "--renew-deadline")
+    parser.add_argument(*renew, dest="renew_deadline", type=float, default=10.0, help="seconds (default 10)")
+    retry = ("--leader-elect-retry-period", "--retry-period")
+    parser.add_argument(*retry, dest="retry_period", type=float, default=2.0, help="seconds (default 2)")
     parser.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0 = off)")
     parser.add_argument("--identity", default="", help="leader election identity (default: hostname_<uuid>)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
@@ -50,7 +54,7 @@ def register(subparsers: Any) -> None:
     """Add the `scheduler` subcommand to `raftkube`'s subparsers."""
     parser = subparsers.add_parser("scheduler", help="run the scheduler (kube-scheduler semantics)")
     add_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

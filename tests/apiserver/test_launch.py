@@ -29,7 +29,8 @@ def _config(tmp: Path, members: int) -> Path:
 
 
 def _stop(d: Path) -> None:
-    LocalComponent(d, "controller-manager").stop(timeout=5)
+    for name in ("controller-manager", "scheduler"):
+        LocalComponent(d, name).stop(timeout=5)
     LocalApiserver(d).stop(timeout=5)
     LocalCluster(d).stop_all(timeout=5)
 
@@ -104,13 +105,19 @@ def test_status_shows_every_part(data_dir: Path) -> None:
     proc = raftkube("status", "--data-dir", str(data_dir), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
-    parts = ["store member 1", "store member 2", "store member 3", "apiserver", "controller-manager"]
+    parts = ["store member 1", "store member 2", "store member 3", "apiserver", "controller-manager", "scheduler"]
     assert [r["part"] for r in rows] == parts
     assert all(r["healthy"] and r["pid"] for r in rows)
     assert rows[3]["role"] == "ready" and rows[3]["url"] == _url(data_dir)
-    assert rows[4]["role"] == "running" and rows[4]["url"].startswith("http://127.0.0.1:")
+    assert all(r["role"] == "running" and r["url"].startswith("http://127.0.0.1:") for r in rows[4:])
     human = raftkube("status", "--data-dir", str(data_dir)).stdout
-    assert "apiserver" in human and "leader" in human and "controller-manager" in human and "UNHEALTHY" not in human
+    assert (
+        "apiserver" in human
+        and "leader" in human
+        and "controller-manager" in human
+        and "scheduler" in human
+        and "UNHEALTHY" not in human
+    )
 
 
 def test_store_kill_leader_works_on_the_same_data_dir(data_dir: Path) -> None:
@@ -134,12 +141,16 @@ def test_store_kill_leader_works_on_the_same_data_dir(data_dir: Path) -> None:
 
 def test_down_stops_every_process(data_dir: Path) -> None:
     cluster, apiserver = LocalCluster(data_dir), LocalApiserver(data_dir)
-    manager = LocalComponent(data_dir, "controller-manager")
-    pids = [p for p in (*(cluster.pid(m) for m in cluster.member_ids()), apiserver.pid(), manager.pid()) if p]
-    assert len(pids) == 5
+    components = [LocalComponent(data_dir, n).pid() for n in ("controller-manager", "scheduler")]
+    pids = [p for p in (*(cluster.pid(m) for m in cluster.member_ids()), apiserver.pid(), *components) if p]
+    assert len(pids) == 6
     proc = raftkube("down", "--data-dir", str(data_dir), "-o", "json")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"components": ["controller-manager"], "apiserver": True, "store": [1, 2, 3]}
+    assert json.loads(proc.stdout) == {
+        "components": ["controller-manager", "scheduler"],
+        "apiserver": True,
+        "store": [1, 2, 3],
+    }
     assert [p for p in pids if _alive(p)] == []
     assert not (data_dir / "apiserver" / "pid").exists()
     rows = json.loads(raftkube("status", "--data-dir", str(data_dir), "-o", "json").stdout)
@@ -158,12 +169,13 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
             if not line and proc.poll() is not None:
                 break
         assert "Ctrl-C" in line, proc.stderr.read() if proc.stderr else ""
-        pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid(), LocalComponent(d, "controller-manager").pid()]
+        components = [LocalComponent(d, n).pid() for n in ("controller-manager", "scheduler")]
+        pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid(), *components]
         assert None not in pids
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, (out, err)
-        assert "stopped the controller-manager, the apiserver and store member(s) [1]" in out, (out, err)
+        assert "stopped the controller-manager, the scheduler, the apiserver and store member(s) [1]" in out, (out, err)
         assert [p for p in pids if p is not None and _alive(p)] == []
     finally:
         if proc.poll() is None:
