@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from components.controllers.base import Controller
+from components.controllers.cronjob import CronJobController
 from components.controllers.deployment import DeploymentController
 from components.controllers.endpoints import EndpointsController
 from components.controllers.endpointslice import EndpointSliceController
@@ -22,6 +23,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
         ReplicaSetController,
         DeploymentController,
         JobController,
+        CronJobController,
         NamespaceController,
         EndpointsController,
         EndpointSliceController,
