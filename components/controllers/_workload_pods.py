@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from apiserver.resources._shared import selector_matches as _labels_selected
+
 Obj = dict[str, Any]
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
@@ -51,27 +53,13 @@ def timestamp(value: Any) -> float | None:
 
 def selector_matches(selector: Any, obj_labels: Mapping[str, str]) -> bool:
     """A metav1.LabelSelector against labels; an empty or missing selector matches nothing
-    (the workload controllers' rule: a selector-less workload owns no pods)."""
+    (the workload controllers' rule: a selector-less workload owns no pods).  The matching
+    itself is the apiserver's (`apiserver.resources._shared.selector_matches`)."""
     if not isinstance(selector, dict):
         return False
-    match_labels = selector.get("matchLabels") or {}
-    expressions = selector.get("matchExpressions") or []
-    if not match_labels and not expressions:
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
         return False
-    if any(obj_labels.get(k) != v for k, v in match_labels.items()):
-        return False
-    for expr in expressions:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        present = key in obj_labels
-        if op == "In" and not (present and obj_labels[key] in values):
-            return False
-        if op == "NotIn" and present and obj_labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
+    return _labels_selected(selector, obj_labels)
 
 
 # -- ownership ------------------------------------------------------------------------------
