@@ -17,7 +17,7 @@ from apiserver.admission.default_tolerations import DefaultTolerationSeconds
 from apiserver.admission.interface import AdmissionChain, MutatingPlugin, ValidatingPlugin
 from apiserver.admission.limitranger import LimitRanger
 from apiserver.admission.namespace_lifecycle import NamespaceLifecycle
-from apiserver.admission.namespaces import namespace_getter
+from apiserver.admission.namespaces import live, namespace_getter
 from apiserver.admission.node_restriction import NodeRestriction
 from apiserver.admission.podsecurity.plugin import PodSecurity
 from apiserver.admission.policy import wiring as validating_policy
@@ -109,6 +109,12 @@ def _resource_quota(ctx: AdmissionContext) -> ResourceQuota | None:
     return plugin
 
 
+def _priority(ctx: AdmissionContext) -> Priority:
+    kind = ("scheduling.k8s.io", "priorityclasses")
+    registry = ctx.registries.get(kind)
+    return Priority(ctx.caches.get(kind), lambda name: live(registry, name))
+
+
 PLUGINS: dict[str, Factory] = {
     "LimitRanger": _limit_ranger,
     "ResourceQuota": _resource_quota,
@@ -121,7 +127,7 @@ PLUGINS: dict[str, Factory] = {
     "PodSecurity": lambda ctx: PodSecurity(
         namespace_getter(ctx.caches.get(NAMESPACES), ctx.registries.get(NAMESPACES)), _pods_in(ctx)
     ),
-    "Priority": lambda ctx: Priority(ctx.caches.get(("scheduling.k8s.io", "priorityclasses"))),
+    "Priority": _priority,
     "DefaultTolerationSeconds": lambda ctx: DefaultTolerationSeconds(),
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
     "ValidatingAdmissionPolicy": lambda ctx: validating_policy.from_caches(ctx.caches),

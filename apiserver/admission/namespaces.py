@@ -32,7 +32,7 @@ def namespace_getter(cache: ObjectCache | None, registry: NamespaceReader | None
 
 
 async def live(registry: NamespaceReader | None, name: str) -> Obj | None:
-    """The namespace as stored now, or None when there is none."""
+    """The cluster-scoped object (a namespace, a PriorityClass) as stored now, or None."""
     if registry is None:
         return None
     try:

@@ -7,11 +7,15 @@ its class is refused; without any class the priority is 0 and the policy Preempt
 updates keep what the create computed.  system-cluster-critical and system-node-critical
 exist even before their objects do.  Writes of PriorityClasses themselves may not mark a
 second class globalDefault.
+
+A class the watch cache does not have yet is read from storage before the pod is refused:
+kube's plugin reads only its lister, so a pod created right after its class can be refused
+until the cache catches up; a client that just got 201 for the class should not see that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from apiserver.admission.interface import AdmissionRequest
@@ -40,11 +44,15 @@ def _name(obj: Obj) -> str:
     return str(meta.get("name", "")) if isinstance(meta, dict) else ""
 
 
+ClassFetcher = Callable[[str], Awaitable[Obj | None]]
+
+
 class Priority:
     name = "Priority"
 
-    def __init__(self, classes: PriorityClasses | None) -> None:
+    def __init__(self, classes: PriorityClasses | None, fetch: ClassFetcher | None = None) -> None:
         self._classes = classes
+        self._fetch = fetch
 
     def handles(self, request: AdmissionRequest) -> bool:
         group, plural = request.resource.group, request.resource.plural
@@ -52,8 +60,10 @@ class Priority:
             return request.operation in ("CREATE", "UPDATE") and not request.subresource
         return group == SCHEDULING and plural == "priorityclasses" and request.operation in ("CREATE", "UPDATE")
 
-    def _class(self, name: str) -> tuple[int, str] | None:
+    async def _class(self, name: str) -> tuple[int, str] | None:
         found = self._classes.get_object(None, name) if self._classes is not None else None
+        if found is None and name not in BUILT_IN and self._fetch is not None:
+            found = await self._fetch(name)
         if found is not None:
             value = _int(found.get("value"))
             policy = found.get("preemptionPolicy")
@@ -97,7 +107,7 @@ class Priority:
             if name:
                 spec["priorityClassName"] = name
         else:
-            found = self._class(str(class_name))
+            found = await self._class(str(class_name))
             if found is None:
                 raise forbidden(request, f"no PriorityClass with name {class_name} was found")
             value, policy = found

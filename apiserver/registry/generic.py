@@ -177,8 +177,9 @@ class Registry:
     ) -> tuple[Obj, bool]:
         """Read, apply `mutation`, write at the revision read; on a concurrent write, again.
 
-        A mutation whose result names a resourceVersion makes it a precondition (PUT, or a patch
-        that carries one): a mismatch is 409 Conflict, not a retry.  `start_from`: the object as
+        A mutation whose result names a resourceVersion other than the one read makes it a
+        precondition (PUT, or a patch that carries one): a mismatch is 409 Conflict, found on
+        the retry after a lost race.  `start_from`: the object as
         the caller last knew it (never changed here), tried before reading the store; a stale
         one costs one refused write, so it needs `honour_resource_version=False` (the guess's
         resourceVersion is no precondition).  Returns (object, created)."""
@@ -224,11 +225,10 @@ class Registry:
                 return old, False  # a no-op write is not written (no new revision, no watch event)
             try:
                 return await self._store_update(namespace, name, prepared, old), False
-            except RevisionConflictError:
-                if honour_resource_version and wanted_rv:
-                    raise errors.conflict(self.resource.plural, name, self.resource.group) from None
-                continue
-            except KeyNotFoundError:
+            except (RevisionConflictError, KeyNotFoundError):
+                # read again and re-apply: a body that named a resourceVersion (a PUT, a patch
+                # carrying one) then meets the precondition above and gets 409; a patch that
+                # only kept the version it was applied to lands on the fresh object, as kube's
                 continue
         raise errors.conflict(self.resource.plural, name, self.resource.group, "too many concurrent writers, retry")
 

@@ -122,6 +122,27 @@ def test_priority_from_the_global_default_and_named_classes() -> None:
     assert refused(plugin.validate(second)).endswith("is already marked as default. Only one default can exist")
 
 
+def test_priority_reads_a_class_the_cache_has_not_seen_from_storage() -> None:
+    stored = {"fresh": {"metadata": {"name": "fresh"}, "value": 77}}
+    asked: list[str] = []
+
+    async def fetch(name: str) -> Obj | None:
+        asked.append(name)
+        return stored.get(name)
+
+    plugin = Priority(Classes(), fetch)
+    pod: Obj = {"metadata": {"name": "p"}, "spec": {"priorityClassName": "fresh"}}
+    asyncio.run(plugin.admit(request("CREATE", pod, user=User("ann"))))
+    assert pod["spec"]["priority"] == 77
+    missing: Obj = {"metadata": {"name": "m"}, "spec": {"priorityClassName": "nope"}}
+    assert refused(plugin.admit(request("CREATE", missing, user=User("ann")))) == (
+        'pods "m" is forbidden: no PriorityClass with name nope was found'
+    )
+    built_in: Obj = {"metadata": {"name": "b"}, "spec": {"priorityClassName": "system-node-critical"}}
+    asyncio.run(plugin.admit(request("CREATE", built_in, user=User("ann"))))
+    assert asked == ["fresh", "nope"]  # the built-in classes never cost a read
+
+
 def test_pod_security_exemptions_skip_everything() -> None:
     namespaces = {"ns": {"metadata": {"name": "ns", "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}}
 

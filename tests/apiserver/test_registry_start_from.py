@@ -77,3 +77,46 @@ def test_a_guess_of_a_deleted_object_ends_in_not_found() -> None:
             raise AssertionError("a mutation of a deleted object was written")
 
     run(go())
+
+
+def test_a_write_that_loses_a_race_is_retried_unless_it_named_a_resource_version() -> None:
+    """A patch applied to the object read keeps that object's resourceVersion without asking
+    for it: losing the race to another writer retries on the fresh object, as kube's patcher
+    does (two controllers patching pods/status at once both land).  A body that named a
+    resourceVersion (a PUT, a patch carrying one) gets 409 Conflict instead."""
+    reg = registry(find("", "configmaps"))
+
+    async def go() -> None:
+        await reg.create("default", {"metadata": {"name": "c"}, "data": {"n": "0"}})
+        raced = False
+
+        async def patch_with_a_race(old: Obj | None) -> Obj:
+            nonlocal raced
+            if not raced:  # another writer lands between our read and our write
+                raced = True
+                await reg.mutate("default", "c", add_one)
+            return add_one(old)
+
+        written, _ = await reg.mutate("default", "c", patch_with_a_race)
+        assert written["data"]["n"] == "2"  # both increments landed
+
+        pinned = (await reg.get("default", "c"))["metadata"]["resourceVersion"]
+        raced = False
+
+        async def put_with_a_race(old: Obj | None) -> Obj:
+            nonlocal raced
+            if not raced:
+                raced = True
+                await reg.mutate("default", "c", add_one)
+            new = add_one(old)
+            new["metadata"]["resourceVersion"] = pinned
+            return new
+
+        try:
+            await reg.mutate("default", "c", put_with_a_race)
+        except Exception as e:
+            assert getattr(e, "code", None) == 409
+        else:
+            raise AssertionError("a write pinned to a stale resourceVersion was retried past it")
+
+    run(go())
