@@ -21,6 +21,7 @@ from components.client.kubeconfig import ClientConfig
 
 Obj = dict[str, Any]
 Params = Mapping[str, str | int | bool]
+EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # one watch event (the apiserver caps request bodies far below)
 MAX_BODY_BYTES = 512 * 1024 * 1024  # one LIST answer
 DEFAULT_TIMEOUT_S = 30.0
@@ -278,11 +279,13 @@ async def _lines(resp: aiohttp.ClientResponse, limit: int) -> AsyncIterator[byte
     async for chunk in resp.content.iter_any():
         pending += chunk
         while (end := pending.find(b"\n")) >= 0:
+            if end > limit:
+                break
             line = bytes(pending[:end])
             del pending[: end + 1]
             if line.strip():
                 yield line
-        if len(pending) > limit:
+        if len(pending) > limit:  # a whole frame over the limit, or the start of one
             raise TransportError(f"watch {resp.url.path}: an event larger than {limit} bytes")
     if pending.strip():
         yield bytes(pending)
@@ -302,6 +305,8 @@ def _event(line: bytes) -> WatchEvent:
     obj = decoded.get("object")
     if decoded["type"] == "ERROR":
         raise error_from_status(obj)
+    if decoded["type"] not in EVENT_TYPES:  # a reflector could only guess what it means
+        raise TransportError(f"a watch event of unknown type {decoded['type'][:40]!r}")
     if not isinstance(obj, dict):
         raise TransportError(f"a {decoded['type']} watch event without an object")
     return WatchEvent(decoded["type"], obj)
