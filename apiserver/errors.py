@@ -127,6 +127,17 @@ def too_many_requests(message: str, retry_after: int = 1) -> StatusError:
     return StatusError(429, "TooManyRequests", message, {"retryAfterSeconds": retry_after})
 
 
+def too_many_requests_because(message: str, causes: list[Cause], retry_after: int = 0) -> StatusError:
+    """429 with `details.causes` (an eviction refused by a disruption budget): kubectl drain retries
+    on 429 and prints the message.  retryAfterSeconds is omitted when 0, as kube's omitempty does."""
+    details: dict[str, Any] = {
+        "causes": [{k: val for k, val in c.to_dict().items() if k != "field" or val} for c in causes]
+    }
+    if retry_after > 0:
+        details["retryAfterSeconds"] = retry_after
+    return StatusError(429, "TooManyRequests", message, details)
+
+
 def internal(message: str) -> StatusError:
     return StatusError(500, "InternalError", message)
 

@@ -61,7 +61,9 @@ def status_response(err: errors.StatusError, accept: str | None = None) -> Respo
     clients), else JSON."""
     want = negotiation.wanted(accept) if accept else negotiation.Wanted()
     body, content_type = negotiation.encode(err.to_status(), negotiation.Wanted(protobuf=want.protobuf))
-    return Response(body, status_code=err.code, media_type=content_type)
+    retry_after = (err.details or {}).get("retryAfterSeconds")
+    headers = {"Retry-After": str(retry_after)} if isinstance(retry_after, int) and retry_after > 0 else None
+    return Response(body, status_code=err.code, media_type=content_type, headers=headers)
 
 
 class Api:

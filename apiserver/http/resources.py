@@ -21,7 +21,7 @@ from apiserver.http import negotiation, params, patching
 from apiserver.http.inflight import InFlight
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.watch_stream import WatchBody, json_line, table_line
-from apiserver.registry import subresources
+from apiserver.registry import eviction, subresources
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
 from apiserver.registry.storage_list import list_from_storage
@@ -412,7 +412,9 @@ class ResourceHandlers:
         if target.subresource == "binding":
             await subresources.bind(registry, target.namespace, target.name, body, dry_run=dry_run)
             return _answer(request, subresources.success("pods", target.name), 201)
-        await subresources.evict(registry, target.namespace, target.name, body, query)
+        budgets_def = self.by_path.get(("policy", "v1", "poddisruptionbudgets"))
+        budgets = self.registries.get(budgets_def) if budgets_def is not None else None
+        await eviction.evict(registry, target.namespace, target.name, body, query, budgets)
         return _answer(request, subresources.success("pods", target.name), 201)
 
     async def token(self, request: Request, res: ResourceDef, target: ResourcePath) -> Response:

@@ -1,13 +1,12 @@
 """The subresources that are views or actions rather than parts of the object:
 `*/scale` (an autoscaling/v1 Scale over spec.replicas), `pods/binding` (set spec.nodeName
-once), `pods/eviction` (a graceful delete asked politely)."""
+once); `pods/eviction` lives in `eviction`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from apiserver import errors
-from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
 
@@ -90,11 +89,6 @@ async def bind(registry: Registry, namespace: str | None, name: str, binding: Ob
         return old
 
     await registry.mutate(namespace, name, assign, dry_run=dry_run, honour_resource_version=False)
-
-
-async def evict(registry: Registry, namespace: str | None, name: str, eviction: Obj, query: dict[str, str]) -> None:
-    options = eviction.get("deleteOptions")
-    await registry.delete(namespace, name, DeleteOptions.parse(options if isinstance(options, dict) else None, query))
 
 
 def success(kind: str, name: str, code: int = 201) -> Obj:

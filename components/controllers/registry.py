@@ -5,6 +5,7 @@ from __future__ import annotations
 from components.controllers.base import Controller
 from components.controllers.cronjob import CronJobController
 from components.controllers.deployment import DeploymentController
+from components.controllers.disruption import DisruptionController
 from components.controllers.endpoints import EndpointsController
 from components.controllers.endpointslice import EndpointSliceController
 from components.controllers.garbagecollector import GarbageCollector
@@ -29,6 +30,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
         EndpointSliceController,
         ResourceQuotaController,
         NodeLifecycleController,
+        DisruptionController,
     )
 }
 
