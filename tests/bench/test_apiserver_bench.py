@@ -85,6 +85,7 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     for key in ("off@64", "on@64", "hook@64", "off@1", "on@1", "hook@1"):
         row = gates["rows"][key]
         assert row["creates"] > 0 and row["errors"] == 0, (key, row)
+        assert row["rounds"] == len(row["creates_per_s_by_round"]) == 2  # mirrored order: each chain twice
     # differences of two measurements: finite, of either sign (a webhook's cost can hide in the noise)
     assert all(math.isfinite(gates[k]) for k in ("gates_cost", "webhook_p50_ms")), gates
 
