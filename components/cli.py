@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from apiserver import main as apiserver_cli
 from bench import raft_core
 from bench.apiserver import cli as apiserver_bench
+from bench.scheduler import cli as scheduler_bench
 from bench.store import cli as store_bench
 from components import cluster_cli, controller_manager, user_cli
 from components.scheduler import main as scheduler_main
@@ -52,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     apiserver_bench.add_arguments(api)
     api.set_defaults(run=apiserver_bench.run)
+    sched = bench_sub.add_parser(
+        "scheduler", help="pods/s the scheduler binds on 100 and 1,000 Node objects (no kubelets), CPU and memory"
+    )
+    scheduler_bench.add_arguments(sched)
+    sched.set_defaults(run=scheduler_bench.run)
     cluster_cli.register(sub)
     controller_manager.register(sub)
     scheduler_main.register(sub)
