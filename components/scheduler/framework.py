@@ -121,7 +121,7 @@ class Algorithm:
         for i in range(n):
             ni = nodes[(start + i) % n]
             processed += 1
-            status = self.filter_node(state, ni, nominated)
+            status = run_filters(state, with_nominated(ni, pi, nominated) if nominated else ni)
             if status is None:
                 feasible.append(ni)
                 if len(feasible) >= want:

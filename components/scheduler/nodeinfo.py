@@ -15,6 +15,8 @@ from components.scheduler.resources import ZERO, Resources, non_zero_requests, p
 
 Obj = dict[str, Any]
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
@@ -90,15 +92,36 @@ class PodInfo:
         )
 
 
+def effective_taints(node: Mapping[str, Any]) -> list[Obj]:
+    """The node's taints, plus the one the node lifecycle controller would add for a node that is
+    not Ready (not-ready for Ready=False, unreachable for Unknown or no Ready condition)."""
+    taints = [t for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, dict)]
+    ready = None
+    for c in (node.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            ready = c.get("status")
+    if ready != "True":
+        key = TAINT_NOT_READY if ready == "False" else TAINT_UNREACHABLE
+        if not any(t.get("key") == key for t in taints):
+            taints.append({"key": key, "effect": "NoSchedule"})
+    return taints
+
+
 @dataclass(slots=True)
 class NodeInfo:
-    """One node and the pods on it; `requested` and `used_ports` follow `add_pod`/`remove_pod`."""
+    """One node and the pods on it; `requested` and `used_ports` follow `add_pod`/`remove_pod`.
+
+    What the filters read of the node object itself (its taints, whether it is unschedulable)
+    is worked out once per node update, not once per pod and node in every cycle."""
 
     name: str
     node: Obj
     labels: Mapping[str, str]
     allocatable: Resources
     allowed_pods: int
+    unschedulable: bool = False
+    hard_taints: tuple[Obj, ...] = ()  # NoSchedule and NoExecute, the not-ready one included
+    soft_taints: tuple[Obj, ...] = ()  # PreferNoSchedule (spec.taints only)
     pods: dict[str, PodInfo] = field(default_factory=dict)
     requested: Resources = ZERO
     non_zero_requested: tuple[int, int] = (0, 0)
@@ -108,15 +131,8 @@ class NodeInfo:
 
     @classmethod
     def of(cls, node: Obj, pods: Iterable[PodInfo] = ()) -> NodeInfo:
-        meta = node.get("metadata") or {}
-        alloc = (node.get("status") or {}).get("allocatable") or {}
-        info = cls(
-            name=meta.get("name") or "",
-            node=node,
-            labels=meta.get("labels") or {},
-            allocatable=resources_of(alloc),
-            allowed_pods=pods_of(alloc),
-        )
+        info = cls(name="", node={}, labels={}, allocatable=ZERO, allowed_pods=0)
+        info.set_node(node)
         for p in pods:
             info.add_pod(p)
         return info
@@ -124,10 +140,15 @@ class NodeInfo:
     def set_node(self, node: Obj) -> None:
         meta = node.get("metadata") or {}
         alloc = (node.get("status") or {}).get("allocatable") or {}
+        self.name = meta.get("name") or ""
         self.node = node
         self.labels = meta.get("labels") or {}
         self.allocatable = resources_of(alloc)
         self.allowed_pods = pods_of(alloc)
+        self.unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
+        taints = effective_taints(node)
+        self.hard_taints = tuple(t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute"))
+        self.soft_taints = tuple(t for t in taints if t.get("effect") == "PreferNoSchedule")
 
     def add_pod(self, pi: PodInfo) -> None:
         if pi.key in self.pods:
@@ -173,6 +194,9 @@ class NodeInfo:
             labels=self.labels,
             allocatable=self.allocatable,
             allowed_pods=self.allowed_pods,
+            unschedulable=self.unschedulable,
+            hard_taints=self.hard_taints,
+            soft_taints=self.soft_taints,
             pods=dict(self.pods),
             requested=self.requested,
             non_zero_requested=self.non_zero_requested,

@@ -11,7 +11,7 @@ Scores are 0..100 per plugin after normalisation, summed with kube's default wei
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +33,6 @@ ERR_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 ERR_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
 TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 
 WEIGHTS = {
@@ -150,21 +148,6 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
-def node_taints(ni: NodeInfo) -> list[Obj]:
-    """The node's taints, plus the one the node lifecycle controller would add for a node that is
-    not Ready (not-ready for Ready=False, unreachable for Unknown or no Ready condition)."""
-    taints = list((ni.node.get("spec") or {}).get("taints") or ())
-    ready = None
-    for c in (ni.node.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "Ready":
-            ready = c.get("status")
-    if ready != "True":
-        key = TAINT_NOT_READY if ready == "False" else TAINT_UNREACHABLE
-        if not any(t.get("key") == key for t in taints):
-            taints.append({"key": key, "effect": "NoSchedule"})
-    return taints
-
-
 def _tolerations(pod: Obj) -> list[Obj]:
     return list((pod.get("spec") or {}).get("tolerations") or ())
 
@@ -182,12 +165,21 @@ class _SpreadConstraint:
     min_count: int = 0
 
 
+Filter = Callable[["CycleState", NodeInfo], "Status | None"]
+
+
 @dataclass(slots=True)
 class CycleState:
-    """What the filters and scores of one pod share, computed once per cycle from every node."""
+    """What the filters and scores of one pod share, computed once per cycle from every node.
+
+    `filters` are the ones that can reject this pod somewhere: a pod without host ports, node
+    selectors, spread constraints or affinity skips those filters on every node (a cycle runs
+    them on hundreds of nodes, so a call that can only say yes is the cost that matters)."""
 
     pod: PodInfo
     tolerations: list[Obj]
+    prefer_tolerations: list[Obj]  # the tolerations that count against PreferNoSchedule taints
+    filters: tuple[Filter, ...]
     hard_spread: list[_SpreadConstraint]
     soft_spread: list[_SpreadConstraint]
     default_spread_owner: str  # spread pods of this owner over hostnames when no constraint is given
@@ -281,9 +273,21 @@ def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> CycleState:
                     if key in ni.labels and _term_matches(term, pi.namespace, other):
                         anti_counts[i][ni.labels[key]] = anti_counts[i].get(ni.labels[key], 0) + 1
     matches_self = all(_term_matches(t, pi.namespace, pi) for t in pi.affinity)
+    tolerations = _tolerations(pi.pod)
+    skip: set[Filter] = set()
+    if not _selects_nodes(pi.pod):
+        skip.add(node_affinity)
+    if not pi.ports:
+        skip.add(node_ports)
+    if not hard:
+        skip.add(pod_topology_spread)
+    if not (pi.affinity or pi.anti_affinity or forbidden):
+        skip.add(inter_pod_affinity)
     return CycleState(
         pod=pi,
-        tolerations=_tolerations(pi.pod),
+        tolerations=tolerations,
+        prefer_tolerations=[t for t in tolerations if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"],
+        filters=tuple(f for f in FILTERS if f not in skip),
         hard_spread=hard,
         soft_spread=soft,
         default_spread_owner=pi.owner_uid if not constraints else "",
@@ -297,8 +301,17 @@ def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> CycleState:
 # -- filters -------------------------------------------------------------------------------------
 
 
+def _selects_nodes(pod: Obj) -> bool:
+    """Whether a nodeSelector or required node affinity can rule out a node."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeSelector"):
+        return True
+    na = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    return na.get("requiredDuringSchedulingIgnoredDuringExecution") is not None
+
+
 def node_unschedulable(state: CycleState, ni: NodeInfo) -> Status | None:
-    if not (ni.node.get("spec") or {}).get("unschedulable"):
+    if not ni.unschedulable:
         return None
     taint = {"key": TAINT_UNSCHEDULABLE, "effect": "NoSchedule"}
     if any(tolerates(t, taint) for t in state.tolerations):
@@ -307,9 +320,7 @@ def node_unschedulable(state: CycleState, ni: NodeInfo) -> Status | None:
 
 
 def taint_toleration(state: CycleState, ni: NodeInfo) -> Status | None:
-    for taint in node_taints(ni):
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
+    for taint in ni.hard_taints:
         if not any(tolerates(t, taint) for t in state.tolerations):
             reason = ERR_TAINT.format(key=taint.get("key", ""), value=taint.get("value", ""))
             return Status("TaintToleration", (reason,), unresolvable=True)
@@ -386,7 +397,7 @@ FILTERS = (
 
 def run_filters(state: CycleState, ni: NodeInfo) -> Status | None:
     """The first failing filter's status, or None when the node can take the pod."""
-    for f in FILTERS:
+    for f in state.filters:
         status = f(state, ni)
         if status is not None:
             return status
@@ -417,6 +428,24 @@ def balanced_allocation(state: CycleState, ni: NodeInfo) -> int:
     return int((1 - std) * MAX_NODE_SCORE)
 
 
+def resource_scores(state: CycleState, ni: NodeInfo) -> int:
+    """least_allocated and balanced_allocation, weighted and summed, in one pass over the
+    node's numbers (every feasible node of every cycle comes through here)."""
+    cpu, mem = ni.non_zero_requested
+    cpu += state.pod.non_zero[0]
+    mem += state.pod.non_zero[1]
+    cap_cpu, cap_mem = ni.allocatable.milli_cpu, ni.allocatable.memory
+    least = 0
+    if cap_cpu > 0 and cpu <= cap_cpu:
+        least += (cap_cpu - cpu) * MAX_NODE_SCORE // cap_cpu
+    if cap_mem > 0 and mem <= cap_mem:
+        least += (cap_mem - mem) * MAX_NODE_SCORE // cap_mem
+    fc = min(1.0, cpu / cap_cpu) if cap_cpu > 0 else 1.0
+    fm = min(1.0, mem / cap_mem) if cap_mem > 0 else 1.0
+    balanced = int((1 - abs(fc - fm) / 2) * MAX_NODE_SCORE)
+    return WEIGHTS["NodeResourcesFit"] * (least // 2) + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced
+
+
 def preferred_node_affinity(state: CycleState, ni: NodeInfo) -> int:
     na = ((state.pod.pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
     total = 0
@@ -428,12 +457,8 @@ def preferred_node_affinity(state: CycleState, ni: NodeInfo) -> int:
 
 
 def intolerable_prefer_no_schedule(state: CycleState, ni: NodeInfo) -> int:
-    tolerations = [t for t in state.tolerations if (t.get("effect") or "PreferNoSchedule") == "PreferNoSchedule"]
-    return sum(
-        1
-        for taint in (ni.node.get("spec") or {}).get("taints") or ()
-        if taint.get("effect") == "PreferNoSchedule" and not any(tolerates(t, taint) for t in tolerations)
-    )
+    tolerations = state.prefer_tolerations
+    return sum(1 for taint in ni.soft_taints if not any(tolerates(t, taint) for t in tolerations))
 
 
 def spread_count(state: CycleState, ni: NodeInfo) -> int:
@@ -467,17 +492,16 @@ def _normalize_spread(raw: list[int]) -> list[int]:
 
 def score_nodes(state: CycleState, nodes: Sequence[NodeInfo]) -> list[int]:
     """The weighted total score of each node, in order."""
-    totals = [
-        WEIGHTS["NodeResourcesFit"] * least_allocated(state, ni)
-        + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced_allocation(state, ni)
-        for ni in nodes
-    ]
+    totals = [resource_scores(state, ni) for ni in nodes]
     if _has_preferred_node_affinity(state.pod.pod):
         for i, s in enumerate(_normalize([preferred_node_affinity(state, ni) for ni in nodes], reverse=False)):
             totals[i] += WEIGHTS["NodeAffinity"] * s
-    taint_raw = [intolerable_prefer_no_schedule(state, ni) for ni in nodes]
-    for i, s in enumerate(_normalize(taint_raw, reverse=True)):
-        totals[i] += WEIGHTS["TaintToleration"] * s
+    if any(ni.soft_taints for ni in nodes):
+        taint_raw = [intolerable_prefer_no_schedule(state, ni) for ni in nodes]
+        for i, s in enumerate(_normalize(taint_raw, reverse=True)):
+            totals[i] += WEIGHTS["TaintToleration"] * s
+    else:  # nothing to tolerate anywhere: every node gets the full score
+        totals = [t + WEIGHTS["TaintToleration"] * MAX_NODE_SCORE for t in totals]
     if state.default_spread_owner or state.soft_spread:
         for i, s in enumerate(_normalize_spread([spread_count(state, ni) for ni in nodes])):
             totals[i] += WEIGHTS["PodTopologySpread"] * s

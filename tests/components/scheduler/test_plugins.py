@@ -222,3 +222,46 @@ def test_scores_preferred_affinity_prefer_no_schedule_and_owner_spreading() -> N
     assert run_filters(state, a) is None  # soft: never a filter
     s = plugins.score_nodes(state, [a, b])
     assert s[1] > s[0]
+
+
+def test_the_fused_resource_score_is_the_two_plugins_weighted() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.integers(0, 64_000),
+        st.integers(0, 2**37),
+        st.lists(st.tuples(st.integers(0, 8_000), st.integers(0, 2**34)), max_size=5),
+        st.integers(0, 4_000),
+        st.integers(0, 2**33),
+    )
+    def check(cap_cpu: int, cap_mem: int, placed: list[tuple[int, int]], cpu: int, mem: int) -> None:
+        ni = NodeInfo.of(node("n", cpu=f"{cap_cpu}m", memory=str(cap_mem)))
+        for i, (c, m) in enumerate(placed):
+            ni.add_pod(PodInfo.of(pod(f"x{i}", cpu=f"{c}m", memory=str(m), node_name="n")))
+        state = pre_filter(PodInfo.of(pod("p", cpu=f"{cpu}m", memory=str(mem))), [ni])
+        weights = plugins.WEIGHTS
+        assert plugins.resource_scores(state, ni) == (
+            weights["NodeResourcesFit"] * plugins.least_allocated(state, ni)
+            + weights["NodeResourcesBalancedAllocation"] * plugins.balanced_allocation(state, ni)
+        )
+
+    check()
+
+
+def test_filters_a_pod_cannot_fail_are_skipped_without_changing_a_verdict() -> None:
+    """A cycle runs only the filters that can reject its pod; running every filter agrees."""
+    plain = PodInfo.of(pod("p", cpu="100m"))
+    nodes = infos(
+        node("a"),
+        node("b", unschedulable=True),
+        node("c", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+        node("d", ready="False"),
+        node("e", cpu="50m"),
+    )
+    state = pre_filter(plain, nodes)
+    assert plugins.node_ports not in state.filters and plugins.node_affinity not in state.filters
+    for ni in nodes:
+        everything = next((s for f in plugins.FILTERS if (s := f(state, ni)) is not None), None)
+        assert run_filters(state, ni) == everything, ni.name
