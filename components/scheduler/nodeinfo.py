@@ -112,7 +112,10 @@ class NodeInfo:
     """One node and the pods on it; `requested` and `used_ports` follow `add_pod`/`remove_pod`.
 
     What the filters read of the node object itself (its taints, whether it is unschedulable)
-    is worked out once per node update, not once per pod and node in every cycle."""
+    is worked out once per node update, not once per pod and node in every cycle.  `fit_memo`
+    and `score_memo` keep the last resource verdict and score with the pod shape they were for:
+    a cycle binds one pod to one node, so the next pod (usually of the same template) finds
+    every other node's answer still good.  Any change to the node or its pods drops them."""
 
     name: str
     node: Obj
@@ -128,6 +131,8 @@ class NodeInfo:
     used_ports: dict[tuple[str, str, int], int] = field(default_factory=dict)
     pods_with_anti_affinity: int = 0
     owners: dict[str, int] = field(default_factory=dict)  # controller UID -> its pods here
+    fit_memo: tuple[Any, Any] | None = None  # (the pod's requests, the fit verdict)
+    score_memo: tuple[Any, int] | None = None  # (the pod's non-zero requests, the resource score)
 
     @classmethod
     def of(cls, node: Obj, pods: Iterable[PodInfo] = ()) -> NodeInfo:
@@ -141,6 +146,7 @@ class NodeInfo:
         meta = node.get("metadata") or {}
         alloc = (node.get("status") or {}).get("allocatable") or {}
         self.name = meta.get("name") or ""
+        self.fit_memo = self.score_memo = None
         self.node = node
         self.labels = meta.get("labels") or {}
         self.allocatable = resources_of(alloc)
@@ -153,6 +159,7 @@ class NodeInfo:
     def add_pod(self, pi: PodInfo) -> None:
         if pi.key in self.pods:
             self.remove_pod(pi.key)
+        self.fit_memo = self.score_memo = None
         self.pods[pi.key] = pi
         self.requested += pi.requests
         c, m = self.non_zero_requested
@@ -168,6 +175,7 @@ class NodeInfo:
         pi = self.pods.pop(key, None)
         if pi is None:
             return None
+        self.fit_memo = self.score_memo = None
         self.requested -= pi.requests
         c, m = self.non_zero_requested
         self.non_zero_requested = (c - pi.non_zero[0], m - pi.non_zero[1])

@@ -342,6 +342,15 @@ def node_ports(state: CycleState, ni: NodeInfo) -> Status | None:
 
 
 def node_resources_fit(state: CycleState, ni: NodeInfo) -> Status | None:
+    memo = ni.fit_memo
+    if memo is not None and memo[0] == state.pod.requests:
+        return memo[1]  # type: ignore[no-any-return]
+    status = _resources_fit(state, ni)
+    ni.fit_memo = (state.pod.requests, status)
+    return status
+
+
+def _resources_fit(state: CycleState, ni: NodeInfo) -> Status | None:
     reasons = []
     if len(ni.pods) + 1 > ni.allowed_pods:
         reasons.append(ERR_TOO_MANY_PODS)
@@ -430,7 +439,16 @@ def balanced_allocation(state: CycleState, ni: NodeInfo) -> int:
 
 def resource_scores(state: CycleState, ni: NodeInfo) -> int:
     """least_allocated and balanced_allocation, weighted and summed, in one pass over the
-    node's numbers (every feasible node of every cycle comes through here)."""
+    node's numbers (every feasible node of every cycle comes through here; see `score_memo`)."""
+    memo = ni.score_memo
+    if memo is not None and memo[0] == state.pod.non_zero:
+        return memo[1]
+    score = _resource_scores(state, ni)
+    ni.score_memo = (state.pod.non_zero, score)
+    return score
+
+
+def _resource_scores(state: CycleState, ni: NodeInfo) -> int:
     cpu, mem = ni.non_zero_requested
     cpu += state.pod.non_zero[0]
     mem += state.pod.non_zero[1]

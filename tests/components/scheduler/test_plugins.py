@@ -265,3 +265,39 @@ def test_filters_a_pod_cannot_fail_are_skipped_without_changing_a_verdict() -> N
     for ni in nodes:
         everything = next((s for f in plugins.FILTERS if (s := f(state, ni)) is not None), None)
         assert run_filters(state, ni) == everything, ni.name
+
+
+def test_the_memoized_fit_and_score_always_equal_a_fresh_computation() -> None:
+    """Whatever happens to a node (pods placed and removed, its allocatable changed), the
+    verdict and score kept from an earlier cycle are the ones a fresh computation gives."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    ops = st.lists(
+        st.tuples(
+            st.sampled_from(["place", "remove", "resize", "ask"]),
+            st.sampled_from([100, 250, 1000, 2000]),  # millicores (resize: the node's)
+            st.sampled_from([64, 512, 4096]),  # MiB; which pod to remove
+        ),
+        max_size=30,
+    )
+
+    @settings(max_examples=150, deadline=None)
+    @given(ops)
+    def check(steps: list[tuple[str, int, int]]) -> None:
+        ni = NodeInfo.of(node("n", cpu="2", memory="2Gi", pods=4))
+        placed: list[str] = []
+        for i, (op, cpu, mem) in enumerate(steps):
+            if op == "place":
+                ni.add_pod(PodInfo.of(pod(f"x{i}", cpu=f"{cpu}m", memory=f"{mem}Mi", node_name="n")))
+                placed.append(f"default/x{i}")
+            elif op == "remove" and placed:
+                ni.remove_pod(placed.pop(mem % len(placed)))
+            elif op == "resize":
+                ni.set_node(node("n", cpu=f"{2 * cpu}m", memory="2Gi", pods=4))
+            else:
+                state = pre_filter(PodInfo.of(pod("p", cpu=f"{cpu}m", memory=f"{mem}Mi")), [ni])
+                assert plugins.node_resources_fit(state, ni) == plugins._resources_fit(state, ni)
+                assert plugins.resource_scores(state, ni) == plugins._resource_scores(state, ni)
+
+    check()
