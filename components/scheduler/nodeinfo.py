@@ -69,6 +69,7 @@ class PodInfo:
     priority: int
     requests: Resources
     non_zero: tuple[int, int]
+    shape: tuple[int, int, int, int, int]  # requests and non-zero requests: what the memos compare
     ports: list[tuple[str, str, int]]
     affinity: list[Obj]  # required pod affinity terms
     anti_affinity: list[Obj]  # required pod anti-affinity terms
@@ -77,14 +78,16 @@ class PodInfo:
     @classmethod
     def of(cls, pod: Obj) -> PodInfo:
         meta = pod.get("metadata") or {}
+        requests, non_zero = pod_requests(pod), non_zero_requests(pod)
         return cls(
             key=pod_key(pod),
             pod=pod,
             namespace=meta.get("namespace") or "",
             labels=meta.get("labels") or {},
             priority=priority_of(pod),
-            requests=pod_requests(pod),
-            non_zero=non_zero_requests(pod),
+            requests=requests,
+            non_zero=non_zero,
+            shape=(requests.milli_cpu, requests.memory, requests.ephemeral_storage, *non_zero),
             ports=host_ports(pod),
             affinity=_affinity_terms(pod, "podAffinity"),
             anti_affinity=_affinity_terms(pod, "podAntiAffinity"),
@@ -131,7 +134,7 @@ class NodeInfo:
     used_ports: dict[tuple[str, str, int], int] = field(default_factory=dict)
     pods_with_anti_affinity: int = 0
     owners: dict[str, int] = field(default_factory=dict)  # controller UID -> its pods here
-    fit_memo: tuple[Any, Any] | None = None  # (the pod's requests, the fit verdict)
+    fit_memo: tuple[Any, Any] | None = None  # (the pod's `shape`, the fit verdict)
     score_memo: tuple[Any, int] | None = None  # (the pod's non-zero requests, the resource score)
 
     @classmethod

@@ -343,10 +343,11 @@ def node_ports(state: CycleState, ni: NodeInfo) -> Status | None:
 
 def node_resources_fit(state: CycleState, ni: NodeInfo) -> Status | None:
     memo = ni.fit_memo
-    if memo is not None and memo[0] == state.pod.requests:
+    key = state.pod.shape
+    if memo is not None and memo[0] == key:
         return memo[1]  # type: ignore[no-any-return]
     status = _resources_fit(state, ni)
-    ni.fit_memo = (state.pod.requests, status)
+    ni.fit_memo = (key, status)
     return status
 
 
