@@ -31,9 +31,18 @@ def _name(frame: str) -> tuple[str, str]:
     return f"{m['func']} ({path})", path
 
 
-def summarise(raw: str, seconds: float, rate: float, top: int = 15) -> dict[str, Any]:
-    """Top frames by share of samples; busy_pct = samples over what a always-running process
-    would give (py-spy leaves out idle samples, so that is the main thread's CPU share)."""
+def summarise(
+    raw: str,
+    seconds: float,
+    rate: float,
+    top: int = 15,
+    ours: tuple[str, ...] = OUR_CODE,
+    entry_points: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Top frames by share of samples; busy_pct = samples over what an always-running process
+    would give (py-spy leaves out idle samples, so that is the main thread's CPU share).
+    `ours`: the path prefixes whose functions the inclusive list counts; `entry_points`: files
+    under every sample, left out of it (they would top it and say nothing)."""
     total = 0
     self_: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
@@ -50,7 +59,7 @@ def summarise(raw: str, seconds: float, rate: float, top: int = 15) -> dict[str,
         self_[leaf] += count
         seen: set[str] = set()
         for name, path in frames:
-            if path.startswith(OUR_CODE) and name not in seen:
+            if path.startswith(ours) and not path.startswith(entry_points) and name not in seen:
                 seen.add(name)
                 inclusive[name] += count
 
@@ -58,4 +67,10 @@ def summarise(raw: str, seconds: float, rate: float, top: int = 15) -> dict[str,
         return [{"frame": k, "pct": round(100.0 * v / max(1, total), 1)} for k, v in c.most_common(top)]
 
     busy = round(100.0 * total / max(1.0, seconds * rate), 1)
-    return {"samples": total, "busy_pct": busy, "self": pct(self_), "inclusive": pct(inclusive)}
+    return {
+        "samples": total,
+        "seconds": round(seconds, 2),
+        "busy_pct": busy,
+        "self": pct(self_),
+        "inclusive": pct(inclusive),
+    }

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -15,3 +18,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnder
     are under `cluster.data_dir / "apiserver" / "kubeconfigs"`."""
     with running_apiserver(tmp_path_factory.mktemp("cluster"), "raftkube") as server:
         yield server
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Component processes a test started (each in its own session): SIGKILLed and reaped after."""
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.communicate(timeout=10)

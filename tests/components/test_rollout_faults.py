@@ -14,40 +14,23 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
-from apiserver.pki import ApiserverPKI
 from components.client.rest import ApiError, RestClient, TransportError
 from store.launcher import free_ports
 from tests.apiserver.support import ApiserverUnderTest
+from tests.components.controllers.test_controller_manager import start
 from tests.components.controllers.test_deployment import deploy_body, done, dpath, replicasets, set_image
 from tests.components.controllers.test_replicaset_support import api, eventually, kubelet, make_namespace
 from tests.support.cli import raftkube
 
 REPLICAS = 6
-LEASE_S = 3
 
 
 def start_controller_manager(cluster: ApiserverUnderTest) -> subprocess.Popen[bytes]:
-    kubeconfig = ApiserverPKI.of(cluster.data_dir).kubeconfig_of("controller-manager")
-    argv = [sys.executable, "-m", "components.cli", "controller-manager", "--kubeconfig", str(kubeconfig)]
-    argv += ["--health-port", str(free_ports(1)[0]), "--leader-elect-lease-duration", str(LEASE_S)]
-    argv += ["--leader-elect-renew-deadline", "2", "--leader-elect-retry-period", "0.5"]
-    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-
-
-@pytest.fixture
-def managers() -> Iterator[list[subprocess.Popen[bytes]]]:
-    procs: list[subprocess.Popen[bytes]] = []
-    yield procs
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-        p.communicate(timeout=10)
+    """With the 3 s lease of `test_controller_manager.start`, on a free health port."""
+    return start(cluster, free_ports(1)[0])
 
 
 class Ledger:
@@ -124,13 +107,13 @@ async def roll(client: RestClient, ns: str, image: str, fault: Any) -> Ledger:
 
 
 def test_standby_controller_manager_finishes_a_rollout_creating_nothing_twice(
-    cluster: ApiserverUnderTest, managers: list[subprocess.Popen[bytes]]
+    cluster: ApiserverUnderTest, processes: list[subprocess.Popen[bytes]]
 ) -> None:
     async def go() -> None:
         ns = "faults-cm"
         async with api(cluster) as client:
             await make_namespace(client, ns)
-            managers.append(start_controller_manager(cluster))
+            processes.append(start_controller_manager(cluster))
             lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
 
             async def first_leads() -> bool:
@@ -139,7 +122,7 @@ def test_standby_controller_manager_finishes_a_rollout_creating_nothing_twice(
                 return False
 
             await eventually(first_leads, what="the first controller-manager leads")
-            managers.append(start_controller_manager(cluster))
+            processes.append(start_controller_manager(cluster))
             async with kubelet(client, ns, delay=0.5):
                 strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
                 await client.create(dpath(ns), deploy_body("web", REPLICAS, "nginx:1", **strategy))
@@ -147,8 +130,8 @@ def test_standby_controller_manager_finishes_a_rollout_creating_nothing_twice(
                 holder = (await client.get(lease_path))["spec"]["holderIdentity"]
 
                 def crash_the_leader() -> None:
-                    os.killpg(managers[0].pid, signal.SIGKILL)  # no release: the standby waits out the lease
-                    managers[0].communicate(timeout=10)
+                    os.killpg(processes[0].pid, signal.SIGKILL)  # no release: the standby waits out the lease
+                    processes[0].communicate(timeout=10)
 
                 book = await roll(client, ns, "nginx:2", crash_the_leader)
                 assert (await client.get(lease_path))["spec"]["holderIdentity"] != holder
@@ -160,13 +143,13 @@ def test_standby_controller_manager_finishes_a_rollout_creating_nothing_twice(
 
 
 def test_a_rollout_finishes_when_the_store_leader_dies_and_nothing_is_lost(
-    cluster: ApiserverUnderTest, managers: list[subprocess.Popen[bytes]]
+    cluster: ApiserverUnderTest, processes: list[subprocess.Popen[bytes]]
 ) -> None:
     async def go() -> None:
         ns = "faults-store"
         async with api(cluster) as client:
             await make_namespace(client, ns)
-            managers.append(start_controller_manager(cluster))
+            processes.append(start_controller_manager(cluster))
             async with kubelet(client, ns, delay=0.5):
                 strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
                 await client.create(dpath(ns), deploy_body("web", REPLICAS, "nginx:1", **strategy))
