@@ -1,0 +1,14 @@
+"""The kubelet (issue 12), built from the pure parts up.
+
+Each part takes time and observations as arguments, as the Raft core does, so it is tested
+in-process; the process around them (Node registration, Lease renewal, the pod workers and
+the runtimes) comes on top:
+
+  backoff    the crash back-off of a restarting container (10 s doubling to 5 min, forgotten
+             after 10 min without a crash)
+  podphase   a pod's phase and its Initialized / ContainersReady / Ready conditions from the
+             statuses of its containers, as kube's kubelet computes them
+  probes     one probe's verdict over time: initial delay, period, success and failure
+             thresholds, and what each kind (startup, liveness, readiness) reports before
+             its first result
+"""
