@@ -11,4 +11,6 @@ the runtimes) comes on top:
   probes     one probe's verdict over time: initial delay, period, success and failure
              thresholds, and what each kind (startup, liveness, readiness) reports before
              its first result
+  envvars    a container's environment: envFrom, env with $(VAR) expansion, fieldRef,
+             resourceFieldRef, ConfigMap and Secret keys, optional sources
 """

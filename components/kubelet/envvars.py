@@ -1,0 +1,215 @@
+"""A container's environment, as kube's kubelet builds it from the pod spec.
+
+`envFrom` first (each ConfigMap or Secret's keys, with the source's prefix; later sources win),
+then `env` in order, each entry overriding what came before.  An `env` value may refer to a
+variable defined before it as `$(NAME)`; `$$` is a literal `$`; a reference to an unknown name
+is left as written.  `valueFrom` reads the pod's own fields (`fieldRef`), a ConfigMap or Secret
+key, or a resource limit or request (`resourceFieldRef`, with its divisor).  A source that is
+missing fails the container start (kube's CreateContainerConfigError) unless it is optional;
+keys that are not valid variable names are skipped and reported.
+
+The ConfigMaps and Secrets come through `Sources` (the kubelet's informer caches); nothing
+here does I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiserver.quantity import QuantityError, parse_quantity
+
+Obj = dict[str, Any]
+Lookup = Callable[[str, str], Obj | None]  # (namespace, name) -> the object, or None
+_VALID_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_LABEL_FIELD = re.compile(r"^metadata\.(labels|annotations)\['([^']*)'\]$")
+
+
+class EnvError(Exception):
+    """The environment cannot be built: the container does not start (CreateContainerConfigError)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    config_map: Lookup
+    secret: Lookup
+
+
+@dataclass(slots=True)
+class Env:
+    values: dict[str, str] = field(default_factory=dict)  # in definition order
+    invalid_keys: list[str] = field(default_factory=list)  # skipped envFrom keys, for an event
+
+
+def expand(text: str, defined: Mapping[str, str]) -> str:
+    """kube's $(VAR) expansion: defined references replaced, `$$` -> `$`, the rest as written."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "$" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            end = text.find(")", i + 2)
+            if end < 0:
+                out.append(text[i:])  # no closing paren: kept as written
+                break
+            name = text[i + 2 : end]
+            out.append(defined[name] if name in defined else text[i : end + 1])
+            i = end + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _data(obj: Obj, secret: bool) -> dict[str, str]:
+    """A ConfigMap's data (and binaryData), or a Secret's data decoded (and stringData)."""
+    out: dict[str, str] = {}
+    if secret:
+        for k, v in (obj.get("data") or {}).items():
+            try:
+                out[str(k)] = base64.b64decode(str(v), validate=True).decode("utf-8", "replace")
+            except (binascii.Error, ValueError):
+                continue
+        out.update({str(k): str(v) for k, v in (obj.get("stringData") or {}).items()})
+    else:
+        out.update({str(k): str(v) for k, v in (obj.get("data") or {}).items()})
+    return out
+
+
+def _field_ref(pod: Obj, path: str, where: str) -> str:
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    simple = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.hostIP": status.get("hostIP"),
+        "status.podIP": status.get("podIP"),
+    }
+    if path in simple:
+        return str(simple[path] or "")
+    if path == "status.podIPs":
+        return ",".join(str(ip.get("ip")) for ip in status.get("podIPs") or () if isinstance(ip, dict))
+    if path == "status.hostIPs":
+        return ",".join(str(ip.get("ip")) for ip in status.get("hostIPs") or () if isinstance(ip, dict))
+    m = _LABEL_FIELD.match(path)
+    if m is not None:
+        return str((meta.get(m[1]) or {}).get(m[2], ""))
+    raise EnvError(f"{where}.valueFrom.fieldRef.fieldPath: unsupported field {path!r}")
+
+
+def _resource_ref(container: Obj, ref: Mapping[str, Any], where: str) -> str:
+    resource = str(ref.get("resource") or "")
+    which, _, name = resource.partition(".")
+    if which not in ("limits", "requests") or name not in ("cpu", "memory", "ephemeral-storage"):
+        raise EnvError(f"{where}.valueFrom.resourceFieldRef.resource: unsupported resource {resource!r}")
+    value = _dict(_dict(container.get("resources")).get(which)).get(name)
+    if value is None:
+        return "0"
+    try:
+        amount = parse_quantity(value)
+        divisor = parse_quantity(ref.get("divisor") or "1")
+    except QuantityError as e:
+        raise EnvError(f"{where}.valueFrom.resourceFieldRef: {e}") from None
+    if divisor.value <= 0:
+        raise EnvError(f"{where}.valueFrom.resourceFieldRef.divisor: must be positive")
+    ratio = amount.value / divisor.value
+    return str(-(-ratio.numerator // ratio.denominator))  # rounded up, as kube does
+
+
+def _key_ref(pod: Obj, ref: Any, kind: str, sources: Sources, where: str) -> str | None:
+    """The key's value, None for an optional one that is missing."""
+    if not isinstance(ref, Mapping):
+        raise EnvError(f"{where}: must be an object")
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    name, key, optional = str(ref.get("name") or ""), str(ref.get("key") or ""), ref.get("optional") is True
+    secret = kind == "Secret"
+    obj = (sources.secret if secret else sources.config_map)(namespace, name)
+    if obj is None:
+        if optional:
+            return None
+        raise EnvError(f'{kind.lower()} "{name}" not found')
+    data = _data(obj, secret)
+    if key not in data:
+        if optional:
+            return None
+        raise EnvError(f"couldn't find key {key} in {kind} {namespace}/{name}")
+    return data[key]
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise EnvError(f"{where}: must be a list, got {type(value).__name__}")
+    return value
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def build(pod: Obj, container: Obj, sources: Sources, where: str = "container") -> Env:
+    """The environment of `container` (an entry of the pod's containers or initContainers)."""
+    env = Env()
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    for i, src in enumerate(_list(container.get("envFrom"), f"{where}.envFrom")):
+        if not isinstance(src, Mapping):
+            raise EnvError(f"{where}.envFrom[{i}]: must be an object")
+        prefix = str(src.get("prefix") or "")
+        for kind, ref_field, lookup in (
+            ("ConfigMap", "configMapRef", sources.config_map),
+            ("Secret", "secretRef", sources.secret),
+        ):
+            ref = src.get(ref_field)
+            if not isinstance(ref, Mapping):
+                continue
+            name = str(ref.get("name") or "")
+            obj = lookup(namespace, name)
+            if obj is None:
+                if ref.get("optional") is True:
+                    continue
+                raise EnvError(f'{kind.lower()} "{name}" not found')
+            for key, value in _data(obj, kind == "Secret").items():
+                full = prefix + key
+                if _VALID_NAME.match(full):
+                    env.values[full] = value
+                else:
+                    env.invalid_keys.append(full)
+    for i, entry in enumerate(_list(container.get("env"), f"{where}.env")):
+        here = f"{where}.env[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise EnvError(f"{here}: must be an object with a name")
+        name = entry["name"]
+        source = entry.get("valueFrom")
+        if source is None:
+            env.values[name] = expand(str(entry.get("value") or ""), env.values)
+            continue
+        if not isinstance(source, Mapping):
+            raise EnvError(f"{here}.valueFrom: must be an object")
+        if isinstance(source.get("fieldRef"), Mapping):
+            env.values[name] = _field_ref(pod, str(source["fieldRef"].get("fieldPath") or ""), here)
+        elif isinstance(source.get("resourceFieldRef"), Mapping):
+            env.values[name] = _resource_ref(container, source["resourceFieldRef"], here)
+        elif source.get("configMapKeyRef") is not None or source.get("secretKeyRef") is not None:
+            ref = "configMapKeyRef" if source.get("configMapKeyRef") is not None else "secretKeyRef"
+            kind = "ConfigMap" if ref == "configMapKeyRef" else "Secret"
+            found = _key_ref(pod, source[ref], kind, sources, f"{here}.valueFrom.{ref}")
+            if found is not None:
+                env.values[name] = found
+        else:
+            raise EnvError(f"{here}.valueFrom: names no source")
+    return env

@@ -1,0 +1,155 @@
+"""A container's environment as kube's kubelet builds it: envFrom then env, $(VAR) expansion,
+fieldRef / resourceFieldRef / ConfigMap and Secret keys, optional sources, and what a missing
+source or a bad entry gets."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.kubelet.envvars import EnvError, Sources, build, expand
+
+Obj = dict[str, Any]
+POD: Obj = {
+    "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1", "labels": {"app": "web"}, "annotations": {}},
+    "spec": {"nodeName": "n1", "serviceAccountName": "default"},
+    "status": {"podIP": "10.0.0.7", "podIPs": [{"ip": "10.0.0.7"}], "hostIP": "192.168.1.2"},
+}
+CONFIG_MAPS = {("shop", "settings"): {"data": {"MODE": "fast", "LEVEL": "3", "bad key": "x"}}}
+SECRETS = {("shop", "creds"): {"data": {"PASSWORD": base64.b64encode(b"s3cret").decode()}}}
+SOURCES = Sources(lambda ns, n: CONFIG_MAPS.get((ns, n)), lambda ns, n: SECRETS.get((ns, n)))
+
+
+def env_of(container: Obj) -> dict[str, str]:
+    return build(POD, container, SOURCES).values
+
+
+def test_expansion_as_kube_does_it() -> None:
+    defined = {"A": "1", "B": "two"}
+    assert expand("$(A)-$(B)", defined) == "1-two"
+    assert expand("$$(A) costs $$5", defined) == "$(A) costs $5"
+    assert expand("$(MISSING) and $(A", defined) == "$(MISSING) and $(A"
+    assert expand("trailing $", defined) == "trailing $"
+    assert expand("$x$(A)", defined) == "$x1"
+
+
+def test_env_from_then_env_in_order_with_references() -> None:
+    c = {
+        "envFrom": [{"configMapRef": {"name": "settings"}, "prefix": "APP_"}, {"secretRef": {"name": "creds"}}],
+        "env": [
+            {"name": "APP_MODE", "value": "slow"},  # overrides the ConfigMap's
+            {"name": "URL", "value": "db://$(PASSWORD)@$(HOST)"},  # HOST is not defined yet
+            {"name": "HOST", "value": "db"},
+        ],
+    }
+    built = build(POD, c, SOURCES)
+    assert built.values == {
+        "APP_MODE": "slow",
+        "APP_LEVEL": "3",
+        "PASSWORD": "s3cret",
+        "URL": "db://s3cret@$(HOST)",
+        "HOST": "db",
+    }
+    assert built.invalid_keys == ["APP_bad key"]
+
+
+def test_value_from_the_pod_and_its_resources() -> None:
+    c = {
+        "resources": {"limits": {"cpu": "1500m", "memory": "1Gi"}},
+        "env": [
+            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            {"name": "CPUS", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+            {"name": "MEM_MI", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+            {"name": "REQ", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu"}}},
+        ],
+    }
+    assert env_of(c) == {
+        "POD": "web-1",
+        "NS": "shop",
+        "APP": "web",
+        "IP": "10.0.0.7",
+        "NODE": "n1",
+        "CPUS": "2",  # 1.5 cores rounded up
+        "MEM_MI": "1024",
+        "REQ": "0",
+    }
+
+
+def test_optional_sources_are_skipped_and_required_ones_fail_the_start() -> None:
+    c = {
+        "envFrom": [{"configMapRef": {"name": "absent", "optional": True}}],
+        "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "NOPE", "optional": True}}}],
+    }
+    assert env_of(c) == {}
+    with pytest.raises(EnvError, match="couldn't find key NOPE in Secret shop/creds"):
+        env_of({"env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "NOPE"}}}]})
+    with pytest.raises(EnvError, match='configmap "absent" not found'):
+        env_of({"envFrom": [{"configMapRef": {"name": "absent"}}]})
+
+
+@pytest.mark.parametrize(
+    ("container", "says"),
+    [
+        ({"env": ["X=1"]}, r"container.env\[0\]: must be an object with a name"),
+        ({"env": [{"name": "X", "valueFrom": {}}]}, r"container.env\[0\].valueFrom: names no source"),
+        ({"env": [{"name": "X", "valueFrom": "x"}]}, r"container.env\[0\].valueFrom: must be an object"),
+        (
+            {"env": [{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.secret"}}}]},
+            r"fieldRef.fieldPath: unsupported field 'spec.secret'",
+        ),
+        (
+            {"env": [{"name": "X", "valueFrom": {"resourceFieldRef": {"resource": "limits.gpu"}}}]},
+            r"resourceFieldRef.resource: unsupported resource 'limits.gpu'",
+        ),
+        ({"envFrom": [7]}, r"container.envFrom\[0\]: must be an object"),
+    ],
+)
+def test_bad_entries_are_refused_naming_the_field(container: Obj, says: str) -> None:
+    with pytest.raises(EnvError, match=says):
+        env_of(container)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="$()AB x", max_size=20))
+def test_expansion_never_fails_and_leaves_text_without_dollars_alone(text: str) -> None:
+    out = expand(text, {"A": "1"})
+    if "$" not in text:
+        assert out == text
+    assert "$(A)" not in out or "$$(A)" in text  # a defined reference is always replaced unless escaped
+
+
+def test_an_empty_key_reference_is_refused_not_crashed_on() -> None:
+    with pytest.raises(EnvError, match='configmap "" not found'):
+        env_of({"env": [{"name": "X", "valueFrom": {"configMapKeyRef": {}}}]})
+    with pytest.raises(EnvError, match=r"secretKeyRef: must be an object"):
+        env_of({"env": [{"name": "X", "valueFrom": {"secretKeyRef": "creds"}}]})
+
+
+junk = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["name", "value", "valueFrom", "fieldRef", "fieldPath", "configMapRef", "key", "prefix"]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(junk, junk, junk)
+def test_a_container_of_any_shape_gives_an_env_or_an_env_error(env: Any, env_from: Any, resources: Any) -> None:
+    with contextlib.suppress(EnvError):  # anything else fails the test
+        build(POD, {"env": env, "envFrom": env_from, "resources": resources}, SOURCES)
