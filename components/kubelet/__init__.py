@@ -13,4 +13,6 @@ the runtimes) comes on top:
              its first result
   envvars    a container's environment: envFrom, env with $(VAR) expansion, fieldRef,
              resourceFieldRef, ConfigMap and Secret keys, optional sources
+  volumes    the files of configMap, secret, downwardAPI and projected volumes, and their
+             atomic writing (a `..data` symlink switched in one rename)
 """

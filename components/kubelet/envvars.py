@@ -88,7 +88,7 @@ def _data(obj: Obj, secret: bool) -> dict[str, str]:
     return out
 
 
-def _field_ref(pod: Obj, path: str, where: str) -> str:
+def field_ref(pod: Obj, path: str, where: str) -> str:
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     simple = {
         "metadata.name": meta.get("name"),
@@ -111,7 +111,7 @@ def _field_ref(pod: Obj, path: str, where: str) -> str:
     raise EnvError(f"{where}.valueFrom.fieldRef.fieldPath: unsupported field {path!r}")
 
 
-def _resource_ref(container: Obj, ref: Mapping[str, Any], where: str) -> str:
+def resource_ref(container: Obj, ref: Mapping[str, Any], where: str) -> str:
     resource = str(ref.get("resource") or "")
     which, _, name = resource.partition(".")
     if which not in ("limits", "requests") or name not in ("cpu", "memory", "ephemeral-storage"):
@@ -201,9 +201,9 @@ def build(pod: Obj, container: Obj, sources: Sources, where: str = "container") 
         if not isinstance(source, Mapping):
             raise EnvError(f"{here}.valueFrom: must be an object")
         if isinstance(source.get("fieldRef"), Mapping):
-            env.values[name] = _field_ref(pod, str(source["fieldRef"].get("fieldPath") or ""), here)
+            env.values[name] = field_ref(pod, str(source["fieldRef"].get("fieldPath") or ""), here)
         elif isinstance(source.get("resourceFieldRef"), Mapping):
-            env.values[name] = _resource_ref(container, source["resourceFieldRef"], here)
+            env.values[name] = resource_ref(container, source["resourceFieldRef"], here)
         elif source.get("configMapKeyRef") is not None or source.get("secretKeyRef") is not None:
             ref = "configMapKeyRef" if source.get("configMapKeyRef") is not None else "secretKeyRef"
             kind = "ConfigMap" if ref == "configMapKeyRef" else "Secret"
