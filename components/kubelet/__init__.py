@@ -15,4 +15,6 @@ the runtimes) comes on top:
              resourceFieldRef, ConfigMap and Secret keys, optional sources
   volumes    the files of configMap, secret, downwardAPI and projected volumes, and their
              atomic writing (a `..data` symlink switched in one rename)
+  nodestatus the Node it registers (labels, capacity, allocatable, addresses, nodeInfo),
+             its conditions in kube's words, and when a status is worth posting
 """
