@@ -17,4 +17,6 @@ the runtimes) comes on top:
              atomic writing (a `..data` symlink switched in one rename)
   nodestatus the Node it registers (labels, capacity, allocatable, addresses, nodeInfo),
              its conditions in kube's words, and when a status is worth posting
+  podactions what a pod worker does next (kube's computePodActions): init containers in
+             order, sidecars, restarts by policy and back-off, probe kills, deletion
 """
