@@ -19,4 +19,6 @@ the runtimes) comes on top:
              its conditions in kube's words, and when a status is worth posting
   podactions what a pod worker does next (kube's computePodActions): init containers in
              order, sidecars, restarts by policy and back-off, probe kills, deletion
+  containerlog  a container's log in the CRI format, rotated by size, read back for
+             `kubectl logs` (--since-time, --tail)
 """
