@@ -21,4 +21,6 @@ the runtimes) comes on top:
              order, sidecars, restarts by policy and back-off, probe kills, deletion
   containerlog  a container's log in the CRI format, rotated by size, read back for
              `kubectl logs` (--since-time, --tail)
+  shim, process_runtime  the `process` runtime: each container a local process kept by a
+             shim that logs its output and records its exit, so a restarted kubelet adopts it
 """

@@ -1,0 +1,196 @@
+"""The `process` runtime: each container is a local process kept by a shim (`shim.py`).
+
+Layout under the runtime's root, one directory per container run:
+
+    containers/<pod uid>/<container>/<attempt>/   spec.json state.json exit.json (the shim's)
+    logs/<namespace>_<pod>_<uid>/<container>/<attempt>.log                (kube's log layout)
+
+`start` writes the spec and starts the shim in a session of its own; `seen` reads the run's
+files (running while the shim lives and no exit.json exists); `stop` sends SIGTERM through
+the shim and, once `grace_s` has passed, SIGKILL to the whole container (`tick` escalates, so
+nothing here blocks).  A kubelet that restarts finds every run on disk: a live shim is
+adopted as it is, a finished one reports its recorded exit (a shim is nobody's child but
+init's, so there is nothing to reap and nothing to hand over).  Runs of a pod are removed with
+`remove_pod` once the pod is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from components.kubelet.shim import EXIT, SHIM, SPEC, STATE, write_json
+
+KILLED_EXIT = 137  # what a SIGKILLed container reports (128 + 9)
+START_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """One container run as its files say."""
+
+    attempt: int
+    running: bool
+    started_at: str = ""
+    exit_code: int | None = None
+    finished_at: str = ""
+    reason: str = ""
+    message: str = ""
+    log: str = ""
+
+
+def _read(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+class ProcessRuntime:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._stopping: dict[str, tuple[float, int]] = {}  # run dir -> (kill deadline, shim pid)
+
+    def _run_dir(self, uid: str, container: str, attempt: int) -> Path:
+        return self.root / "containers" / uid / container / str(attempt)
+
+    def log_path(self, namespace: str, pod: str, uid: str, container: str, attempt: int) -> Path:
+        return self.root / "logs" / f"{namespace}_{pod}_{uid}" / container / f"{attempt}.log"
+
+    def attempts(self, uid: str, container: str) -> list[int]:
+        base = self.root / "containers" / uid / container
+        if not base.is_dir():
+            return []
+        return sorted(int(p.name) for p in base.iterdir() if p.name.isdigit())
+
+    def start(
+        self,
+        namespace: str,
+        pod: str,
+        uid: str,
+        container: str,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None = None,
+    ) -> int:
+        """Start the container's next run; its attempt number (the restart count)."""
+        if not argv:
+            raise ValueError(f"container {container}: nothing to run (no command)")
+        done = self.attempts(uid, container)
+        attempt = done[-1] + 1 if done else 0
+        run = self._run_dir(uid, container, attempt)
+        run.mkdir(parents=True, mode=0o700)
+        log = self.log_path(namespace, pod, uid, container, attempt)
+        write_json(run / SPEC, {"argv": argv, "env": env, "cwd": cwd, "log": str(log)})
+        errors = os.open(run / "shim.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            shim = subprocess.Popen(
+                [sys.executable, "-m", "components.kubelet.shim", str(run)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                start_new_session=True,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            )
+        finally:
+            os.close(errors)  # the shim has its own copy
+        try:
+            code = shim.wait(timeout=START_TIMEOUT_S)  # it forks its keeper and ends at once
+        except subprocess.TimeoutExpired:
+            shim.kill()
+            shim.wait()
+            raise RuntimeError(
+                f"container {container}: the shim did not start within {START_TIMEOUT_S:.0f} s"
+            ) from None
+        if code != 0 or not (run / SHIM).exists():
+            raise RuntimeError(f"container {container}: the shim failed (exit {code}); see {run / 'shim.err'}")
+        return attempt
+
+    def seen(self, uid: str, container: str, attempt: int | None = None) -> RunState | None:
+        """The latest run (or the given one) of a container; None when it never ran."""
+        if attempt is None:
+            runs = self.attempts(uid, container)
+            if not runs:
+                return None
+            attempt = runs[-1]
+        run = self._run_dir(uid, container, attempt)
+        spec = _read(run / SPEC) or {}
+        finished = _read(run / EXIT)
+        if isinstance(finished, dict):
+            return RunState(
+                attempt,
+                False,
+                str(finished.get("startedAt") or ""),
+                int(finished.get("exitCode", 128)),
+                str(finished.get("finishedAt") or ""),
+                str(finished.get("reason") or ""),
+                str(finished.get("message") or ""),
+                str(spec.get("log") or ""),
+            )
+        state = _read(run / STATE) or {}
+        shim_pid = int((_read(run / SHIM) or {}).get("shimPid") or 0)
+        if shim_pid and _alive(shim_pid):
+            return RunState(attempt, True, str(state.get("startedAt") or ""), log=str(spec.get("log") or ""))
+        # the shim is gone without a word: killed with its container (SIGKILL reaches both)
+        return RunState(
+            attempt, False, str(state.get("startedAt") or ""), KILLED_EXIT, "", "Error", "", str(spec.get("log") or "")
+        )
+
+    def stop(self, uid: str, container: str, grace_s: float, now: float) -> None:
+        """SIGTERM the container now; SIGKILL it if it still runs `grace_s` later (see `tick`)."""
+        runs = self.attempts(uid, container)
+        if not runs:
+            return
+        run = self._run_dir(uid, container, runs[-1])
+        shim_pid = int((_read(run / SHIM) or {}).get("shimPid") or 0)
+        if not shim_pid or not _alive(shim_pid):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(shim_pid, signal.SIGTERM)  # the shim forwards it to the container's group
+        self._stopping.setdefault(str(run), (now + max(0.0, grace_s), shim_pid))
+        if grace_s <= 0:
+            self.tick(now)
+
+    def tick(self, now: float) -> None:
+        """SIGKILL the containers that outlived their grace period (their whole process group;
+        the shim then records 137 and exits)."""
+        for run, (deadline, shim_pid) in list(self._stopping.items()):
+            if _alive(shim_pid) and now < deadline:
+                continue
+            del self._stopping[run]
+            if not _alive(shim_pid):
+                continue
+            pid = int((_read(Path(run) / STATE) or {}).get("pid") or 0)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if pid:
+                    os.killpg(pid, signal.SIGKILL)
+                else:  # the container never started: the shim is all there is
+                    os.kill(shim_pid, signal.SIGKILL)
+
+    def running_pods(self) -> list[str]:
+        """The pod uids with runs on disk (to adopt after a restart, or to clean up)."""
+        base = self.root / "containers"
+        return sorted(p.name for p in base.iterdir()) if base.is_dir() else []
+
+    def remove_pod(self, uid: str, namespace: str, pod: str) -> None:
+        """Forget a pod whose containers have all stopped: its runs and its logs."""
+        shutil.rmtree(self.root / "containers" / uid, ignore_errors=True)
+        shutil.rmtree(self.root / "logs" / f"{namespace}_{pod}_{uid}", ignore_errors=True)

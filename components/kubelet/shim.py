@@ -1,0 +1,137 @@
+"""`python -m components.kubelet.shim DIR`: the keeper of one container process (the role
+containerd-shim plays), so that the container outlives a kubelet restart with its output
+still logged and its exit code still recorded.
+
+DIR holds `spec.json` (argv, env, cwd, log path and limits), written by the runtime before it
+starts the shim in a session of its own.  The shim forks once and the first process exits
+after writing `shim.json` (the keeper's pid), so the keeper is no child of the kubelet's.
+The keeper starts the container in its own process
+group, writes `state.json` (its pid and the container's, the start time), copies the
+container's stdout and stderr into the CRI log, forwards SIGTERM and SIGINT to it, and when
+it ends writes `exit.json` (exit code, 128 + signal for a signal, finish time, kube's reason)
+and exits.  Every file is written whole (temp file, fsync, rename).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from components.kubelet.containerlog import LogWriter, timestamp
+
+SPEC, STATE, EXIT, SHIM = "spec.json", "state.json", "exit.json", "shim.json"
+POLL_S = 0.2  # how often the shim looks whether the container's main process ended
+DRAIN_S = 1.0  # how long output still in the pipes is read after it did
+
+
+def write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, orjson.dumps(value))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def exit_reason(code: int) -> str:
+    """kube's terminated reasons: Completed for 0, Error otherwise (OOMKilled needs cgroups)."""
+    return "Completed" if code == 0 else "Error"
+
+
+def run(directory: Path) -> int:
+    spec = orjson.loads((directory / SPEC).read_bytes())
+    log = LogWriter(
+        Path(spec["log"]), int(spec.get("log_max_bytes") or 10 * 1024 * 1024), int(spec.get("log_files") or 2)
+    )
+    try:
+        child = subprocess.Popen(
+            spec["argv"],
+            env=spec.get("env") or {},
+            cwd=spec.get("cwd") or None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            process_group=0,  # its own group: a signal for the container reaches its children too
+        )
+    except OSError as e:
+        # kube's StartError: the process never ran
+        log.write("stderr", f"failed to start container: {e}\n".encode())
+        log.close()
+        now = timestamp(time.time_ns())
+        failed = {"exitCode": 128, "reason": "StartError", "message": str(e), "startedAt": now, "finishedAt": now}
+        write_json(directory / EXIT, failed)
+        return 0
+    started = timestamp(time.time_ns())
+    write_json(directory / STATE, {"shimPid": os.getpid(), "pid": child.pid, "startedAt": started})
+
+    def forward(signum: int, _frame: Any) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    streams = {child.stdout: "stdout", child.stderr: "stderr"}
+    with selectors.DefaultSelector() as sel:
+        for pipe in streams:
+            assert pipe is not None
+            os.set_blocking(pipe.fileno(), False)
+            sel.register(pipe, selectors.EVENT_READ)
+        open_pipes = len(streams)
+        deadline: float | None = None
+        while open_pipes:
+            if deadline is None and child.poll() is not None:
+                # the container's main process ended: what it left behind in its group goes too
+                # (kube's runtime removes the whole container), then the pipes drain for a moment
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                deadline = time.monotonic() + DRAIN_S
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            for key, _ in sel.select(timeout=POLL_S):
+                try:
+                    data = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    sel.unregister(key.fileobj)
+                    open_pipes -= 1
+                    continue
+                log.write(streams[key.fileobj], data)  # type: ignore[index]
+    code = child.wait()
+    log.close()
+    if code < 0:
+        code = 128 - code  # killed by a signal: 128 + its number, as a shell (and kube) reports it
+    write_json(
+        directory / EXIT,
+        {"exitCode": code, "reason": exit_reason(code), "startedAt": started, "finishedAt": timestamp(time.time_ns())},
+    )
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or not (Path(argv[0]) / SPEC).is_file():
+        print("usage: python -m components.kubelet.shim DIR (DIR/spec.json must exist)", file=sys.stderr)
+        return 2
+    directory = Path(argv[0])
+    keeper = os.fork()
+    if keeper > 0:
+        # the process the runtime started records the keeper and ends at once: the keeper is
+        # nobody's child but init's, so a kubelet that exits or restarts leaves it running
+        write_json(directory / SHIM, {"shimPid": keeper})
+        os._exit(0)
+    return run(directory)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,103 @@
+"""The process runtime with real processes: exit codes and kube's reasons, logs in the CRI
+format, SIGTERM then SIGKILL after the grace period, a start that fails, attempts counted,
+and a second runtime (a restarted kubelet) adopting a container that still runs.  Every wait
+is bounded, and every container is stopped by the test."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.kubelet import containerlog
+from components.kubelet.process_runtime import ProcessRuntime, RunState
+
+UID = "u-1"
+WAIT_S = 15.0
+
+
+def until(what: str, check: Callable[[], Any]) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Iterator[ProcessRuntime]:
+    rt = ProcessRuntime(tmp_path / "rt")
+    yield rt
+    left = [(uid, c.name) for uid in rt.running_pods() for c in (rt.root / "containers" / uid).iterdir()]
+    for uid, name in left:  # whatever a failed test left running, killed by pid
+        rt.stop(uid, name, 0.0, time.monotonic())
+    until(
+        "every container and its shim to end",
+        lambda: not any((rt.seen(u, n) or RunState(0, False)).running for u, n in left),
+    )
+
+
+def finished(rt: ProcessRuntime, name: str) -> RunState | None:
+    s = rt.seen(UID, name)
+    return s if s is not None and not s.running else None
+
+
+def test_a_container_that_exits_reports_its_code_and_its_output_is_logged(runtime: ProcessRuntime) -> None:
+    runtime.start("ns", "p", UID, "c", ["sh", "-c", "echo hello; echo oops >&2; exit 3"], {"PATH": "/usr/bin:/bin"})
+    s = until("the container to exit", lambda: finished(runtime, "c"))
+    assert (s.exit_code, s.reason, s.attempt) == (3, "Error", 0) and s.started_at and s.finished_at
+    entries = containerlog.read(Path(s.log))
+    assert sorted((e.stream, e.text) for e in entries) == [("stderr", b"oops"), ("stdout", b"hello")]
+    runtime.start("ns", "p", UID, "c", ["true"], {"PATH": "/usr/bin:/bin"})
+    s = until("the second run", lambda: finished(runtime, "c"))
+    assert (s.exit_code, s.reason, s.attempt) == (0, "Completed", 1)
+
+
+def test_stop_sends_sigterm_and_kills_after_the_grace_period(runtime: ProcessRuntime) -> None:
+    runtime.start("ns", "p", UID, "polite", ["sleep", "30"], {"PATH": "/usr/bin:/bin"})
+    runtime.start("ns", "p", UID, "stubborn", ["sh", "-c", "trap '' TERM; sleep 30"], {"PATH": "/usr/bin:/bin"})
+    until(
+        "both running",
+        lambda: all((runtime.seen(UID, n) or RunState(0, False)).running for n in ("polite", "stubborn")),
+    )
+    until(
+        "the shims to have started them",
+        lambda: all(
+            (runtime.root / "containers" / UID / n / "0" / "state.json").exists() for n in ("polite", "stubborn")
+        ),
+    )
+    t0 = time.monotonic()
+    runtime.stop(UID, "polite", 5.0, t0)
+    runtime.stop(UID, "stubborn", 0.5, t0)
+    assert until("SIGTERM to end the polite one", lambda: finished(runtime, "polite")).exit_code == 143
+    time.sleep(0.6)
+    assert (runtime.seen(UID, "stubborn") or RunState(0, False)).running  # it ignores SIGTERM
+    runtime.tick(time.monotonic())
+    assert until("SIGKILL after the grace period", lambda: finished(runtime, "stubborn")).exit_code == 137
+
+
+def test_a_command_that_cannot_start_is_a_start_error(runtime: ProcessRuntime) -> None:
+    runtime.start("ns", "p", UID, "c", ["/nonexistent/binary"], {})
+    s = until("the failed start", lambda: finished(runtime, "c"))
+    assert (s.exit_code, s.reason) == (128, "StartError") and "nonexistent" in s.message
+    with pytest.raises(ValueError, match="nothing to run"):
+        runtime.start("ns", "p", UID, "c", [], {})
+
+
+def test_a_restarted_kubelet_adopts_a_running_container(runtime: ProcessRuntime) -> None:
+    runtime.start("ns", "p", UID, "c", ["sh", "-c", "echo up; exec sleep 30"], {"PATH": "/usr/bin:/bin"})
+    until("running", (runtime.root / "containers" / UID / "c" / "0" / "state.json").exists)
+    again = ProcessRuntime(runtime.root)  # the kubelet came back: not the shim's parent any more
+    assert again.running_pods() == [UID]
+    s = again.seen(UID, "c")
+    assert s is not None and s.running and s.attempt == 0
+    again.stop(UID, "c", 5.0, time.monotonic())
+    assert until("the adopted container to stop", lambda: finished(again, "c")).exit_code == 143
+    assert [e.text for e in containerlog.read(Path(s.log))] == [b"up"]
+    again.remove_pod(UID, "ns", "p")
+    assert again.running_pods() == [] and not Path(s.log).exists()
