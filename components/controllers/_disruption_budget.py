@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from apiserver.resources._shared import selector_matches
-from apiserver.resources._workload import validate_label_selector
+from apiserver.registry.eviction import budget_selects
 
 Obj = dict[str, Any]
+# which pods a budget selects: the one policy/v1 rule, shared with the apiserver's eviction
+selects = budget_selects
 
 # How long an eviction's entry in `disruptedPods` keeps its pod out of the healthy count while the
 # pod is not yet seen deleting (kube's DeletionTimeout).
@@ -75,16 +76,6 @@ def parse_time(value: Any) -> float | None:
 
 
 # -- which pods -------------------------------------------------------------------------------
-
-
-def selects(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
-    """policy/v1: a null selector selects nothing, an empty one every pod of the namespace; a
-    selector the apiserver would refuse selects nothing (kube: an invalid selector matches no pod)."""
-    selector = _dict(pdb.get("spec")).get("selector")
-    if selector is None or validate_label_selector(selector, "spec.selector"):
-        return False
-    labels = _dict(_dict(pod.get("metadata")).get("labels"))
-    return selector_matches(selector, {str(k): v for k, v in labels.items()})
 
 
 def is_deleting(pod: Mapping[str, Any]) -> bool:
