@@ -46,6 +46,7 @@ class RunState:
     reason: str = ""
     message: str = ""
     log: str = ""
+    meta: Any = None  # what the caller recorded with the run (its spec hash, image)
 
 
 def _read(path: Path) -> Any:
@@ -90,6 +91,7 @@ class ProcessRuntime:
         argv: list[str],
         env: dict[str, str],
         cwd: str | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> int:
         """Start the container's next run; its attempt number (the restart count)."""
         if not argv:
@@ -99,7 +101,7 @@ class ProcessRuntime:
         run = self._run_dir(uid, container, attempt)
         run.mkdir(parents=True, mode=0o700)
         log = self.log_path(namespace, pod, uid, container, attempt)
-        write_json(run / SPEC, {"argv": argv, "env": env, "cwd": cwd, "log": str(log)})
+        write_json(run / SPEC, {"argv": argv, "env": env, "cwd": cwd, "log": str(log), "meta": meta or {}})
         errors = os.open(run / "shim.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             shim = subprocess.Popen(
@@ -144,14 +146,25 @@ class ProcessRuntime:
                 str(finished.get("reason") or ""),
                 str(finished.get("message") or ""),
                 str(spec.get("log") or ""),
+                spec.get("meta"),
             )
         state = _read(run / STATE) or {}
         shim_pid = int((_read(run / SHIM) or {}).get("shimPid") or 0)
         if shim_pid and _alive(shim_pid):
-            return RunState(attempt, True, str(state.get("startedAt") or ""), log=str(spec.get("log") or ""))
+            return RunState(
+                attempt, True, str(state.get("startedAt") or ""), log=str(spec.get("log") or ""), meta=spec.get("meta")
+            )
         # the shim is gone without a word: killed with its container (SIGKILL reaches both)
         return RunState(
-            attempt, False, str(state.get("startedAt") or ""), KILLED_EXIT, "", "Error", "", str(spec.get("log") or "")
+            attempt,
+            False,
+            str(state.get("startedAt") or ""),
+            KILLED_EXIT,
+            "",
+            "Error",
+            "",
+            str(spec.get("log") or ""),
+            spec.get("meta"),
         )
 
     def stop(self, uid: str, container: str, grace_s: float, now: float) -> None:

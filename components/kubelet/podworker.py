@@ -1,0 +1,279 @@
+"""One pod's worker: carries out what `podactions` plans through the runtime, keeps the probe
+state of each container run, and builds the pod's status for `pods/status`.
+
+`sync(now)` is one step: look at the runs, plan, kill and start, and return the status as kube's
+kubelet would report it (container and init container statuses with state, lastState,
+restartCount, ready and started; phase; conditions; IPs; startTime; qosClass).  Probes are
+executed elsewhere (they do I/O and take time): `due_probes(now)` says which to run,
+`record_probe` takes their outcomes.  Times are epoch seconds; the worker never sleeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from apiserver.resources.core_pods import qos_class
+from components.kubelet import podphase
+from components.kubelet.backoff import REASON as CRASH_LOOP
+from components.kubelet.backoff import CrashBackOff, crash_loop_message
+from components.kubelet.containerlog import parse_timestamp, timestamp
+from components.kubelet.envvars import EnvError, Sources, build
+from components.kubelet.podactions import Seen, plan, spec_hash
+from components.kubelet.probes import Container as ContainerProbes
+from components.kubelet.probes import ProbeError, ProbeTracker
+from components.kubelet.process_runtime import RunState
+
+Obj = dict[str, Any]
+DEFAULT_GRACE_S = 30.0
+
+
+class Runtime(Protocol):
+    def start(
+        self,
+        namespace: str,
+        pod: str,
+        uid: str,
+        container: str,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> int: ...
+
+    def seen(self, uid: str, container: str, attempt: int | None = None) -> RunState | None: ...
+
+    def stop(self, uid: str, container: str, grace_s: float, now: float) -> None: ...
+
+    def tick(self, now: float) -> None: ...
+
+
+@dataclass(slots=True)
+class _Probing:
+    attempt: int
+    state: ContainerProbes
+
+
+def _epoch(text: str) -> float | None:
+    try:
+        return parse_timestamp(text) / 1e9 if text else None
+    except ValueError:
+        return None
+
+
+class PodWorker:
+    def __init__(
+        self,
+        pod: Obj,
+        runtime: Runtime,
+        sources: Sources,
+        host_ip: str,
+        backoff: CrashBackOff | None = None,
+        wall: Callable[[float], str] = lambda now: timestamp(int(now * 1e9)),
+    ) -> None:
+        self.pod = pod
+        self.runtime = runtime
+        self.sources = sources
+        self.host_ip = host_ip
+        self.backoff = backoff or CrashBackOff()
+        self.wall = wall
+        self.start_time = ""
+        self._probing: dict[str, _Probing] = {}
+        self._waiting: dict[str, tuple[str, str]] = {}  # container -> (reason, message) of a failed start
+
+    @property
+    def uid(self) -> str:
+        return str((self.pod.get("metadata") or {}).get("uid") or "")
+
+    def _specs(self) -> dict[str, tuple[Obj, bool]]:
+        spec = self.pod.get("spec") or {}
+        out: dict[str, tuple[Obj, bool]] = {}
+        for kind, init in (("initContainers", True), ("containers", False)):
+            for c in spec.get(kind) or ():
+                if isinstance(c, dict) and isinstance(c.get("name"), str):
+                    out[c["name"]] = (c, init)
+        return out
+
+    # -- one step -------------------------------------------------------------------------------
+
+    def sync(self, now: float) -> Obj:
+        """Act on the pod once; its status as it stands after the actions were taken."""
+        self.runtime.tick(now)
+        if not self.start_time:
+            self.start_time = self.wall(now)
+        specs = self._specs()
+        seen = {name: s for name in specs if (s := self._seen(name, now)) is not None}
+        actions = plan(self.pod, seen, self.backoff, now)
+        grace = self._grace()
+        for kill in actions.kills:
+            self.runtime.stop(self.uid, kill.container, grace, now)
+        for start in actions.starts:
+            self._start(specs[start.container][0], now)
+        return self.status(now)
+
+    def _grace(self) -> float:
+        meta, spec = self.pod.get("metadata") or {}, self.pod.get("spec") or {}
+        for value in (meta.get("deletionGracePeriodSeconds"), spec.get("terminationGracePeriodSeconds")):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                return float(value)
+        return DEFAULT_GRACE_S
+
+    def _seen(self, name: str, now: float) -> Seen | None:
+        run = self.runtime.seen(self.uid, name)
+        if run is None:
+            return None
+        meta = run.meta if isinstance(run.meta, dict) else {}
+        if run.running:
+            probing = self._probing.get(name)
+            failed = ""
+            started = True
+            if probing is not None and probing.attempt == run.attempt:
+                started = probing.state.started
+                for kind, tracker in probing.state.trackers.items():
+                    if tracker.kills:
+                        failed = kind.removesuffix("Probe")
+            return Seen(True, spec_hash=str(meta.get("hash") or ""), probe_failed=failed, started=started)
+        finished = _epoch(run.finished_at)
+        return Seen(False, run.exit_code, finished if finished is not None else now, str(meta.get("hash") or ""))
+
+    def _start(self, container: Obj, now: float) -> None:
+        name = container["name"]
+        meta = self.pod.get("metadata") or {}
+        try:
+            env = build(self.pod, container, self.sources, f"spec.containers[{name}]")
+            probe_state = ContainerProbes(container, now, f"spec.containers[{name}]")
+        except (EnvError, ProbeError) as e:
+            self._waiting[name] = ("CreateContainerConfigError", str(e))
+            return
+        argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+        if not argv:
+            self._waiting[name] = ("CreateContainerError", "the process runtime needs a command (images are not run)")
+            return
+        self._waiting.pop(name, None)
+        attempt = self.runtime.start(
+            str(meta.get("namespace") or "default"),
+            str(meta.get("name") or ""),
+            self.uid,
+            name,
+            argv,
+            {"PATH": "/usr/local/bin:/usr/bin:/bin", **env.values},
+            container.get("workingDir") or None,
+            {"hash": spec_hash(container), "image": container.get("image") or ""},
+        )
+        self._probing[name] = _Probing(attempt, probe_state)
+
+    # -- probes ---------------------------------------------------------------------------------
+
+    def due_probes(self, now: float) -> list[tuple[str, Obj, ProbeTracker]]:
+        """(container, its spec, the probe) for every probe to run now on a running container."""
+        specs = self._specs()
+        out: list[tuple[str, Obj, ProbeTracker]] = []
+        for name, probing in self._probing.items():
+            run = self.runtime.seen(self.uid, name)
+            if run is None or not run.running or run.attempt != probing.attempt or name not in specs:
+                continue
+            out.extend((name, specs[name][0], t) for t in probing.state.due(now))
+        return out
+
+    def record_probe(self, container: str, tracker: ProbeTracker, ok: bool, now: float) -> bool:
+        """One probe's outcome; True when a verdict changed (the status is worth posting)."""
+        probing = self._probing.get(container)
+        if probing is None or tracker not in probing.state.trackers.values():
+            return False  # a probe of a run that has since been replaced
+        return tracker.observe(ok, now)
+
+    # -- status ---------------------------------------------------------------------------------
+
+    def _container_status(self, container: Obj, now: float, init_pending: bool) -> Obj:
+        name = container["name"]
+        run = self.runtime.seen(self.uid, name)
+        status: Obj = {"name": name, "image": container.get("image") or "", "imageID": "", "ready": False}
+        if run is None:
+            reason, message = self._waiting.get(name) or (
+                ("PodInitializing", "") if init_pending else ("ContainerCreating", "")
+            )
+            status.update(restartCount=0, started=False, state={"waiting": _drop_empty(reason=reason, message=message)})
+            return status
+        status["containerID"] = f"process://{self.uid}/{name}/{run.attempt}"
+        status["restartCount"] = run.attempt
+        if run.attempt > 0:
+            previous = self.runtime.seen(self.uid, name, run.attempt - 1)
+            if previous is not None and not previous.running:
+                status["lastState"] = {"terminated": _terminated(previous)}
+        if run.running:
+            probing = self._probing.get(name)
+            adopted = probing is None or probing.attempt != run.attempt  # no probe state: trust it
+            status["started"] = adopted or probing.state.started  # type: ignore[union-attr]
+            status["ready"] = adopted or probing.state.ready  # type: ignore[union-attr]
+            status["state"] = {"running": {"startedAt": run.started_at}}
+            return status
+        status["started"] = False
+        key = f"{self.uid}/{name}"
+        finished = _epoch(run.finished_at) or now
+        wait = self.backoff.remaining(key, finished, now) if self.backoff.delay(key) else 0.0
+        if wait > 0 and self._restarts(run):
+            meta = self.pod.get("metadata") or {}
+            message = crash_loop_message(
+                self.backoff.delay(key), name, str(meta.get("name")), str(meta.get("namespace")), self.uid
+            )
+            status["state"] = {"waiting": {"reason": CRASH_LOOP, "message": message}}
+            status["lastState"] = {"terminated": _terminated(run)}
+        else:
+            status["state"] = {"terminated": _terminated(run)}
+        return status
+
+    def _restarts(self, run: RunState) -> bool:
+        policy = (self.pod.get("spec") or {}).get("restartPolicy") or "Always"
+        return policy == "Always" or (policy == "OnFailure" and run.exit_code != 0)
+
+    def status(self, now: float) -> Obj:
+        spec = self.pod.get("spec") or {}
+        inits = [c for c in spec.get("initContainers") or () if isinstance(c, dict) and "name" in c]
+        mains = [c for c in spec.get("containers") or () if isinstance(c, dict) and "name" in c]
+        init_statuses = [self._container_status(c, now, False) for c in inits]
+        init_pending = any("terminated" not in (s.get("state") or {}) for s in init_statuses)
+        statuses = [self._container_status(c, now, init_pending and bool(inits)) for c in mains]
+        deleting = bool((self.pod.get("metadata") or {}).get("deletionTimestamp"))
+        phase = podphase.phase(spec, init_statuses, statuses, terminal=deleting and not self.running())
+        held = (self.pod.get("status") or {}).get("conditions") or []
+        conditions = podphase.merge(
+            held, podphase.conditions(spec, init_statuses, statuses, phase, held, sandbox_ready=True), self.wall(now)
+        )
+        out: Obj = {
+            "phase": phase,
+            "conditions": conditions,
+            "hostIP": self.host_ip,
+            "hostIPs": [{"ip": self.host_ip}],
+            "podIP": self.host_ip,  # the host network: a pod's IP is its node's
+            "podIPs": [{"ip": self.host_ip}],
+            "startTime": self.start_time,
+            "containerStatuses": statuses,
+            "qosClass": qos_class(spec),
+        }
+        if inits:
+            out["initContainerStatuses"] = init_statuses
+        return out
+
+    def running(self) -> bool:
+        """Whether any container of the pod still runs (a deleted pod is gone once none does)."""
+        return any((r := self.runtime.seen(self.uid, name)) is not None and r.running for name in self._specs())
+
+
+def _terminated(run: RunState) -> Obj:
+    return _drop_empty(
+        exitCode=run.exit_code if run.exit_code is not None else 128,
+        reason=run.reason,
+        message=run.message,
+        startedAt=run.started_at,
+        finishedAt=run.finished_at,
+        containerID="",
+    )
+
+
+def _drop_empty(**fields: Any) -> Obj:
+    return {k: v for k, v in fields.items() if v not in ("", None)}
+
+
+def ready_pod(status: Mapping[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())

@@ -1,0 +1,130 @@
+"""The pod worker with the real process runtime: a pod through init to Running and Ready, a
+crash loop with its back-off in the status, readiness from probe outcomes, graceful deletion
+with SIGKILL after the grace period, and a configuration error.  Every wait is bounded; every
+container is killed by pid at the end."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.kubelet.backoff import CrashBackOff
+from components.kubelet.envvars import Sources
+from components.kubelet.podworker import PodWorker, ready_pod
+from components.kubelet.process_runtime import ProcessRuntime
+
+Obj = dict[str, Any]
+WAIT_S = 15.0
+NO_SOURCES = Sources(lambda ns, n: None, lambda ns, n: None)
+
+
+def pod(uid: str, *containers: Obj, inits: tuple[Obj, ...] = (), **spec: Any) -> Obj:
+    return {
+        "metadata": {"name": f"p-{uid}", "namespace": "ns", "uid": uid},
+        "spec": {"containers": list(containers), "initContainers": list(inits), **spec},
+    }
+
+
+def sh(name: str, script: str, **extra: Any) -> Obj:
+    return {"name": name, "image": "busybox", "command": ["sh", "-c", script], **extra}
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Iterator[ProcessRuntime]:
+    rt = ProcessRuntime(tmp_path / "rt")
+    yield rt
+    left = [(u, c.name) for u in rt.running_pods() for c in (rt.root / "containers" / u).iterdir()]
+    for uid, name in left:
+        rt.stop(uid, name, 0.0, time.time())
+    deadline = time.monotonic() + WAIT_S
+    while any((s := rt.seen(u, n)) is not None and s.running for u, n in left):
+        assert time.monotonic() < deadline, "containers outlived the test"
+        time.sleep(0.05)
+
+
+def drive(worker: PodWorker, until: Callable[[Obj], bool], what: str, probes_ok: bool | None = None) -> Obj:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        now = time.time()
+        if probes_ok is not None:
+            for name, _spec, tracker in worker.due_probes(now):
+                worker.record_probe(name, tracker, probes_ok, now)
+        status = worker.sync(now)
+        if until(status):
+            return status
+        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}; last status {status}"
+        time.sleep(0.05)
+
+
+def state(status: Obj, name: str, kind: str = "containerStatuses") -> Obj:
+    return next(s for s in status[kind] if s["name"] == name)
+
+
+def test_init_then_running_and_ready(runtime: ProcessRuntime) -> None:
+    p = pod("a", sh("app", "echo up; exec sleep 30"), inits=(sh("init", "sleep 1"),), restartPolicy="Always")
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    first = w.sync(time.time())
+    assert first["phase"] == "Pending"
+    assert state(first, "app")["state"] == {"waiting": {"reason": "PodInitializing"}}
+    status = drive(w, ready_pod, "the pod Ready")
+    assert status["phase"] == "Running" and status["podIP"] == "127.0.0.1" and status["qosClass"] == "BestEffort"
+    app = state(status, "app")
+    assert app["ready"] and app["started"] and app["restartCount"] == 0 and "running" in app["state"]
+    init = state(status, "init", "initContainerStatuses")
+    assert init["state"]["terminated"]["exitCode"] == 0 and init["state"]["terminated"]["reason"] == "Completed"
+
+
+def test_a_crash_loop_shows_its_back_off(runtime: ProcessRuntime) -> None:
+    p = pod("b", sh("app", "echo boom; exit 1"), restartPolicy="Always")
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1", backoff=CrashBackOff(initial=1.0, cap=2.0))
+
+    def backing_off(status: Obj) -> bool:
+        app = state(status, "app")
+        return app["restartCount"] >= 1 and "waiting" in app["state"]
+
+    status = drive(w, backing_off, "CrashLoopBackOff")
+    app = state(status, "app")
+    assert app["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert (
+        app["state"]["waiting"]["message"].startswith("back-off ")
+        and "container=app pod=p-b_ns(b)" in app["state"]["waiting"]["message"]
+    )
+    assert app["lastState"]["terminated"]["exitCode"] == 1 and status["phase"] == "Running"
+    status = drive(w, lambda s: state(s, "app")["restartCount"] >= 2, "the restart after the back-off")
+
+
+def test_readiness_follows_the_probe_outcomes(runtime: ProcessRuntime) -> None:
+    probe = {"exec": {"command": ["true"]}, "periodSeconds": 1, "failureThreshold": 1}
+    p = pod("c", sh("app", "exec sleep 30", readinessProbe=probe), restartPolicy="Always")
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    status = drive(w, lambda s: "running" in state(s, "app")["state"], "running")
+    assert not ready_pod(status)  # a readiness probe says not ready until it succeeds
+    drive(w, ready_pod, "ready after a successful probe", probes_ok=True)
+    status = drive(w, lambda s: not ready_pod(s), "not ready after a failed probe", probes_ok=False)
+    assert state(status, "app")["restartCount"] == 0  # readiness never restarts
+
+
+def test_deletion_stops_gracefully_then_kills(runtime: ProcessRuntime) -> None:
+    p = pod("d", sh("app", "trap '' TERM; sleep 30"), restartPolicy="Always", terminationGracePeriodSeconds=1)
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    drive(w, lambda s: "running" in state(s, "app")["state"], "running")
+    w.pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    t0 = time.monotonic()
+    status = drive(w, lambda s: not w.running(), "stopped after the grace period")
+    assert time.monotonic() - t0 >= 0.9  # it ignored SIGTERM: only SIGKILL ended it
+    assert state(status, "app")["state"]["terminated"]["exitCode"] == 137
+    assert status["phase"] == "Failed"
+
+
+def test_a_missing_config_map_is_a_create_container_config_error(runtime: ProcessRuntime) -> None:
+    app = sh("app", "sleep 30", envFrom=[{"configMapRef": {"name": "settings"}}])
+    w = PodWorker(pod("e", app), runtime, NO_SOURCES, host_ip="127.0.0.1")
+    status = w.sync(time.time())
+    assert state(status, "app")["state"] == {
+        "waiting": {"reason": "CreateContainerConfigError", "message": 'configmap "settings" not found'}
+    }
+    assert status["phase"] == "Pending" and runtime.running_pods() == []
