@@ -82,6 +82,9 @@ class PodWorker:
         self._probing: dict[str, _Probing] = {}
         self._waiting: dict[str, tuple[str, str]] = {}  # container -> (reason, message) of a failed start
 
+    def container_names(self) -> list[str]:
+        return list(self._specs())
+
     @property
     def uid(self) -> str:
         return str((self.pod.get("metadata") or {}).get("uid") or "")

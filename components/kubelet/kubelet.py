@@ -1,0 +1,242 @@
+"""The kubelet: one node's agent, talking to the apiserver as `system:node:<name>`.
+
+It registers its Node, renews its Lease in `kube-node-lease` every 10 s, posts node status on
+change or every minute, and watches only the pods bound to it (`spec.nodeName=<name>`).  A
+sync loop gives each pod a `PodWorker` step (at least every second, at once on a pod event),
+runs the probes that are due, fetches the ConfigMaps and Secrets a pod refers to (the Node
+authorizer lets a kubelet read those of its own pods, never list them all), patches
+`pods/status` when it changed, and confirms a deleted pod's deletion (DELETE with grace 0)
+once its containers have stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from components.client.informer import EventHandler, InformerFactory
+from components.client.listwatch import Resource
+from components.client.rest import AlreadyExistsError, ApiError, NotFoundError, RestClient, TransportError, path_of
+from components.kubelet import nodestatus, prober
+from components.kubelet.containerlog import timestamp
+from components.kubelet.envvars import Sources, build
+from components.kubelet.podworker import PodWorker
+from components.kubelet.process_runtime import ProcessRuntime
+
+log = logging.getLogger("raftkube.kubelet")
+Obj = dict[str, Any]
+PODS = Resource("", "v1", "pods", True, "Pod")
+LEASE_NAMESPACE = "kube-node-lease"
+LEASE_DURATION_S = 40
+SYNC_PERIOD_S = 1.0
+
+
+def micro_time(now: float) -> str:
+    """metav1.MicroTime, as Lease renewTime carries it."""
+    stamp = timestamp(int(now * 1e9))
+    return stamp[:26] + "Z"
+
+
+def references(pod: Obj) -> tuple[set[str], set[str]]:
+    """The names of the ConfigMaps and Secrets the pod's containers and volumes refer to."""
+    maps: set[str] = set()
+    secrets: set[str] = set()
+    spec = pod.get("spec") or {}
+    for c in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ()):
+        if not isinstance(c, dict):
+            continue
+        for src in c.get("envFrom") or ():
+            if isinstance(src, dict):
+                if isinstance(src.get("configMapRef"), dict):
+                    maps.add(str(src["configMapRef"].get("name") or ""))
+                if isinstance(src.get("secretRef"), dict):
+                    secrets.add(str(src["secretRef"].get("name") or ""))
+        for e in c.get("env") or ():
+            source = e.get("valueFrom") if isinstance(e, dict) else None
+            if isinstance(source, dict):
+                if isinstance(source.get("configMapKeyRef"), dict):
+                    maps.add(str(source["configMapKeyRef"].get("name") or ""))
+                if isinstance(source.get("secretKeyRef"), dict):
+                    secrets.add(str(source["secretKeyRef"].get("name") or ""))
+    for v in spec.get("volumes") or ():
+        if isinstance(v, dict):
+            if isinstance(v.get("configMap"), dict):
+                maps.add(str(v["configMap"].get("name") or ""))
+            if isinstance(v.get("secret"), dict):
+                secrets.add(str(v["secret"].get("secretName") or ""))
+    return maps - {""}, secrets - {""}
+
+
+class Kubelet:
+    def __init__(
+        self,
+        client: RestClient,
+        config: nodestatus.NodeConfig,
+        runtime: ProcessRuntime,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.runtime = runtime
+        self.clock = clock
+        self.factory = InformerFactory(client)
+        self.workers: dict[str, PodWorker] = {}
+        self._posted: dict[str, Obj] = {}  # pod uid -> the status last posted
+        self._node_status: Obj | None = None
+        self._node_posted_at = 0.0
+        self._wake = asyncio.Event()
+
+    # -- the node -------------------------------------------------------------------------------
+
+    async def register(self) -> None:
+        node = nodestatus.register(self.config, nodestatus.Observed(), timestamp(int(self.clock() * 1e9)))
+        name = self.config.name
+        try:
+            await self.client.create("/api/v1/nodes", {k: v for k, v in node.items() if k != "status"})
+        except AlreadyExistsError:
+            await self.client.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": node["metadata"]["labels"]}})
+        await self._post_node_status(node["status"])
+
+    async def _post_node_status(self, status: Obj) -> None:
+        await self.client.patch(f"/api/v1/nodes/{self.config.name}/status", {"status": status})
+        self._node_status = status
+        self._node_posted_at = self.clock()
+
+    async def node_status_once(self) -> None:
+        held = (self._node_status or {}).get("conditions") or []
+        now = self.clock()
+        status = dict(self._node_status or {})
+        status["conditions"] = nodestatus.merge_conditions(held, nodestatus.Observed(), timestamp(int(now * 1e9)))
+        if nodestatus.needs_post(self._node_status, status, now - self._node_posted_at):
+            await self._post_node_status(status)
+
+    async def renew_lease_once(self) -> None:
+        name, now = self.config.name, self.clock()
+        path = path_of("coordination.k8s.io", "v1", "leases", LEASE_NAMESPACE, name)
+        spec = {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_S, "renewTime": micro_time(now)}
+        try:
+            lease = await self.client.get(path)
+        except NotFoundError:
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name}, "spec": spec}
+            await self.client.create(path_of("coordination.k8s.io", "v1", "leases", LEASE_NAMESPACE), body)
+            return
+        lease["spec"] = {**(lease.get("spec") or {}), **spec}
+        await self.client.replace(path, lease)
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    async def _sources(self, pod: Obj) -> Sources:
+        """The ConfigMaps and Secrets the pod refers to, read now (None for a missing one)."""
+        ns = str((pod.get("metadata") or {}).get("namespace") or "default")
+        maps, secrets = references(pod)
+        found: dict[tuple[str, str, str], Obj | None] = {}
+        for kind, names in (("configmaps", maps), ("secrets", secrets)):
+            for name in names:
+                try:
+                    found[(kind, ns, name)] = await self.client.get(path_of("", "v1", kind, ns, name))
+                except (NotFoundError, ApiError):
+                    found[(kind, ns, name)] = None
+        return Sources(
+            lambda n, name: found.get(("configmaps", n, name)), lambda n, name: found.get(("secrets", n, name))
+        )
+
+    async def sync_pod(self, pod: Obj) -> None:
+        meta = pod.get("metadata") or {}
+        uid, ns, name = str(meta.get("uid") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        now = self.clock()
+        sources = await self._sources(pod)
+        worker = self.workers.get(uid)
+        if worker is None:
+            worker = self.workers[uid] = PodWorker(pod, self.runtime, sources, host_ip=self.config.address)
+        worker.pod, worker.sources = pod, sources
+        await self._probe(worker, now)
+        status = worker.sync(now)
+        if meta.get("deletionTimestamp") and not worker.running():
+            with contextlib.suppress(NotFoundError):
+                await self.client.delete(
+                    path_of("", "v1", "pods", ns, name),
+                    {
+                        "apiVersion": "v1",
+                        "kind": "DeleteOptions",
+                        "gracePeriodSeconds": 0,
+                        "preconditions": {"uid": uid},
+                    },
+                )
+            return
+        if self._posted.get(uid) != status:
+            with contextlib.suppress(NotFoundError):
+                await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
+                self._posted[uid] = status
+
+    async def _probe(self, worker: PodWorker, now: float) -> None:
+        due = worker.due_probes(now)
+        if not due:
+            return
+
+        async def one(container: str, spec: Obj, tracker: Any) -> None:
+            try:
+                env = build(worker.pod, spec, worker.sources).values
+            except Exception:
+                env = {}
+            outcome = await prober.run(
+                tracker.probe,
+                spec,
+                self.config.address,
+                {"PATH": "/usr/local/bin:/usr/bin:/bin", **env},
+                spec.get("workingDir"),
+            )
+            worker.record_probe(container, tracker, outcome.ok, self.clock())
+
+        await asyncio.gather(*(one(c, s, t) for c, s, t in due))
+
+    async def forget_gone(self, present: set[str]) -> None:
+        """Pods no longer bound here (deleted for good): stop their containers, drop their runs."""
+        for uid in [u for u in self.workers if u not in present]:
+            worker = self.workers.pop(uid)
+            for name in worker.container_names():
+                self.runtime.stop(uid, name, 0.0, self.clock())
+            meta = worker.pod.get("metadata") or {}
+            self.runtime.remove_pod(uid, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            self._posted.pop(uid, None)
+
+    # -- loops ----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        await self.register()
+        pods = self.factory.informer(PODS, field_selector=f"spec.nodeName={self.config.name}")
+        wake = lambda *_: self._wake.set()  # noqa: E731
+        pods.add_handler(EventHandler(wake, wake, wake))
+        self.factory.start()
+        await self.factory.wait_for_sync(timeout=30.0)
+        log.info("kubelet %s: registered, %d pods bound", self.config.name, len(pods.indexer.objects()))
+        loops = [self._every(nodestatus.LEASE_RENEW_S, self.renew_lease_once), self._every(10.0, self.node_status_once)]
+        tasks = [asyncio.create_task(loop) for loop in loops]
+        try:
+            while True:
+                current = pods.indexer.objects()
+                for pod in current:
+                    try:
+                        await self.sync_pod(pod)
+                    except (ApiError, TransportError) as e:
+                        log.warning("syncing pod %s failed: %s", (pod.get("metadata") or {}).get("name"), e)
+                await self.forget_gone({str((p.get("metadata") or {}).get("uid")) for p in current})
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), SYNC_PERIOD_S)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.factory.stop()
+
+    async def _every(self, period: float, step: Callable[[], Any]) -> None:
+        while True:
+            try:
+                await step()
+            except (ApiError, TransportError) as e:
+                log.warning("%s failed: %s", getattr(step, "__name__", "a periodic step"), e)
+            await asyncio.sleep(period)

@@ -1,0 +1,136 @@
+"""The kubelet in-process against a real cluster, as `system:node:<name>`: it registers its
+Node (Ready) and Lease, runs a pod bound to it as real processes until the pod is Running and
+Ready with its output in the CRI log, reports a ConfigMap's value through the environment, and
+on deletion stops the containers and confirms the deletion."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from apiserver.pki import component_kubeconfig
+from components.client import kubeconfig
+from components.client.rest import NotFoundError, RestClient
+from components.kubelet import containerlog
+from components.kubelet.kubelet import Kubelet
+from components.kubelet.nodestatus import NodeConfig
+from components.kubelet.process_runtime import ProcessRuntime
+from tests.apiserver.support import ApiserverUnderTest
+
+NODE = "kw-1"
+WAIT_S = 30.0
+
+
+async def eventually(check: Any, what: str) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        got = await check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
+        await asyncio.sleep(0.1)
+
+
+def test_a_pod_bound_to_the_node_runs_and_is_deleted(cluster: ApiserverUnderTest, tmp_path: Path) -> None:
+    runtime = ProcessRuntime(tmp_path / "kubelet")
+
+    async def go() -> None:
+        node_config = kubeconfig.load(component_kubeconfig(cluster.data_dir, f"kubelet:{NODE}"))
+        async with RestClient(node_config) as node_client, RestClient(kubeconfig.load(cluster.kubeconfig)) as admin:
+            kubelet = Kubelet(node_client, NodeConfig(NODE, "127.0.0.1", 10250), runtime)
+            task = asyncio.create_task(kubelet.run())
+            try:
+
+                async def node_ready() -> bool:
+                    with contextlib.suppress(NotFoundError):
+                        node = await admin.get(f"/api/v1/nodes/{NODE}")
+                        return any(
+                            c["type"] == "Ready" and c["status"] == "True"
+                            for c in node.get("status", {}).get("conditions") or ()
+                        )
+                    return False
+
+                await eventually(node_ready, "the node registered and Ready")
+                lease = await eventually(
+                    lambda: _get(admin, f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{NODE}"),
+                    "the node's Lease",
+                )
+                assert lease["spec"]["holderIdentity"] == NODE
+                await admin.create(
+                    "/api/v1/namespaces/default/configmaps",
+                    {"metadata": {"name": "kw-settings"}, "data": {"GREETING": "hi"}},
+                )
+                pod = {
+                    "metadata": {"name": "kw-pod"},
+                    "spec": {
+                        "nodeName": NODE,
+                        "terminationGracePeriodSeconds": 2,
+                        "containers": [
+                            {
+                                "name": "app",
+                                "image": "busybox",
+                                "command": ["sh", "-c", "echo $GREETING from $POD; exec sleep 60"],
+                                "env": [
+                                    {
+                                        "name": "GREETING",
+                                        "valueFrom": {"configMapKeyRef": {"name": "kw-settings", "key": "GREETING"}},
+                                    },
+                                    {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                                ],
+                            }
+                        ],
+                    },
+                }
+                await admin.create("/api/v1/namespaces/default/pods", pod)
+
+                async def running_and_ready() -> Any:
+                    got = await admin.get("/api/v1/namespaces/default/pods/kw-pod")
+                    st = got.get("status") or {}
+                    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions") or ())
+                    return got if st.get("phase") == "Running" and ready else None
+
+                got = await eventually(running_and_ready, "the pod Running and Ready")
+                assert got["status"]["podIP"] == "127.0.0.1"
+                [app] = got["status"]["containerStatuses"]
+                assert app["ready"] and "running" in app["state"] and app["restartCount"] == 0
+                uid = got["metadata"]["uid"]
+                run = runtime.seen(uid, "app")
+                assert run is not None and run.running
+
+                async def logged() -> Any:
+                    return [e.text for e in containerlog.read(Path(run.log))]
+
+                assert await eventually(logged, "the container's output") == [b"hi from kw-pod"]
+                state = runtime.root / "containers" / uid / "app" / "0" / "state.json"
+                container_pid = int(orjson.loads(state.read_bytes())["pid"])
+                await admin.delete("/api/v1/namespaces/default/pods/kw-pod")
+
+                async def gone() -> bool:
+                    return await _get(admin, "/api/v1/namespaces/default/pods/kw-pod") is None
+
+                await eventually(gone, "the kubelet to confirm the deletion")
+                assert not Path(f"/proc/{container_pid}").exists()  # the process ended before the confirmation
+                assert runtime.running_pods() == []  # and its runs and logs are removed
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                for uid in runtime.running_pods():  # whatever is left, killed by pid
+                    for c in (runtime.root / "containers" / uid).iterdir():
+                        runtime.stop(uid, c.name, 0.0, time.time())
+                with contextlib.suppress(NotFoundError):
+                    await admin.delete(f"/api/v1/nodes/{NODE}")
+
+    asyncio.run(go())
+
+
+async def _get(client: RestClient, path: str) -> Any:
+    try:
+        return await client.get(path)
+    except NotFoundError:
+        return None
