@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from apiserver.pki import component_kubeconfig
 from components.client import kubeconfig
@@ -134,3 +138,81 @@ async def _get(client: RestClient, path: str) -> Any:
         return await client.get(path)
     except NotFoundError:
         return None
+
+
+def start_kubelet(cluster: ApiserverUnderTest, node: str, root: Path) -> subprocess.Popen[bytes]:
+    kubeconfig_path = component_kubeconfig(cluster.data_dir, f"kubelet:{node}")
+    argv = [sys.executable, "-m", "components.cli", "kubelet", "--kubeconfig", str(kubeconfig_path)]
+    argv += ["--node-name", node, "--root-dir", str(root)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def test_a_restarted_kubelet_process_adopts_its_running_pod(
+    cluster: ApiserverUnderTest, tmp_path: Path, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    node, root = "kw-2", tmp_path / "kubelet"
+
+    async def pod_status(admin: RestClient) -> Any:
+        got = await _get(admin, "/api/v1/namespaces/default/pods/kw-adopt")
+        return (got or {}).get("status") or {}
+
+    async def go() -> None:
+        async with RestClient(kubeconfig.load(cluster.kubeconfig)) as admin:
+            processes.append(start_kubelet(cluster, node, root))
+            pod = {
+                "metadata": {"name": "kw-adopt"},
+                "spec": {
+                    "nodeName": node,
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [{"name": "app", "image": "busybox", "command": ["sleep", "60"]}],
+                },
+            }
+            await admin.create("/api/v1/namespaces/default/pods", pod)
+
+            async def running() -> Any:
+                st = await pod_status(admin)
+                return st if st.get("phase") == "Running" else None
+
+            first = await eventually(running, "the pod Running under the first kubelet")
+            started = first["containerStatuses"][0]["state"]["running"]["startedAt"]
+            processes[0].send_signal(signal.SIGTERM)
+            _, err = await asyncio.to_thread(processes[0].communicate, None, 15)
+            assert processes[0].returncode == 0, err.decode()
+            processes.append(start_kubelet(cluster, node, root))
+            await asyncio.sleep(3.0)  # a few syncs of the new kubelet
+            again = await pod_status(admin)
+            app = again["containerStatuses"][0]
+            assert again["phase"] == "Running" and app["restartCount"] == 0
+            assert app["state"]["running"]["startedAt"] == started  # the same process, adopted
+            await admin.delete("/api/v1/namespaces/default/pods/kw-adopt")
+            await eventually(
+                lambda: _absent(admin, "/api/v1/namespaces/default/pods/kw-adopt"), "the deletion confirmed"
+            )
+            with contextlib.suppress(NotFoundError):
+                await admin.delete(f"/api/v1/nodes/{node}")
+
+    asyncio.run(go())
+
+
+async def _absent(client: RestClient, path: str) -> bool:
+    return await _get(client, path) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--node-name", "Bad_Name", "--root-dir", "/tmp/x"], "--node-name: 'Bad_Name' is not a valid node name"),
+        (["--node-name", "n", "--root-dir", "/tmp/x", "--capacity", "cpu"], "--capacity: expected name=quantity"),
+        (["--node-name", "n", "--root-dir", "/tmp/x", "--system-reserved", "gpu=1"], "reserved.gpu: not a resource"),
+        (["--node-name", "n", "--root-dir", "/tmp/x", "--port", "0"], "--port must be from 1 to 65535"),
+    ],
+)
+def test_bad_flags_exit_2_naming_the_flag(args: list[str], says: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "components.cli", "kubelet", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr

@@ -1,0 +1,127 @@
+"""`raftkube kubelet`: one node's agent as its own process.
+
+    raftkube kubelet --kubeconfig K --node-name N --root-dir D [--address 127.0.0.1]
+                     [--capacity cpu=4,memory=8Gi,pods=110] [--system-reserved cpu=100m]
+                     [--health-port P]
+
+It talks to the apiserver as `system:node:<N>` (the kubeconfig `raftkube up` writes for it),
+runs its pods' containers as processes under D, and serves /healthz and /metrics on a loopback
+port.  SIGTERM/SIGINT stop the kubelet, not the containers: a kubelet started again on the
+same root dir adopts them.  Bad flags exit with status 2, naming the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import re
+import signal
+import sys
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from components.client import kubeconfig
+from components.client.rest import RestClient
+from components.health import HealthServer
+from components.kubelet.kubelet import Kubelet
+from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
+from components.kubelet.process_runtime import ProcessRuntime
+
+log = logging.getLogger("raftkube.kubelet")
+_NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _pairs(text: str, flag: str) -> dict[str, str]:
+    out = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise ValueError(f"{flag}: expected name=quantity pairs separated by commas, got {item!r}")
+        out[key] = value
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", help="the kubeconfig with the apiserver and this node's identity")
+    p.add_argument("--node-name", required=True, help="the Node this kubelet registers and runs pods for")
+    p.add_argument("--root-dir", required=True, type=Path, help="where containers' runs and logs are kept")
+    p.add_argument("--address", default="127.0.0.1", help="the node's InternalIP (and its pods', host network)")
+    p.add_argument("--port", type=int, default=10250, help="the kubelet's HTTPS port (reported in the Node)")
+    p.add_argument("--capacity", default="cpu=4,memory=8Gi,pods=110", help="the node's capacity, name=quantity,...")
+    p.add_argument("--system-reserved", default="", help="capacity kept from pods, name=quantity,...")
+    p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log every pod sync failure")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("kubelet", help="run a node: register it and run the pods bound to it as processes")
+    add_arguments(p)
+    p.set_defaults(run=run)
+
+
+def node_config(args: argparse.Namespace) -> NodeConfig:
+    """The checked node settings; ValueError names the flag."""
+    if not _NODE_NAME.match(args.node_name) or len(args.node_name) > 63:
+        raise ValueError(f"--node-name: {args.node_name!r} is not a valid node name (lowercase DNS name)")
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port must be from 1 to 65535, got {args.port}")
+    if not 0 <= args.health_port < 65536:
+        raise ValueError(f"--health-port must be from 0 to 65535, got {args.health_port}")
+    config = NodeConfig(
+        args.node_name,
+        args.address,
+        args.port,
+        capacity=_pairs(args.capacity, "--capacity"),
+        reserved=_pairs(args.system_reserved, "--system-reserved"),
+    )
+    try:
+        allocatable(config)
+    except NodeConfigError as e:
+        raise ValueError(f"--capacity/--system-reserved: {e}") from None
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s"
+    )
+    try:
+        config = node_config(args)
+        client_config = kubeconfig.load(args.kubeconfig)
+    except (ValueError, kubeconfig.KubeconfigError) as e:
+        print(f"raftkube kubelet: {e}", file=sys.stderr)
+        return 2
+    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port))
+
+
+async def serve(config: NodeConfig, client_config: kubeconfig.ClientConfig, root: Path, health_port: int) -> int:
+    health = HealthServer(health_port, CollectorRegistry(), lambda: None)
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    stopping = False
+
+    def stop() -> None:
+        nonlocal stopping
+        stopping = True
+        main.cancel()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop)
+    async with RestClient(client_config, user_agent=f"raftkube-kubelet/{config.name}") as client:
+        try:
+            await health.start()
+            await Kubelet(client, config, ProcessRuntime(root)).run()
+            return 1
+        except asyncio.CancelledError:
+            if stopping:
+                return 0  # the containers keep running: the next kubelet on this root adopts them
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                await health.stop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
