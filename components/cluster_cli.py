@@ -23,7 +23,9 @@ from typing import Any
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import write_component_kubeconfigs
-from components.launcher import LocalComponent
+from components.kubelet.config import MAX_KUBELETS, KubeletSettings, load_kubelet_settings
+from components.kubelet.process_runtime import ProcessRuntime
+from components.launcher import LocalComponent, local_kubelets
 from store import pki
 from store.cli.cluster import member_watcher, run_until_signal, start_store, status_rows, store_settings
 from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
@@ -41,6 +43,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--members", type=int, choices=(1, 3, 5), help="store size for a new cluster")
     up.add_argument("--port", type=int, help="the apiserver's HTTPS port (cluster.toml [apiserver] port)")
     up.add_argument("--free-ports", action="store_true", help="pick free ports for a new cluster and its apiserver")
+    up.add_argument(
+        "--kubelets", type=int, help=f"local nodes to run, 0-{MAX_KUBELETS} (cluster.toml [kubelets] count)"
+    )
     up.set_defaults(run=cmd_up)
     down = sub.add_parser("down", help="stop the apiserver, then the store")
     _common(down)
@@ -86,14 +91,15 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"the apiserver already runs at {running.url}; stop it (`raftkube down --data-dir {s.data_dir}`)"
             " before changing its port"
         )
+    k = _kubelet_settings(args)
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
     try:
         if apiserver.pid() is None:
             apiserver.start(endpoint, insecure_store=cluster.insecure())
         apiserver.wait_ready(endpoint, a.startup_timeout)
         kubeconfig = apiserver.write_kubeconfig(endpoint)
-        write_component_kubeconfigs(s.data_dir, endpoint.url)
-        components = _start_components(s.data_dir)
+        write_component_kubeconfigs(s.data_dir, endpoint.url, nodes=k.nodes())
+        components = _start_components(s.data_dir, k)
     except (LauncherError, pki.PKIError, OSError) as e:
         _stop_everything(s.data_dir, apiserver, cluster)
         raise UsageError(str(e)) from e
@@ -131,6 +137,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         run_until_signal(check, ready=ready if args.output == "human" else "")
     finally:
         stopped_components = [c.name for c in components if c.stop()]
+        _stop_containers(components)
         stopped_apiserver = apiserver.stop()
         stopped = cluster.stop_all()
         if args.output == "human":
@@ -144,7 +151,9 @@ def cmd_down(args: argparse.Namespace) -> int:
     apiserver = LocalApiserver(data_dir)
     if not cluster.exists() and apiserver.recorded() is None:
         raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
-    stopped_components = [c.name for c in _components(data_dir) if c.stop()]
+    components = _components(data_dir)
+    stopped_components = [c.name for c in components if c.stop()]
+    _stop_containers(components)
     stopped_apiserver = apiserver.stop()
     stopped = cluster.stop_all() if cluster.exists() else []
     if args.output == "json":
@@ -205,13 +214,32 @@ def _stopped(components: list[str], apiserver: bool, members: list[int]) -> str:
     return f"stopped {head}store member(s) {members}"
 
 
+def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:
+    k = load_kubelet_settings(args.config)
+    if args.kubelets is not None:
+        if not 0 <= args.kubelets <= MAX_KUBELETS:
+            raise UsageError(f"--kubelets must be from 0 to {MAX_KUBELETS}, got {args.kubelets}")
+        k = KubeletSettings(count=args.kubelets, capacity=k.capacity, system_reserved=k.system_reserved)
+    return k
+
+
 def _components(data_dir: Path) -> list[LocalComponent]:
-    return [LocalComponent(data_dir, name) for name in UP_COMPONENTS]
+    """The controller-manager, the scheduler, and every kubelet started here once."""
+    return [LocalComponent(data_dir, name) for name in UP_COMPONENTS] + local_kubelets(data_dir)
 
 
-def _start_components(data_dir: Path) -> list[LocalComponent]:
+def _stop_containers(components: list[LocalComponent]) -> None:
+    """The kubelets' containers outlive their kubelet by design; `down` leaves no process."""
+    for c in components:
+        if c.node is not None:
+            ProcessRuntime(c.runtime_root).stop_all(grace_s=5.0, timeout_s=15.0)
+
+
+def _start_components(data_dir: Path, kubelets: KubeletSettings) -> list[LocalComponent]:
     """Start what is not running yet; wait for every /healthz (LauncherError if one dies)."""
-    components = _components(data_dir)
+    size = ("--capacity", kubelets.capacity, "--system-reserved", kubelets.system_reserved)
+    components = [LocalComponent(data_dir, name) for name in UP_COMPONENTS]
+    components += [LocalComponent(data_dir, f"kubelet-{node}", size) for node in kubelets.nodes()]
     for c in components:
         if c.pid() is None:
             c.start()
@@ -229,8 +257,10 @@ def _start_components(data_dir: Path) -> list[LocalComponent]:
 
 
 def _stop_everything(data_dir: Path, apiserver: LocalApiserver, cluster: LocalCluster) -> None:
-    for c in _components(data_dir):
+    components = _components(data_dir)
+    for c in components:
         c.stop()
+    _stop_containers(components)
     apiserver.stop()
     cluster.stop_all()
 

@@ -1,16 +1,19 @@
-"""Starting, finding and stopping the local scheduler and controller-manager of a data dir.
+"""Starting, finding and stopping the local scheduler, controller-manager and kubelets of a data dir.
 
     <data_dir>/<component>/pid             its pid while it runs (its own process group)
     <data_dir>/<component>/<component>.log its stdout and stderr
     <data_dir>/<component>/health.json     the loopback port of its /healthz and /metrics
 
 Each runs as `raftkube <component> --kubeconfig <its own kubeconfig>`, so it proves its own
-identity to the apiserver (apiserver.pki.component_kubeconfig writes those).
+identity to the apiserver (apiserver.pki.component_kubeconfig writes those).  A kubelet is
+`kubelet-<node>`: `raftkube kubelet --node-name <node>`, its containers' runs and logs under
+`<data_dir>/kubelet-<node>/root/`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -21,14 +24,16 @@ from store import disk
 from store.launcher import LauncherError, free_ports, read_pid, spawn, stop_process
 
 COMPONENTS = ("controller-manager", "scheduler")
+KUBELET = re.compile(r"^kubelet-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
 PID_FILE = "pid"
 HEALTH_FILE = "health.json"
 
 
 class LocalComponent:
-    def __init__(self, data_dir: Path, name: str) -> None:
-        if name not in COMPONENTS:
-            raise ValueError(f"no component {name!r} (known: {', '.join(COMPONENTS)})")
+    def __init__(self, data_dir: Path, name: str, extra_args: tuple[str, ...] = ()) -> None:
+        if name not in COMPONENTS and not KUBELET.match(name):
+            raise ValueError(f"no component {name!r} (known: {', '.join(COMPONENTS)}, kubelet-<node>)")
+        self.extra_args = extra_args
         self.data_dir = Path(data_dir)
         self.name = name
         self.root = self.data_dir / name
@@ -38,8 +43,19 @@ class LocalComponent:
         return self.root / f"{self.name}.log"
 
     @property
+    def node(self) -> str | None:
+        """The node of a kubelet, else None."""
+        m = KUBELET.match(self.name)
+        return m["node"] if m else None
+
+    @property
     def kubeconfig(self) -> Path:
-        return ApiserverPKI.of(self.data_dir).kubeconfig_of(self.name)
+        identity = f"kubelet:{self.node}" if self.node else self.name
+        return ApiserverPKI.of(self.data_dir).kubeconfig_of(identity)
+
+    @property
+    def runtime_root(self) -> Path:
+        return self.root / "root"
 
     def pid(self) -> int | None:
         return read_pid(self.root / PID_FILE)
@@ -61,8 +77,12 @@ class LocalComponent:
         port = free_ports(1)[0]
         disk.make_dirs(self.root)
         disk.write_private(self.root / HEALTH_FILE, (json.dumps({"port": port}) + "\n").encode())
-        argv = [sys.executable, "-m", "components.cli", self.name, "--kubeconfig", str(self.kubeconfig)]
+        command = "kubelet" if self.node else self.name
+        argv = [sys.executable, "-m", "components.cli", command, "--kubeconfig", str(self.kubeconfig)]
         argv += ["--health-port", str(port)]
+        if self.node:
+            argv += ["--node-name", self.node, "--root-dir", str(self.runtime_root)]
+        argv += list(self.extra_args)
         return spawn(argv, self.log_file, self.root / PID_FILE)
 
     def stop(self, timeout: float = 10.0) -> bool:
@@ -85,3 +105,11 @@ class LocalComponent:
     def url(self) -> str:
         port = self.health_port()
         return f"http://127.0.0.1:{port}" if port else "-"
+
+
+def local_kubelets(data_dir: Path) -> list[LocalComponent]:
+    """The kubelets that have a directory in `data_dir` (started here once)."""
+    base = Path(data_dir)
+    if not base.is_dir():
+        return []
+    return [LocalComponent(base, p.name) for p in sorted(base.iterdir()) if KUBELET.match(p.name) and p.is_dir()]

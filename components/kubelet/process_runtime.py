@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,25 @@ class ProcessRuntime:
                     os.killpg(pid, signal.SIGKILL)
                 else:  # the container never started: the shim is all there is
                     os.kill(shim_pid, signal.SIGKILL)
+
+    def stop_all(self, grace_s: float, timeout_s: float) -> int:
+        """Stop every container that runs under this root (SIGTERM, SIGKILL after `grace_s`);
+        wait at most `timeout_s`.  How many were running.  For `raftkube down`: no process left."""
+        runs = [
+            (uid, c.name)
+            for uid in self.running_pods()
+            for c in (self.root / "containers" / uid).iterdir()
+            if (s := self.seen(uid, c.name)) is not None and s.running
+        ]
+        start = time.monotonic()
+        for uid, name in runs:
+            self.stop(uid, name, grace_s, start)
+        while time.monotonic() - start < timeout_s:
+            self.tick(time.monotonic())
+            if not any((s := self.seen(u, n)) is not None and s.running for u, n in runs):
+                break
+            time.sleep(0.05)
+        return len(runs)
 
     def running_pods(self) -> list[str]:
         """The pod uids with runs on disk (to adopt after a restart, or to clean up)."""

@@ -111,9 +111,12 @@ def _fast_config(tmp: Path) -> Path:
 
 
 @contextlib.contextmanager
-def running_apiserver(tmp: Path, backend: str, *, components: bool = False) -> Iterator[ApiserverUnderTest]:
+def running_apiserver(
+    tmp: Path, backend: str, *, components: bool = False, kubelets: int = 0
+) -> Iterator[ApiserverUnderTest]:
     """`components`: keep the controller-manager and scheduler `up` starts (by default they are
-    stopped: tests of the apiserver, and of controllers run in-process, want no other writer)."""
+    stopped: tests of the apiserver, and of controllers run in-process, want no other writer).
+    `kubelets`: how many local nodes `up` runs (none by default: a test's nodes are its own)."""
     data_dir = tmp / "rk"
     cache = tmp / "kube-cache"
     if backend == "raftkube":
@@ -126,6 +129,8 @@ def running_apiserver(tmp: Path, backend: str, *, components: bool = False) -> I
                 str(data_dir),
                 "--config",
                 str(_fast_config(tmp)),
+                "--kubelets",
+                str(kubelets),
                 timeout=120,
             )
             assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -136,6 +141,8 @@ def running_apiserver(tmp: Path, backend: str, *, components: bool = False) -> I
             assert endpoint is not None
             yield ApiserverUnderTest(backend, data_dir, endpoint.url, cache)
         finally:
+            if kubelets:
+                raftkube("down", "--data-dir", str(data_dir), timeout=60)  # kubelets and their containers too
             for name in COMPONENTS:
                 LocalComponent(data_dir, name).stop(timeout=5)
             LocalApiserver(data_dir).stop(timeout=5)

@@ -1,0 +1,56 @@
+"""The [kubelets] section of cluster.toml: how many local nodes `raftkube up` runs, and their size.
+
+Checked as [apiserver] is: a wrong type, an out-of-range count or an unknown key is a
+ConfigError naming the file and key.  Nodes are named node-1 .. node-<count>.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from store.config import ConfigError
+from store.server.config import SettingError, check_field
+
+MAX_KUBELETS = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class KubeletSettings:
+    count: int = field(default=2, metadata={"max": MAX_KUBELETS})
+    """Kubelets `raftkube up` starts (node-1 .. node-<count>); 0: none."""
+    capacity: str = "cpu=4,memory=8Gi,pods=110"
+    """Each node's capacity, name=quantity pairs."""
+    system_reserved: str = ""
+    """Capacity kept from pods on each node."""
+
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(f"node-{i}" for i in range(1, self.count + 1))
+
+
+def load_kubelet_settings(path: Path) -> KubeletSettings:
+    """The [kubelets] section of `path`, with defaults for what it leaves out."""
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        return KubeletSettings()
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    section = doc.get("kubelets", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [kubelets] must be a table")
+    known = {f.name: f for f in fields(KubeletSettings)}
+    unknown = sorted(set(section) - set(known))
+    if unknown:
+        raise ConfigError(f"{path}: kubelets has unknown keys: {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    try:
+        for key, value in section.items():
+            values[key] = check_field(KubeletSettings, known[key], value, f"{path}: kubelets.{key}")
+    except SettingError as e:
+        raise ConfigError(str(e)) from None
+    if values.get("count", 0) < 0:
+        raise ConfigError(f"{path}: kubelets.count must be at least 0, got {values['count']}")
+    return KubeletSettings(**values)

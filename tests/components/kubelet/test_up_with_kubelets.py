@@ -1,0 +1,97 @@
+"""`raftkube up` with two kubelets: both nodes register Ready, a Deployment's pods run as real
+processes spread over them, and `raftkube down` leaves no process behind (kubelets, shims and
+containers included)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.apiserver.support import ApiserverUnderTest, running_apiserver
+from tests.support.cli import raftkube
+
+WAIT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnderTest]:
+    with running_apiserver(tmp_path_factory.mktemp("up-kubelets"), "raftkube", components=True, kubelets=2) as server:
+        yield server
+
+
+def until(what: str, check: Any) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
+        time.sleep(0.2)
+
+
+def ready_nodes(http: Any) -> set[str]:
+    nodes = http.get("/api/v1/nodes").json().get("items") or []
+    return {
+        n["metadata"]["name"]
+        for n in nodes
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions") or ())
+    }
+
+
+def processes_under(root: Path) -> list[int]:
+    """Pids whose command line names `root` (kubelets and shims) or runs from it."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if str(root).encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_two_kubelets_run_a_deployment_and_down_leaves_nothing(cluster: ApiserverUnderTest) -> None:
+    with cluster.http() as http:
+        assert until("node-1 and node-2 Ready", lambda: ready_nodes(http) >= {"node-1", "node-2"})
+        deployment = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "sleepers"},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "sleepers"}},
+                "template": {
+                    "metadata": {"labels": {"app": "sleepers"}},
+                    "spec": {
+                        "terminationGracePeriodSeconds": 2,
+                        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "300"]}],
+                    },
+                },
+            },
+        }
+        assert http.post("/apis/apps/v1/namespaces/default/deployments", json=deployment).status_code == 201
+
+        def running_pods() -> list[dict[str, Any]] | None:
+            pods = http.get("/api/v1/namespaces/default/pods", params={"labelSelector": "app=sleepers"}).json()["items"]
+            up = [p for p in pods if p.get("status", {}).get("phase") == "Running"]
+            return up if len(up) == 3 else None
+
+        pods = until("3 pods Running", running_pods)
+        assert {p["spec"]["nodeName"] for p in pods} == {"node-1", "node-2"}  # spread over both nodes
+    assert processes_under(cluster.data_dir)  # the kubelets and the shims name the data dir
+    containers = [
+        int(orjson.loads(state.read_bytes())["pid"])
+        for state in cluster.data_dir.glob("kubelet-*/root/containers/*/*/*/state.json")
+    ]
+    assert len(containers) >= 3
+    down = raftkube("down", "--data-dir", str(cluster.data_dir), timeout=120)
+    assert down.returncode == 0, down.stderr
+    until("no kubelet or shim left", lambda: not processes_under(cluster.data_dir))
+    until("no container left", lambda: not [pid for pid in containers if Path(f"/proc/{pid}").exists()])
