@@ -106,6 +106,7 @@ def test_status_shows_every_part(data_dir: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     parts = ["store member 1", "store member 2", "store member 3", "apiserver", "controller-manager", "scheduler"]
+    parts += ["kubelet-node-1", "kubelet-node-2"]  # cluster.toml's [kubelets] count
     assert [r["part"] for r in rows] == parts
     assert all(r["healthy"] and r["pid"] for r in rows)
     assert rows[3]["role"] == "ready" and rows[3]["url"] == _url(data_dir)
@@ -141,13 +142,14 @@ def test_store_kill_leader_works_on_the_same_data_dir(data_dir: Path) -> None:
 
 def test_down_stops_every_process(data_dir: Path) -> None:
     cluster, apiserver = LocalCluster(data_dir), LocalApiserver(data_dir)
-    components = [LocalComponent(data_dir, n).pid() for n in ("controller-manager", "scheduler")]
+    names = ("controller-manager", "scheduler", "kubelet-node-1", "kubelet-node-2")
+    components = [LocalComponent(data_dir, n).pid() for n in names]
     pids = [p for p in (*(cluster.pid(m) for m in cluster.member_ids()), apiserver.pid(), *components) if p]
-    assert len(pids) == 6
+    assert len(pids) == 8
     proc = raftkube("down", "--data-dir", str(data_dir), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
-        "components": ["controller-manager", "scheduler"],
+        "components": ["controller-manager", "scheduler", "kubelet-node-1", "kubelet-node-2"],
         "apiserver": True,
         "store": [1, 2, 3],
     }
@@ -169,13 +171,14 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
             if not line and proc.poll() is not None:
                 break
         assert "Ctrl-C" in line, proc.stderr.read() if proc.stderr else ""
-        components = [LocalComponent(d, n).pid() for n in ("controller-manager", "scheduler")]
+        components = [LocalComponent(d, n).pid() for n in ("controller-manager", "scheduler", "kubelet-node-1")]
         pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid(), *components]
         assert None not in pids
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, (out, err)
-        assert "stopped the controller-manager, the scheduler, the apiserver and store member(s) [1]" in out, (out, err)
+        stopped = "stopped the controller-manager, the scheduler, the kubelet-node-1, the kubelet-node-2, the apiserver"
+        assert f"{stopped} and store member(s) [1]" in out, (out, err)
         assert [p for p in pids if p is not None and _alive(p)] == []
     finally:
         if proc.poll() is None:
