@@ -22,7 +22,7 @@ from typing import Any
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import Endpoint, LocalApiserver
-from apiserver.pki import write_component_kubeconfigs
+from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
 from components.kubelet.config import MAX_KUBELETS, KubeletSettings, load_kubelet_settings
 from components.kubelet.process_runtime import ProcessRuntime
 from components.launcher import LocalComponent, local_kubelets
@@ -98,7 +98,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             apiserver.start(endpoint, insecure_store=cluster.insecure())
         apiserver.wait_ready(endpoint, a.startup_timeout)
         kubeconfig = apiserver.write_kubeconfig(endpoint)
-        write_component_kubeconfigs(s.data_dir, endpoint.url, nodes=k.nodes())
+        # node-1..3 always (a kubelet may be started by hand), and every node `up` runs
+        write_component_kubeconfigs(s.data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
         components = _start_components(s.data_dir, k)
     except (LauncherError, pki.PKIError, OSError) as e:
         _stop_everything(s.data_dir, apiserver, cluster)
