@@ -108,36 +108,130 @@ class Entry:
     text: bytes  # a whole line: partial pieces joined
 
 
-def _lines(path: Path, files: int) -> Iterator[bytes]:
-    """The lines of every kept file, oldest first (split on newlines only: a `\r` is text)."""
+def _older_lines(path: Path, files: int) -> Iterator[bytes]:
+    """The lines of the rotated files, oldest first (split on newlines only: a `\r` is text)."""
     for i in range(files - 1, 0, -1):
         older = path.with_name(f"{path.name}.{i}")
         if older.exists():
             yield from older.read_bytes().split(b"\n")
+
+
+def _lines(path: Path, files: int) -> Iterator[bytes]:
+    yield from _older_lines(path, files)
     if path.exists():
         yield from path.read_bytes().split(b"\n")
+
+
+class _Parser:
+    """Log lines to entries: partial pieces joined, foreign lines skipped, `since_ns` applied."""
+
+    def __init__(self, since_ns: int | None) -> None:
+        self.since_ns = since_ns
+        self._partial: dict[str, bytes] = {}
+
+    def feed(self, raw: bytes) -> Entry | None:
+        parts = raw.split(b" ", 3)
+        if len(parts) < 3:
+            return None  # not a line we wrote
+        stamp, stream, tag = parts[0].decode(errors="replace"), parts[1].decode(errors="replace"), parts[2]
+        text = parts[3] if len(parts) == 4 else b""
+        if tag == b"P":
+            self._partial[stream] = self._partial.get(stream, b"") + text
+            return None
+        whole = self._partial.pop(stream, b"") + text
+        if self.since_ns is not None:
+            try:
+                if parse_timestamp(stamp) < self.since_ns:
+                    return None
+            except ValueError:
+                return None
+        return Entry(stamp, stream, whole)
 
 
 def read(path: Path, files: int = DEFAULT_FILES, since_ns: int | None = None, tail: int | None = None) -> list[Entry]:
     """The log's entries, oldest first, from every kept file: those written at or after
     `since_ns`, the last `tail` of them."""
     out: deque[Entry] = deque(maxlen=tail if tail is not None and tail >= 0 else None)
-    partial: dict[str, bytes] = {}
+    parser = _Parser(since_ns)
     for raw in _lines(path, files):
-        parts = raw.split(b" ", 3)
-        if len(parts) < 3:
-            continue  # not a line we wrote
-        stamp, stream, tag = parts[0].decode(errors="replace"), parts[1].decode(errors="replace"), parts[2]
-        text = parts[3] if len(parts) == 4 else b""
-        if tag == b"P":
-            partial[stream] = partial.get(stream, b"") + text
-            continue
-        whole = partial.pop(stream, b"") + text
-        if since_ns is not None:
-            try:
-                if parse_timestamp(stamp) < since_ns:
-                    continue
-            except ValueError:
-                continue
-        out.append(Entry(stamp, stream, whole))
+        if (entry := parser.feed(raw)) is not None:
+            out.append(entry)
     return list(out)
+
+
+class Follower:
+    """`kubectl logs -f`: the entries a log had and then those written to it, across rotations.
+
+    It keeps the file it reads open: a rotation renames that file, so what was written to it
+    before the rename is still read from the same descriptor, then the file written after it
+    from its start.  Nothing is read twice; nothing is skipped unless the writer rotated more
+    files away than are kept between two polls.  An unfinished last line waits for its newline."""
+
+    def __init__(self, path: Path, files: int = DEFAULT_FILES, since_ns: int | None = None) -> None:
+        self.path, self.files = path, files
+        self._parser = _Parser(since_ns)
+        self._fd: int | None = None
+        self._rest = b""
+
+    def history(self, tail: int | None = None) -> list[Entry]:
+        """What the log holds now (call once, first): the rotated files, then the current one."""
+        out: deque[Entry] = deque(maxlen=tail if tail is not None and tail >= 0 else None)
+        for raw in _older_lines(self.path, self.files):
+            if (entry := self._parser.feed(raw)) is not None:
+                out.append(entry)
+        out.extend(self.poll())
+        return list(out)
+
+    def poll(self, limit: int = 1 << 20) -> list[Entry]:
+        """The entries written since the last call (about `limit` bytes of them at most)."""
+        out: list[Entry] = []
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return out
+        read = 0
+        while read < limit:
+            data = os.read(self._fd, limit - read)
+            if not data:
+                successor = self._successor()
+                if successor is None:
+                    break
+                os.close(self._fd)
+                self._fd = successor
+                continue
+            read += len(data)
+            lines = (self._rest + data).split(b"\n")
+            self._rest = lines.pop()
+            for raw in lines:
+                if (entry := self._parser.feed(raw)) is not None:
+                    out.append(entry)
+        return out
+
+    def _successor(self) -> int | None:
+        """When the open file has been rotated away (and read to its end): the file written
+        after it, opened; None while it is still the current one."""
+        assert self._fd is not None
+        mine = os.fstat(self._fd).st_ino
+        names = [self.path] + [self.path.with_name(f"{self.path.name}.{i}") for i in range(1, self.files)]
+        inodes: list[int | None] = []
+        for name in names:
+            try:
+                inodes.append(os.stat(name).st_ino)
+            except FileNotFoundError:
+                inodes.append(None)
+        if inodes[0] == mine or inodes[0] is None:
+            return None
+        # ours is now names[k]: the next one is names[k - 1]; dropped off the end: the oldest kept
+        k = inodes.index(mine) if mine in inodes else len(names)
+        for name in reversed(names[:k]):
+            try:
+                return os.open(name, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+        return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -193,6 +193,17 @@ class Kubelet:
 
         await asyncio.gather(*(one(c, s, t) for c, s, t in due))
 
+    def find(self, namespace: str, name: str) -> PodWorker | None:
+        """The worker of the pod bound here with that name (for the kubelet's server)."""
+        for worker in self.workers.values():
+            meta = worker.pod.get("metadata") or {}
+            if meta.get("name") == name and meta.get("namespace") == namespace:
+                return worker
+        return None
+
+    def pods(self) -> list[Obj]:
+        return [w.pod for w in self.workers.values()]
+
     async def forget_gone(self, present: set[str]) -> None:
         """Pods no longer bound here (deleted for good): stop their containers, drop their runs."""
         for uid in [u for u in self.workers if u not in present]:

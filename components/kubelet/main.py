@@ -2,11 +2,13 @@
 
     raftkube kubelet --kubeconfig K --node-name N --root-dir D [--address 127.0.0.1]
                      [--capacity cpu=4,memory=8Gi,pods=110] [--system-reserved cpu=100m]
+                     [--port 10250 --tls-cert-file C --tls-private-key-file K --client-ca-file CA]
                      [--health-port P]
 
 It talks to the apiserver as `system:node:<N>` (the kubeconfig `raftkube up` writes for it),
 runs its pods' containers as processes under D, and serves /healthz and /metrics on a loopback
-port.  SIGTERM/SIGINT stop the kubelet, not the containers: a kubelet started again on the
+port.  With the TLS flags it serves its HTTPS API on --address:--port (server.py: logs, exec,
+port-forward for the apiserver).  SIGTERM/SIGINT stop the kubelet, not the containers: a kubelet started again on the
 same root dir adopts them.  Bad flags exit with status 2, naming the flag.
 """
 
@@ -18,6 +20,7 @@ import contextlib
 import logging
 import re
 import signal
+import ssl
 import sys
 from pathlib import Path
 
@@ -29,6 +32,8 @@ from components.health import HealthServer
 from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
 from components.kubelet.process_runtime import ProcessRuntime
+from components.kubelet.server import KubeletServer
+from store import pki
 
 log = logging.getLogger("raftkube.kubelet")
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -52,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=10250, help="the kubelet's HTTPS port (reported in the Node)")
     p.add_argument("--capacity", default="cpu=4,memory=8Gi,pods=110", help="the node's capacity, name=quantity,...")
     p.add_argument("--system-reserved", default="", help="capacity kept from pods, name=quantity,...")
+    p.add_argument("--tls-cert-file", type=Path, help="the kubelet's serving certificate (with the next two: HTTPS on)")
+    p.add_argument("--tls-private-key-file", type=Path, help="its private key")
+    p.add_argument("--client-ca-file", type=Path, help="the CA whose client certificates may call the kubelet")
     p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every pod sync failure")
 
@@ -84,20 +92,43 @@ def node_config(args: argparse.Namespace) -> NodeConfig:
     return config
 
 
+def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The HTTPS server's context (client certificates required), or None when not asked for."""
+    files = (args.tls_cert_file, args.tls_private_key_file, args.client_ca_file)
+    if all(f is None for f in files):
+        return None
+    if any(f is None for f in files):
+        raise ValueError("--tls-cert-file, --tls-private-key-file and --client-ca-file go together")
+    try:
+        return pki.server_context(pki.CertFiles(*files), require_client_cert=True)
+    except pki.PKIError as e:
+        flag = {args.tls_cert_file: "--tls-cert-file", args.tls_private_key_file: "--tls-private-key-file"}.get(
+            e.path, "--client-ca-file"
+        )
+        raise ValueError(f"{flag}: {e}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s"
     )
     try:
         config = node_config(args)
+        tls = server_tls(args)
         client_config = kubeconfig.load(args.kubeconfig)
     except (ValueError, kubeconfig.KubeconfigError) as e:
         print(f"raftkube kubelet: {e}", file=sys.stderr)
         return 2
-    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port))
+    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port, tls))
 
 
-async def serve(config: NodeConfig, client_config: kubeconfig.ClientConfig, root: Path, health_port: int) -> int:
+async def serve(
+    config: NodeConfig,
+    client_config: kubeconfig.ClientConfig,
+    root: Path,
+    health_port: int,
+    tls: ssl.SSLContext | None = None,
+) -> int:
     health = HealthServer(health_port, CollectorRegistry(), lambda: None)
     main = asyncio.current_task()
     assert main is not None
@@ -112,9 +143,14 @@ async def serve(config: NodeConfig, client_config: kubeconfig.ClientConfig, root
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop)
     async with RestClient(client_config, user_agent=f"raftkube-kubelet/{config.name}") as client:
+        runtime = ProcessRuntime(root)
+        kubelet = Kubelet(client, config, runtime)
+        server = KubeletServer(kubelet, runtime, tls) if tls is not None else None
         try:
             await health.start()
-            await Kubelet(client, config, ProcessRuntime(root)).run()
+            if server is not None:
+                await server.start(config.address, config.port)
+            await kubelet.run()
             return 1
         except asyncio.CancelledError:
             if stopping:
@@ -123,5 +159,8 @@ async def serve(config: NodeConfig, client_config: kubeconfig.ClientConfig, root
         finally:
             with contextlib.suppress(Exception):
                 await health.stop()
+            if server is not None:
+                with contextlib.suppress(Exception):
+                    await server.stop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)

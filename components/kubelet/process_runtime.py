@@ -168,6 +168,20 @@ class ProcessRuntime:
             spec.get("meta"),
         )
 
+    def exec_context(self, uid: str, container: str) -> tuple[dict[str, str], str | None] | None:
+        """The environment and working dir of the container's running run (what `kubectl exec`
+        runs a command with); None when it does not run."""
+        state = self.seen(uid, container)
+        if state is None or not state.running:
+            return None
+        spec = _read(self._run_dir(uid, container, state.attempt) / SPEC) or {}
+        env = spec.get("env")
+        cwd = spec.get("cwd")
+        return (
+            {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {},
+            cwd if isinstance(cwd, str) and cwd else None,
+        )
+
     def stop(self, uid: str, container: str, grace_s: float, now: float) -> None:
         """SIGTERM the container now; SIGKILL it if it still runs `grace_s` later (see `tick`)."""
         runs = self.attempts(uid, container)

@@ -1,0 +1,83 @@
+"""The exec channel protocol: what each client message becomes, what each bad one gets, and
+the outcome kubectl reads its exit code from."""
+
+from __future__ import annotations
+
+import contextlib
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components.kubelet import channels
+from components.kubelet.channels import V4, V5, ChannelError
+
+
+def test_the_best_protocol_offered_is_chosen() -> None:
+    assert channels.choose(["v5.channel.k8s.io"]) == V5  # all kubectl 1.31+ offers
+    assert channels.choose(["channel.k8s.io", "v4.channel.k8s.io", "v5.channel.k8s.io"]) == V5
+    assert channels.choose([" v4.channel.k8s.io "]) == V4
+    assert channels.choose(["base64.channel.k8s.io"]) is None
+    assert channels.choose([]) is None
+
+
+def test_client_messages() -> None:
+    assert channels.parse(b"\x00hello", V5) == channels.Message(channels.STDIN, b"hello")
+    assert channels.parse(b"\x00", V5) == channels.Message(channels.STDIN, b"")
+    assert channels.parse(b'\x04{"Width":80,"Height":24}\n', V5).stream == channels.RESIZE
+    assert channels.parse(b"\xff\x00", V5) == channels.Message(channels.CLOSE, b"\x00")
+
+
+@pytest.mark.parametrize(
+    ("message", "protocol", "why"),
+    [
+        (b"", V5, "names no stream"),
+        (b"\x01out", V5, "not stream 1"),  # a client does not write stdout
+        (b"\x03{}", V5, "not stream 3"),
+        (b"\xff", V5, "one stream"),
+        (b"\xff\x00\x01", V5, "one stream"),
+        (b"\xff\x00", V4, "not stream 255"),  # v4 has no close message
+    ],
+)
+def test_bad_client_messages_are_refused_naming_why(message: bytes, protocol: str, why: str) -> None:
+    with pytest.raises(ChannelError, match=why):
+        channels.parse(message, protocol)
+
+
+def test_resize() -> None:
+    assert channels.resize(b'{"Width":120,"Height":40}\n') == (120, 40)
+    for bad, field in [
+        (b"[1,2]", "object"),
+        (b"nope", "JSON"),
+        (b'{"Width":-1,"Height":2}', "Width"),
+        (b'{"Width":1,"Height":"2"}', "Height"),
+        (b'{"Width":true,"Height":2}', "Width"),
+        (b'{"Width":1,"Height":100001}', "Height"),
+    ]:
+        with pytest.raises(ChannelError, match=field):
+            channels.resize(bad)
+
+
+@given(st.binary(max_size=64))
+def test_any_message_parses_or_is_refused(message: bytes) -> None:
+    for protocol in (V4, V5):
+        try:
+            parsed = channels.parse(message, protocol)
+        except ChannelError:
+            continue
+        assert parsed.stream in (channels.STDIN, channels.RESIZE, channels.CLOSE)
+        if parsed.stream == channels.RESIZE:
+            with contextlib.suppress(ChannelError):
+                channels.resize(parsed.data)
+
+
+def test_outcomes_as_kubectl_reads_them() -> None:
+    assert orjson.loads(channels.outcome(0)) == {"metadata": {}, "status": "Success"}
+    failed = orjson.loads(channels.outcome(3))
+    assert failed["reason"] == "NonZeroExitCode"
+    assert failed["details"]["causes"] == [{"reason": "ExitCode", "message": "3"}]
+    error = orjson.loads(channels.outcome(None, 'exec: "nope": executable file not found'))
+    assert error["status"] == "Failure" and error["reason"] == "InternalError"
+    assert 'exec: "nope"' in error["message"]
+    assert channels.frame(channels.STDOUT, b"x") == b"\x01x"
