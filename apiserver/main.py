@@ -38,7 +38,7 @@ from apiserver.http.app import build_app
 from apiserver.pki import ApiserverPKI
 from apiserver.storage import open_storage, parse_storage_url
 from apiserver.storage.interface import Storage
-from apiserver.tls_scope import protocol_class
+from apiserver.tls_scope import protocol_class, ws_protocol_class
 from store import pki
 from store.cli.common import DEFAULT_DATA_DIR, UsageError
 from store.launcher import LauncherError, LocalCluster, port_free
@@ -121,6 +121,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="jwks_uri in /.well-known/openid-configuration (default: this server's /openid/v1/jwks)",
     )
     p.add_argument(
+        "--kubelet-client-certificate",
+        type=Path,
+        help="client certificate the apiserver shows kubelets (default: apiserver-kubelet-client in the data dir)",
+    )
+    p.add_argument("--kubelet-client-key", type=Path, help="its private key")
+    p.add_argument(
+        "--kubelet-certificate-authority",
+        type=Path,
+        help="CA that signs the kubelets' serving certificates (default: the data dir's apiserver CA)",
+    )
+    p.add_argument(
         "--anonymous-auth",
         action="store_true",
         help="requests without credentials run as system:anonymous (RBAC decides) instead of getting 401",
@@ -142,6 +153,7 @@ class ServeOptions:
     anonymous: bool = False
     admission_plugins: tuple[str, ...] | None = None
     service_accounts: ServiceAccountTokenSettings | None = None
+    kubelet_tls: ssl.SSLContext | None = None
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
@@ -179,6 +191,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
     except ClientCAError as e:
         raise UsageError(f"--client-ca-file: {e}") from e
     service_accounts = service_account_settings(args, generated)
+    kubelet = kubelet_tls(args, generated)
     url, store_tls = storage_target(args.storage, data_dir, args.insecure_store)
     if not port_free(args.host, args.port):
         raise UsageError(f"--port {args.port}: already in use on {args.host}")
@@ -194,6 +207,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
         args.anonymous_auth,
         plugins,
         service_accounts,
+        kubelet,
     )
 
 
@@ -253,6 +267,30 @@ def _bool(text: str) -> bool:
     if lowered in ("false", "0", "no"):
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def kubelet_tls(args: argparse.Namespace, generated: ApiserverPKI) -> ssl.SSLContext:
+    """How the apiserver reaches kubelets: its client certificate, their CA."""
+    if (args.kubelet_client_certificate is None) != (args.kubelet_client_key is None):
+        raise UsageError("give --kubelet-client-certificate and --kubelet-client-key together")
+    if args.kubelet_client_certificate is None or args.kubelet_certificate_authority is None:
+        try:
+            generated.ensure(args.host)
+            files = generated.kubelet_client()
+        except (pki.PKIError, ValueError, OSError) as e:
+            raise UsageError(
+                f"--data-dir: cannot set up the kubelet client credentials in {generated.root}: {e}"
+            ) from e
+    cert = args.kubelet_client_certificate or files.cert
+    key = args.kubelet_client_key or files.key
+    ca = args.kubelet_certificate_authority or generated.ca
+    try:
+        return pki.client_context(ca, cert, key)
+    except pki.PKIError as e:
+        flag = {cert: "--kubelet-client-certificate", key: "--kubelet-client-key"}.get(
+            e.path or Path(), "--kubelet-certificate-authority"
+        )
+        raise UsageError(f"{flag}: {e}") from e
 
 
 def server_tls(cert: Path, key: Path, client_ca: Path) -> ssl.SSLContext:
@@ -326,12 +364,15 @@ async def serve(
             anonymous=opts.anonymous,
             admission_plugins=opts.admission_plugins,
             service_accounts=opts.service_accounts,
+            kubelet_tls=opts.kubelet_tls,
         )
         config = uvicorn.Config(
             app,
             host=opts.host,
             port=opts.port,
             http=protocol_class(),
+            ws=ws_protocol_class(),
+            ws_max_size=1 << 20,  # exec and port-forward messages: stdin and tunneled bytes, in pieces
             ssl_context_factory=lambda _config, _default: opts.tls,
             log_level=logging.WARNING,
             access_log=opts.access_log,

@@ -4,6 +4,9 @@
                                                          certificate and client certificates
     <data_dir>/apiserver/pki/apiserver.crt, .key         serving certificate (127.0.0.1, localhost, the host)
     <data_dir>/apiserver/pki/admin.crt, .key             client certificate CN=admin, O=system:masters
+    <data_dir>/apiserver/pki/apiserver-kubelet-client.*  what the apiserver shows kubelets (CN
+                                                         kube-apiserver-kubelet-client, O=system:masters)
+    <data_dir>/apiserver/pki/serving-<node>.*           each kubelet's serving certificate
     <data_dir>/apiserver/pki/sa.key, sa.pub              the service-account token signing key (RSA 2048,
                                                          as kubeadm makes it) and its public half
     <data_dir>/apiserver/tokens.csv                      static tokens; one random admin token
@@ -56,6 +59,8 @@ CONTROLLER_MANAGER = "controller-manager"
 KUBELET_PREFIX = "kubelet:"
 NODES_GROUP = "system:nodes"
 DEFAULT_NODES = ("node-1", "node-2", "node-3")
+KUBELET_CLIENT = "apiserver-kubelet-client"
+KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _MAX_NODE_NAME = 64 - len("kubelet-")  # the certificate's file stem is kubelet-<node>
 
@@ -162,6 +167,37 @@ class ApiserverPKI:
             return pki.issue_cert(
                 ca, self.pki_dir, who.stem, common_name=who.user, organizations=who.groups, client=True
             )
+
+    def kubelet_client(self) -> pki.CertFiles:
+        """The certificate the apiserver shows kubelets (kube's apiserver-kubelet-client), issued
+        when missing or no longer valid."""
+        try:
+            return pki.load_files(self.pki_dir, KUBELET_CLIENT)
+        except pki.PKIError:
+            ca = pki.load_files(self.pki_dir, "ca")
+            return pki.issue_cert(
+                ca,
+                self.pki_dir,
+                KUBELET_CLIENT,
+                common_name=KUBELET_CLIENT_USER,
+                organizations=(ADMIN_GROUP,),
+                client=True,
+            )
+
+    def kubelet_serving(self, node: str, address: str) -> pki.CertFiles:
+        """A kubelet's serving certificate (for its node name, `address` and the local names),
+        issued when missing, no longer valid, or not naming `address`."""
+        component_identity(KUBELET_PREFIX + node)  # checks the name
+        stem = f"serving-{node}"
+        hosts = tuple(dict.fromkeys((node, *serving_hosts(address))))
+        try:
+            files = pki.load_files(self.pki_dir, stem)
+            if _names_hosts(files.cert, hosts):
+                return files
+        except pki.PKIError:
+            pass
+        ca = pki.load_files(self.pki_dir, "ca")
+        return pki.issue_cert(ca, self.pki_dir, stem, common_name=f"system:node:{node}", hosts=hosts, server=True)
 
     def admin_token(self) -> str | None:
         """The first token of user admin in the token file (None when there is none)."""

@@ -9,14 +9,16 @@ own protocols wrap the app of that one connection so that every request on it ca
 strings, the client's certificate first, empty when it sent none; `client_cert_error`:
 None, since a certificate that fails verification fails the handshake).
 
-Pass `protocol_class()` as uvicorn's `http=`.  Works with the h11 implementation and, when
-the httptools package is installed, with that one (both keep the app in `self.app`).
+Pass `protocol_class()` as uvicorn's `http=` and `ws_protocol_class()` as its `ws=`.  Works with
+the h11 implementation and, when the httptools package is installed, with that one (both keep
+the app in `self.app`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+from typing import Any
 
 from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -78,3 +80,33 @@ def protocol_class() -> type[asyncio.Protocol]:
                 self.app = with_tls_scope(self.app, extension)
 
     return TLSScopeHttpToolsProtocol
+
+
+def ws_protocol_class() -> type[asyncio.Protocol]:
+    """Uvicorn's WebSocket protocol (the `websockets` package's sans-I/O one), with the TLS
+    extension in every WebSocket scope: exec and port-forward authenticate by certificate too."""
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol  # noqa: PLC0415
+    from websockets.server import ServerProtocol  # noqa: PLC0415
+
+    class KubeSubprotocols(ServerProtocol):
+        """Leaves the subprotocol to the app.  websockets refuses the whole handshake when an
+        offered subprotocol is not an RFC 6455 token, and kubectl's port-forward offers
+        `SPDY/3.1+portforward.k8s.io` (a `/` in it); Go's servers take it, so must we."""
+
+        def process_subprotocol(self, headers: Any) -> Any:
+            return None  # the app's `accept(subprotocol=...)` names it in the response
+
+    class TLSScopeWebSocketProtocol(WebSocketsSansIOProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.conn = KubeSubprotocols(
+                extensions=self.conn.available_extensions, max_size=self.config.ws_max_size, logger=self.conn.logger
+            )
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            extension = tls_extension(transport)
+            if extension is not None:
+                self.app = with_tls_scope(self.app, extension)
+
+    return TLSScopeWebSocketProtocol

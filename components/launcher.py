@@ -82,8 +82,22 @@ class LocalComponent:
         argv += ["--health-port", str(port)]
         if self.node:
             argv += ["--node-name", self.node, "--root-dir", str(self.runtime_root)]
+            argv += self._serving_args()
         argv += list(self.extra_args)
         return spawn(argv, self.log_file, self.root / PID_FILE)
+
+    def _serving_args(self) -> list[str]:
+        """A kubelet's HTTPS API: a free loopback port, its serving certificate from the
+        apiserver CA, and that CA for the apiserver's client certificate."""
+        assert self.node is not None
+        creds = ApiserverPKI.of(self.data_dir)
+        files = creds.kubelet_serving(self.node, "127.0.0.1")
+        port = free_ports(1)[0]
+        return [
+            "--address", "127.0.0.1", "--port", str(port),
+            "--tls-cert-file", str(files.cert), "--tls-private-key-file", str(files.key),
+            "--client-ca-file", str(creds.ca),
+        ]  # fmt: skip
 
     def stop(self, timeout: float = 10.0) -> bool:
         return stop_process(self.root / PID_FILE, timeout)

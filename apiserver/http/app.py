@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
@@ -21,7 +23,8 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from apiserver import discovery, errors, openapi, version, warnings
 from apiserver.admission.assembly import AdmissionContext, build_chain, plugin_names
@@ -39,6 +42,7 @@ from apiserver.authz.reviews import Reviews
 from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
 from apiserver.http.inflight import kind_of
+from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess, relay
 from apiserver.http.metrics import Metrics
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.resources import ResourceHandlers
@@ -79,6 +83,7 @@ class Api:
         authorization_mode: str = DEFAULT_MODE,
         admission_plugins: Sequence[str] | None = None,
         service_accounts: ServiceAccountTokenSettings | None = None,
+        kubelet_tls: ssl.SSLContext | None = None,
     ) -> None:
         self.storage = storage
         if admission_plugins is None:
@@ -114,6 +119,10 @@ class Api:
             clock,
         )
         self.handlers.token_requests = self.service_accounts.requests
+        self.kubelets = KubeletClient(kubelet_tls)
+        self.handlers.node_access = NodeAccess(
+            self.kubelets, functools.partial(self._get_core, PODS), functools.partial(self._get_core, NODES)
+        )
 
     async def _get_core(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A fresh read of a core/v1 object (what TokenRequest and token checks look up)."""
@@ -158,6 +167,7 @@ class Api:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._compactor
         await self.admission.close()
+        await self.kubelets.close()
         await self.handlers.stop()
 
     def ready(self) -> bool:
@@ -176,6 +186,7 @@ def build_app(
     anonymous: bool = False,
     admission_plugins: Sequence[str] | None = None,
     service_accounts: ServiceAccountTokenSettings | None = None,
+    kubelet_tls: ssl.SSLContext | None = None,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
@@ -184,7 +195,9 @@ def build_app(
     without credentials runs as system:anonymous (authorization decides) instead of 401.
     `admission_plugins`: the admission plugins in order (default: every one, kube's order).
     `service_accounts`: the keys, issuers and audiences of service-account tokens (default: a key
-    made up for this process); their authenticator is asked after `authenticator`."""
+    made up for this process); their authenticator is asked after `authenticator`.
+    `kubelet_tls`: how to reach kubelets (the apiserver's client certificate and the kubelets'
+    CA); without it pods/log, exec, portforward and nodes/proxy answer 503."""
     api = Api(
         storage,
         resources if resources is not None else catalog(),
@@ -194,6 +207,7 @@ def build_app(
         authorization_mode,
         admission_plugins,
         service_accounts,
+        kubelet_tls,
     )
     authenticator = Union(authenticator, [api.service_accounts.authenticator])
 
@@ -212,16 +226,7 @@ def build_app(
         code = 500
         warned: list[str] = []  # warnings raised while serving (admission webhooks)
         try:
-            user = authenticator.authenticate(request.scope)
-            if inspect.isawaitable(user):
-                user = await user
-            if user is None:
-                if not anonymous:
-                    raise errors.unauthorized()
-                user = User(ANONYMOUS, (UNAUTHENTICATED_GROUP,))
-            wanted = impersonation.requested(request.scope["headers"])
-            if wanted is not None:
-                user = impersonation.impersonate(user, wanted, api.allowed)
+            user = await who(request.scope)
             api.authorize(request_attributes(user, request.method, request.url.path, request.query_params))
             request.state.user = user
             as_user = set_user(user)
@@ -248,7 +253,55 @@ def build_app(
                 verb = "OTHER"
             api.metrics.observe(verb, resource_label, code, time.perf_counter() - started)
 
-    app = Starlette(routes=[Route("/{path:path}", dispatch, methods=list(METHODS))], lifespan=lifespan)
+    async def who(scope: Any) -> User:
+        """The request's user (impersonated when it asks): 401 without credentials."""
+        user = authenticator.authenticate(scope)
+        if inspect.isawaitable(user):
+            user = await user
+        if user is None:
+            if not anonymous:
+                raise errors.unauthorized()
+            user = User(ANONYMOUS, (UNAUTHENTICATED_GROUP,))
+        wanted = impersonation.requested(scope["headers"])
+        if wanted is not None:
+            user = impersonation.impersonate(user, wanted, api.allowed)
+        return user
+
+    async def stream(websocket: WebSocket) -> None:
+        """exec and port-forward: checked like any request, then relayed to the kubelet."""
+        user: User | None = None
+        try:
+            user = await who(websocket.scope)
+            path = websocket.url.path
+            target = parse_resource_path(path)
+            if target is None or target.resource != "pods" or target.subresource not in ("exec", "portforward"):
+                raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+            query = list(websocket.query_params.multi_items())
+            api.authorize(request_attributes(user, "GET", path, dict(query)))
+            assert target.name is not None and api.handlers.node_access is not None
+            kubelet = await api.handlers.node_access.pod_stream(
+                target.namespace,
+                target.name,
+                target.subresource,
+                query,
+                list(websocket.scope.get("subprotocols") or ()),
+            )
+        except errors.StatusError as e:
+            if api.handlers.node_access is not None and user is not None:
+                api.handlers.node_access.failed_upgrades.remember(user.name, websocket.url.path, websocket.url.query, e)
+            await websocket.send_denial_response(status_response(e, websocket.headers.get("accept")))
+            return
+        except Exception:
+            log.exception("opening %s failed", websocket.url.path)
+            await websocket.send_denial_response(status_response(errors.internal("an internal error occurred")))
+            return
+        await websocket.accept(subprotocol=kubelet.protocol)
+        await relay(websocket, kubelet)
+
+    app = Starlette(
+        routes=[Route("/{path:path}", dispatch, methods=list(METHODS)), WebSocketRoute("/{path:path}", stream)],
+        lifespan=lifespan,
+    )
     app.state.api = api
     return app
 

@@ -21,6 +21,7 @@ class ResourcePath:
     namespace: str | None  # None: cluster-scoped, or every namespace
     name: str | None  # None: the collection
     subresource: str | None
+    subpath: str = ""  # what follows a proxy subresource: /api/v1/nodes/n/proxy/<subpath>
 
 
 def parse_resource_path(path: str) -> ResourcePath | None:
@@ -39,9 +40,12 @@ def parse_resource_path(path: str) -> ResourcePath | None:
     # (/namespaces/{name}, /namespaces/{name}/status, /namespaces/{name}/finalize).
     if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
         namespace, rest = rest[1], rest[2:]
+    subpath = ""
     if len(rest) > 3:
-        return None
+        if rest[2] != "proxy":
+            return None
+        subpath, rest = "/".join(rest[3:]), rest[:3]
     resource = rest[0]
     name = rest[1] if len(rest) >= 2 else None
     sub = rest[2] if len(rest) == 3 else None
-    return ResourcePath(group, version, resource, namespace, name, sub)
+    return ResourcePath(group, version, resource, namespace, name, sub, subpath)

@@ -19,6 +19,7 @@ from apiserver.auth.token_request import TokenRequests
 from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import negotiation, params, patching
 from apiserver.http.inflight import InFlight
+from apiserver.http.kubelet_proxy import NodeAccess
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.watch_stream import WatchBody, json_line, table_line
 from apiserver.registry import eviction, subresources
@@ -60,6 +61,7 @@ class ResourceHandlers:
         self.virtual: dict[str, VirtualHandler] = {}
         # serviceaccounts/token (set by the app, which owns the signing key)
         self.token_requests: TokenRequests | None = None
+        self.node_access: NodeAccess | None = None  # pods/log, exec, portforward, nodes/proxy
         for res in resources:
             self.by_path[(res.group, res.version, res.plural)] = res
             if res.extra.get("virtual"):
@@ -122,6 +124,18 @@ class ResourceHandlers:
             return await self.patch(request, res, target, query)
         if method == "DELETE":
             return await self.delete(request, res, target, query)
+        if method == "POST" and target.subresource in ("exec", "portforward"):
+            # kubectl's SPDY retry after a refused WebSocket: it gets what the WebSocket got
+            access = self._node_access()
+            user = getattr(request.state, "user", None)
+            failed = access.failed_upgrades.recall(user.name if user else "", request.url.path, request.url.query)
+            if failed is not None:
+                raise failed
+            await access.check_stream(target.namespace, target.name, target.subresource, request.query_params)
+            raise errors.bad_request(
+                f"pods/{target.subresource} is served over WebSocket only (kubectl 1.31 or newer); "
+                "this server does not upgrade to SPDY"
+            )
         if method == "POST" and target.subresource in ("binding", "eviction"):
             return await self.action(request, res, target, query)
         if method == "POST" and target.subresource == "token" and self.token_requests is not None:
@@ -160,18 +174,22 @@ class ResourceHandlers:
             )
         return obj
 
+    def _node_access(self) -> NodeAccess:
+        if self.node_access is None:
+            raise errors.unavailable("this apiserver does not reach kubelets")
+        return self.node_access
+
     # -- verbs ------------------------------------------------------------------------------
 
     async def get(self, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
         assert target.name is not None
         registry = self.registries[res]
         if target.subresource == "log":
-            obj = await registry.get(target.namespace, target.name)
-            raise errors.bad_request(
-                f'pod "{target.name}" has no logs to serve: no kubelet serves this cluster\'s pods yet'
-                if not (obj.get("spec") or {}).get("nodeName")
-                else f'the kubelet of node "{obj["spec"]["nodeName"]}" does not serve logs yet'
-            )
+            return await self._node_access().pod_log(target.namespace, target.name, request.query_params)
+        if target.subresource == "proxy" and res.plural == "nodes":
+            return await self._node_access().node_proxy(target.name, target.subpath, request.url.query)
+        if target.subresource in ("exec", "portforward"):
+            raise errors.bad_request("Upgrade request required")  # kube's answer to a plain GET
         obj = await registry.get(target.namespace, target.name)
         if target.subresource == "scale":
             return _answer(request, subresources.scale_of(res, obj))

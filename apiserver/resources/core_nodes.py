@@ -104,7 +104,7 @@ RESOURCE = ResourceDef(
     singular="node",
     namespaced=False,
     short_names=("no",),
-    subresources=(Subresource("status", "Node"),),
+    subresources=(Subresource("proxy", "NodeProxyOptions", verbs=("get",)), Subresource("status", "Node")),
     status_subresource=True,
     bumps_generation=False,
     default=default,

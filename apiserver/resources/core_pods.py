@@ -235,7 +235,9 @@ RESOURCE = ResourceDef(
     subresources=(
         Subresource("binding", "Binding", verbs=("create",)),
         Subresource("eviction", "Eviction", group="policy", version="v1", verbs=("create",)),
+        Subresource("exec", "PodExecOptions", verbs=("create", "get")),
         Subresource("log", "Pod", verbs=("get",)),
+        Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get")),
         Subresource("status", "Pod"),
     ),
     status_subresource=True,

@@ -71,7 +71,14 @@ def test_two_kubelets_run_a_deployment_and_down_leaves_nothing(cluster: Apiserve
                     "metadata": {"labels": {"app": "sleepers"}},
                     "spec": {
                         "terminationGracePeriodSeconds": 2,
-                        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "300"]}],
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "busybox",
+                                "command": ["sh", "-c", "echo up on $NODE; exec sleep 300"],
+                                "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                            }
+                        ],
                     },
                 },
             },
@@ -85,6 +92,11 @@ def test_two_kubelets_run_a_deployment_and_down_leaves_nothing(cluster: Apiserve
 
         pods = until("3 pods Running", running_pods)
         assert {p["spec"]["nodeName"] for p in pods} == {"node-1", "node-2"}  # spread over both nodes
+    # every kubelet `up` started serves logs and exec to the apiserver
+    for p in pods:
+        name, node = p["metadata"]["name"], p["spec"]["nodeName"]
+        until(f"{name}'s log", lambda name=name, node=node: cluster.ok("logs", name) == f"up on {node}\n")
+        assert cluster.ok("exec", name, "--", "sh", "-c", "echo $NODE") == f"{node}\n"
     assert processes_under(cluster.data_dir)  # the kubelets and the shims name the data dir
     containers = [
         int(orjson.loads(state.read_bytes())["pid"])

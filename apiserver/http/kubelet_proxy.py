@@ -1,0 +1,293 @@
+"""The apiserver's way to a kubelet: `pods/log`, `pods/exec`, `pods/portforward` and `nodes/proxy`.
+
+The kubelet is found through its Node (the InternalIP in `status.addresses`, the port in
+`status.daemonEndpoints.kubeletEndpoint`) and reached over HTTPS as
+`kube-apiserver-kubelet-client` (a client certificate the kubelet trusts), its serving
+certificate checked against the kubelet CA.  Logs and node proxy requests are streamed through;
+exec and port-forward are WebSocket sessions relayed message by message, the subprotocol the
+kubelet chose passed back to the client, so the apiserver needs no part of their protocols.
+A kubelet's error (its status and text) reaches the client as a `Status` with that code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+from starlette.responses import Response, StreamingResponse
+
+from apiserver import errors
+from apiserver.resources import pod_log_options
+
+log = logging.getLogger("raftkube.apiserver.kubelet")
+Obj = dict[str, Any]
+CONNECT_TIMEOUT_S = 5.0
+KUBELET_ERROR_HEADER = "Kubelet-Error"
+MAX_MESSAGE = 1 << 20
+_REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 503: "ServiceUnavailable"}
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletTarget:
+    host: str
+    port: int
+
+    def url(self, path: str, query: str = "") -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{host}:{self.port}{path}" + (f"?{query}" if query else "")
+
+
+def kubelet_of(node: Mapping[str, Any]) -> KubeletTarget:
+    """Where a Node's kubelet listens; 400 as kube says it when the Node does not tell."""
+    status = node.get("status") or {}
+    name = (node.get("metadata") or {}).get("name")
+    addresses = [a for a in status.get("addresses") or () if isinstance(a, dict)]
+    for kind in ("InternalIP", "ExternalIP", "Hostname"):
+        found = next((a.get("address") for a in addresses if a.get("type") == kind and a.get("address")), None)
+        if isinstance(found, str):
+            break
+    else:
+        raise errors.bad_request(f'node "{name}": no preferred addresses found; known addresses: {addresses}')
+    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        raise errors.bad_request(f'node "{name}": its kubelet port is not known (status.daemonEndpoints)')
+    return KubeletTarget(found, port)
+
+
+def container_of(pod: Mapping[str, Any], wanted: str) -> str:
+    """The container a log or exec request means: the one named, or the pod's only one."""
+    spec = pod.get("spec") or {}
+    name = (pod.get("metadata") or {}).get("name")
+    names = [c.get("name") for c in spec.get("containers") or () if isinstance(c, dict)]
+    init = [c.get("name") for c in spec.get("initContainers") or () if isinstance(c, dict)]
+    if not wanted:
+        if len(names) == 1:
+            return str(names[0])
+        message = f"a container name must be specified for pod {name}, choose one of: [{' '.join(map(str, names))}]"
+        if init:
+            message += f" or one of the init containers: [{' '.join(map(str, init))}]"
+        raise errors.bad_request(message)
+    if wanted not in names and wanted not in init:
+        raise errors.bad_request(f"container {wanted} is not valid for pod {name}")
+    return wanted
+
+
+def node_of(pod: Mapping[str, Any]) -> str:
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node:
+        raise errors.bad_request(f"pod {(pod.get('metadata') or {}).get('name')} does not have a host assigned")
+    return str(node)
+
+
+def _error(status: int, text: str) -> errors.StatusError:
+    code = status if 400 <= status < 600 else 502
+    return errors.StatusError(
+        code, _REASONS.get(code, "InternalError"), text.strip() or f"the kubelet answered {status}"
+    )
+
+
+class KubeletClient:
+    """One pooled HTTPS session to every kubelet."""
+
+    def __init__(self, tls: ssl.SSLContext | None) -> None:
+        self.tls = tls
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self.tls is None:
+            raise errors.unavailable("this apiserver has no kubelet client credentials (--kubelet-client-certificate)")
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self.tls, limit=256),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def stream(self, url: str) -> tuple[str, AsyncIterator[bytes]]:
+        """GET `url`: (its content type, its body in chunks as they come); a kubelet error
+        raises its StatusError."""
+        try:
+            response = await self._client().get(url)
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise errors.unavailable(f"cannot reach the kubelet at {url.split('?', maxsplit=1)[0]}: {e}") from None
+        if response.status >= 300:
+            text = (await response.content.read(4096)).decode(errors="replace")
+            response.release()
+            raise _error(response.status, text)
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in response.content.iter_any():
+                    yield chunk
+            except (aiohttp.ClientError, OSError):
+                return
+            finally:
+                response.release()
+
+        return response.headers.get("Content-Type", "text/plain"), body()
+
+    async def websocket(self, url: str, protocols: list[str]) -> aiohttp.ClientWebSocketResponse:
+        """A WebSocket to the kubelet offering the client's subprotocols; a refusal raises the
+        kubelet's StatusError."""
+        try:
+            return await self._client().ws_connect(
+                url, protocols=protocols, max_msg_size=MAX_MESSAGE, autoping=True, autoclose=True
+            )
+        except aiohttp.WSServerHandshakeError as e:
+            why = (e.headers.get(KUBELET_ERROR_HEADER) if e.headers else None) or e.message  # our kubelet says why
+            raise _error(e.status, why) from None
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise errors.unavailable(f"cannot reach the kubelet at {url.split('?', maxsplit=1)[0]}: {e}") from None
+
+
+def log_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: Mapping[str, str]) -> str:
+    """The kubelet URL of `pods/log` with these query parameters (checked: 400 names the bad one)."""
+    try:
+        options = pod_log_options.parse(query)
+    except ValueError as e:
+        raise errors.bad_request(str(e)) from None
+    meta = pod.get("metadata") or {}
+    container = container_of(pod, options.container)
+    path = "/containerLogs/" + "/".join(
+        quote(str(p), safe="") for p in (meta.get("namespace"), meta.get("name"), container)
+    )
+    return kubelet.url(path, options.query())
+
+
+def exec_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> str:
+    meta = pod.get("metadata") or {}
+    wanted = next((v for k, v in query if k == "container"), "")
+    container = container_of(pod, wanted)
+    passed = [(k, v) for k, v in query if k in ("command", "stdin", "stdout", "stderr", "tty")]
+    path = "/exec/" + "/".join(quote(str(p), safe="") for p in (meta.get("namespace"), meta.get("name"), container))
+    return kubelet.url(path, urlencode(passed))
+
+
+def port_forward_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> str:
+    meta = pod.get("metadata") or {}
+    passed = [(k, v) for k, v in query if k == "ports"]
+    path = "/portForward/" + "/".join(quote(str(p), safe="") for p in (meta.get("namespace"), meta.get("name")))
+    return kubelet.url(path, urlencode(passed))
+
+
+async def relay(client: Any, kubelet: aiohttp.ClientWebSocketResponse) -> None:
+    """Messages both ways until either side closes; then the other is closed too.  `client`
+    is the Starlette WebSocket, already accepted."""
+
+    async def up() -> None:
+        while True:
+            message = await client.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message.get("bytes") is not None:
+                await kubelet.send_bytes(message["bytes"])
+            elif message.get("text") is not None:
+                await kubelet.send_str(message["text"])
+
+    async def down() -> None:
+        async for msg in kubelet:
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                await client.send_bytes(msg.data)
+            elif msg.type == aiohttp.WSMsgType.TEXT:
+                await client.send_text(msg.data)
+            else:
+                return
+
+    tasks = [asyncio.create_task(up()), asyncio.create_task(down())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await kubelet.close()
+        with contextlib.suppress(Exception):
+            await client.close()
+
+
+Getter = Callable[[str | None, str], Awaitable[Obj]]  # (namespace, name) -> the object, or 404
+FAILED_UPGRADE_TTL_S = 10.0
+FAILED_UPGRADES_KEPT = 1024
+
+
+class FailedUpgrades:
+    """Why recent WebSocket upgrades failed, for the SPDY retry that follows each one.
+
+    kubectl retries a refused exec or port-forward WebSocket with an SPDY POST to the same URL
+    and shows the user only the retry's error.  We do not speak SPDY, so the retry gets the
+    refusal the WebSocket got (the kubelet's "container is not running", a 403) instead of a
+    word about protocols.  Bounded in count and time."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._errors: OrderedDict[tuple[str, str, str], tuple[float, errors.StatusError]] = OrderedDict()
+
+    def remember(self, user: str, path: str, query: str, error: errors.StatusError) -> None:
+        self._errors[(user, path, query)] = (self.clock() + FAILED_UPGRADE_TTL_S, error)
+        self._errors.move_to_end((user, path, query))
+        while len(self._errors) > FAILED_UPGRADES_KEPT:
+            self._errors.popitem(last=False)
+
+    def recall(self, user: str, path: str, query: str) -> errors.StatusError | None:
+        found = self._errors.pop((user, path, query), None)
+        return found[1] if found is not None and found[0] > self.clock() else None
+
+
+class NodeAccess:
+    """The requests that end on a kubelet, given how to read pods and nodes."""
+
+    def __init__(
+        self, client: KubeletClient, get_pod: Getter, get_node: Getter, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.client = client
+        self.get_pod = get_pod
+        self.get_node = get_node
+        self.failed_upgrades = FailedUpgrades(clock)
+
+    async def _pod_and_kubelet(self, namespace: str | None, name: str) -> tuple[Obj, KubeletTarget]:
+        pod = await self.get_pod(namespace, name)
+        node = await self.get_node(None, node_of(pod))
+        return pod, kubelet_of(node)
+
+    async def pod_log(self, namespace: str | None, name: str, query: Mapping[str, str]) -> Response:
+        pod = await self.get_pod(namespace, name)
+        if not (pod.get("spec") or {}).get("nodeName"):
+            log_url(KubeletTarget("", 1), pod, query)  # the options and the container are still checked
+            return Response(status_code=204)  # kube's answer: no node, nothing logged yet
+        kubelet = kubelet_of(await self.get_node(None, node_of(pod)))
+        content_type, body = await self.client.stream(log_url(kubelet, pod, query))
+        return StreamingResponse(body, media_type=content_type if content_type.startswith("text/") else "text/plain")
+
+    async def node_proxy(self, name: str, path: str, query: str) -> StreamingResponse:
+        kubelet = kubelet_of(await self.get_node(None, name))
+        content_type, body = await self.client.stream(kubelet.url("/" + path.lstrip("/"), query))
+        return StreamingResponse(body, media_type=content_type)
+
+    async def check_stream(self, namespace: str | None, name: str, subresource: str, query: Mapping[str, str]) -> None:
+        """The checks of an exec or port-forward request, without opening it."""
+        pod, _ = await self._pod_and_kubelet(namespace, name)
+        if subresource == "exec":
+            container_of(pod, query.get("container") or "")
+
+    async def pod_stream(
+        self, namespace: str | None, name: str, subresource: str, query: list[tuple[str, str]], protocols: list[str]
+    ) -> aiohttp.ClientWebSocketResponse:
+        """The kubelet's side of an exec or port-forward session, opened."""
+        pod, kubelet = await self._pod_and_kubelet(namespace, name)
+        url = exec_url(kubelet, pod, query) if subresource == "exec" else port_forward_url(kubelet, pod, query)
+        return await self.client.websocket(url, protocols)

@@ -1,0 +1,267 @@
+"""Reaching into pods through the apiserver and a kubelet process's HTTPS API, with real kubectl:
+`kubectl logs` (follow, tail, timestamps, previous), `kubectl exec` (output, stderr, exit
+codes, stdin, a terminal with its size), `kubectl port-forward` to an HTTP server in the pod;
+and who may not: no client certificate, another component's, a user bound only to `view`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from apiserver.pki import ApiserverPKI, component_kubeconfig, user_kubeconfig
+from components.kubelet import channels
+from store import pki
+from store.launcher import free_ports
+from tests.apiserver.kubectl_support import finish, kubectl_running
+from tests.apiserver.support import ApiserverUnderTest, kubectl_binary
+
+NODE = "na-1"
+POD = "na-pod"
+WAIT_S = 30.0
+# files from the working dir, and POST answers how many bytes it read
+WEB_SERVER = """
+import http.server, sys
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        out = str(len(body)).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def until(what: str, check: Any, wait: float = WAIT_S) -> Any:
+    deadline = time.monotonic() + wait
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not within {wait:.0f} s: {what}"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def node(cluster: ApiserverUnderTest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A kubelet process serving HTTPS, and a pod on it: `web` serves HTTP on a free port,
+    `counter` prints three lines and ends."""
+    root = tmp_path_factory.mktemp("node-access")
+    creds = ApiserverPKI.of(cluster.data_dir)
+    serving = creds.kubelet_serving(NODE, "127.0.0.1")
+    kubelet_port, web_port = free_ports(2)
+    argv = [sys.executable, "-m", "components.cli", "kubelet"]
+    argv += ["--kubeconfig", str(component_kubeconfig(cluster.data_dir, f"kubelet:{NODE}"))]
+    argv += ["--node-name", NODE, "--root-dir", str(root / "kubelet"), "--port", str(kubelet_port)]
+    argv += ["--tls-cert-file", str(serving.cert), "--tls-private-key-file", str(serving.key)]
+    argv += ["--client-ca-file", str(creds.ca)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": POD},
+        "spec": {
+            "nodeName": NODE,
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "web",
+                    "image": "python:3",
+                    "command": [sys.executable, "-c", WEB_SERVER, str(web_port)],
+                    "workingDir": str(root),
+                    "env": [{"name": "MARK", "value": "from-the-pod-spec"}],
+                },
+                {
+                    "name": "counter",
+                    "image": "busybox",
+                    "command": ["sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.3; done"],
+                },
+            ],
+        },
+    }
+    (root / "index.html").write_text("hello through port-forward\n")
+    (root / "big.bin").write_bytes(bytes(range(256)) * 1200)
+    try:
+        cluster.ok("apply", "-f", "-", stdin=json.dumps(pod))
+
+        def web_serving() -> bool:
+            with socket.socket() as s:
+                s.settimeout(1.0)
+                return s.connect_ex(("127.0.0.1", web_port)) == 0
+
+        until("the web container listening", web_serving)
+        yield {"kubelet_port": kubelet_port, "web_port": web_port, "root": root, "proc": proc}
+    finally:
+        cluster.kubectl("delete", "pod", POD, "--wait=false")
+        until("the pod's deletion confirmed", lambda: cluster.kubectl("get", "pod", POD).returncode != 0)
+        proc.terminate()
+        proc.communicate(timeout=15)
+        cluster.kubectl("delete", "node", NODE)
+
+
+def test_logs(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    # -f follows the container until it ends, then kubectl exits
+    assert cluster.ok("logs", POD, "-c", "counter", "-f", timeout=30) == "line 1\nline 2\nline 3\n"
+    assert cluster.ok("logs", POD, "-c", "counter", "--tail", "1") == "line 3\n"
+    stamped = cluster.ok("logs", POD, "-c", "counter", "--timestamps").splitlines()
+    assert [re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z line \d$", line) is not None for line in stamped] == [
+        True
+    ] * 3
+    assert cluster.ok("logs", POD, "-c", "counter", "--since", "1h").count("line") == 3
+    assert cluster.ok("logs", POD, "-c", "counter", "--limit-bytes", "8") == "line 1\nl"
+    # without -c kubectl picks the first container and says so
+    defaulted = cluster.kubectl("logs", POD)
+    assert defaulted.returncode == 0 and 'Defaulted container "web"' in defaulted.stderr
+    previous = cluster.kubectl("logs", POD, "-c", "counter", "--previous")
+    assert previous.returncode == 1
+    assert f'previous terminated container "counter" in pod "{POD}" not found' in previous.stderr
+
+
+def test_logs_of_the_http_server_show_the_requests_it_served(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{node['web_port']}/index.html", timeout=5) as r:
+        assert r.status == 200
+
+    def logged() -> bool:
+        return '"GET /index.html HTTP/1.1" 200' in cluster.ok("logs", POD, "-c", "web")
+
+    until("the request in the web container's log", logged)
+
+
+def test_exec(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    run = cluster.kubectl("exec", POD, "-c", "web", "--", "sh", "-c", "echo out; echo err >&2; echo $MARK; pwd; exit 3")
+    assert run.returncode == 3
+    assert run.stdout == f"out\nfrom-the-pod-spec\n{node['root']}\n"  # the container's env and working dir
+    assert "err" in run.stderr and "command terminated with exit code 3" in run.stderr
+    status = cluster.ok("exec", POD, "-c", "web", "--", "cat", "/proc/self/status")
+    assert re.search(r"^Pid:\s+\d+$", status, re.M)
+    echoed = cluster.kubectl("exec", "-i", POD, "-c", "web", "--", "cat", stdin="hello\nworld\n")
+    assert (echoed.returncode, echoed.stdout) == (0, "hello\nworld\n")  # stdin's end reached cat (v5 close)
+    big = "x" * 300_000 + "\n"
+    assert cluster.ok("exec", "-i", POD, "-c", "web", "--", "wc", "-c", stdin=big).strip() == str(len(big))
+    missing = cluster.kubectl("exec", POD, "-c", "web", "--", "no-such-command")
+    assert missing.returncode == 1 and 'exec: "no-such-command": executable file not found' in missing.stderr
+
+
+def test_exec_refusals(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    bogus = cluster.kubectl("exec", POD, "-c", "bogus", "--", "true")
+    assert bogus.returncode == 1 and f"container bogus is not valid for pod {POD}" in bogus.stderr
+    until("the counter to end", lambda: "Terminated" in cluster.ok("describe", "pod", POD))
+    ended = cluster.kubectl("exec", POD, "-c", "counter", "--", "true")
+    assert ended.returncode == 1 and 'container "counter" is not running' in ended.stderr
+    gone = cluster.kubectl("exec", "no-such-pod", "--", "true")
+    assert gone.returncode == 1 and 'pods "no-such-pod" not found' in gone.stderr
+
+
+def test_a_terminal_with_its_size(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    """`kubectl exec -it`, as its WebSocket client speaks it (kubectl needs a real terminal)."""
+
+    async def go() -> bytes:
+        url = cluster.url.replace("https://", "wss://") + f"/api/v1/namespaces/default/pods/{POD}/exec"
+        query = [("command", "sh"), ("container", "web"), ("stdin", "true"), ("stdout", "true"), ("tty", "true")]
+        headers = {"Authorization": f"Bearer {cluster.token}"}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                url, params=query, protocols=[channels.V5], headers=headers, ssl=cluster.ssl_context()
+            ) as ws,
+        ):
+            assert ws.protocol == channels.V5
+            await ws.send_bytes(channels.frame(channels.RESIZE, b'{"Width":101,"Height":33}\n'))
+            await ws.send_bytes(channels.frame(channels.STDIN, b"tty; stty size; exit 7\n"))
+            out, outcome = b"", b""
+            async with asyncio.timeout(20):
+                async for msg in ws:
+                    assert msg.type == aiohttp.WSMsgType.BINARY
+                    stream, data = msg.data[0], msg.data[1:]
+                    assert stream in (channels.STDOUT, channels.ERROR)  # a terminal has one output
+                    if stream == channels.STDOUT:
+                        out += data
+                    else:
+                        outcome += data
+            assert json.loads(outcome)["details"]["causes"] == [{"reason": "ExitCode", "message": "7"}]
+        await asyncio.sleep(0.25)  # the TLS transport's close completes (aiohttp's advice)
+        return out
+
+    out = asyncio.run(go())
+    assert re.search(rb"/dev/pts/\d+", out) and b"33 101" in out
+
+
+def test_port_forward(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    [local] = free_ports(1)
+    with kubectl_running(cluster, "port-forward", f"pod/{POD}", f"{local}:{node['web_port']}", minor=33) as reader:
+        reader.wait_for(f"Forwarding from 127.0.0.1:{local}")
+        for _ in range(3):  # each request is its own connection: its own pair of streams
+            with urllib.request.urlopen(f"http://127.0.0.1:{local}/index.html", timeout=10) as r:
+                assert r.status == 200 and r.read() == b"hello through port-forward\n"
+        # more than SPDY's 64 KiB window, each way
+        with urllib.request.urlopen(f"http://127.0.0.1:{local}/big.bin", timeout=10) as r:
+            assert r.read() == (node["root"] / "big.bin").read_bytes()
+        request = urllib.request.Request(f"http://127.0.0.1:{local}/", data=b"y" * 200_000, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as r:
+            assert r.read() == b"200000"
+
+
+def test_port_forward_to_a_closed_port_reports_kubes_error(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    local, closed = free_ports(2)
+    with kubectl_running(cluster, "port-forward", f"pod/{POD}", f"{local}:{closed}", minor=33) as reader:
+        reader.wait_for(f"Forwarding from 127.0.0.1:{local}")
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=10)
+        code, _, err = finish(reader)  # kubectl ends the session on a forwarding error, as against kube
+        assert code != 0 and f"error forwarding port {closed} to pod {POD}" in err
+
+
+def test_the_kubelet_api_takes_only_the_apiserver(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    creds = ApiserverPKI.of(cluster.data_dir)
+    url = f"https://127.0.0.1:{node['kubelet_port']}/pods"
+
+    def get(ctx: ssl.SSLContext) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(url, context=ctx, timeout=5) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+        get(pki.client_context(creds.ca))  # no client certificate: the handshake fails
+    scheduler = creds.component_cert("scheduler")
+    code, body = get(pki.client_context(creds.ca, scheduler.cert, scheduler.key))
+    assert code == 403 and b'user "system:kube-scheduler" may not call the kubelet API' in body
+    apiserver = creds.kubelet_client()
+    code, body = get(pki.client_context(creds.ca, apiserver.cert, apiserver.key))
+    assert code == 200 and [p["metadata"]["name"] for p in json.loads(body)["items"]] == [POD]
+
+
+def test_a_viewer_may_read_logs_but_not_exec(cluster: ApiserverUnderTest, node: dict[str, Any], tmp_path: Path) -> None:
+    config = user_kubeconfig(cluster.data_dir, "na-viewer", out=tmp_path / "viewer.kubeconfig")
+    cluster.ok("create", "rolebinding", "na-viewer", "--clusterrole", "view", "--user", "na-viewer")
+    try:
+        base = [str(kubectl_binary(33)), "--kubeconfig", str(config)]
+
+        def as_viewer(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*base, *args], capture_output=True, text=True, timeout=30, check=False)
+
+        until("the binding in effect", lambda: as_viewer("logs", POD, "-c", "counter").returncode == 0)
+        denied = as_viewer("exec", POD, "-c", "web", "--", "true")
+        assert denied.returncode == 1
+        assert 'User "na-viewer" cannot create resource "pods/exec"' in denied.stderr
+        forward = as_viewer("port-forward", f"pod/{POD}", f"{free_ports(1)[0]}:{node['web_port']}")
+        assert forward.returncode == 1 and 'cannot create resource "pods/portforward"' in forward.stderr
+    finally:
+        cluster.kubectl("delete", "rolebinding", "na-viewer")
