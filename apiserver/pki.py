@@ -60,6 +60,7 @@ KUBELET_PREFIX = "kubelet:"
 NODES_GROUP = "system:nodes"
 DEFAULT_NODES = ("node-1", "node-2", "node-3")
 KUBELET_CLIENT = "apiserver-kubelet-client"
+HOLLOW_NODES = "hollow-nodes"
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _MAX_NODE_NAME = 64 - len("kubelet-")  # the certificate's file stem is kubelet-<node>
@@ -82,6 +83,10 @@ def component_identity(component: str) -> Identity:
         return Identity("kube-controller-manager", "system:kube-controller-manager")
     if component == ADMIN:
         return Identity(ADMIN, ADMIN, (ADMIN_GROUP,))
+    if component == HOLLOW_NODES:
+        # it impersonates each hollow node's system:node identity; impersonating any user is
+        # as strong as system:masters, so it is said plainly
+        return Identity(HOLLOW_NODES, "raftkube:hollow-nodes", (ADMIN_GROUP,))
     if component.startswith(KUBELET_PREFIX):
         node = component[len(KUBELET_PREFIX) :]
         if not _NODE_NAME.fullmatch(node) or len(node) > _MAX_NODE_NAME:
@@ -90,7 +95,8 @@ def component_identity(component: str) -> Identity:
             )
         return Identity(f"kubelet-{node}", f"system:node:{node}", (NODES_GROUP,))
     raise ValueError(
-        f"unknown component {component!r}: {SCHEDULER}, {CONTROLLER_MANAGER}, {ADMIN} or {KUBELET_PREFIX}<node>"
+        f"unknown component {component!r}: {SCHEDULER}, {CONTROLLER_MANAGER}, {ADMIN}, {HOLLOW_NODES}"
+        f" or {KUBELET_PREFIX}<node>"
     )
 
 
@@ -270,7 +276,7 @@ def user_kubeconfig(data_dir: Path, name: str, groups: tuple[str, ...] = (), *, 
 
 def write_component_kubeconfigs(data_dir: Path, server: str, nodes: tuple[str, ...] = DEFAULT_NODES) -> list[Path]:
     """Every component's kubeconfig for `server` (what `raftkube up` writes)."""
-    components = [ADMIN, SCHEDULER, CONTROLLER_MANAGER, *(f"{KUBELET_PREFIX}{n}" for n in nodes)]
+    components = [ADMIN, SCHEDULER, CONTROLLER_MANAGER, HOLLOW_NODES, *(f"{KUBELET_PREFIX}{n}" for n in nodes)]
     return [component_kubeconfig(data_dir, c, server=server) for c in components]
 
 

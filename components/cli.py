@@ -16,6 +16,7 @@ from bench.apiserver import cli as apiserver_bench
 from bench.scheduler import cli as scheduler_bench
 from bench.store import cli as store_bench
 from components import cluster_cli, controller_manager, user_cli
+from components.kubelet import hollow
 from components.kubelet import main as kubelet_main
 from components.scheduler import main as scheduler_main
 from store.chaos import cli as chaos_cli
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     controller_manager.register(sub)
     scheduler_main.register(sub)
     kubelet_main.register(sub)
+    hollow.register(sub)
     user_cli.register(sub)
     store_cli.register(sub)
     apiserver_cli.register(sub)

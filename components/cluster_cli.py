@@ -15,6 +15,7 @@ valid across restarts; `--port` changes them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
-from components.kubelet.config import MAX_KUBELETS, KubeletSettings, load_kubelet_settings
+from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
 from components.kubelet.process_runtime import ProcessRuntime
 from components.launcher import LocalComponent, local_kubelets
 from store import pki
@@ -32,6 +33,7 @@ from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
 from store.launcher import LauncherError, LocalCluster, free_ports
 
 UP_COMPONENTS = ("controller-manager", "scheduler")
+HOLLOW = "hollow-nodes"
 COMPONENT_START_TIMEOUT_S = 30.0
 
 
@@ -45,6 +47,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--free-ports", action="store_true", help="pick free ports for a new cluster and its apiserver")
     up.add_argument(
         "--kubelets", type=int, help=f"local nodes to run, 0-{MAX_KUBELETS} (cluster.toml [kubelets] count)"
+    )
+    up.add_argument(
+        "--hollow-nodes", type=int, help=f"hollow nodes to run, 0-{MAX_HOLLOW} (cluster.toml [kubelets] hollow)"
     )
     up.set_defaults(run=cmd_up)
     down = sub.add_parser("down", help="stop the apiserver, then the store")
@@ -220,13 +225,18 @@ def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:
     if args.kubelets is not None:
         if not 0 <= args.kubelets <= MAX_KUBELETS:
             raise UsageError(f"--kubelets must be from 0 to {MAX_KUBELETS}, got {args.kubelets}")
-        k = KubeletSettings(count=args.kubelets, capacity=k.capacity, system_reserved=k.system_reserved)
+        k = dataclasses.replace(k, count=args.kubelets)
+    if args.hollow_nodes is not None:
+        if not 0 <= args.hollow_nodes <= MAX_HOLLOW:
+            raise UsageError(f"--hollow-nodes must be from 0 to {MAX_HOLLOW}, got {args.hollow_nodes}")
+        k = dataclasses.replace(k, hollow=args.hollow_nodes)
     return k
 
 
 def _components(data_dir: Path) -> list[LocalComponent]:
-    """The controller-manager, the scheduler, and every kubelet started here once."""
-    return [LocalComponent(data_dir, name) for name in UP_COMPONENTS] + local_kubelets(data_dir)
+    """The controller-manager, the scheduler, the hollow nodes and every kubelet started here once."""
+    hollow = [LocalComponent(data_dir, HOLLOW)] if (Path(data_dir) / HOLLOW).is_dir() else []
+    return [LocalComponent(data_dir, name) for name in UP_COMPONENTS] + hollow + local_kubelets(data_dir)
 
 
 def _stop_containers(components: list[LocalComponent]) -> None:
@@ -241,6 +251,8 @@ def _start_components(data_dir: Path, kubelets: KubeletSettings) -> list[LocalCo
     size = ("--capacity", kubelets.capacity, "--system-reserved", kubelets.system_reserved)
     components = [LocalComponent(data_dir, name) for name in UP_COMPONENTS]
     components += [LocalComponent(data_dir, f"kubelet-{node}", size) for node in kubelets.nodes()]
+    if kubelets.hollow:
+        components.append(LocalComponent(data_dir, HOLLOW, ("--count", str(kubelets.hollow), *size)))
     for c in components:
         if c.pid() is None:
             c.start()

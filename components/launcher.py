@@ -23,7 +23,7 @@ from apiserver.pki import ApiserverPKI
 from store import disk
 from store.launcher import LauncherError, free_ports, read_pid, spawn, stop_process
 
-COMPONENTS = ("controller-manager", "scheduler")
+COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes")
 KUBELET = re.compile(r"^kubelet-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
 PID_FILE = "pid"
 HEALTH_FILE = "health.json"

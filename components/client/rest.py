@@ -9,6 +9,7 @@ newline-delimited JSON streams cut into events here, with a bound on one event's
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -155,12 +156,22 @@ class RestClient:
         ssl_ctx = config.ssl_context() if config.server.startswith("https://") else None
         connector = aiohttp.TCPConnector(limit=max_connections, ssl=ssl_ctx if ssl_ctx is not None else False)
         self._server_hostname = config.tls_server_name
+        self._impersonation: tuple[tuple[str, str], ...] = ()
         self._session = aiohttp.ClientSession(
             base_url=config.server,
             headers=headers,
             connector=connector,
             json_serialize=lambda o: orjson.dumps(o).decode(),
         )
+
+    def impersonating(self, user: str, groups: tuple[str, ...] = ()) -> RestClient:
+        """This client's connections, its requests made as `user` in `groups` (kube's
+        Impersonate-User/-Group headers; this client's identity needs the `impersonate` verb).
+        Many identities share one pool: hollow nodes are each `system:node:<name>` this way.
+        Close only the original."""
+        clone = copy.copy(self)
+        clone._impersonation = (("Impersonate-User", user), *(("Impersonate-Group", g) for g in groups))
+        return clone
 
     async def close(self) -> None:
         await self._session.close()
@@ -188,7 +199,9 @@ class RestClient:
     ) -> Any:
         """The decoded JSON answer (None for an empty one); ApiError / TransportError otherwise."""
         data = None if body is None else body if isinstance(body, bytes) else orjson.dumps(body)
-        headers = {"Content-Type": content_type} if data is not None else None
+        headers: list[tuple[str, str]] | None = [("Content-Type", content_type)] if data is not None else None
+        if self._impersonation:
+            headers = [*(headers or ()), *self._impersonation]
         kwargs: dict[str, Any] = {}
         if self._server_hostname:
             kwargs["server_hostname"] = self._server_hostname
@@ -246,7 +259,8 @@ class RestClient:
             kwargs["server_hostname"] = self._server_hostname
         timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout)
         try:
-            async with self._session.get(path, params=query, timeout=timeout, **kwargs) as resp:
+            headers = list(self._impersonation) or None
+            async with self._session.get(path, params=query, timeout=timeout, headers=headers, **kwargs) as resp:
                 if resp.status >= 300:
                     raw = await _read_bounded(resp, MAX_EVENT_BYTES)
                     raise error_from_status(_decode(raw) if raw else None, resp.status)

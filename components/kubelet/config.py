@@ -15,6 +15,7 @@ from store.config import ConfigError
 from store.server.config import SettingError, check_field
 
 MAX_KUBELETS = 10
+MAX_HOLLOW = 5000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +26,8 @@ class KubeletSettings:
     """Each node's capacity, name=quantity pairs."""
     system_reserved: str = ""
     """Capacity kept from pods on each node."""
+    hollow: int = field(default=0, metadata={"max": MAX_HOLLOW})
+    """Hollow nodes (hollow-1 .. hollow-<n>, fake containers) in one `raftkube hollow-nodes` process."""
 
     def nodes(self) -> tuple[str, ...]:
         return tuple(f"node-{i}" for i in range(1, self.count + 1))
@@ -51,6 +54,7 @@ def load_kubelet_settings(path: Path) -> KubeletSettings:
             values[key] = check_field(KubeletSettings, known[key], value, f"{path}: kubelets.{key}")
     except SettingError as e:
         raise ConfigError(str(e)) from None
-    if values.get("count", 0) < 0:
-        raise ConfigError(f"{path}: kubelets.count must be at least 0, got {values['count']}")
+    for key in ("count", "hollow"):
+        if values.get(key, 0) < 0:
+            raise ConfigError(f"{path}: kubelets.{key} must be at least 0, got {values[key]}")
     return KubeletSettings(**values)

@@ -16,16 +16,23 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
-from components.client.rest import AlreadyExistsError, ApiError, NotFoundError, RestClient, TransportError, path_of
-from components.kubelet import nodestatus, prober
+from components.client.rest import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    NotFoundError,
+    RestClient,
+    TransportError,
+    path_of,
+)
+from components.kubelet import nodestatus, podworker, prober
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import Sources, build
 from components.kubelet.podworker import PodWorker
-from components.kubelet.process_runtime import ProcessRuntime
 
 log = logging.getLogger("raftkube.kubelet")
 Obj = dict[str, Any]
@@ -71,18 +78,31 @@ def references(pod: Obj) -> tuple[set[str], set[str]]:
     return maps - {""}, secrets - {""}
 
 
+class Runtime(podworker.Runtime, Protocol):
+    def remove_pod(self, uid: str, namespace: str, pod: str) -> None: ...
+
+
 class Kubelet:
+    """One node.  `bound`: the pods bound to it, when another informer already has them (hollow
+    nodes share one); otherwise the kubelet watches `spec.nodeName=<name>` itself."""
+
     def __init__(
         self,
         client: RestClient,
         config: nodestatus.NodeConfig,
-        runtime: ProcessRuntime,
+        runtime: Runtime,
         clock: Callable[[], float] = time.time,
+        *,
+        bound: Callable[[], list[Obj]] | None = None,
+        sync_period: float = SYNC_PERIOD_S,
     ) -> None:
         self.client = client
         self.config = config
         self.runtime = runtime
         self.clock = clock
+        self.bound = bound
+        self.sync_period = sync_period
+        self._lease: Obj | None = None  # as last written: renewed with one PUT
         self.factory = InformerFactory(client)
         self.workers: dict[str, PodWorker] = {}
         self._posted: dict[str, Obj] = {}  # pod uid -> the status last posted
@@ -118,14 +138,23 @@ class Kubelet:
         name, now = self.config.name, self.clock()
         path = path_of("coordination.k8s.io", "v1", "leases", LEASE_NAMESPACE, name)
         spec = {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_S, "renewTime": micro_time(now)}
+        lease = self._lease
+        if lease is not None:
+            try:
+                self._lease = await self.client.replace(path, {**lease, "spec": {**(lease.get("spec") or {}), **spec}})
+                return
+            except (ConflictError, NotFoundError):
+                self._lease = None  # changed or gone under us: read it again
         try:
             lease = await self.client.get(path)
         except NotFoundError:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name}, "spec": spec}
-            await self.client.create(path_of("coordination.k8s.io", "v1", "leases", LEASE_NAMESPACE), body)
+            self._lease = await self.client.create(
+                path_of("coordination.k8s.io", "v1", "leases", LEASE_NAMESPACE), body
+            )
             return
         lease["spec"] = {**(lease.get("spec") or {}), **spec}
-        await self.client.replace(path, lease)
+        self._lease = await self.client.replace(path, lease)
 
     # -- pods -----------------------------------------------------------------------------------
 
@@ -216,19 +245,27 @@ class Kubelet:
 
     # -- loops ----------------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        await self.register()
-        pods = self.factory.informer(PODS, field_selector=f"spec.nodeName={self.config.name}")
-        wake = lambda *_: self._wake.set()  # noqa: E731
-        pods.add_handler(EventHandler(wake, wake, wake))
-        self.factory.start()
-        await self.factory.wait_for_sync(timeout=30.0)
-        log.info("kubelet %s: registered, %d pods bound", self.config.name, len(pods.indexer.objects()))
+    def wake(self) -> None:
+        """Sync now (a pod bound here changed)."""
+        self._wake.set()
+
+    async def run(self, *, register: bool = True) -> None:
+        if register:
+            await self.register()
+        bound = self.bound
+        if bound is None:
+            pods = self.factory.informer(PODS, field_selector=f"spec.nodeName={self.config.name}")
+            wake = lambda *_: self.wake()  # noqa: E731
+            pods.add_handler(EventHandler(wake, wake, wake))
+            self.factory.start()
+            await self.factory.wait_for_sync(timeout=30.0)
+            bound = pods.indexer.objects
+        log.info("kubelet %s: registered, %d pods bound", self.config.name, len(bound()))
         loops = [self._every(nodestatus.LEASE_RENEW_S, self.renew_lease_once), self._every(10.0, self.node_status_once)]
         tasks = [asyncio.create_task(loop) for loop in loops]
         try:
             while True:
-                current = pods.indexer.objects()
+                current = bound()
                 for pod in current:
                     try:
                         await self.sync_pod(pod)
@@ -237,7 +274,7 @@ class Kubelet:
                 await self.forget_gone({str((p.get("metadata") or {}).get("uid")) for p in current})
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), SYNC_PERIOD_S)
+                    await asyncio.wait_for(self._wake.wait(), self.sync_period)
         finally:
             for t in tasks:
                 t.cancel()

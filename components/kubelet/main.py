@@ -39,7 +39,7 @@ log = logging.getLogger("raftkube.kubelet")
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-def _pairs(text: str, flag: str) -> dict[str, str]:
+def parse_pairs(text: str, flag: str) -> dict[str, str]:
     out = {}
     for item in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = item.partition("=")
@@ -82,8 +82,8 @@ def node_config(args: argparse.Namespace) -> NodeConfig:
         args.node_name,
         args.address,
         args.port,
-        capacity=_pairs(args.capacity, "--capacity"),
-        reserved=_pairs(args.system_reserved, "--system-reserved"),
+        capacity=parse_pairs(args.capacity, "--capacity"),
+        reserved=parse_pairs(args.system_reserved, "--system-reserved"),
     )
     try:
         allocatable(config)

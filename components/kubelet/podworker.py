@@ -20,6 +20,7 @@ from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
 from components.kubelet.envvars import EnvError, Sources, build
+from components.kubelet.fake_runtime import PREFIX as FAKE_PREFIX
 from components.kubelet.podactions import Seen, plan, spec_hash
 from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
@@ -150,21 +151,35 @@ class PodWorker:
             self._waiting[name] = ("CreateContainerConfigError", str(e))
             return
         argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
-        if not argv:
+        if not argv and getattr(self.runtime, "needs_command", True):
             self._waiting[name] = ("CreateContainerError", "the process runtime needs a command (images are not run)")
             return
+        try:
+            attempt = self.runtime.start(
+                str(meta.get("namespace") or "default"),
+                str(meta.get("name") or ""),
+                self.uid,
+                name,
+                argv,
+                {"PATH": "/usr/local/bin:/usr/bin:/bin", **env.values},
+                container.get("workingDir") or None,
+                self._run_meta(container),
+            )
+        except (ValueError, RuntimeError, OSError) as e:  # the runtime could not create it
+            self._waiting[name] = ("CreateContainerError", str(e))
+            return
         self._waiting.pop(name, None)
-        attempt = self.runtime.start(
-            str(meta.get("namespace") or "default"),
-            str(meta.get("name") or ""),
-            self.uid,
-            name,
-            argv,
-            {"PATH": "/usr/local/bin:/usr/bin:/bin", **env.values},
-            container.get("workingDir") or None,
-            {"hash": spec_hash(container), "image": container.get("image") or ""},
-        )
         self._probing[name] = _Probing(attempt, probe_state)
+
+    def _run_meta(self, container: Obj) -> dict[str, Any]:
+        """What the runtime keeps with a run: the spec's hash, the image, and the fake runtime's
+        annotations when the pod has any."""
+        meta: dict[str, Any] = {"hash": spec_hash(container), "image": container.get("image") or ""}
+        annotations = (self.pod.get("metadata") or {}).get("annotations") or {}
+        fake = {k: v for k, v in annotations.items() if isinstance(k, str) and k.startswith(FAKE_PREFIX)}
+        if fake:
+            meta["annotations"] = fake
+        return meta
 
     # -- probes ---------------------------------------------------------------------------------
 

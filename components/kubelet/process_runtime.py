@@ -67,6 +67,8 @@ def _alive(pid: int) -> bool:
 
 
 class ProcessRuntime:
+    needs_command = True  # images are not run: a container is its command
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self._stopping: dict[str, tuple[float, int]] = {}  # run dir -> (kill deadline, shim pid)

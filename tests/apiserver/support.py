@@ -112,11 +112,12 @@ def _fast_config(tmp: Path) -> Path:
 
 @contextlib.contextmanager
 def running_apiserver(
-    tmp: Path, backend: str, *, components: bool = False, kubelets: int = 0
+    tmp: Path, backend: str, *, components: bool = False, kubelets: int = 0, hollow: int = 0
 ) -> Iterator[ApiserverUnderTest]:
     """`components`: keep the controller-manager and scheduler `up` starts (by default they are
     stopped: tests of the apiserver, and of controllers run in-process, want no other writer).
-    `kubelets`: how many local nodes `up` runs (none by default: a test's nodes are its own)."""
+    `kubelets`: how many local nodes `up` runs (none by default: a test's nodes are its own);
+    `hollow`: how many hollow nodes."""
     data_dir = tmp / "rk"
     cache = tmp / "kube-cache"
     if backend == "raftkube":
@@ -131,6 +132,8 @@ def running_apiserver(
                 str(_fast_config(tmp)),
                 "--kubelets",
                 str(kubelets),
+                "--hollow-nodes",
+                str(hollow),
                 timeout=120,
             )
             assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -141,7 +144,7 @@ def running_apiserver(
             assert endpoint is not None
             yield ApiserverUnderTest(backend, data_dir, endpoint.url, cache)
         finally:
-            if kubelets:
+            if kubelets or hollow:
                 raftkube("down", "--data-dir", str(data_dir), timeout=60)  # kubelets and their containers too
             for name in COMPONENTS:
                 LocalComponent(data_dir, name).stop(timeout=5)

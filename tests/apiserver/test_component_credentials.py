@@ -89,6 +89,7 @@ def test_up_writes_every_component(tmp_path: Path) -> None:
         "admin.kubeconfig",
         "scheduler.kubeconfig",
         "controller-manager.kubeconfig",
+        "hollow-nodes.kubeconfig",
         *(f"kubelet-{n}.kubeconfig" for n in DEFAULT_NODES),
     ]
     # distinct keys: no component can pass for another

@@ -20,7 +20,9 @@ WAIT_S = 60.0
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnderTest]:
-    with running_apiserver(tmp_path_factory.mktemp("up-kubelets"), "raftkube", components=True, kubelets=2) as server:
+    with running_apiserver(
+        tmp_path_factory.mktemp("up-kubelets"), "raftkube", components=True, kubelets=2, hollow=3
+    ) as server:
         yield server
 
 
@@ -59,7 +61,10 @@ def processes_under(root: Path) -> list[int]:
 
 def test_two_kubelets_run_a_deployment_and_down_leaves_nothing(cluster: ApiserverUnderTest) -> None:
     with cluster.http() as http:
-        assert until("node-1 and node-2 Ready", lambda: ready_nodes(http) >= {"node-1", "node-2"})
+        want = {"node-1", "node-2", "hollow-1", "hollow-2", "hollow-3"}
+        assert until("node-1, node-2 and three hollow nodes Ready", lambda: ready_nodes(http) >= want)
+        hollow = http.get("/api/v1/nodes", params={"labelSelector": "raftkube.io/hollow=true"}).json()["items"]
+        assert sorted(n["metadata"]["name"] for n in hollow) == ["hollow-1", "hollow-2", "hollow-3"]
         deployment = {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -71,6 +76,19 @@ def test_two_kubelets_run_a_deployment_and_down_leaves_nothing(cluster: Apiserve
                     "metadata": {"labels": {"app": "sleepers"}},
                     "spec": {
                         "terminationGracePeriodSeconds": 2,
+                        "affinity": {
+                            "nodeAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": {
+                                    "nodeSelectorTerms": [
+                                        {
+                                            "matchExpressions": [
+                                                {"key": "raftkube.io/hollow", "operator": "DoesNotExist"}
+                                            ]
+                                        }
+                                    ]
+                                }
+                            }
+                        },
                         "containers": [
                             {
                                 "name": "c",
