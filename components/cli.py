@@ -14,6 +14,7 @@ from apiserver import main as apiserver_cli
 from bench import raft_core
 from bench.apiserver import cli as apiserver_bench
 from bench.scheduler import cli as scheduler_bench
+from bench.startup import cli as startup_bench
 from bench.store import cli as store_bench
 from components import cluster_cli, controller_manager, user_cli
 from components.kubelet import hollow
@@ -60,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scheduler_bench.add_arguments(sched)
     sched.set_defaults(run=scheduler_bench.run)
+    startup = bench_sub.add_parser(
+        "startup", help="pod start-up latency on 100 and 1,000 hollow nodes, and raftkube up to Ready nodes"
+    )
+    startup_bench.add_arguments(startup)
+    startup.set_defaults(run=startup_bench.run)
     cluster_cli.register(sub)
     controller_manager.register(sub)
     scheduler_main.register(sub)
