@@ -176,7 +176,8 @@ def _component_roles() -> list[Obj]:
             ["*"],
         ),
         rule(READ, ["*"], ["*"]),
-        rule(["update", "patch", "delete"], ["*"], ["*"]),
+        # the namespace controller empties a namespace of every kind (kube's namespace-controller role)
+        rule(["update", "patch", "delete", "deletecollection"], ["*"], ["*"]),
         rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
         rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
     ]

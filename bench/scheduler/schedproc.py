@@ -89,14 +89,7 @@ class SchedulerProcess:
         return procs.vm_rss_bytes(self.pid)
 
     def peak_rss_bytes(self) -> int:
-        """VmHWM: the most resident memory the process ever had (0 when it is gone)."""
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-        except OSError:
-            return 0
-        return 0
+        return procs.peak_rss_bytes(self.pid)
 
     async def metrics(self) -> list[Sample]:
         """Its /metrics page, parsed."""

@@ -66,16 +66,6 @@ def _spawn(name: str, argv: list[str], root: Path) -> tuple[str, int]:
     return name, proc.pid
 
 
-def peak_rss_bytes(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return 0
-    return 0
-
-
 def run(case: Case, root: Path, config: Path | None, progress: Progress) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     progress.start(case.label)
@@ -159,12 +149,12 @@ async def _measure(case: Case, backend: Backend, root: Path, progress: Progress)
     wall = window_end - window_start
     latencies = sorted(pods.running_at[n] - t for n, t in created.items() if n in pods.running_at)
     processes = {
-        n: {"cpu_pct": 100.0 * (cpu1[n] - cpu0[n]) / wall, "peak_rss_mib": peak_rss_bytes(p) / 2**20}
+        n: {"cpu_pct": 100.0 * (cpu1[n] - cpu0[n]) / wall, "peak_rss_mib": procs.peak_rss_bytes(p) / 2**20}
         for n, p in with_store.items()
     }
     processes["store (3 members)"] = {
         "cpu_pct": 100.0 * (store1 - store0) / wall,
-        "peak_rss_mib": sum(peak_rss_bytes(p) for p in store_pids) / 2**20,
+        "peak_rss_mib": sum(procs.peak_rss_bytes(p) for p in store_pids) / 2**20,
     }
     result: dict[str, Any] = {
         "pods": case.pods,

@@ -105,15 +105,24 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
-def vm_rss_bytes(pid: int) -> int:
-    """VmRSS from /proc/<pid>/status (what `ps` and `top` show as RSS); 0 if it is gone."""
+def _status_kib(pid: int, field: str) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
     except (FileNotFoundError, ProcessLookupError):
         return 0
     return 0
+
+
+def vm_rss_bytes(pid: int) -> int:
+    """VmRSS from /proc/<pid>/status (what `ps` and `top` show as RSS); 0 if it is gone."""
+    return _status_kib(pid, "VmRSS:")
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """VmHWM: the most resident memory the process ever had (0 when it is gone)."""
+    return _status_kib(pid, "VmHWM:")
 
 
 def tcp_send_queues(local_port: int) -> dict[int, int]:

@@ -161,7 +161,8 @@ class PodWorker:
                 self.uid,
                 name,
                 argv,
-                {"PATH": "/usr/local/bin:/usr/bin:/bin", **env.values},
+                # a container's own hostname is its pod's name (kube's runtimes set it)
+                {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": str(meta.get("name") or ""), **env.values},
                 container.get("workingDir") or None,
                 self._run_meta(container),
             )
