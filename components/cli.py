@@ -16,7 +16,7 @@ from bench.apiserver import cli as apiserver_bench
 from bench.scheduler import cli as scheduler_bench
 from bench.startup import cli as startup_bench
 from bench.store import cli as store_bench
-from components import cluster_cli, controller_manager, user_cli
+from components import cluster_cli, controller_manager, parts_cli, user_cli
 from components.kubelet import hollow
 from components.kubelet import main as kubelet_main
 from components.scheduler import main as scheduler_main
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     startup_bench.add_arguments(startup)
     startup.set_defaults(run=startup_bench.run)
     cluster_cli.register(sub)
+    parts_cli.register(sub)
     controller_manager.register(sub)
     scheduler_main.register(sub)
     kubelet_main.register(sub)

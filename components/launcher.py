@@ -3,6 +3,7 @@
     <data_dir>/<component>/pid             its pid while it runs (its own process group)
     <data_dir>/<component>/<component>.log its stdout and stderr
     <data_dir>/<component>/health.json     the loopback port of its /healthz and /metrics
+    <data_dir>/<component>/args.json       the extra flags it was last started with
 
 Each runs as `raftkube <component> --kubeconfig <its own kubeconfig>`, so it proves its own
 identity to the apiserver (apiserver.pki.component_kubeconfig writes those).  A kubelet is
@@ -27,6 +28,7 @@ COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes")
 KUBELET = re.compile(r"^kubelet-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
 PID_FILE = "pid"
 HEALTH_FILE = "health.json"
+ARGS_FILE = "args.json"  # the extra flags of its last start
 
 
 class LocalComponent:
@@ -83,8 +85,18 @@ class LocalComponent:
         if self.node:
             argv += ["--node-name", self.node, "--root-dir", str(self.runtime_root)]
             argv += self._serving_args()
-        argv += list(self.extra_args)
+        extra = list(self.extra_args) or self._saved_args()
+        disk.write_private(self.root / ARGS_FILE, (json.dumps(extra) + "\n").encode())
+        argv += extra
         return spawn(argv, self.log_file, self.root / PID_FILE)
+
+    def _saved_args(self) -> list[str]:
+        """The flags it was last started with (`raftkube restart` starts it as it was)."""
+        try:
+            saved = json.loads((self.root / ARGS_FILE).read_text())
+        except (OSError, ValueError):
+            return []
+        return [str(a) for a in saved] if isinstance(saved, list) else []
 
     def _serving_args(self) -> list[str]:
         """A kubelet's HTTPS API: a free loopback port, its serving certificate from the

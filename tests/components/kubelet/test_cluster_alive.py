@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -209,6 +211,41 @@ def test_killing_the_store_leader_loses_nothing(cluster: ApiserverUnderTest) -> 
     cluster.ok("scale", "deployment/web", "--replicas=4", timeout=60)
     up = until("4 pods Running after the leader died", lambda: running(cluster, "app=web", 4))
     assert before <= {p["metadata"]["name"] for p in up}  # the pods that ran still do
+
+
+def test_logs_and_restart_of_a_part(cluster: ApiserverUnderTest) -> None:
+    data_dir = ["--data-dir", str(cluster.data_dir)]
+    assert raftkube("logs", "kubelet-node-1", *data_dir).returncode == 0
+    two = raftkube("logs", "apiserver", "--tail", "2", *data_dir)
+    assert two.returncode == 0 and len(two.stdout.splitlines()) <= 2
+    unknown = raftkube("logs", "nope", *data_dir)
+    assert unknown.returncode == 2 and "known: store-1" in unknown.stderr and "kubelet-node-1" in unknown.stderr
+    on_node_1 = [p for p in running(cluster, "app=web", 4) or [] if p["spec"]["nodeName"] == "node-1"]
+    assert on_node_1
+    pids = container_pids(cluster, on_node_1[0])
+    restarted = raftkube("restart", "kubelet-node-1", *data_dir, timeout=90)
+    assert restarted.returncode == 0, restarted.stderr
+    time.sleep(3.0)  # a few syncs of the new kubelet
+    assert all(alive(pid) for pid in pids)  # adopted, not restarted
+    assert running(cluster, "app=web", 4) is not None
+    follower = next(
+        r for r in json.loads(raftkube("status", *data_dir, "-o", "json").stdout) if r["role"] == "follower"
+    )
+    member = follower["part"].removeprefix("store member ")
+    log = cluster.data_dir / "store" / f"member-{member}" / "member.log"
+    size = log.stat().st_size
+    argv = [sys.executable, "-m", "components.cli", "logs", "-f", f"store-{member}", "--tail", "0", *data_dir]
+    follow = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        again = raftkube("restart", f"store-{member}", *data_dir, timeout=90)
+        assert again.returncode == 0, again.stderr
+        until("the restarted member to log", lambda: log.stat().st_size > size)
+        time.sleep(1.0)  # -f polls
+    finally:
+        follow.send_signal(signal.SIGINT)
+        out, _ = follow.communicate(timeout=10)
+    assert out and out in log.read_bytes()[size:]  # what it wrote after -f began
+    cluster.ok("get", "pods")
 
 
 def test_killing_a_kubelet_moves_its_pods(cluster: ApiserverUnderTest) -> None:

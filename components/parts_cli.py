@@ -1,0 +1,167 @@
+"""`raftkube logs PART [-f] [--tail N]` and `raftkube restart PART`: one process of a local
+cluster.
+
+    store-<id>            a store member (`raftkube status` shows "store member <id>")
+    apiserver             the apiserver
+    controller-manager, scheduler, hollow-nodes, kubelet-<node>
+
+`restart` stops the process (SIGTERM, SIGKILL after 10 s) and starts it again as it was
+started: same ports, same flags (a component's are kept in its directory), and waits until
+it is healthy.  A kubelet's containers keep running across its restart; it adopts them.
+An unknown part is a usage error (exit 2) that lists the known ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from apiserver.config import load_apiserver_settings
+from apiserver.launcher import LocalApiserver
+from components.launcher import COMPONENTS, LocalComponent, local_kubelets
+from store.cli.common import DEFAULT_DATA_DIR, UsageError
+from store.launcher import LauncherError, LocalCluster
+
+FOLLOW_POLL_S = 0.2
+HEALTHY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    log_file: Path
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    logs = sub.add_parser("logs", help="a local cluster process's log (store-N, apiserver, scheduler, kubelet-...)")
+    logs.add_argument("part", help="store-<id>, apiserver, controller-manager, scheduler, hollow-nodes, kubelet-<node>")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing what it writes until Ctrl-C")
+    logs.add_argument("--tail", type=int, default=-1, help="only the last N lines (-1: all)")
+    logs.add_argument("--data-dir", type=Path, help=f"the cluster's data dir (default {DEFAULT_DATA_DIR}/)")
+    logs.set_defaults(run=cmd_logs)
+    restart = sub.add_parser("restart", help="stop and start one process of a local cluster, as it was started")
+    restart.add_argument(
+        "part", help="store-<id>, apiserver, controller-manager, scheduler, hollow-nodes, kubelet-<node>"
+    )
+    restart.add_argument("--data-dir", type=Path, help=f"the cluster's data dir (default {DEFAULT_DATA_DIR}/)")
+    restart.add_argument("--config", type=Path, default=Path("cluster.toml"), help="[apiserver] startup_timeout")
+    restart.set_defaults(run=cmd_restart)
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    return Path(args.data_dir) if args.data_dir else DEFAULT_DATA_DIR
+
+
+def known_parts(data_dir: Path) -> list[str]:
+    cluster = LocalCluster(data_dir)
+    members = [f"store-{i}" for i in cluster.member_ids()] if cluster.exists() else []
+    apiserver = ["apiserver"] if LocalApiserver(data_dir).log_file.exists() else []
+    components = [n for n in COMPONENTS if (data_dir / n).is_dir()] + [c.name for c in local_kubelets(data_dir)]
+    return members + apiserver + components
+
+
+def resolve(data_dir: Path, name: str) -> Part:
+    known = known_parts(data_dir)
+    if name not in known:
+        raise UsageError(
+            f"no part {name!r} in {data_dir}; known: {', '.join(known) or 'none (start one with `raftkube up`)'}"
+        )
+    if name.startswith("store-"):
+        return Part(name, LocalCluster(data_dir).member_dir(int(name.removeprefix("store-"))) / "member.log")
+    if name == "apiserver":
+        return Part(name, LocalApiserver(data_dir).log_file)
+    return Part(name, LocalComponent(data_dir, name).log_file)
+
+
+def _tail(path: Path, lines: int) -> tuple[bytes, int]:
+    """The last `lines` lines of the file (all with -1) and the offset its end was at."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return b"", 0
+    if lines >= 0:
+        kept = data.splitlines(keepends=True)[-lines:] if lines else []
+        return b"".join(kept), len(data)
+    return data, len(data)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    if args.tail < -1:
+        raise UsageError(f"--tail must be -1 (all) or more, got {args.tail}")
+    part = resolve(_data_dir(args), args.part)
+    text, offset = _tail(part.log_file, args.tail)
+    out = sys.stdout.buffer
+    out.write(text)
+    out.flush()
+    if not args.follow:
+        return 0
+    try:
+        while True:
+            time.sleep(FOLLOW_POLL_S)
+            try:
+                size = os.path.getsize(part.log_file)
+            except FileNotFoundError:
+                continue
+            if size < offset:
+                offset = 0  # truncated or replaced: read it from the start
+            if size > offset:
+                with open(part.log_file, "rb") as f:
+                    f.seek(offset)
+                    chunk = f.read(size - offset)
+                offset += len(chunk)
+                out.write(chunk)
+                out.flush()
+    except KeyboardInterrupt:
+        return 0
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    data_dir = _data_dir(args)
+    part = resolve(data_dir, args.part)
+    try:
+        if part.name.startswith("store-"):
+            _restart_member(LocalCluster(data_dir), int(part.name.removeprefix("store-")))
+        elif part.name == "apiserver":
+            _restart_apiserver(data_dir, args.config)
+        else:
+            _restart_component(LocalComponent(data_dir, part.name))
+    except LauncherError as e:
+        raise UsageError(str(e)) from e
+    print(f"restarted {part.name}")
+    return 0
+
+
+def _restart_member(cluster: LocalCluster, member_id: int) -> None:
+    cluster.stop_member(member_id)
+    cluster.start_member(member_id)
+    deadline = time.monotonic() + HEALTHY_TIMEOUT_S
+    while cluster.pid(member_id) is None:
+        if time.monotonic() > deadline:
+            raise LauncherError(f"store member {member_id} did not start; see {cluster.member_dir(member_id)}")
+        time.sleep(0.05)
+
+
+def _restart_apiserver(data_dir: Path, config: Path) -> None:
+    apiserver = LocalApiserver(data_dir)
+    endpoint = apiserver.recorded()
+    if endpoint is None:
+        raise LauncherError(f"no apiserver recorded in {data_dir}")
+    apiserver.stop()
+    apiserver.start(endpoint, insecure_store=LocalCluster(data_dir).insecure())
+    apiserver.wait_ready(endpoint, load_apiserver_settings(config).startup_timeout)
+
+
+def _restart_component(component: LocalComponent) -> None:
+    component.stop()
+    component.start()
+    deadline = time.monotonic() + HEALTHY_TIMEOUT_S
+    while component.probe(timeout=1.0)[0] != 200:
+        if component.pid() is None:
+            raise LauncherError(f"the {component.name} exited while starting; see {component.log_file}")
+        if time.monotonic() > deadline:
+            raise LauncherError(f"the {component.name} was not healthy within {HEALTHY_TIMEOUT_S:.0f}s")
+        time.sleep(0.1)
