@@ -35,7 +35,7 @@ class PodWatch:
 
     async def _run(self, resource_version: str) -> None:
         path = f"/api/v1/namespaces/{NAMESPACE}/pods"
-        params = {"resourceVersion": resource_version, "timeoutSeconds": 3600}
+        params: dict[str, str | int | bool] = {"resourceVersion": resource_version, "timeoutSeconds": 3600}
         try:
             async for event in self.client.watch(path, params):
                 pod: dict[str, Any] = event.object
