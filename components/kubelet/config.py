@@ -20,13 +20,13 @@ MAX_HOLLOW = 5000
 
 @dataclass(frozen=True, kw_only=True)
 class KubeletSettings:
-    count: int = field(default=2, metadata={"max": MAX_KUBELETS})
+    count: int = field(default=2, metadata={"min": 0, "max": MAX_KUBELETS})
     """Kubelets `raftkube up` starts (node-1 .. node-<count>); 0: none."""
     capacity: str = "cpu=4,memory=8Gi,pods=110"
     """Each node's capacity, name=quantity pairs."""
-    system_reserved: str = ""
+    system_reserved: str = field(default="", metadata={"empty": True})
     """Capacity kept from pods on each node."""
-    hollow: int = field(default=0, metadata={"max": MAX_HOLLOW})
+    hollow: int = field(default=0, metadata={"min": 0, "max": MAX_HOLLOW})
     """Hollow nodes (hollow-1 .. hollow-<n>, fake containers) in one `raftkube hollow-nodes` process."""
 
     def nodes(self) -> tuple[str, ...]:
@@ -54,7 +54,4 @@ def load_kubelet_settings(path: Path) -> KubeletSettings:
             values[key] = check_field(KubeletSettings, known[key], value, f"{path}: kubelets.{key}")
     except SettingError as e:
         raise ConfigError(str(e)) from None
-    for key in ("count", "hollow"):
-        if values.get(key, 0) < 0:
-            raise ConfigError(f"{path}: kubelets.{key} must be at least 0, got {values[key]}")
     return KubeletSettings(**values)

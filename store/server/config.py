@@ -145,8 +145,10 @@ def check_value(f: Field[Any], kind: Any, value: Any, what: str) -> Any:
             raise SettingError(f.name, f"{what} must be a positive number of seconds, got {value!r}")
         return float(value)
     if kind is str or kind is Path:
-        if not isinstance(value, str) or not value:
-            raise SettingError(f.name, f"{what} must be a non-empty string, got {value!r}")
+        may_be_empty = bool(f.metadata.get("empty"))  # a field that may be empty says so
+        if not isinstance(value, str) or not (value or may_be_empty):
+            kind_text = "a string" if may_be_empty else "a non-empty string"
+            raise SettingError(f.name, f"{what} must be {kind_text}, got {value!r}")
         if f.metadata.get("url"):
             try:
                 split_url(value)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from apiserver.config import ApiserverSettings, load_apiserver_settings
+from components.kubelet.config import KubeletSettings, load_kubelet_settings
 from store.config import ConfigError, RaftSettings, StoreSettings, load_raft_settings, load_store_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,6 +17,25 @@ def test_repository_cluster_toml_loads() -> None:
     """The shipped cluster.toml is valid and states exactly the defaults (declared once, in the dataclasses)."""
     assert load_raft_settings(ROOT / "cluster.toml") == RaftSettings()
     assert load_store_settings(ROOT / "cluster.toml") == StoreSettings()
+    # every section `raftkube up` reads (an empty system_reserved once stopped `up` on the defaults)
+    assert load_apiserver_settings(ROOT / "cluster.toml") == ApiserverSettings()
+    assert load_kubelet_settings(ROOT / "cluster.toml") == KubeletSettings()
+
+
+def test_kubelet_section_errors_name_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.toml"
+    for text, message in [
+        ("[kubelets]\ncount = -1\n", "kubelets.count must be at least 0"),
+        ("[kubelets]\nhollow = 6000\n", "kubelets.hollow must be at most 5000"),
+        ("[kubelets]\ncapacity = ''\n", "kubelets.capacity must be a non-empty string"),
+        ("[kubelets]\nsystem_reserved = 5\n", "kubelets.system_reserved must be a string"),
+        ("[kubelets]\nnodes = 3\n", "kubelets has unknown keys: nodes"),
+    ]:
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=message):
+            load_kubelet_settings(path)
+    path.write_text("[kubelets]\nsystem_reserved = ''\n")
+    assert load_kubelet_settings(path).system_reserved == ""
 
 
 def test_missing_section_means_defaults(tmp_path: Path) -> None:
