@@ -25,3 +25,15 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Whether `event` was set within `timeout` seconds.  Unlike Python 3.11's `wait_for`, a
+    cancellation that arrives just as the event is set is never swallowed: a loop that waits
+    here stops when its task is cancelled (a kubelet once ignored a cancel this way)."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from components.client.clock import wait_event
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import (
@@ -32,6 +33,7 @@ from components.client.rest import (
 from components.kubelet import nodestatus, podworker, prober
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import Sources, build
+from components.kubelet.hooks import HookRun
 from components.kubelet.podworker import PodWorker
 
 log = logging.getLogger("raftkube.kubelet")
@@ -103,6 +105,7 @@ class Kubelet:
         self.bound = bound
         self.sync_period = sync_period
         self._lease: Obj | None = None  # as last written: renewed with one PUT
+        self._hook_tasks: set[asyncio.Task[None]] = set()
         self.factory = InformerFactory(client)
         self.workers: dict[str, PodWorker] = {}
         self._posted: dict[str, Obj] = {}  # pod uid -> the status last posted
@@ -184,6 +187,7 @@ class Kubelet:
         worker.pod, worker.sources = pod, sources
         await self._probe(worker, now)
         status = worker.sync(now)
+        self._start_hooks(worker)
         if meta.get("deletionTimestamp") and not worker.running():
             with contextlib.suppress(NotFoundError):
                 await self.client.delete(
@@ -206,6 +210,13 @@ class Kubelet:
         if not due:
             return
 
+        if getattr(self.runtime, "simulated", False):
+            # a fake container has nothing to probe (and a hollow node must not run a pod's
+            # commands on this machine): every probe succeeds
+            for container, _spec, tracker in due:
+                worker.record_probe(container, tracker, True, now)
+            return
+
         async def one(container: str, spec: Obj, tracker: Any) -> None:
             try:
                 env = build(worker.pod, spec, worker.sources).values
@@ -221,6 +232,38 @@ class Kubelet:
             worker.record_probe(container, tracker, outcome.ok, self.clock())
 
         await asyncio.gather(*(one(c, s, t) for c, s, t in due))
+
+    def _start_hooks(self, worker: PodWorker) -> None:
+        """Each due lifecycle hook as a task of its own: a long preStop must not hold up the
+        other pods' syncs.  Its end wakes the sync loop."""
+        for run in worker.due_hooks():
+            if getattr(self.runtime, "simulated", False):
+                worker.hook_done(run, True, "")
+                continue
+            task = asyncio.create_task(self._run_hook(worker, run))
+            self._hook_tasks.add(task)
+            task.add_done_callback(self._hook_tasks.discard)
+
+    async def _run_hook(self, worker: PodWorker, run: HookRun) -> None:
+        containers = (worker.pod.get("spec") or {}).get("containers") or ()
+        spec: Obj = next((c for c in containers if isinstance(c, dict) and c.get("name") == run.container), {})
+        try:
+            env = build(worker.pod, spec, worker.sources).values
+        except Exception:
+            env = {}
+        outcome = await prober.run_handler(
+            run.handler.kind,
+            run.handler.action,
+            max(0.1, run.deadline - self.clock()),
+            spec,
+            self.config.address,
+            {"PATH": "/usr/local/bin:/usr/bin:/bin", **env},
+            spec.get("workingDir"),
+        )
+        if not outcome.ok:
+            log.info("%s hook of %s failed: %s", run.hook, run.container, outcome.reason)
+        worker.hook_done(run, outcome.ok, outcome.reason)
+        self.wake()
 
     def find(self, namespace: str, name: str) -> PodWorker | None:
         """The worker of the pod bound here with that name (for the kubelet's server)."""
@@ -273,12 +316,11 @@ class Kubelet:
                         log.warning("syncing pod %s failed: %s", (pod.get("metadata") or {}).get("name"), e)
                 await self.forget_gone({str((p.get("metadata") or {}).get("uid")) for p in current})
                 self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.sync_period)
+                await wait_event(self._wake, self.sync_period)
         finally:
-            for t in tasks:
+            for t in [*tasks, *self._hook_tasks]:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, *self._hook_tasks, return_exceptions=True)
             await self.factory.stop()
 
     async def _every(self, period: float, step: Callable[[], Any]) -> None:

@@ -9,13 +9,12 @@ failed binding forgets the assumption and sends the pod to backoff.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from datetime import UTC, datetime
 from typing import Any
 
-from components.client.clock import Clock, SystemClock
+from components.client.clock import Clock, SystemClock, wait_event
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import ApiError, ConflictError, NotFoundError, RestClient, TransportError, path_of
@@ -166,8 +165,7 @@ class Scheduler:
                 self._wake.clear()
                 due = self.queue.next_due()
                 wait = IDLE_WAIT_S if due is None else max(0.0, min(IDLE_WAIT_S, due - now))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                await wait_event(self._wake, wait)
                 continue
             while len(self._tasks) >= MAX_BINDINGS_IN_FLIGHT:
                 await asyncio.wait(list(self._tasks), return_when=asyncio.FIRST_COMPLETED)
