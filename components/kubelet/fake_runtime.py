@@ -85,6 +85,7 @@ class _Run:
 
 class FakeRuntime:
     needs_command = False  # nothing is run, so nothing needs naming
+    simulated = True  # probes and hooks are not run either: they succeed
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock

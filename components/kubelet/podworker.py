@@ -21,6 +21,7 @@ from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
 from components.kubelet.envvars import EnvError, Sources, build
 from components.kubelet.fake_runtime import PREFIX as FAKE_PREFIX
+from components.kubelet.hooks import HookRun, Hooks
 from components.kubelet.podactions import Seen, plan, spec_hash
 from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
@@ -82,6 +83,7 @@ class PodWorker:
         self.start_time = ""
         self._probing: dict[str, _Probing] = {}
         self._waiting: dict[str, tuple[str, str]] = {}  # container -> (reason, message) of a failed start
+        self.hooks = Hooks()
 
     def container_names(self) -> list[str]:
         return list(self._specs())
@@ -107,11 +109,20 @@ class PodWorker:
         if not self.start_time:
             self.start_time = self.wall(now)
         specs = self._specs()
+        grace = self._grace()
+        for name in specs:  # a failed postStart kills its container (the policy restarts it)
+            run = self.runtime.seen(self.uid, name)
+            if run is not None and run.running and self.hooks.post_start_failed(name, run.attempt):
+                self.runtime.stop(self.uid, name, grace, now)
         seen = {name: s for name in specs if (s := self._seen(name, now)) is not None}
         actions = plan(self.pod, seen, self.backoff, now)
-        grace = self._grace()
         for kill in actions.kills:
-            self.runtime.stop(self.uid, kill.container, grace, now)
+            stop_grace: float | None = grace
+            run = self.runtime.seen(self.uid, kill.container)
+            if kill.container in specs and run is not None and run.running:
+                stop_grace = self.hooks.pre_stop(specs[kill.container][0], run.attempt, now, grace)
+            if stop_grace is not None:  # None: its preStop hook still runs
+                self.runtime.stop(self.uid, kill.container, stop_grace, now)
         for start in actions.starts:
             self._start(specs[start.container][0], now)
         return self.status(now)
@@ -171,6 +182,8 @@ class PodWorker:
             return
         self._waiting.pop(name, None)
         self._probing[name] = _Probing(attempt, probe_state)
+        self.hooks.forget(name, attempt)
+        self.hooks.post_start(container, attempt, now, self._grace() or DEFAULT_GRACE_S)
 
     def _run_meta(self, container: Obj) -> dict[str, Any]:
         """What the runtime keeps with a run: the spec's hash, the image, and the fake runtime's
@@ -194,6 +207,13 @@ class PodWorker:
                 continue
             out.extend((name, specs[name][0], t) for t in probing.state.due(now))
         return out
+
+    def due_hooks(self) -> list[HookRun]:
+        """Lifecycle hooks to run now (the kubelet runs them and reports with `hook_done`)."""
+        return self.hooks.due()
+
+    def hook_done(self, run: HookRun, ok: bool, message: str) -> None:
+        self.hooks.finished(run, ok, message)
 
     def record_probe(self, container: str, tracker: ProbeTracker, ok: bool, now: float) -> bool:
         """One probe's outcome; True when a verdict changed (the status is worth posting)."""
@@ -220,6 +240,10 @@ class PodWorker:
             previous = self.runtime.seen(self.uid, name, run.attempt - 1)
             if previous is not None and not previous.running:
                 status["lastState"] = {"terminated": _terminated(previous)}
+        if run.running and self.hooks.post_start_pending(name, run.attempt):
+            # kube reports a container running only once its postStart hook has finished
+            status.update(started=False, state={"waiting": {"reason": "ContainerCreating"}})
+            return status
         if run.running:
             probing = self._probing.get(name)
             adopted = probing is None or probing.attempt != run.attempt  # no probe state: trust it

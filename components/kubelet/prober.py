@@ -132,10 +132,31 @@ async def _tcp(action: Mapping[str, Any], timeout: float, host: str, container: 
 
 async def run(probe: Probe, container: Mapping[str, Any], pod_ip: str, env: dict[str, str], cwd: str | None) -> Outcome:
     """One run of `probe` against `container`, never longer than its timeout (plus the kill)."""
-    if probe.handler == "exec":
-        return await _exec(probe.action, probe.timeout, env, cwd)
-    if probe.handler == "httpGet":
-        return await _http(probe.action, probe.timeout, pod_ip, container)
-    if probe.handler == "tcpSocket":
-        return await _tcp(probe.action, probe.timeout, pod_ip, container)
-    return Outcome(False, f"{probe.handler} probes are not supported by this kubelet")
+    if probe.handler not in ("exec", "httpGet", "tcpSocket"):
+        return Outcome(False, f"{probe.handler} probes are not supported by this kubelet")
+    return await run_handler(probe.handler, probe.action, probe.timeout, container, pod_ip, env, cwd)
+
+
+async def run_handler(
+    kind: str,
+    action: Mapping[str, Any],
+    timeout: float,
+    container: Mapping[str, Any],
+    pod_ip: str,
+    env: dict[str, str],
+    cwd: str | None,
+) -> Outcome:
+    """A probe's or a lifecycle hook's handler (hooks may also `sleep`), within `timeout`."""
+    if kind == "exec":
+        return await _exec(action, timeout, env, cwd)
+    if kind == "httpGet":
+        return await _http(action, timeout, pod_ip, container)
+    if kind == "tcpSocket":
+        return await _tcp(action, timeout, pod_ip, container)
+    if kind == "sleep":
+        seconds = action.get("seconds")
+        if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
+            return Outcome(False, f"sleep needs whole seconds, got {seconds!r}")
+        await asyncio.sleep(min(float(seconds), timeout))
+        return Outcome(True)
+    return Outcome(False, f"{kind} handlers are not supported by this kubelet")

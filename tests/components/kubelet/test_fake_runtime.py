@@ -120,3 +120,24 @@ def test_a_deleted_pod_stops() -> None:
     clock.now += 1
     status = worker.sync(clock.now)
     assert not worker.running() and status["containerStatuses"][0]["state"]["terminated"]["exitCode"] == STOPPED_EXIT
+
+
+def test_a_hollow_kubelet_runs_no_probe_command_on_this_machine(tmp_path: Any) -> None:
+    """An exec probe of a pod on a hollow node succeeds without running: the file it would
+    create is never made."""
+    import asyncio
+
+    from components.kubelet.kubelet import Kubelet
+    from components.kubelet.nodestatus import NodeConfig
+
+    marker = tmp_path / "probed"
+    probe = {"exec": {"command": ["touch", str(marker)]}, "periodSeconds": 1}
+    spec = {"containers": [{"name": "c", "image": "nginx", "readinessProbe": probe}]}
+    clock = Clock()
+    kubelet = Kubelet(None, NodeConfig("h", "10.64.0.1", 10250), FakeRuntime(clock), clock)  # type: ignore[arg-type]
+    worker = PodWorker({**pod(), "spec": spec}, kubelet.runtime, NO_SOURCES, host_ip="10.64.0.1")
+    worker.sync(clock.now)
+    for _ in range(3):
+        clock.now += 1.1
+        asyncio.run(kubelet._probe(worker, clock.now))
+    assert ready_pod(worker.sync(clock.now)) and not marker.exists()

@@ -6,11 +6,8 @@ container is killed by pid at the end."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from components.kubelet.backoff import CrashBackOff
 from components.kubelet.envvars import Sources
@@ -31,19 +28,6 @@ def pod(uid: str, *containers: Obj, inits: tuple[Obj, ...] = (), **spec: Any) ->
 
 def sh(name: str, script: str, **extra: Any) -> Obj:
     return {"name": name, "image": "busybox", "command": ["sh", "-c", script], **extra}
-
-
-@pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[ProcessRuntime]:
-    rt = ProcessRuntime(tmp_path / "rt")
-    yield rt
-    left = [(u, c.name) for u in rt.running_pods() for c in (rt.root / "containers" / u).iterdir()]
-    for uid, name in left:
-        rt.stop(uid, name, 0.0, time.time())
-    deadline = time.monotonic() + WAIT_S
-    while any((s := rt.seen(u, n)) is not None and s.running for u, n in left):
-        assert time.monotonic() < deadline, "containers outlived the test"
-        time.sleep(0.05)
 
 
 def drive(worker: PodWorker, until: Callable[[Obj], bool], what: str, probes_ok: bool | None = None) -> Obj:
