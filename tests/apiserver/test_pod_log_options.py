@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from apiserver.resources.pod_log_options import PodLogOptions, parse
 
@@ -49,3 +53,29 @@ def test_since_time() -> None:
 def test_bad_values_name_the_parameter(query: dict[str, str], field: str) -> None:
     with pytest.raises(ValueError, match=field):
         parse(query)
+
+
+KEYS = ["container", "follow", "previous", "timestamps", "tailLines", "sinceSeconds", "sinceTime", "limitBytes", "x"]
+
+
+@given(st.dictionaries(st.sampled_from(KEYS), st.text(max_size=30), max_size=6))
+def test_any_query_parses_or_names_a_parameter(query: dict[str, str]) -> None:
+    try:
+        options = parse(query)
+    except ValueError as e:
+        assert any(k in str(e) for k in KEYS), e
+        return
+    assert options.tail_lines is None or options.tail_lines >= 0
+    assert options.since_seconds is None or options.since_seconds >= 1
+    assert options.limit_bytes is None or options.limit_bytes >= 1
+    passed_on = dict(parse_qsl(options.query()))
+    assert parse(passed_on) == PodLogOptions(
+        "",
+        options.follow,
+        options.previous,
+        options.timestamps,
+        options.tail_lines,
+        options.since_seconds,
+        options.since_time,
+        options.limit_bytes,
+    )  # what the kubelet is sent means the same (the container goes in its path)

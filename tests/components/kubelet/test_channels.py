@@ -81,3 +81,22 @@ def test_outcomes_as_kubectl_reads_them() -> None:
     assert error["status"] == "Failure" and error["reason"] == "InternalError"
     assert 'exec: "nope"' in error["message"]
     assert channels.frame(channels.STDOUT, b"x") == b"\x01x"
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["command", "stdin", "stdout", "stderr", "tty", "container", "x"]),
+        st.text(max_size=12),
+        max_size=6,
+    )
+)
+def test_any_exec_query_parses_or_is_refused_naming_why(query: dict[str, str]) -> None:
+    from components.kubelet.exec_session import parse_query
+
+    try:
+        params = parse_query(query)
+    except ValueError as e:
+        assert any(w in str(e) for w in ("command", "stdin", "stdout", "stderr", "tty")), e
+        return
+    assert params.command and (params.stdin or params.stdout or params.stderr)
+    assert not (params.tty and params.stderr)
