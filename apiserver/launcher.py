@@ -106,6 +106,21 @@ class LocalApiserver:
         finally:
             conn.close()
 
+    def get_json(self, endpoint: Endpoint, path: str, timeout: float = 2.0, limit: int = 64 << 20) -> Any:
+        """GET `path` as admin, decoded; None when it cannot be reached, fails or is too big."""
+        conn = http.client.HTTPSConnection(endpoint.dial_host, endpoint.port, timeout=timeout, context=self.admin_tls())
+        try:
+            conn.request("GET", path, headers={"Accept": "application/json"})
+            response = conn.getresponse()
+            body = response.read(limit + 1)
+            if response.status != 200 or len(body) > limit:
+                return None
+            return json.loads(body)
+        except (OSError, http.client.HTTPException, ValueError):
+            return None
+        finally:
+            conn.close()
+
     def wait_ready(self, endpoint: Endpoint, timeout: float) -> None:
         """Poll /readyz until it answers 200; LauncherError when the process dies or time runs out."""
         deadline = time.monotonic() + timeout

@@ -25,8 +25,10 @@ from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
 from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
+from components.kubelet.hollow import HOLLOW_LABEL
 from components.kubelet.process_runtime import ProcessRuntime
 from components.launcher import LocalComponent, local_kubelets
+from components.up_view import LiveStatus, MergedLog
 from store import pki
 from store.cli.cluster import member_watcher, run_until_signal, start_store, status_rows, store_settings
 from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
@@ -124,9 +126,22 @@ def cmd_up(args: argparse.Namespace) -> int:
     watch_members = member_watcher(cluster)
     apiserver_up = True
     components_up = {c.name: True for c in components}
+    logs = {f"store-{m}": cluster.member_dir(m) / "member.log" for m in cluster.member_ids()}
+    logs |= {"apiserver": apiserver.log_file} | {c.name: c.log_file for c in components}
+    merged = MergedLog(logs, sys.stdout)
+
+    def show(changed: list[dict[str, Any]]) -> None:
+        print()
+        _print(changed, "human")
+
+    live = LiveStatus(lambda: _rows(cluster, apiserver, 1.0), show)
+    live.seen(rows)
 
     def check() -> None:
         nonlocal apiserver_up
+        if args.output == "human":
+            merged.poll()
+            live.poll()
         watch_members()
         now = apiserver.pid() is not None
         if apiserver_up and not now:
@@ -211,6 +226,31 @@ def _rows(cluster: LocalCluster, apiserver: LocalApiserver, timeout: float) -> l
         code, body = c.probe(timeout) if pid is not None else (0, "")
         role = "running" if code == 200 else ("down" if pid is None else f"not healthy ({code or body})")
         rows.append({"part": c.name, "url": c.url, "role": role, "pid": pid, "healthy": code == 200})
+    if endpoint is not None and any(r["part"] == "apiserver" and r["healthy"] for r in rows):
+        rows += _node_rows(apiserver, endpoint, timeout)
+    return rows
+
+
+def _node_rows(apiserver: LocalApiserver, endpoint: Endpoint, timeout: float) -> list[dict[str, Any]]:
+    """A row per node (Ready or not) as the apiserver has them; hollow nodes in one row."""
+    found = apiserver.get_json(endpoint, "/api/v1/nodes", timeout=timeout)
+    nodes = found.get("items") if isinstance(found, dict) else None
+    if not isinstance(nodes, list):
+        return []
+    rows: list[dict[str, Any]] = []
+    hollow_ready = hollow = 0
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        conditions = (n.get("status") or {}).get("conditions") or ()
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        if (meta.get("labels") or {}).get(HOLLOW_LABEL) == "true":
+            hollow, hollow_ready = hollow + 1, hollow_ready + ready
+            continue
+        role = "Ready" if ready else "NotReady"
+        rows.append({"part": f"node {meta.get('name')}", "url": "", "role": role, "pid": None, "healthy": ready})
+    if hollow:
+        role = f"{hollow_ready}/{hollow} Ready"
+        rows.append({"part": "hollow nodes", "url": "", "role": role, "pid": None, "healthy": hollow_ready == hollow})
     return rows
 
 

@@ -21,19 +21,14 @@ by pid after each case and at the end, also on Ctrl-C or an error.
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import shutil
-import signal
 import sys
-import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
-from bench.store import procs
-from bench.store.progress import Progress
+from bench.store.session import Session
 
-# Only the standard library and bench.store's (standard-library-only) procs and progress above:
+# Only the standard library and bench.store.session (standard-library only) above:
 # the `raftkube` command imports this module, and must work without the bench extra.
 FULL_PODS = (1000, 10_000)
 FULL_NODES = (100, 1000)
@@ -68,10 +63,6 @@ def cases_of(args: argparse.Namespace) -> list[tuple[int, int]]:
     return [(p, n) for p in pods for n in nodes]
 
 
-def _on_signal(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         from bench.scheduler import case as cases_mod
@@ -82,38 +73,13 @@ def run(args: argparse.Namespace) -> int:
     if args.profile and shutil.which("py-spy") is None and not (Path(sys.executable).parent / "py-spy").exists():
         print("raftkube bench scheduler: --profile needs py-spy (pip install py-spy)", file=sys.stderr)
         return 1
-    root = Path(tempfile.mkdtemp(prefix="raftkube-bench-scheduler-"))
-    progress = Progress()
-    profile_dir = args.json.parent / "profiles" if args.profile else None
-    env = cases_mod.Env(root, args.config, progress, profile_dir)
-    old = signal.signal(signal.SIGTERM, _on_signal)
     machine = report.machine()
-    results: dict[str, Any] = {}
-    failed: dict[str, str] = {}
-    t0 = time.monotonic()
-    ok = False
-    try:
+    with Session("scheduler", keep=args.keep) as session:
+        profile_dir = args.json.parent / "profiles" if args.profile else None
+        env = cases_mod.Env(session.root, args.config, session.progress, profile_dir)
         for pods, nodes in cases_of(args):
             case = cases_mod.Case(pods, nodes)
-            try:
-                results[case.key] = cases_mod.run(case, env)
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:
-                progress.end(f"FAILED: {type(e).__name__}: {e}")
-                failed[case.key] = f"{type(e).__name__}: {e}"
-            finally:
-                procs.kill_all()
-        ok = True
-    finally:
-        procs.kill_all()
-        signal.signal(signal.SIGTERM, old)
-        progress.end()
-        incomplete = any(not r["complete"] for r in results.values())
-        if not args.keep and ok and not failed and not incomplete:
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            print(f"apiserver, store and scheduler logs kept in {root}", file=sys.stderr)
+            session.case(case.key, functools.partial(cases_mod.run, case, env))
     config = {
         "quick": args.quick,
         "cases": [list(c) for c in cases_of(args)],
@@ -121,21 +87,11 @@ def run(args: argparse.Namespace) -> int:
         "scheduler": "python -m components.scheduler --no-leader-elect (one process)",
         "window": "the scheduler's 'informers synced' log line -> the driver's watch sees the last pod bound",
         "profile": args.profile,
-        "wall_s": time.monotonic() - t0,
-        "failed_cases": failed,
+        "wall_s": session.wall_s,
+        "failed_cases": session.failed,
     }
-    doc = report.document(config, machine, results, targets.evaluate(results))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(doc, indent=2) + "\n")
-    print(report.render(doc))
-    try:
-        plot.plot(doc, args.png)
-        print(f"\nwritten {args.json} and {args.png}")
-    except ImportError as e:
-        print(f"\nwritten {args.json}; no plot ({e}: pip install -e '.[bench]')")
-    for key, err in failed.items():
-        print(f"{key} failed: {err}", file=sys.stderr)
-    return 1 if failed or incomplete else 0
+    doc = report.document(config, machine, session.results, targets.evaluate(session.results))
+    return session.write(doc, args.json, args.png, report.render, plot.plot)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,17 +14,12 @@ pid at the end, also on Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-import signal
+import functools
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from bench.store import procs
-from bench.store.progress import Progress
+from bench.store.session import Session
 
 FULL = ((3000, 100, 20.0), (1000, 1000, 0.0))
 QUICK = ((300, 100, 20.0), (300, 1000, 0.0))
@@ -61,8 +56,8 @@ def cases_of(args: argparse.Namespace) -> tuple[tuple[int, int, float], ...]:
     return QUICK if args.quick else FULL
 
 
-def _on_signal(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+def _run_case(cases_mod: Any, case: Any, session: Session, config: Path) -> dict[str, Any]:
+    return dict(cases_mod.run(case, session.root / case.key, config, session.progress))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,56 +72,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"raftkube bench startup: {e}", file=sys.stderr)
         return 2
-    root = Path(tempfile.mkdtemp(prefix="raftkube-bench-startup-"))
-    progress = Progress()
-    old = signal.signal(signal.SIGTERM, _on_signal)
     machine = report.machine()
-    results: dict[str, Any] = {}
-    failed: dict[str, str] = {}
-    up: dict[str, Any] | None = None
-    t0 = time.monotonic()
-    ok = False
-    try:
+    with Session("startup", keep=args.keep) as session:
         for pods, nodes, rate in cases:
             case = cases_mod.Case(pods, nodes, rate)
-            try:
-                results[case.key] = cases_mod.run(case, root / case.key, args.config, progress)
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:
-                progress.end(f"FAILED: {type(e).__name__}: {e}")
-                failed[case.key] = f"{type(e).__name__}: {e}"
-            finally:
-                procs.kill_all()
+            session.case(case.key, functools.partial(_run_case, cases_mod, case, session, args.config))
+        up = None
         if not args.skip_up:
-            try:
-                up = upcase.run(root, args.config, progress)
-            except Exception as e:
-                progress.end(f"FAILED: {type(e).__name__}: {e}")
-                failed["up"] = f"{type(e).__name__}: {e}"
-        ok = True
-    finally:
-        procs.kill_all()
-        signal.signal(signal.SIGTERM, old)
-        progress.end()
-        incomplete = any(not r["complete"] for r in results.values())
-        if not args.keep and ok and not failed and not incomplete:
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            print(f"logs kept in {root}", file=sys.stderr)
-    config = {
-        "quick": args.quick,
-        "cases": [list(c) for c in cases],
-        "wall_s": time.monotonic() - t0,
-        "failed_cases": failed,
-    }
-    doc = report.document(config, machine, results, up, report.evaluate(results, up))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(doc, indent=2) + "\n")
-    print(report.render(doc))
-    try:
-        report.plot(doc, args.png)
-        print(f"\nwritten {args.json} and {args.png}")
-    except ImportError as e:
-        print(f"\nwritten {args.json}; no plot ({e}: pip install -e '.[bench]')")
-    return 1 if failed or incomplete else 0
+            up = session.case("up", lambda: upcase.run(session.root, args.config, session.progress))
+            session.results.pop("up", None)
+    config = {"quick": args.quick, "cases": [list(c) for c in cases], "wall_s": session.wall_s}
+    config["failed_cases"] = session.failed
+    doc = report.document(config, machine, session.results, up, report.evaluate(session.results, up))
+    return session.write(doc, args.json, args.png, report.render, report.plot)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import ssl
 import subprocess
@@ -107,10 +109,16 @@ def test_status_shows_every_part(data_dir: Path) -> None:
     rows = json.loads(proc.stdout)
     parts = ["store member 1", "store member 2", "store member 3", "apiserver", "controller-manager", "scheduler"]
     parts += ["kubelet-node-1", "kubelet-node-2"]  # cluster.toml's [kubelets] count
-    assert [r["part"] for r in rows] == parts
-    assert all(r["healthy"] and r["pid"] for r in rows)
+    deadline = time.monotonic() + 30
+    while len(rows) < len(parts) + 2 and time.monotonic() < deadline:  # the nodes, once registered
+        time.sleep(0.5)
+        rows = json.loads(raftkube("status", "--data-dir", str(data_dir), "-o", "json").stdout)
+    assert [r["part"] for r in rows] == [*parts, "node node-1", "node node-2"]
+    processes, nodes = rows[: len(parts)], rows[len(parts) :]
+    assert all(r["healthy"] and r["pid"] for r in processes)
     assert rows[3]["role"] == "ready" and rows[3]["url"] == _url(data_dir)
-    assert all(r["role"] == "running" and r["url"].startswith("http://127.0.0.1:") for r in rows[4:])
+    assert all(r["role"] == "running" and r["url"].startswith("http://127.0.0.1:") for r in processes[4:])
+    assert [(r["role"], r["healthy"]) for r in nodes] == [("Ready", True)] * 2
     human = raftkube("status", "--data-dir", str(data_dir)).stdout
     assert (
         "apiserver" in human
@@ -174,10 +182,29 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
         components = [LocalComponent(d, n).pid() for n in ("controller-manager", "scheduler", "kubelet-node-1")]
         pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid(), *components]
         assert None not in pids
+        # what a part logs from now on shows up prefixed with its name; a part that goes down
+        # brings the status table back, saying so
+        with LocalComponent(d, "scheduler").log_file.open("a") as f:
+            f.write("a line the scheduler wrote\n")
+        scheduler = components[1]
+        assert scheduler is not None
+        os.killpg(scheduler, signal.SIGKILL)
+        seen: list[str] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            seen.append(proc.stdout.readline())
+            if any(re.match(r"scheduler\s+\S+\s+down", s) for s in seen) and any(
+                re.match(r"scheduler\s+\| a line the scheduler wrote", s) for s in seen
+            ):
+                break
+        else:
+            raise AssertionError(f"no merged log line or new status table in: {seen}")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, (out, err)
-        stopped = "stopped the controller-manager, the scheduler, the kubelet-node-1, the kubelet-node-2, the apiserver"
+        stopped = (
+            "stopped the controller-manager, the kubelet-node-1, the kubelet-node-2, the apiserver"  # not the dead
+        )
         assert f"{stopped} and store member(s) [1]" in out, (out, err)
         assert [p for p in pids if p is not None and _alive(p)] == []
     finally:
