@@ -269,6 +269,25 @@ def test_killing_a_kubelet_moves_its_pods(cluster: ApiserverUnderTest) -> None:
     until("every pod Running on node-1", all_on_node_1, wait=120.0)
 
 
+def test_the_pods_outlive_down_and_up(cluster: ApiserverUnderTest) -> None:
+    """The store keeps them; the kubelets find their containers stopped and start them again."""
+    before = {p["metadata"]["name"] for p in until("4 pods Running", lambda: running(cluster, "app=web", 4))}
+    data_dir = ["--data-dir", str(cluster.data_dir)]
+    assert raftkube("down", *data_dir, timeout=120).returncode == 0
+    config = cluster.data_dir.parent / "cluster.toml"
+    up = raftkube("up", "--detach", "--kubelets", "2", "--config", str(config), *data_dir, timeout=120)
+    assert up.returncode == 0, up.stderr
+
+    def back() -> bool:
+        again = running(cluster, "app=web", 4)
+        return again is not None and all(p["status"]["containerStatuses"][0]["restartCount"] >= 1 for p in again)
+
+    until("the same 4 pods Running again, each restarted", back)
+    assert {p["metadata"]["name"] for p in running(cluster, "app=web", 4) or []} == before
+    name = sorted(before)[0]
+    assert cluster.ok("logs", name) == cluster.ok("logs", name, "--previous")  # the same command, run again
+
+
 def test_down_leaves_no_process(cluster: ApiserverUnderTest) -> None:
     down = raftkube("down", "--data-dir", str(cluster.data_dir), timeout=120)
     assert down.returncode == 0, down.stderr
