@@ -160,28 +160,27 @@ def log_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: Mapping[str, 
         options = pod_log_options.parse(query)
     except ValueError as e:
         raise errors.bad_request(str(e)) from None
-    meta = pod.get("metadata") or {}
     container = container_of(pod, options.container)
-    path = "/containerLogs/" + "/".join(
-        quote(str(p), safe="") for p in (meta.get("namespace"), meta.get("name"), container)
-    )
-    return kubelet.url(path, options.query())
+    return kubelet.url(_pod_path("containerLogs", pod, container), options.query())
 
 
 def exec_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> str:
-    meta = pod.get("metadata") or {}
     wanted = next((v for k, v in query if k == "container"), "")
     container = container_of(pod, wanted)
     passed = [(k, v) for k, v in query if k in ("command", "stdin", "stdout", "stderr", "tty")]
-    path = "/exec/" + "/".join(quote(str(p), safe="") for p in (meta.get("namespace"), meta.get("name"), container))
-    return kubelet.url(path, urlencode(passed))
+    return kubelet.url(_pod_path("exec", pod, container), urlencode(passed))
 
 
 def port_forward_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> str:
-    meta = pod.get("metadata") or {}
     passed = [(k, v) for k, v in query if k == "ports"]
-    path = "/portForward/" + "/".join(quote(str(p), safe="") for p in (meta.get("namespace"), meta.get("name")))
-    return kubelet.url(path, urlencode(passed))
+    return kubelet.url(_pod_path("portForward", pod), urlencode(passed))
+
+
+def _pod_path(endpoint: str, pod: Mapping[str, Any], *more: str) -> str:
+    """/<endpoint>/<namespace>/<pod>[/<container>] on the kubelet, each part escaped."""
+    meta = pod.get("metadata") or {}
+    parts = (meta.get("namespace"), meta.get("name"), *more)
+    return f"/{endpoint}/" + "/".join(quote(str(p), safe="") for p in parts)
 
 
 async def relay(client: Any, kubelet: aiohttp.ClientWebSocketResponse) -> None:

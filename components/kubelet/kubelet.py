@@ -80,6 +80,16 @@ def references(pod: Obj) -> tuple[set[str], set[str]]:
     return maps - {""}, secrets - {""}
 
 
+def _handler_env(worker: PodWorker, container: Obj) -> dict[str, str]:
+    """The environment a probe's or a hook's exec runs with: the container's own (empty when it
+    cannot be built; the container then never started either)."""
+    try:
+        env = build(worker.pod, container, worker.sources).values
+    except Exception:
+        env = {}
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", **env}
+
+
 class Runtime(podworker.Runtime, Protocol):
     def remove_pod(self, uid: str, namespace: str, pod: str) -> None: ...
 
@@ -218,17 +228,8 @@ class Kubelet:
             return
 
         async def one(container: str, spec: Obj, tracker: Any) -> None:
-            try:
-                env = build(worker.pod, spec, worker.sources).values
-            except Exception:
-                env = {}
-            outcome = await prober.run(
-                tracker.probe,
-                spec,
-                self.config.address,
-                {"PATH": "/usr/local/bin:/usr/bin:/bin", **env},
-                spec.get("workingDir"),
-            )
+            env = _handler_env(worker, spec)
+            outcome = await prober.run(tracker.probe, spec, self.config.address, env, spec.get("workingDir"))
             worker.record_probe(container, tracker, outcome.ok, self.clock())
 
         await asyncio.gather(*(one(c, s, t) for c, s, t in due))
@@ -247,17 +248,13 @@ class Kubelet:
     async def _run_hook(self, worker: PodWorker, run: HookRun) -> None:
         containers = (worker.pod.get("spec") or {}).get("containers") or ()
         spec: Obj = next((c for c in containers if isinstance(c, dict) and c.get("name") == run.container), {})
-        try:
-            env = build(worker.pod, spec, worker.sources).values
-        except Exception:
-            env = {}
         outcome = await prober.run_handler(
             run.handler.kind,
             run.handler.action,
             max(0.1, run.deadline - self.clock()),
             spec,
             self.config.address,
-            {"PATH": "/usr/local/bin:/usr/bin:/bin", **env},
+            _handler_env(worker, spec),
             spec.get("workingDir"),
         )
         if not outcome.ok:

@@ -174,8 +174,6 @@ class KubeletServer:
                     continue
                 await asyncio.sleep(FOLLOW_POLL_S)
                 entries = follower.poll()
-        except (ConnectionError, asyncio.CancelledError):
-            raise
         finally:
             follower.close()
         with contextlib.suppress(ConnectionError):
