@@ -14,9 +14,11 @@ import fcntl
 import os
 import signal
 import struct
+import subprocess
 import termios
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
+from components.kubelet import sandbox
 from components.kubelet.channels import STDERR, STDOUT
 
 CHUNK = 32 * 1024
@@ -26,9 +28,14 @@ class ExecStartError(Exception):
     """The command could not be started (not found, not executable, bad working dir)."""
 
 
-def _controlling_terminal() -> None:  # runs in the child, after fork
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+def _terminal_in(join: Callable[[], None] | None) -> Callable[[], None]:
+    def controlling_terminal() -> None:  # runs in the child, after fork
+        if join is not None:
+            join()
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    return controlling_terminal
 
 
 class ExecProcess:
@@ -38,10 +45,12 @@ class ExecProcess:
 
     @classmethod
     async def start(
-        cls, argv: list[str], env: dict[str, str], cwd: str | None, *, tty: bool, stdin: bool
+        cls, argv: list[str], env: dict[str, str], cwd: str | None, *, tty: bool, stdin: bool, pid: int = 0
     ) -> ExecProcess:
+        """`pid`: the container's main process, whose namespaces the command enters (0: none)."""
         if not argv:
             raise ExecStartError("no command given")
+        join = sandbox.join(pid) if pid else None
         master: int | None = None
         try:
             if tty:
@@ -54,7 +63,7 @@ class ExecProcess:
                         stderr=slave,
                         env=env,
                         cwd=cwd,
-                        preexec_fn=_controlling_terminal,
+                        preexec_fn=_terminal_in(join),
                     )
                 finally:
                     os.close(slave)
@@ -68,11 +77,14 @@ class ExecProcess:
                     env=env,
                     cwd=cwd,
                     process_group=0,
+                    preexec_fn=join,
                 )
-        except OSError as e:
+        except (OSError, subprocess.SubprocessError) as e:
             if master is not None:
                 os.close(master)
-            what = "executable file not found" if isinstance(e, FileNotFoundError) else e.strerror or str(e)
+            what = getattr(e, "strerror", None) or str(e)
+            if isinstance(e, FileNotFoundError):
+                what = "executable file not found"
             raise ExecStartError(f'exec: "{argv[0]}": {what}') from None
         return cls(process, master)
 

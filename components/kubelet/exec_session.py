@@ -60,7 +60,9 @@ def parse_query(query: Mapping[str, str]) -> ExecParams:
     return params
 
 
-async def serve(request: web.Request, params: ExecParams, env: dict[str, str], cwd: str | None) -> web.StreamResponse:
+async def serve(
+    request: web.Request, params: ExecParams, env: dict[str, str], cwd: str | None, pid: int = 0
+) -> web.StreamResponse:
     offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
     protocol = channels.choose(offered)
     if protocol is None:
@@ -72,7 +74,7 @@ async def serve(request: web.Request, params: ExecParams, env: dict[str, str], c
     first = channels.STDOUT if params.stdout else channels.STDERR if params.stderr else channels.ERROR
     await ws.send_bytes(channels.frame(first))
     try:
-        process = await ExecProcess.start(params.command, env, cwd, tty=params.tty, stdin=params.stdin)
+        process = await ExecProcess.start(params.command, env, cwd, tty=params.tty, stdin=params.stdin, pid=pid)
     except ExecStartError as e:
         await ws.send_bytes(channels.frame(channels.ERROR, channels.outcome(None, str(e))))
         await ws.close()

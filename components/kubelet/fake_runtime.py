@@ -101,6 +101,7 @@ class FakeRuntime:
         env: dict[str, str],
         cwd: str | None = None,
         meta: dict[str, Any] | None = None,
+        sandbox: Any = None,  # nothing runs, so nothing is set apart
     ) -> int:
         runs = self._runs.setdefault((uid, container), [])
         now = self.clock()

@@ -229,10 +229,16 @@ class Kubelet:
 
         async def one(container: str, spec: Obj, tracker: Any) -> None:
             env = _handler_env(worker, spec)
-            outcome = await prober.run(tracker.probe, spec, self.config.address, env, spec.get("workingDir"))
+            pid = self._main_pid(worker, container)
+            outcome = await prober.run(tracker.probe, spec, self.config.address, env, spec.get("workingDir"), pid)
             worker.record_probe(container, tracker, outcome.ok, self.clock())
 
         await asyncio.gather(*(one(c, s, t) for c, s, t in due))
+
+    def _main_pid(self, worker: PodWorker, container: str) -> int:
+        """The container's main process, whose namespaces a probe's or hook's exec joins."""
+        main_pid = getattr(self.runtime, "main_pid", None)
+        return int(main_pid(worker.uid, container)) if main_pid is not None else 0
 
     def _start_hooks(self, worker: PodWorker) -> None:
         """Each due lifecycle hook as a task of its own: a long preStop must not hold up the
@@ -256,6 +262,7 @@ class Kubelet:
             self.config.address,
             _handler_env(worker, spec),
             spec.get("workingDir"),
+            self._main_pid(worker, run.container),
         )
         if not outcome.ok:
             log.info("%s hook of %s failed: %s", run.hook, run.container, outcome.reason)

@@ -26,6 +26,7 @@ from components.kubelet.podactions import Seen, plan, spec_hash
 from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
+from components.kubelet.sandbox import Sandbox
 
 Obj = dict[str, Any]
 DEFAULT_GRACE_S = 30.0
@@ -42,6 +43,7 @@ class Runtime(Protocol):
         env: dict[str, str],
         cwd: str | None = None,
         meta: dict[str, Any] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> int: ...
 
     def seen(self, uid: str, container: str, attempt: int | None = None) -> RunState | None: ...

@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.kubelet import sandbox
 from components.kubelet.probes import Probe
 
 MAX_BODY = 10 * 1024  # kube reads at most this much of an HTTP probe's answer
@@ -41,7 +43,7 @@ def resolve_port(port: Any, container: Mapping[str, Any]) -> int | None:
     return None
 
 
-async def _exec(action: Mapping[str, Any], timeout: float, env: dict[str, str], cwd: str | None) -> Outcome:
+async def _exec(action: Mapping[str, Any], timeout: float, env: dict[str, str], cwd: str | None, pid: int) -> Outcome:
     command = action.get("command")
     if not isinstance(command, list) or not command:
         return Outcome(False, "exec probe has no command")
@@ -54,8 +56,9 @@ async def _exec(action: Mapping[str, Any], timeout: float, env: dict[str, str], 
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=sandbox.join(pid) if pid else None,  # inside the container's namespaces
         )
-    except OSError as e:
+    except (OSError, subprocess.SubprocessError) as e:
         return Outcome(False, f"exec failed: {e}")
     try:
         output, _ = await asyncio.wait_for(proc.communicate(), timeout)
@@ -130,11 +133,13 @@ async def _tcp(action: Mapping[str, Any], timeout: float, host: str, container: 
     return Outcome(True)
 
 
-async def run(probe: Probe, container: Mapping[str, Any], pod_ip: str, env: dict[str, str], cwd: str | None) -> Outcome:
+async def run(
+    probe: Probe, container: Mapping[str, Any], pod_ip: str, env: dict[str, str], cwd: str | None, pid: int = 0
+) -> Outcome:
     """One run of `probe` against `container`, never longer than its timeout (plus the kill)."""
     if probe.handler not in ("exec", "httpGet", "tcpSocket"):
         return Outcome(False, f"{probe.handler} probes are not supported by this kubelet")
-    return await run_handler(probe.handler, probe.action, probe.timeout, container, pod_ip, env, cwd)
+    return await run_handler(probe.handler, probe.action, probe.timeout, container, pod_ip, env, cwd, pid)
 
 
 async def run_handler(
@@ -145,10 +150,11 @@ async def run_handler(
     pod_ip: str,
     env: dict[str, str],
     cwd: str | None,
+    pid: int = 0,
 ) -> Outcome:
     """A probe's or a lifecycle hook's handler (hooks may also `sleep`), within `timeout`."""
     if kind == "exec":
-        return await _exec(action, timeout, env, cwd)
+        return await _exec(action, timeout, env, cwd, pid)
     if kind == "httpGet":
         return await _http(action, timeout, pod_ip, container)
     if kind == "tcpSocket":

@@ -25,10 +25,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
+from components.kubelet.sandbox import Sandbox
 from components.kubelet.shim import EXIT, SHIM, SPEC, STATE, write_json
 
 KILLED_EXIT = 137  # what a SIGKILLed container reports (128 + 9)
@@ -48,6 +49,15 @@ class RunState:
     message: str = ""
     log: str = ""
     meta: Any = None  # what the caller recorded with the run (its spec hash, image)
+
+
+class ExecContext(NamedTuple):
+    """What a command run inside a running container needs: its environment, working dir, and
+    the pid of its main process (whose namespaces the command joins)."""
+
+    env: dict[str, str]
+    cwd: str | None
+    pid: int
 
 
 def _read(path: Path) -> Any:
@@ -95,6 +105,7 @@ class ProcessRuntime:
         env: dict[str, str],
         cwd: str | None = None,
         meta: dict[str, Any] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> int:
         """Start the container's next run; its attempt number (the restart count)."""
         if not argv:
@@ -104,7 +115,10 @@ class ProcessRuntime:
         run = self._run_dir(uid, container, attempt)
         run.mkdir(parents=True, mode=0o700)
         log = self.log_path(namespace, pod, uid, container, attempt)
-        write_json(run / SPEC, {"argv": argv, "env": env, "cwd": cwd, "log": str(log), "meta": meta or {}})
+        spec = {"argv": argv, "env": env, "cwd": cwd, "log": str(log), "meta": meta or {}}
+        if sandbox is not None:
+            spec["sandbox"] = sandbox.to_json()
+        write_json(run / SPEC, spec)
         errors = os.open(run / "shim.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             shim = subprocess.Popen(
@@ -170,7 +184,7 @@ class ProcessRuntime:
             spec.get("meta"),
         )
 
-    def exec_context(self, uid: str, container: str) -> tuple[dict[str, str], str | None] | None:
+    def exec_context(self, uid: str, container: str) -> ExecContext | None:
         """The environment and working dir of the container's running run (what `kubectl exec`
         runs a command with); None when it does not run."""
         state = self.seen(uid, container)
@@ -179,10 +193,22 @@ class ProcessRuntime:
         spec = _read(self._run_dir(uid, container, state.attempt) / SPEC) or {}
         env = spec.get("env")
         cwd = spec.get("cwd")
-        return (
+        return ExecContext(
             {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {},
             cwd if isinstance(cwd, str) and cwd else None,
+            self.main_pid(uid, container),
         )
+
+    def main_pid(self, uid: str, container: str) -> int:
+        """The pid of the container's running main process; 0 when none runs."""
+        runs = self.attempts(uid, container)
+        if not runs:
+            return 0
+        run = self._run_dir(uid, container, runs[-1])
+        if (run / EXIT).exists():
+            return 0
+        pid = int((_read(run / STATE) or {}).get("pid") or 0)
+        return pid if pid and _alive(pid) else 0
 
     def stop(self, uid: str, container: str, grace_s: float, now: float) -> None:
         """SIGTERM the container now; SIGKILL it if it still runs `grace_s` later (see `tick`)."""

@@ -193,7 +193,7 @@ class KubeletServer:
             params = exec_session.parse_query(request.query)
         except ValueError as e:
             raise web.HTTPBadRequest(text=f"{e}\n") from None
-        return await exec_session.serve(request, params, *context)
+        return await exec_session.serve(request, params, context.env, context.cwd, context.pid)
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
         worker = self._worker(request)

@@ -2,10 +2,10 @@
 containerd-shim plays), so that the container outlives a kubelet restart with its output
 still logged and its exit code still recorded.
 
-DIR holds `spec.json` (argv, env, cwd, log path and limits), written by the runtime before it
-starts the shim in a session of its own.  The shim forks once and the first process exits
-after writing `shim.json` (the keeper's pid), so the keeper is no child of the kubelet's.
-The keeper starts the container in its own process
+DIR holds `spec.json` (argv, env, cwd, log path, and the sandbox: mounts, network, limits),
+written by the runtime before it starts the shim in a session of its own.  The shim forks
+once and the first process exits after writing `shim.json` (the keeper's pid), so the keeper
+is no child of the kubelet's.  The keeper enters the sandbox, starts the container in its own process
 group, writes `state.json` (its pid and the container's, the start time), copies the
 container's stdout and stderr into the CRI log, forwards SIGTERM and SIGINT to it, and when
 it ends writes `exit.json` (exit code, 128 + signal for a signal, finish time, kube's reason)
@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from components.kubelet import sandbox
 from components.kubelet.containerlog import LogWriter, timestamp
 
 SPEC, STATE, EXIT, SHIM = "spec.json", "state.json", "exit.json", "shim.json"
@@ -54,7 +55,9 @@ def run(directory: Path) -> int:
     log = LogWriter(
         Path(spec["log"]), int(spec.get("log_max_bytes") or 10 * 1024 * 1024), int(spec.get("log_files") or 2)
     )
+    box = sandbox.Sandbox.from_json(spec.get("sandbox"))
     try:
+        sandbox.enter(box)  # the shim joins the pod's namespaces; the container inherits them
         child = subprocess.Popen(
             spec["argv"],
             env=spec.get("env") or {},
@@ -63,8 +66,9 @@ def run(directory: Path) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             process_group=0,  # its own group: a signal for the container reaches its children too
+            preexec_fn=sandbox.child_preexec(box),  # noqa: PLW1509 (the shim has one thread)
         )
-    except OSError as e:
+    except (OSError, sandbox.SandboxError, subprocess.SubprocessError) as e:
         # kube's StartError: the process never ran
         log.write("stderr", f"failed to start container: {e}\n".encode())
         log.close()

@@ -1,0 +1,55 @@
+"""The few Linux calls the process runtime needs and Python 3.11 lacks (unshare, setns, mount),
+through libc, raising OSError with the errno as the os module does."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), "unshare")
+
+
+def setns(path: str, nstype: int) -> None:
+    """Join the namespace that `path` (a /proc/PID/ns/* or bind-mounted namespace file) is."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        _check(_libc.setns(fd, nstype), f"setns {path}")
+    finally:
+        os.close(fd)
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(
+        _libc.mount(
+            source.encode() if source is not None else None,
+            target.encode(),
+            fstype.encode() if fstype is not None else None,
+            flags,
+            data.encode() if data is not None else None,
+        ),
+        f"mount {target}",
+    )
