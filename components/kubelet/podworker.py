@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from apiserver.resources.core_pods import qos_class
-from components.kubelet import podphase
+from components.kubelet import limits, podphase
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
@@ -80,6 +80,8 @@ class PodWorker:
         self.runtime = runtime
         self.sources = sources
         self.host_ip = host_ip
+        self.pod_ip = host_ip  # the host network's; a pod network namespace gives its own
+        self.netns: str | None = None  # the pod's network namespace file, when it has one
         self.backoff = backoff or CrashBackOff()
         self.wall = wall
         self.start_time = ""
@@ -178,6 +180,7 @@ class PodWorker:
                 {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": str(meta.get("name") or ""), **env.values},
                 container.get("workingDir") or None,
                 self._run_meta(container),
+                self._sandbox(container),
             )
         except (ValueError, RuntimeError, OSError) as e:  # the runtime could not create it
             self._waiting[name] = ("CreateContainerError", str(e))
@@ -186,6 +189,10 @@ class PodWorker:
         self._probing[name] = _Probing(attempt, probe_state)
         self.hooks.forget(name, attempt)
         self.hooks.post_start(container, attempt, now, self._grace() or DEFAULT_GRACE_S)
+
+    def _sandbox(self, container: Obj) -> Sandbox:
+        """What sets the container apart: its volume mounts, the pod's network, its limits."""
+        return Sandbox(netns=self.netns, limits=limits.of(container))
 
     def _run_meta(self, container: Obj) -> dict[str, Any]:
         """What the runtime keeps with a run: the spec's hash, the image, and the fake runtime's
@@ -290,8 +297,8 @@ class PodWorker:
             "conditions": conditions,
             "hostIP": self.host_ip,
             "hostIPs": [{"ip": self.host_ip}],
-            "podIP": self.host_ip,  # the host network: a pod's IP is its node's
-            "podIPs": [{"ip": self.host_ip}],
+            "podIP": self.pod_ip,
+            "podIPs": [{"ip": self.pod_ip}],
             "startTime": self.start_time,
             "containerStatuses": statuses,
             "qosClass": qos_class(spec),
