@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from components.client.clock import wait_event
@@ -34,6 +35,7 @@ from components.kubelet import nodestatus, podworker, prober
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import Sources, build
 from components.kubelet.hooks import HookRun
+from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 
 log = logging.getLogger("raftkube.kubelet")
@@ -72,11 +74,15 @@ def references(pod: Obj) -> tuple[set[str], set[str]]:
                 if isinstance(source.get("secretKeyRef"), dict):
                     secrets.add(str(source["secretKeyRef"].get("name") or ""))
     for v in spec.get("volumes") or ():
-        if isinstance(v, dict):
-            if isinstance(v.get("configMap"), dict):
-                maps.add(str(v["configMap"].get("name") or ""))
-            if isinstance(v.get("secret"), dict):
-                secrets.add(str(v["secret"].get("secretName") or ""))
+        if not isinstance(v, dict):
+            continue
+        projected = (v.get("projected") or {}).get("sources") if isinstance(v.get("projected"), dict) else None
+        for src in [v, *(s for s in projected or () if isinstance(s, dict))]:
+            if isinstance(src.get("configMap"), dict):
+                maps.add(str(src["configMap"].get("name") or ""))
+            if isinstance(src.get("secret"), dict):
+                secret = src["secret"]
+                secrets.add(str(secret.get("secretName") or secret.get("name") or ""))
     return maps - {""}, secrets - {""}
 
 
@@ -193,7 +199,9 @@ class Kubelet:
         sources = await self._sources(pod)
         worker = self.workers.get(uid)
         if worker is None:
-            worker = self.workers[uid] = PodWorker(pod, self.runtime, sources, host_ip=self.config.address)
+            worker = self.workers[uid] = PodWorker(
+                pod, self.runtime, sources, host_ip=self.config.address, volumes=self._volumes_of(uid)
+            )
         worker.pod, worker.sources = pod, sources
         await self._probe(worker, now)
         status = worker.sync(now)
@@ -214,6 +222,13 @@ class Kubelet:
             with contextlib.suppress(NotFoundError):
                 await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
                 self._posted[uid] = status
+
+    def _volumes_of(self, uid: str) -> PodVolumes | None:
+        """Where the pod's volumes live: beside its containers' runs (none for fake containers)."""
+        root = getattr(self.runtime, "root", None)
+        if root is None or getattr(self.runtime, "simulated", False):
+            return None
+        return PodVolumes(Path(root) / "pods" / uid / "volumes")
 
     async def _probe(self, worker: PodWorker, now: float) -> None:
         due = worker.due_probes(now)
@@ -288,6 +303,8 @@ class Kubelet:
                 self.runtime.stop(uid, name, 0.0, self.clock())
             meta = worker.pod.get("metadata") or {}
             self.runtime.remove_pod(uid, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            if worker.volumes is not None:
+                worker.volumes.remove()
             self._posted.pop(uid, None)
 
     # -- loops ----------------------------------------------------------------------------------

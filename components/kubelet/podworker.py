@@ -23,10 +23,12 @@ from components.kubelet.envvars import EnvError, Sources, build
 from components.kubelet.fake_runtime import PREFIX as FAKE_PREFIX
 from components.kubelet.hooks import HookRun, Hooks
 from components.kubelet.podactions import Seen, plan, spec_hash
+from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
 from components.kubelet.sandbox import Sandbox
+from components.kubelet.volumes import VolumeError
 
 Obj = dict[str, Any]
 DEFAULT_GRACE_S = 30.0
@@ -75,6 +77,7 @@ class PodWorker:
         host_ip: str,
         backoff: CrashBackOff | None = None,
         wall: Callable[[float], str] = lambda now: timestamp(int(now * 1e9)),
+        volumes: PodVolumes | None = None,
     ) -> None:
         self.pod = pod
         self.runtime = runtime
@@ -88,6 +91,8 @@ class PodWorker:
         self._probing: dict[str, _Probing] = {}
         self._waiting: dict[str, tuple[str, str]] = {}  # container -> (reason, message) of a failed start
         self.hooks = Hooks()
+        self.volumes = volumes  # None: the runtime has no files (fake containers)
+        self._volume_error = ""  # why the pod's volumes could not be set up; no container starts
 
     def container_names(self) -> list[str]:
         return list(self._specs())
@@ -118,6 +123,12 @@ class PodWorker:
             run = self.runtime.seen(self.uid, name)
             if run is not None and run.running and self.hooks.post_start_failed(name, run.attempt):
                 self.runtime.stop(self.uid, name, grace, now)
+        if self.volumes is not None:
+            try:
+                self.volumes.sync(self.pod, self.sources)
+                self._volume_error = ""
+            except (VolumeError, OSError) as e:
+                self._volume_error = f"MountVolume.SetUp failed: {e}"
         seen = {name: s for name in specs if (s := self._seen(name, now)) is not None}
         actions = plan(self.pod, seen, self.backoff, now)
         for kill in actions.kills:
@@ -159,10 +170,14 @@ class PodWorker:
     def _start(self, container: Obj, now: float) -> None:
         name = container["name"]
         meta = self.pod.get("metadata") or {}
+        if self._volume_error:
+            self._waiting[name] = ("ContainerCreating", self._volume_error)  # kube waits for its mounts
+            return
         try:
             env = build(self.pod, container, self.sources, f"spec.containers[{name}]")
             probe_state = ContainerProbes(container, now, f"spec.containers[{name}]")
-        except (EnvError, ProbeError) as e:
+            sandbox = self._sandbox(container)
+        except (EnvError, ProbeError, VolumeError) as e:
             self._waiting[name] = ("CreateContainerConfigError", str(e))
             return
         argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
@@ -180,7 +195,7 @@ class PodWorker:
                 {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": str(meta.get("name") or ""), **env.values},
                 container.get("workingDir") or None,
                 self._run_meta(container),
-                self._sandbox(container),
+                sandbox,
             )
         except (ValueError, RuntimeError, OSError) as e:  # the runtime could not create it
             self._waiting[name] = ("CreateContainerError", str(e))
@@ -192,7 +207,9 @@ class PodWorker:
 
     def _sandbox(self, container: Obj) -> Sandbox:
         """What sets the container apart: its volume mounts, the pod's network, its limits."""
-        return Sandbox(netns=self.netns, limits=limits.of(container))
+        where = f"spec.containers[{container['name']}]"
+        mounts = self.volumes.mounts(self.pod, container, where) if self.volumes is not None else ()
+        return Sandbox(mounts=mounts, netns=self.netns, limits=limits.of(container))
 
     def _run_meta(self, container: Obj) -> dict[str, Any]:
         """What the runtime keeps with a run: the spec's hash, the image, and the fake runtime's

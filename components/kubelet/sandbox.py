@@ -2,17 +2,21 @@
 namespace and its resource limits.
 
 The pod worker describes it (`Sandbox`), the runtime records it in the run's `spec.json`, and
-the shim applies it: `enter` in the shim itself before it starts the container (namespaces are
-inherited, and a failure here is reported as the container's StartError with its words), and
-`child_preexec` in the container's process between fork and exec (what must not apply to the
-shim: its limits).  `join` puts a `kubectl exec` command or an exec probe into the
-namespaces of the container's running process, so it sees what the container sees.
+the shim applies it in two steps.  `enter` runs in the shim before it starts the container: it
+joins the pod's network namespace (inherited by the container) and creates missing mount
+points; a failure is the container's StartError in its own words.  `child_preexec` runs in the
+container's process between fork and exec: what must not touch the shim (a mount at /tmp would
+hide the shim's own run directory; the shim's memory must not count against a limit).  It
+reports a failure through a pipe, as subprocess says only "exception in preexec_fn".  `join`
+puts a `kubectl exec` command or an exec probe into the namespaces of the container's running
+process, so it sees what the container sees.
 
-Mounts: the shim takes a mount namespace of its own (private propagation, so nothing leaks to
-the host), then bind-mounts each volume at its mountPath; read-only ones are remounted so.  A
-mount point that does not exist on the host is created there (a directory, or an empty file
-for a file bind) and left behind: another pod's namespace may still mount on it.
-Everything here needs root; without it a pod that asks for mounts does not start.
+Mounts: the container gets a mount namespace of its own (private propagation, so nothing
+leaks to the host), with each volume bind-mounted at its mountPath; read-only ones are
+remounted so.  A mount point missing on the host is created there (a directory, or an empty
+file for a file bind) and left behind: another pod's namespace may still mount on it.  The
+working dir is entered after the mounts, so a workingDir inside a volume is the volume.
+Mounts and network namespaces need root; without it such a pod does not start.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ class SandboxError(Exception):
 
 
 def enter(sandbox: Sandbox) -> None:
-    """In the shim, before it starts the container: join the pod's network, mount the volumes."""
+    """In the shim, before it starts the container: join the pod's network, make mount points."""
     if not sandbox.mounts and sandbox.netns is None:
         return
     if os.geteuid() != 0:
@@ -68,31 +72,49 @@ def enter(sandbox: Sandbox) -> None:
     try:
         if sandbox.netns is not None:
             linux.setns(sandbox.netns, linux.CLONE_NEWNET)
-        if sandbox.mounts:
-            linux.unshare(linux.CLONE_NEWNS)
-            linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-            for m in sandbox.mounts:
-                _bind(m)
+        for m in sandbox.mounts:
+            _mount_point(m)
     except OSError as e:
         raise SandboxError(str(e)) from None
 
 
-def _bind(m: Mount) -> None:
-    if not os.path.exists(m.target):
-        if os.path.isdir(m.source):
-            os.makedirs(m.target, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(m.target), exist_ok=True)
-            with open(m.target, "ab"):
-                pass
-    linux.mount(m.source, m.target, None, linux.MS_BIND | linux.MS_REC)
-    if m.read_only:
-        linux.mount(None, m.target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY)
+def _mount_point(m: Mount) -> None:
+    if os.path.lexists(m.target):
+        return
+    if os.path.isdir(m.source):
+        os.makedirs(m.target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(m.target), exist_ok=True)
+        with open(m.target, "ab"):
+            pass
 
 
-def child_preexec(sandbox: Sandbox) -> Callable[[], None] | None:
-    """What runs in the container's process before exec (None: nothing)."""
-    return None
+def _mount_all(mounts: tuple[Mount, ...]) -> None:
+    linux.unshare(linux.CLONE_NEWNS)
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    for m in mounts:
+        linux.mount(m.source, m.target, None, linux.MS_BIND | linux.MS_REC)
+        if m.read_only:
+            linux.mount(None, m.target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_REC)
+
+
+def child_preexec(sandbox: Sandbox, cwd: str | None, report_fd: int) -> Callable[[], None] | None:
+    """What runs in the container's process before exec (None: nothing).  With mounts, the
+    working dir is entered here (the caller passes no cwd to Popen); a failure's words go to
+    `report_fd` before the exception ends the child."""
+    if not sandbox.mounts:
+        return None
+
+    def prepare() -> None:
+        try:
+            _mount_all(sandbox.mounts)
+            if cwd:
+                os.chdir(cwd)
+        except OSError as e:
+            os.write(report_fd, str(e).encode(errors="replace")[:4096])
+            raise
+
+    return prepare
 
 
 def join(pid: int) -> Callable[[], None] | None:

@@ -56,26 +56,33 @@ def run(directory: Path) -> int:
         Path(spec["log"]), int(spec.get("log_max_bytes") or 10 * 1024 * 1024), int(spec.get("log_files") or 2)
     )
     box = sandbox.Sandbox.from_json(spec.get("sandbox"))
+    cwd = spec.get("cwd") or None
+    report, report_w = os.pipe()
     try:
-        sandbox.enter(box)  # the shim joins the pod's namespaces; the container inherits them
+        sandbox.enter(box)  # the shim joins the pod's network; the container inherits it
         child = subprocess.Popen(
             spec["argv"],
             env=spec.get("env") or {},
-            cwd=spec.get("cwd") or None,
+            cwd=None if box.mounts else cwd,  # with mounts, entered after them (child_preexec)
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             process_group=0,  # its own group: a signal for the container reaches its children too
-            preexec_fn=sandbox.child_preexec(box),  # noqa: PLW1509 (the shim has one thread)
+            preexec_fn=sandbox.child_preexec(box, cwd, report_w),  # noqa: PLW1509 (the shim has one thread)
         )
     except (OSError, sandbox.SandboxError, subprocess.SubprocessError) as e:
         # kube's StartError: the process never ran
-        log.write("stderr", f"failed to start container: {e}\n".encode())
+        os.close(report_w)
+        message = os.read(report, 4096).decode(errors="replace") or str(e)  # the child's words first
+        os.close(report)
+        log.write("stderr", f"failed to start container: {message}\n".encode())
         log.close()
         now = timestamp(time.time_ns())
-        failed = {"exitCode": 128, "reason": "StartError", "message": str(e), "startedAt": now, "finishedAt": now}
+        failed = {"exitCode": 128, "reason": "StartError", "message": message, "startedAt": now, "finishedAt": now}
         write_json(directory / EXIT, failed)
         return 0
+    os.close(report_w)
+    os.close(report)
     started = timestamp(time.time_ns())
     write_json(directory / STATE, {"shimPid": os.getpid(), "pid": child.pid, "startedAt": started})
 

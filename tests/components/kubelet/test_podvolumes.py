@@ -1,0 +1,241 @@
+"""Volumes inside containers: a pod's volumes made on disk (emptyDir, configMap, secret,
+downwardAPI), bind-mounted at each container's mountPath in a mount namespace of its own
+(real mounts: the kubelet tests run as root), read-only where kube mounts them so, refreshed
+when a ConfigMap changes, shared between the pod's containers, invisible to the host, and
+entered by `kubectl exec`.  Bad volumeMounts are refused naming the field.  Every wait is
+bounded; every container is killed by pid at the end (the `runtime` fixture)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.kubelet import containerlog, sandbox
+from components.kubelet.envvars import Sources
+from components.kubelet.podvolumes import PodVolumes
+from components.kubelet.podworker import PodWorker
+from components.kubelet.process_runtime import ProcessRuntime
+from components.kubelet.volumes import VolumeError
+
+Obj = dict[str, Any]
+WAIT_S = 15.0
+
+
+def until(what: str, check: Callable[[], Any]) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def mount_dir() -> Iterator[str]:
+    """A mount path outside any test directory (as /etc/config would be), removed after."""
+    path = f"/tmp/raftkube-mount-{uuid.uuid4().hex[:10]}"
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def sources(maps: dict[str, Obj] | None = None, secrets: dict[str, Obj] | None = None) -> Sources:
+    return Sources(lambda ns, n: (maps or {}).get(n), lambda ns, n: (secrets or {}).get(n))
+
+
+def a_pod(uid: str, containers: list[Obj], volumes: list[Obj]) -> Obj:
+    return {
+        "metadata": {"name": f"p-{uid}", "namespace": "ns", "uid": uid, "labels": {"app": "web"}},
+        "spec": {"containers": containers, "volumes": volumes},
+    }
+
+
+def sh(name: str, script: str, mounts: list[Obj]) -> Obj:
+    return {"name": name, "image": "busybox", "command": ["sh", "-c", script], "volumeMounts": mounts}
+
+
+def worker(runtime: ProcessRuntime, pod: Obj, src: Sources) -> PodWorker:
+    uid = pod["metadata"]["uid"]
+    return PodWorker(pod, runtime, src, "127.0.0.1", volumes=PodVolumes(runtime.root / "pods" / uid / "volumes"))
+
+
+def output(runtime: ProcessRuntime, uid: str, name: str) -> bytes:
+    run = runtime.seen(uid, name)
+    if run is None or not run.log or not Path(run.log).exists():
+        return b""
+    return b"".join(e.text + b"\n" for e in containerlog.read(Path(run.log)))
+
+
+def sync_until(w: PodWorker, what: str, check: Callable[[], Any]) -> Any:
+    def step() -> Any:
+        w.sync(time.time())
+        return check()
+
+    return until(what, step)
+
+
+# -- on disk, no process ------------------------------------------------------------------------
+
+
+def test_every_kind_of_volume_is_made_and_a_changed_config_map_is_written_again(tmp_path: Path) -> None:
+    volumes = [
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "config", "configMap": {"name": "settings"}},
+        {"name": "creds", "secret": {"secretName": "token", "defaultMode": 0o400}},
+        {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+    ]
+    pod = a_pod("v1", [], volumes)
+    secret = {"data": {"token": base64.b64encode(b"s3cret").decode()}}
+    pv = PodVolumes(tmp_path / "volumes")
+    pv.sync(pod, sources({"settings": {"data": {"mode": "fast"}}}, {"token": secret}))
+    assert (tmp_path / "volumes" / "scratch").is_dir()
+    assert (tmp_path / "volumes" / "config" / "mode").read_text() == "fast"
+    assert (tmp_path / "volumes" / "creds" / "token").read_bytes() == b"s3cret"
+    assert (tmp_path / "volumes" / "creds" / "token").stat().st_mode & 0o777 == 0o400
+    assert (tmp_path / "volumes" / "info" / "labels").read_text() == 'app="web"'
+    pv.sync(pod, sources({"settings": {"data": {"mode": "slow", "extra": "1"}}}, {"token": secret}))
+    assert (tmp_path / "volumes" / "config" / "mode").read_text() == "slow"
+    assert (tmp_path / "volumes" / "config" / "extra").read_text() == "1"
+    pv.remove()
+    assert not tmp_path.exists()  # the pod's directory went, volumes and all
+
+
+@pytest.mark.parametrize(
+    ("mount", "message"),
+    [
+        ({"name": "nope", "mountPath": "/x"}, "volumeMounts[0].name: no volume 'nope'"),
+        ({"name": "scratch", "mountPath": "relative"}, "volumeMounts[0].mountPath: must be an absolute path"),
+        ({"name": "scratch", "mountPath": "/a/../etc"}, "volumeMounts[0].mountPath: must not contain '..'"),
+        ({"name": "scratch", "mountPath": "/"}, "volumeMounts[0].mountPath: cannot mount over /"),
+        ({"name": "scratch", "mountPath": 7}, "volumeMounts[0].mountPath: must be an absolute path"),
+        ({"name": "scratch", "mountPath": "/x", "subPath": "../up"}, "volumeMounts[0].subPath: must not contain"),
+        ({"name": "config", "mountPath": "/x", "subPath": "missing"}, "subPath: 'missing' does not exist"),
+        ("not an object", "volumeMounts[0]: must be an object"),
+    ],
+)
+def test_bad_volume_mounts_are_refused_naming_the_field(tmp_path: Path, mount: Any, message: str) -> None:
+    pod = a_pod("v2", [], [{"name": "scratch", "emptyDir": {}}, {"name": "config", "configMap": {"name": "c"}}])
+    pv = PodVolumes(tmp_path / "volumes")
+    pv.sync(pod, sources({"c": {"data": {"k": "v"}}}))
+    with pytest.raises(VolumeError, match=message.replace("(", r"\(").replace("[", r"\[")) as e:
+        pv.mounts(pod, {"name": "c", "volumeMounts": [mount]}, "spec.containers[c]")
+    assert str(e.value).startswith("spec.containers[c].volumeMounts[0]")
+
+
+def test_mounts_are_read_only_except_empty_dirs_unless_asked(tmp_path: Path) -> None:
+    pod = a_pod("v3", [], [{"name": "scratch", "emptyDir": {}}, {"name": "config", "configMap": {"name": "c"}}])
+    pv = PodVolumes(tmp_path / "volumes")
+    pv.sync(pod, sources({"c": {"data": {"k": "v"}}}))
+    mounts = [
+        {"name": "scratch", "mountPath": "/data"},
+        {"name": "scratch", "mountPath": "/ro", "readOnly": True},
+        {"name": "config", "mountPath": "/etc/app/k", "subPath": "k"},
+        {"name": "scratch", "mountPath": "//cache/", "subPath": "a/b"},
+    ]
+    got = pv.mounts(pod, {"name": "c", "volumeMounts": mounts}, "c")
+    base = tmp_path / "volumes"
+    assert got == (
+        sandbox.Mount(str(base / "scratch"), "/data", False),
+        sandbox.Mount(str(base / "scratch"), "/ro", True),
+        sandbox.Mount(str(base / "config" / "k"), "/etc/app/k", True),
+        sandbox.Mount(str(base / "scratch" / "a" / "b"), "/cache", False),
+    )
+    assert (base / "scratch" / "a" / "b").is_dir()  # kube makes an emptyDir's missing subPath
+
+
+# -- real containers ----------------------------------------------------------------------------
+
+
+def test_a_container_reads_its_config_map_at_its_mount_path_and_sees_an_update(
+    runtime: ProcessRuntime, mount_dir: str
+) -> None:
+    app = sh(
+        "app",
+        f"while true; do cat {mount_dir}/greeting; echo; sleep 0.1; done",
+        [{"name": "config", "mountPath": mount_dir}],
+    )
+    pod = a_pod("m1", [app], [{"name": "config", "configMap": {"name": "settings"}}])
+    w = worker(runtime, pod, sources({"settings": {"data": {"greeting": "hello"}}}))
+    sync_until(w, "the file in the container's log", lambda: b"hello" in output(runtime, "m1", "app"))
+    assert os.listdir(mount_dir) == []  # the host sees the empty mount point, not the volume
+    w.sources = sources({"settings": {"data": {"greeting": "bonjour"}}})
+    sync_until(w, "the update inside the container", lambda: b"bonjour" in output(runtime, "m1", "app"))
+    assert runtime.seen("m1", "app").attempt == 0  # type: ignore[union-attr]  # seen live, no restart
+
+
+def test_an_empty_dir_is_shared_by_the_pods_containers_and_a_config_map_is_read_only(
+    runtime: ProcessRuntime, mount_dir: str
+) -> None:
+    data, conf = f"{mount_dir}/data", f"{mount_dir}/conf"
+    writer = sh(
+        "writer",
+        f"echo from-writer > {data}/note; touch {conf}/x || echo refused; sleep 30",
+        [
+            {"name": "shared", "mountPath": data},
+            {"name": "config", "mountPath": conf},
+        ],
+    )
+    reader = sh(
+        "reader",
+        f"until [ -s {data}/note ]; do sleep 0.05; done; cat {data}/note; sleep 30",
+        [{"name": "shared", "mountPath": data}],
+    )
+    pod = a_pod(
+        "m2", [writer, reader], [{"name": "shared", "emptyDir": {}}, {"name": "config", "configMap": {"name": "c"}}]
+    )
+    w = worker(runtime, pod, sources({"c": {"data": {"k": "v"}}}))
+    sync_until(w, "the reader to see the writer's file", lambda: b"from-writer" in output(runtime, "m2", "reader"))
+    until("the read-only mount to refuse a write", lambda: b"refused" in output(runtime, "m2", "writer"))
+    assert (runtime.root / "pods" / "m2" / "volumes" / "shared" / "note").read_text() == "from-writer\n"
+
+
+def test_exec_enters_the_containers_mounts(runtime: ProcessRuntime, mount_dir: str) -> None:
+    app = sh("app", "sleep 30", [{"name": "config", "mountPath": mount_dir}])
+    pod = a_pod("m3", [app], [{"name": "config", "configMap": {"name": "c"}}])
+    w = worker(runtime, pod, sources({"c": {"data": {"key": "inside"}}}))
+    pid = sync_until(w, "the container to run", lambda: runtime.main_pid("m3", "app"))
+    seen = subprocess.run(
+        ["cat", f"{mount_dir}/key"], preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True
+    )
+    assert seen.stdout == b"inside"
+    context = runtime.exec_context("m3", "app")
+    assert context is not None and context.pid == pid
+
+
+def test_a_mount_over_the_kubelets_own_directory_still_records_the_exit(tmp_path: Path) -> None:
+    """An emptyDir at /tmp is common; it must not hide the shim's run directory from the shim."""
+    runtime = ProcessRuntime(tmp_path / "rt")
+    box = sandbox.Sandbox(mounts=(sandbox.Mount(str(tmp_path / "elsewhere"), str(tmp_path), False),))
+    (tmp_path / "elsewhere").mkdir()
+    runtime.start("ns", "p", "m4", "c", ["sh", "-c", f"echo hi > {tmp_path}/f; exit 4"], {"PATH": "/bin"}, sandbox=box)
+    run = until("the exit to be recorded", lambda: (s := runtime.seen("m4", "c")) is not None and not s.running and s)
+    assert run.exit_code == 4
+    assert (tmp_path / "elsewhere" / "f").read_text() == "hi\n"
+
+
+def test_a_mount_that_fails_is_a_start_error_in_its_own_words(runtime: ProcessRuntime, tmp_path: Path) -> None:
+    box = sandbox.Sandbox(mounts=(sandbox.Mount(str(tmp_path / "absent"), str(tmp_path / "target"), False),))
+    (tmp_path / "target").mkdir()
+    runtime.start("ns", "p", "m5", "c", ["true"], {"PATH": "/bin"}, sandbox=box)
+    run = until("the start error", lambda: (s := runtime.seen("m5", "c")) is not None and not s.running and s)
+    assert (run.reason, run.exit_code) == ("StartError", 128)
+    assert "mount" in run.message and "No such file or directory" in run.message
+
+
+def test_a_missing_config_map_holds_the_pod_in_container_creating(runtime: ProcessRuntime) -> None:
+    app = sh("app", "sleep 30", [{"name": "config", "mountPath": "/x"}])
+    w = worker(runtime, a_pod("m6", [app], [{"name": "config", "configMap": {"name": "absent"}}]), sources())
+    status = w.sync(time.time())
+    assert status["containerStatuses"][0]["state"] == {
+        "waiting": {"reason": "ContainerCreating", "message": 'MountVolume.SetUp failed: configmap "absent" not found'}
+    }
+    assert runtime.running_pods() == []
