@@ -1,18 +1,22 @@
 """The whole cluster through kubectl 1.33, as `raftkube up` starts it with two kubelets: a
 Deployment's pods are real processes spread over the nodes, with logs and exec; it scales, rolls
 out a new command and back; a Job completes and a failing one stops at its backoffLimit; a
-liveness probe restarts its container; deleting a Deployment or a namespace ends the
+liveness probe restarts its container; a ConfigMap volume is served from a pod
+through port-forward; deleting a Deployment or a namespace ends the
 processes; killing the store leader loses nothing; killing a kubelet makes its node NotReady
 and its pods come back on the other node; `raftkube down` leaves no process behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,8 @@ import orjson
 import pytest
 
 from components.launcher import LocalComponent
+from store.launcher import free_ports
+from tests.apiserver.kubectl_support import kubectl_running
 from tests.apiserver.support import ApiserverUnderTest, running_apiserver
 from tests.support.cli import raftkube
 
@@ -118,6 +124,45 @@ def test_a_deployment_of_processes(cluster: ApiserverUnderTest) -> None:
     [kept] = until("1 pod Running", lambda: running(cluster, "app=web", 1))
     gone = [pid for name, pids in before.items() if name != kept["metadata"]["name"] for pid in pids]
     until("the scaled-down pods' processes ended", lambda: not any(alive(pid) for pid in gone))
+
+
+def test_a_config_map_volume_served_through_port_forward(cluster: ApiserverUnderTest) -> None:
+    """A ConfigMap mounted where a web server in the pod serves it; kubectl exec sees the file
+    and kubectl port-forward reaches the server; an update of the ConfigMap reaches the pod."""
+    port, local = free_ports(2)
+    www = f"/tmp/raftkube-e2e-www-{uuid.uuid4().hex[:8]}"  # the mount point made on the host
+    try:
+        apply(
+            cluster,
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "site"}, "data": {"index.html": "v1"}},
+        )
+        site = deployment("site", 1, f"exec {sys.executable} -m http.server {port} --bind 127.0.0.1 --directory {www}")
+        spec = site["spec"]["template"]["spec"]
+        spec["volumes"] = [{"name": "www", "configMap": {"name": "site"}}]
+        spec["containers"][0]["volumeMounts"] = [{"name": "www", "mountPath": www}]
+        apply(cluster, site)
+        [pod] = until("the site pod Running", lambda: running(cluster, "app=site", 1))
+        name = pod["metadata"]["name"]
+        assert cluster.ok("exec", name, "--", "cat", f"{www}/index.html") == "v1"
+        assert os.listdir(www) == []  # mounted in the container's namespace only
+        with kubectl_running(cluster, "port-forward", f"pod/{name}", f"{local}:{port}", minor=33) as reader:
+            reader.wait_for(f"Forwarding from 127.0.0.1:{local}")
+            url = f"http://127.0.0.1:{local}/index.html"
+            assert until("the page through port-forward", lambda: _get(url)) == b"v1"
+            cluster.ok("patch", "configmap/site", "-p", json.dumps({"data": {"index.html": "v2"}}))
+            until("the update served", lambda: _get(url) == b"v2")
+        cluster.ok("delete", "deployment/site", "configmap/site")
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(www)
+
+
+def _get(url: str) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return bytes(r.read())
+    except OSError:
+        return b""
 
 
 def test_a_rolling_update_and_its_undo(cluster: ApiserverUnderTest) -> None:
