@@ -20,9 +20,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from components.kubelet import linux
+from components.kubelet import limits, linux
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +91,10 @@ def _bind(m: Mount) -> None:
         linux.mount(None, m.target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY)
 
 
-def child_preexec(sandbox: Sandbox) -> Callable[[], None] | None:
-    """What runs in the container's process before exec (None: nothing)."""
-    return None
+def child_preexec(sandbox: Sandbox, cgroup: Path | None = None) -> Callable[[], None] | None:
+    """What runs in the container's process before exec (None: nothing): it joins the run's
+    `cgroup` when the shim made one, else takes its limits as rlimits (see limits.py)."""
+    return limits.preexec(sandbox.limits, cgroup)
 
 
 def join(pid: int) -> Callable[[], None] | None:
