@@ -1,19 +1,38 @@
-"""Container resource limits: the container spec's quantities read into the run's limits, and
-the cgroup v2 file protocol against a temporary directory laid out like cgroupfs."""
+"""Container resource limits: the container spec's quantities read into the run's limits, real
+containers of the process runtime held to a memory limit (on a host without usable cgroup v2,
+as this one and CI are, that is the rlimit path, run for real), and the cgroup v2 file protocol
+against a temporary directory laid out like cgroupfs.  Every wait is bounded."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from components.kubelet import cgroupv2, limits
+from components.kubelet import cgroupv2, containerlog, limits
+from components.kubelet.process_runtime import ProcessRuntime, RunState
 from components.kubelet.sandbox import Sandbox, child_preexec
+from components.kubelet.shim import exit_reason
 
+UID = "u-limits"
 WAIT_S = 20.0
 MiB = 1024 * 1024
+
+
+def until(what: str, check: Callable[[], Any]) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
+        time.sleep(0.05)
 
 
 def with_limits(**quantities: Any) -> dict[str, Any]:
@@ -61,6 +80,61 @@ def test_limits_read_back_from_a_run_spec_are_checked() -> None:
     assert limits.rlimits({"memory": True}) == []
     assert limits.describe({"memory": -1, "cpu_millis": "1"}, None) == {"mechanism": "none"}
     assert limits.preexec({}, None) is None
+
+
+# --- real containers under a memory limit ----------------------------------------------------
+
+
+def allocate(mib: int) -> list[str]:
+    """A container that writes `mib` MiB (touched, so it is resident under any mechanism)."""
+    return [sys.executable, "-c", f"b = b'x' * ({mib} * 1024 * 1024); print(len(b))"]
+
+
+def run(runtime: ProcessRuntime, name: str, argv: list[str], box: Sandbox | None) -> tuple[RunState, dict[str, Any]]:
+    """Run a container to its end; its final state and what its state.json says of its limits."""
+    runtime.start("ns", "p", UID, name, argv, {"PATH": "/usr/bin:/bin"}, sandbox=box)
+
+    def finished() -> RunState | None:
+        s = runtime.seen(UID, name)
+        return s if s is not None and not s.running else None
+
+    s = until(f"{name} to end", finished)
+    state = orjson.loads((runtime.root / "containers" / UID / name / "0" / "state.json").read_bytes())
+    return s, state["limits"]
+
+
+def logged(s: RunState) -> str:
+    return "\n".join(e.text.decode() for e in containerlog.read(Path(s.log)))
+
+
+def test_a_container_past_its_memory_limit_fails_and_one_within_it_runs(runtime: ProcessRuntime) -> None:
+    box = Sandbox(limits=limits.of(with_limits(memory="64Mi", cpu="500m")))
+    big, how = run(runtime, "big", allocate(200), box)
+    assert big.exit_code != 0, logged(big)
+    if how["mechanism"] == "cgroup2":  # a host with usable cgroup v2: the kernel's OOM killer
+        assert (big.exit_code, big.reason) == (137, "OOMKilled")
+    else:  # the allocation fails under RLIMIT_DATA
+        assert how == {"mechanism": "rlimit", "notApplied": ["cpu"]}
+        assert (big.exit_code, big.reason) == (1, "Error") and "MemoryError" in logged(big)
+    small, how = run(runtime, "small", allocate(8), box)
+    assert (small.exit_code, small.reason) == (0, "Completed"), logged(small)
+    assert how["mechanism"] in {"cgroup2", "rlimit"}
+
+
+def test_a_container_without_limits_allocates_freely(runtime: ProcessRuntime) -> None:
+    s, how = run(runtime, "free", allocate(200), Sandbox())
+    assert (s.exit_code, s.reason, how) == (0, "Completed", {"mechanism": "none"}), logged(s)
+    assert logged(s).strip() == str(200 * MiB)
+
+
+def test_the_rlimit_binds_the_container_not_its_shim(runtime: ProcessRuntime) -> None:
+    """The container's parent is its shim: it reads both its own limits and the shim's."""
+    show = "import os; print(open('/proc/self/limits').read(), open(f'/proc/{os.getppid()}/limits').read())"
+    s, how = run(runtime, "show", [sys.executable, "-c", show], Sandbox(limits={"memory": 64 * MiB}))
+    if how["mechanism"] != "rlimit":
+        pytest.skip("this host enforces limits with cgroup v2")
+    data = [line.split()[3:5] for line in logged(s).splitlines() if line.strip().startswith("Max data size")]
+    assert data == [[str(64 * MiB)] * 2, ["unlimited"] * 2]
 
 
 # --- the cgroup v2 file protocol ---------------------------------------------------------------
@@ -152,6 +226,8 @@ def test_oom_kills_are_read_and_the_cgroup_removed(tmp_path: Path) -> None:
     assert cgroupv2.oom_kills(run) == 0
     (run / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n")
     assert cgroupv2.oom_kills(run) == 1
+    assert exit_reason(137, oom_killed=True) == "OOMKilled"
+    assert (exit_reason(137), exit_reason(0)) == ("Error", "Completed")
     cgroupv2.remove(run, wait_s=0.0)  # still busy: what is left in it is killed, the cgroup stays
     assert (run / "cgroup.kill").read_text() == "1" and run.is_dir()
     for f in run.iterdir():
