@@ -24,9 +24,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from components.kubelet import linux
+from components.kubelet import limits, linux
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,18 +99,25 @@ def _mount_all(mounts: tuple[Mount, ...]) -> None:
             linux.mount(None, m.target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_REC)
 
 
-def child_preexec(sandbox: Sandbox, cwd: str | None, report_fd: int) -> Callable[[], None] | None:
-    """What runs in the container's process before exec (None: nothing).  With mounts, the
-    working dir is entered here (the caller passes no cwd to Popen); a failure's words go to
-    `report_fd` before the exception ends the child."""
-    if not sandbox.mounts:
+def child_preexec(
+    sandbox: Sandbox, cwd: str | None, report_fd: int, cgroup: Path | None = None
+) -> Callable[[], None] | None:
+    """What runs in the container's process before exec (None: nothing): its mounts (then the
+    working dir is entered here: the caller passes no cwd to Popen), then its limits: it joins
+    the run's `cgroup` when the shim made one, else takes them as rlimits (see limits.py).  A
+    failure's words go to `report_fd` before the exception ends the child."""
+    apply_limits = limits.preexec(sandbox.limits, cgroup)
+    if not sandbox.mounts and apply_limits is None:
         return None
 
     def prepare() -> None:
         try:
-            _mount_all(sandbox.mounts)
-            if cwd:
-                os.chdir(cwd)
+            if sandbox.mounts:
+                _mount_all(sandbox.mounts)
+                if cwd:
+                    os.chdir(cwd)
+            if apply_limits is not None:
+                apply_limits()
         except OSError as e:
             os.write(report_fd, str(e).encode(errors="replace")[:4096])
             raise

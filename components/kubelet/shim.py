@@ -10,6 +10,10 @@ group, writes `state.json` (its pid and the container's, the start time), copies
 container's stdout and stderr into the CRI log, forwards SIGTERM and SIGINT to it, and when
 it ends writes `exit.json` (exit code, 128 + signal for a signal, finish time, kube's reason)
 and exits.  Every file is written whole (temp file, fsync, rename).
+
+Limits (limits.py): the keeper makes the run's cgroup v2 when it can, the container's process
+joins it or takes rlimits before exec, `state.json` says which (`limits.mechanism`), and the
+cgroup is removed once the container ended, its OOM kills read first (reason OOMKilled).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from components.kubelet import sandbox
+from components.kubelet import limits, sandbox
 from components.kubelet.containerlog import LogWriter, timestamp
 
 SPEC, STATE, EXIT, SHIM = "spec.json", "state.json", "exit.json", "shim.json"
@@ -45,8 +49,11 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
-def exit_reason(code: int) -> str:
-    """kube's terminated reasons: Completed for 0, Error otherwise (OOMKilled needs cgroups)."""
+def exit_reason(code: int, oom_killed: bool = False) -> str:
+    """kube's terminated reasons: OOMKilled when the kernel killed in the container's cgroup
+    (whatever the exit code, as containerd reports it), Completed for 0, Error otherwise."""
+    if oom_killed:
+        return "OOMKilled"
     return "Completed" if code == 0 else "Error"
 
 
@@ -58,6 +65,9 @@ def run(directory: Path) -> int:
     box = sandbox.Sandbox.from_json(spec.get("sandbox"))
     cwd = spec.get("cwd") or None
     report, report_w = os.pipe()
+    # the run's cgroup (when cgroup v2 can hold its limits) is named after the run's directory,
+    # containers/<pod uid>/<container>/<attempt>: unique on the host, as pod uids are
+    cgroup = limits.cgroup(box.limits, "_".join(directory.resolve().parts[-3:]))
     try:
         sandbox.enter(box)  # the shim joins the pod's network; the container inherits it
         child = subprocess.Popen(
@@ -68,9 +78,10 @@ def run(directory: Path) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             process_group=0,  # its own group: a signal for the container reaches its children too
-            preexec_fn=sandbox.child_preexec(box, cwd, report_w),  # noqa: PLW1509 (the shim has one thread)
+            preexec_fn=sandbox.child_preexec(box, cwd, report_w, cgroup),  # noqa: PLW1509 (the shim has one thread)
         )
     except (OSError, sandbox.SandboxError, subprocess.SubprocessError) as e:
+        limits.release(cgroup)
         # kube's StartError: the process never ran
         os.close(report_w)
         message = os.read(report, 4096).decode(errors="replace") or str(e)  # the child's words first
@@ -84,7 +95,8 @@ def run(directory: Path) -> int:
     os.close(report_w)
     os.close(report)
     started = timestamp(time.time_ns())
-    write_json(directory / STATE, {"shimPid": os.getpid(), "pid": child.pid, "startedAt": started})
+    enforced = limits.describe(box.limits, cgroup)
+    write_json(directory / STATE, {"shimPid": os.getpid(), "pid": child.pid, "startedAt": started, "limits": enforced})
 
     def forward(signum: int, _frame: Any) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -121,11 +133,17 @@ def run(directory: Path) -> int:
                 log.write(streams[key.fileobj], data)  # type: ignore[index]
     code = child.wait()
     log.close()
+    oom_killed = limits.release(cgroup)  # the container has ended: its cgroup goes too
     if code < 0:
         code = 128 - code  # killed by a signal: 128 + its number, as a shell (and kube) reports it
     write_json(
         directory / EXIT,
-        {"exitCode": code, "reason": exit_reason(code), "startedAt": started, "finishedAt": timestamp(time.time_ns())},
+        {
+            "exitCode": code,
+            "reason": exit_reason(code, oom_killed),
+            "startedAt": started,
+            "finishedAt": timestamp(time.time_ns()),
+        },
     )
     return 0
 
