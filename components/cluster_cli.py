@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
 from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
 from components.kubelet.hollow import HOLLOW_LABEL
+from components.kubelet.podnet import PodNetError
 from components.kubelet.process_runtime import ProcessRuntime
 from components.launcher import LocalComponent, local_kubelets
 from components.up_view import LiveStatus, MergedLog
@@ -270,6 +272,8 @@ def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:
         if not 0 <= args.hollow_nodes <= MAX_HOLLOW:
             raise UsageError(f"--hollow-nodes must be from 0 to {MAX_HOLLOW}, got {args.hollow_nodes}")
         k = dataclasses.replace(k, hollow=args.hollow_nodes)
+    if k.pod_network == "netns" and k.count and os.geteuid() != 0:
+        raise UsageError(f'{args.config}: kubelets.pod_network = "netns" needs root (run `up` as root, or use host)')
     return k
 
 
@@ -280,17 +284,23 @@ def _components(data_dir: Path) -> list[LocalComponent]:
 
 
 def _stop_containers(components: list[LocalComponent]) -> None:
-    """The kubelets' containers outlive their kubelet by design; `down` leaves no process."""
+    """The kubelets' containers outlive their kubelet by design; `down` leaves no process (and
+    no pod network: a pod network that cannot be removed is said, the rest still stops)."""
     for c in components:
         if c.node is not None:
-            ProcessRuntime(c.runtime_root).stop_all(grace_s=5.0, timeout_s=15.0)
+            try:
+                ProcessRuntime(c.runtime_root).stop_all(grace_s=5.0, timeout_s=15.0)
+            except PodNetError as e:
+                print(f"raftkube: {c.name}: its pod network stays: {e}", file=sys.stderr)
 
 
 def _start_components(data_dir: Path, kubelets: KubeletSettings) -> list[LocalComponent]:
     """Start what is not running yet; wait for every /healthz (LauncherError if one dies)."""
     size = ("--capacity", kubelets.capacity, "--system-reserved", kubelets.system_reserved)
     components = [LocalComponent(data_dir, name) for name in UP_COMPONENTS]
-    components += [LocalComponent(data_dir, f"kubelet-{node}", size) for node in kubelets.nodes()]
+    components += [
+        LocalComponent(data_dir, f"kubelet-{node}", (*size, *kubelets.network_args(node))) for node in kubelets.nodes()
+    ]
     if kubelets.hollow:
         components.append(LocalComponent(data_dir, HOLLOW, ("--count", str(kubelets.hollow), *size)))
     for c in components:

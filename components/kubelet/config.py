@@ -1,7 +1,9 @@
-"""The [kubelets] section of cluster.toml: how many local nodes `raftkube up` runs, and their size.
+"""The [kubelets] section of cluster.toml: how many local nodes `raftkube up` runs, their size
+and their pod network.
 
 Checked as [apiserver] is: a wrong type, an out-of-range count or an unknown key is a
-ConfigError naming the file and key.  Nodes are named node-1 .. node-<count>.
+ConfigError naming the file and key.  Nodes are named node-1 .. node-<count>; with
+`pod_network = "netns"` node-<i> gives its pods addresses of 10.244.<i>.0/24.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from store.server.config import SettingError, check_field
 
 MAX_KUBELETS = 10
 MAX_HOLLOW = 5000
+POD_NETWORKS = ("host", "netns")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,9 +31,18 @@ class KubeletSettings:
     """Capacity kept from pods on each node."""
     hollow: int = field(default=0, metadata={"min": 0, "max": MAX_HOLLOW})
     """Hollow nodes (hollow-1 .. hollow-<n>, fake containers) in one `raftkube hollow-nodes` process."""
+    pod_network: str = "host"
+    """host: pods share the node's network; netns: each pod a namespace and IP of its own (root)."""
 
     def nodes(self) -> tuple[str, ...]:
         return tuple(f"node-{i}" for i in range(1, self.count + 1))
+
+    def network_args(self, node: str) -> tuple[str, ...]:
+        """The pod network flags of a kubelet `up` runs (node-<i>: pod CIDR 10.244.<i>.0/24)."""
+        if self.pod_network == "host":
+            return ()
+        index = int(node.removeprefix("node-"))
+        return ("--pod-network", self.pod_network, "--pod-cidr", f"10.244.{index}.0/24")
 
 
 def load_kubelet_settings(path: Path) -> KubeletSettings:
@@ -54,4 +66,7 @@ def load_kubelet_settings(path: Path) -> KubeletSettings:
             values[key] = check_field(KubeletSettings, known[key], value, f"{path}: kubelets.{key}")
     except SettingError as e:
         raise ConfigError(str(e)) from None
+    network = values.get("pod_network", "host")
+    if network not in POD_NETWORKS:
+        raise ConfigError(f"{path}: kubelets.pod_network must be host or netns, got {network!r}")
     return KubeletSettings(**values)

@@ -35,6 +35,7 @@ from components.kubelet import nodestatus, podworker, prober
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import Sources, build
 from components.kubelet.hooks import HookRun
+from components.kubelet.podnet import PodNetError, PodNetwork
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 
@@ -102,7 +103,8 @@ class Runtime(podworker.Runtime, Protocol):
 
 class Kubelet:
     """One node.  `bound`: the pods bound to it, when another informer already has them (hollow
-    nodes share one); otherwise the kubelet watches `spec.nodeName=<name>` itself."""
+    nodes share one); otherwise the kubelet watches `spec.nodeName=<name>` itself.  `network`:
+    the pod network that gives each pod a namespace and IP of its own (None: the host's)."""
 
     def __init__(
         self,
@@ -113,8 +115,10 @@ class Kubelet:
         *,
         bound: Callable[[], list[Obj]] | None = None,
         sync_period: float = SYNC_PERIOD_S,
+        network: PodNetwork | None = None,
     ) -> None:
         self.client = client
+        self.network = network
         self.config = config
         self.runtime = runtime
         self.clock = clock
@@ -199,9 +203,10 @@ class Kubelet:
         sources = await self._sources(pod)
         worker = self.workers.get(uid)
         if worker is None:
-            worker = self.workers[uid] = PodWorker(
-                pod, self.runtime, sources, host_ip=self.config.address, volumes=self._volumes_of(uid)
-            )
+            worker = PodWorker(pod, self.runtime, sources, host_ip=self.config.address, volumes=self._volumes_of(uid))
+            if not await self._join_network(worker, pod):
+                return  # tried again at the next sync
+            self.workers[uid] = worker
         worker.pod, worker.sources = pod, sources
         await self._probe(worker, now)
         status = worker.sync(now)
@@ -230,6 +235,20 @@ class Kubelet:
             return None
         return PodVolumes(Path(root) / "pods" / uid / "volumes")
 
+    async def _join_network(self, worker: PodWorker, pod: Obj) -> bool:
+        """Give a new worker its pod's network (a pod with hostNetwork keeps the host's); False
+        when it cannot be had now."""
+        if self.network is None or (pod.get("spec") or {}).get("hostNetwork") is True:
+            return True
+        try:
+            address = await asyncio.to_thread(self.network.setup, worker.uid)
+        except PodNetError as e:
+            meta = pod.get("metadata") or {}
+            log.warning("pod %s/%s: no pod network: %s", meta.get("namespace"), meta.get("name"), e)
+            return False
+        worker.pod_ip, worker.netns = address.ip, address.netns
+        return True
+
     async def _probe(self, worker: PodWorker, now: float) -> None:
         due = worker.due_probes(now)
         if not due:
@@ -245,7 +264,7 @@ class Kubelet:
         async def one(container: str, spec: Obj, tracker: Any) -> None:
             env = _handler_env(worker, spec)
             pid = self._main_pid(worker, container)
-            outcome = await prober.run(tracker.probe, spec, self.config.address, env, spec.get("workingDir"), pid)
+            outcome = await prober.run(tracker.probe, spec, worker.pod_ip, env, spec.get("workingDir"), pid)
             worker.record_probe(container, tracker, outcome.ok, self.clock())
 
         await asyncio.gather(*(one(c, s, t) for c, s, t in due))
@@ -274,7 +293,7 @@ class Kubelet:
             run.handler.action,
             max(0.1, run.deadline - self.clock()),
             spec,
-            self.config.address,
+            worker.pod_ip,
             _handler_env(worker, spec),
             spec.get("workingDir"),
             self._main_pid(worker, run.container),
@@ -306,6 +325,11 @@ class Kubelet:
             if worker.volumes is not None:
                 worker.volumes.remove()
             self._posted.pop(uid, None)
+            if self.network is not None and worker.netns is not None:
+                try:
+                    await asyncio.to_thread(self.network.teardown, uid)
+                except PodNetError as e:
+                    log.warning("pod %s/%s: its network stays: %s", meta.get("namespace"), meta.get("name"), e)
 
     # -- loops ----------------------------------------------------------------------------------
 

@@ -3,12 +3,14 @@
     raftkube kubelet --kubeconfig K --node-name N --root-dir D [--address 127.0.0.1]
                      [--capacity cpu=4,memory=8Gi,pods=110] [--system-reserved cpu=100m]
                      [--port 10250 --tls-cert-file C --tls-private-key-file K --client-ca-file CA]
-                     [--health-port P]
+                     [--health-port P] [--pod-network host|netns --pod-cidr 10.244.1.0/24]
 
 It talks to the apiserver as `system:node:<N>` (the kubeconfig `raftkube up` writes for it),
 runs its pods' containers as processes under D, and serves /healthz and /metrics on a loopback
 port.  With the TLS flags it serves its HTTPS API on --address:--port (server.py: logs, exec,
-port-forward for the apiserver).  SIGTERM/SIGINT stop the kubelet, not the containers: a kubelet started again on the
+port-forward for the apiserver).  With `--pod-network netns` (root only) each pod gets a
+network namespace and an address of --pod-cidr (podnet.py); by default pods share the host's
+network and their IP is --address.  SIGTERM/SIGINT stop the kubelet, not the containers: a kubelet started again on the
 same root dir adopts them.  Bad flags exit with status 2, naming the flag.
 """
 
@@ -18,7 +20,9 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import re
+import shutil
 import signal
 import ssl
 import sys
@@ -29,6 +33,7 @@ from prometheus_client import CollectorRegistry
 from components.client import kubeconfig
 from components.client.rest import RestClient
 from components.health import HealthServer
+from components.kubelet import ipam, podnet
 from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
 from components.kubelet.process_runtime import ProcessRuntime
@@ -36,6 +41,7 @@ from components.kubelet.server import KubeletServer
 from store import pki
 
 log = logging.getLogger("raftkube.kubelet")
+POD_NETWORKS = ("host", "netns")
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -61,6 +67,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-private-key-file", type=Path, help="its private key")
     p.add_argument("--client-ca-file", type=Path, help="the CA whose client certificates may call the kubelet")
     p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
+    p.add_argument(
+        "--pod-network",
+        choices=POD_NETWORKS,
+        default="host",
+        help="host: pods share the node's network; netns: a namespace and an IP of --pod-cidr each (root)",
+    )
+    p.add_argument("--pod-cidr", help="the node's pod addresses with --pod-network netns, like 10.244.1.0/24")
     p.add_argument("-v", "--verbose", action="store_true", help="log every pod sync failure")
 
 
@@ -92,6 +105,27 @@ def node_config(args: argparse.Namespace) -> NodeConfig:
     return config
 
 
+def check_pod_network(mode: str, cidr: str | None, euid: int, have_ip: bool) -> str | None:
+    """The pod CIDR to give pods addresses of (None: the host network); ValueError names the flag."""
+    if mode not in POD_NETWORKS:
+        raise ValueError(f"--pod-network must be host or netns, got {mode!r}")
+    if mode == "host":
+        if cidr is not None:
+            raise ValueError("--pod-cidr goes with --pod-network netns (host network pods have the node's IP)")
+        return None
+    if cidr is None:
+        raise ValueError("--pod-cidr is required with --pod-network netns")
+    try:
+        ipam.parse_cidr(cidr)
+    except ipam.IpamError as e:
+        raise ValueError(f"--pod-cidr: {e}") from None
+    if euid != 0:
+        raise ValueError("--pod-network netns needs root (network namespaces, veth pairs and a bridge)")
+    if not have_ip:
+        raise ValueError("--pod-network netns needs iproute2's `ip` command on PATH")
+    return cidr
+
+
 def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The HTTPS server's context (client certificates required), or None when not asked for."""
     files = (args.tls_cert_file, args.tls_private_key_file, args.client_ca_file)
@@ -115,11 +149,25 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = node_config(args)
         tls = server_tls(args)
+        cidr = check_pod_network(args.pod_network, args.pod_cidr, os.geteuid(), shutil.which("ip") is not None)
         client_config = kubeconfig.load(args.kubeconfig)
     except (ValueError, kubeconfig.KubeconfigError) as e:
         print(f"raftkube kubelet: {e}", file=sys.stderr)
         return 2
-    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port, tls))
+    network = None
+    if cidr is not None:
+        network = podnet.PodNetwork(args.root_dir, config.name, cidr)
+        try:
+            network.ensure_bridge()  # a host that cannot have one says so now, not per pod
+        except podnet.PodNetError as e:
+            print(f"raftkube kubelet: the pod network: {e}", file=sys.stderr)
+            return 1
+        if not podnet.forwarding_enabled():
+            log.warning(
+                "net.ipv4.ip_forward is 0 (left as it is): this node's pods reach the host and each other,"
+                " not the pods of other nodes on this machine"
+            )
+    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port, tls, network))
 
 
 async def serve(
@@ -128,6 +176,7 @@ async def serve(
     root: Path,
     health_port: int,
     tls: ssl.SSLContext | None = None,
+    network: podnet.PodNetwork | None = None,
 ) -> int:
     health = HealthServer(health_port, CollectorRegistry(), lambda: None)
     main = asyncio.current_task()
@@ -144,7 +193,7 @@ async def serve(
         loop.add_signal_handler(sig, stop)
     async with RestClient(client_config, user_agent=f"raftkube-kubelet/{config.name}") as client:
         runtime = ProcessRuntime(root)
-        kubelet = Kubelet(client, config, runtime)
+        kubelet = Kubelet(client, config, runtime, network=network)
         server = KubeletServer(kubelet, runtime, tls) if tls is not None else None
         try:
             await health.start()

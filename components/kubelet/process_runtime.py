@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from components.kubelet import podnet
 from components.kubelet.sandbox import Sandbox
 from components.kubelet.shim import EXIT, SHIM, SPEC, STATE, write_json
 
@@ -243,7 +244,9 @@ class ProcessRuntime:
 
     def stop_all(self, grace_s: float, timeout_s: float) -> int:
         """Stop every container that runs under this root (SIGTERM, SIGKILL after `grace_s`);
-        wait at most `timeout_s`.  How many were running.  For `raftkube down`: no process left."""
+        wait at most `timeout_s`, then remove the pods' network namespaces and the node's bridge
+        if it has a pod network (PodNetError when that fails).  How many were running.  For
+        `raftkube down`: no process and no pod network left."""
         runs = [
             (uid, c.name)
             for uid in self.running_pods()
@@ -258,6 +261,7 @@ class ProcessRuntime:
             if not any((s := self.seen(u, n)) is not None and s.running for u, n in runs):
                 break
             time.sleep(0.05)
+        podnet.teardown_all(self.root)
         return len(runs)
 
     def running_pods(self) -> list[str]:

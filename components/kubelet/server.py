@@ -197,4 +197,4 @@ class KubeletServer:
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
         worker = self._worker(request)
-        return await portforward.serve(request, worker.host_ip, worker.pod["metadata"]["name"], worker.uid)
+        return await portforward.serve(request, worker.pod_ip, worker.pod["metadata"]["name"], worker.uid)

@@ -1,0 +1,171 @@
+"""The pod network for real (root only): pods get different addresses of the node's CIDR and a
+namespace with eth0; the host reaches a server in a pod at the pod's IP, and so does another
+pod; a restarted kubelet re-adopts a pod's network; removing a pod removes its namespace and
+veth and frees its address; stop_all leaves no namespace and no bridge.  Each test has its
+own node name and a CIDR no route of the host uses, and removes what it made even when it
+fails."""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.kubelet import podnet
+from components.kubelet.envvars import Sources
+from components.kubelet.podworker import PodWorker, ready_pod
+from components.kubelet.process_runtime import ProcessRuntime
+
+# network namespaces need root and iproute2: where they are missing these tests fail, loudly
+
+Obj = dict[str, Any]
+WAIT_S = 15.0
+NO_SOURCES = Sources(lambda ns, n: None, lambda ns, n: None)
+IP = shutil.which("ip") or "ip"
+SERVER = "import http.server as h; h.HTTPServer(('0.0.0.0', 8080), h.SimpleHTTPRequestHandler).serve_forever()"
+
+
+def free_cidr() -> str:
+    """A /24 of 10.200-254.x.0 that no route or address of the host overlaps."""
+    argv = [IP, "-4", "route", "show", "table", "all"]
+    used = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True)
+    taken = [n for w in used.stdout.split() if (n := _network(w)) is not None]
+    rng = random.Random(uuid.uuid4().int)
+    for _ in range(200):
+        net = ipaddress.IPv4Network(f"10.{rng.randint(200, 254)}.{rng.randint(0, 255)}.0/24")
+        if not any(net.overlaps(t) for t in taken):
+            return str(net)
+    raise AssertionError("no free /24 for a test pod CIDR")
+
+
+def _network(word: str) -> ipaddress.IPv4Network | None:
+    try:
+        return ipaddress.IPv4Network(word, strict=False)
+    except ValueError:
+        return None
+
+
+def until(what: str, check: Callable[[], Any]) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def network(runtime: ProcessRuntime) -> Iterator[podnet.PodNetwork]:
+    """A node's pod network on the runtime's root; torn down after the test (its containers
+    are killed by the runtime fixture, which ends after this one)."""
+    net = podnet.PodNetwork(runtime.root, f"t-{uuid.uuid4().hex[:12]}", free_cidr())
+    try:
+        yield net
+    finally:
+        podnet.teardown_all(runtime.root)
+        leftovers = [p.name for p in podnet.NETNS_DIR.glob(podnet.netns_prefix(net.node) + "*")]
+        assert leftovers == [] and not podnet.link_exists(net.bridge)
+
+
+def pod(uid: str, script: str) -> Obj:
+    return {
+        "metadata": {"name": f"p-{uid}", "namespace": "ns", "uid": uid},
+        "spec": {"containers": [{"name": "app", "image": "busybox", "command": ["sh", "-c", script]}]},
+    }
+
+
+def start(runtime: ProcessRuntime, network: podnet.PodNetwork, uid: str, script: str) -> PodWorker:
+    worker = PodWorker(pod(uid, script), runtime, NO_SOURCES, host_ip="127.0.0.1")
+    address = network.setup(uid)
+    worker.pod_ip, worker.netns = address.ip, address.netns
+    return worker
+
+
+def running(worker: PodWorker) -> Obj:
+    def check() -> Obj | None:
+        status = worker.sync(time.time())
+        return status if ready_pod(status) else None
+
+    return until(f"pod {worker.uid} Running and Ready", check)
+
+
+def log_of(runtime: ProcessRuntime, uid: str) -> str:
+    run = runtime.seen(uid, "app")
+    return Path(run.log).read_text() if run is not None and Path(run.log).exists() else ""
+
+
+def get(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return int(r.status)
+    except OSError:
+        return 0
+
+
+def test_pods_get_their_own_addresses_and_are_reached_there(
+    runtime: ProcessRuntime, network: podnet.PodNetwork
+) -> None:
+    a = start(runtime, network, "a", f'exec {sys.executable} -c "{SERVER}"')
+    b = start(runtime, network, "b", f"{IP} -o -4 addr show dev eth0; cat /proc/net/dev; exec sleep 30")
+    ip_a, ip_b = ipaddress.IPv4Address(a.pod_ip), ipaddress.IPv4Address(b.pod_ip)
+    assert ip_a != ip_b and {ip_a, ip_b} <= set(network.net.hosts()) and network.gateway not in (ip_a, ip_b)
+    status = running(a)
+    assert status["podIP"] == a.pod_ip and status["podIPs"] == [{"ip": a.pod_ip}] and status["hostIP"] == "127.0.0.1"
+    running(b)
+    assert until("the host reaching pod a's server at its IP", lambda: get(f"http://{a.pod_ip}:8080/") == 200)
+    out = until("pod b's view of its interfaces", lambda: "eth0" in (t := log_of(runtime, "b")) and "lo:" in t and t)
+    assert f"inet {b.pod_ip}/24" in out  # eth0 holds the pod's address, seen from inside
+    probe = f"import urllib.request as u; print(u.urlopen('http://{a.pod_ip}:8080/', timeout=5).status)"
+    c = start(runtime, network, "c", f'{sys.executable} -c "{probe}"; exec sleep 30')
+    running(c)
+    assert until("pod c reaching pod a", lambda: "200" in log_of(runtime, "c"))
+
+
+def test_a_restarted_kubelet_adopts_the_pod_network(runtime: ProcessRuntime, network: podnet.PodNetwork) -> None:
+    first = network.setup("a")
+    veth = podnet.veth_name(network.node, "a")
+    index = Path(f"/sys/class/net/{veth}/ifindex").read_text()
+    again = podnet.PodNetwork(runtime.root, network.node, str(network.net))  # the kubelet came back
+    assert again.setup("a") == first
+    assert Path(f"/sys/class/net/{veth}/ifindex").read_text() == index  # not made again
+    assert again.held() == {"a": first.ip}
+
+
+def test_removing_a_pod_removes_its_network_and_frees_its_address(
+    runtime: ProcessRuntime, network: podnet.PodNetwork
+) -> None:
+    a = start(runtime, network, "a", "exec sleep 30")
+    running(a)
+    network.setup("b")
+    runtime.stop("a", "app", 0.0, time.time())
+    until("pod a's container to end", lambda: not a.running())
+    network.teardown("a")
+    assert not Path(a.netns or "").exists() and not podnet.link_exists(podnet.veth_name(network.node, "a"))
+    assert set(network.held()) == {"b"}
+    assert network.setup("c").ip == a.pod_ip  # the freed address is the lowest again
+
+
+def test_stop_all_leaves_no_pod_network(runtime: ProcessRuntime, network: podnet.PodNetwork) -> None:
+    a = start(runtime, network, "a", "exec sleep 30")
+    running(a)
+    network.setup("b")
+    assert runtime.stop_all(grace_s=0.0, timeout_s=10.0) == 1
+    assert list(podnet.NETNS_DIR.glob(podnet.netns_prefix(network.node) + "*")) == []
+    assert not podnet.link_exists(network.bridge) and not podnet.link_exists(podnet.veth_name(network.node, "a"))
+    assert not network.state_path.exists()
+
+
+def test_ip_errors_say_what_failed(network: podnet.PodNetwork) -> None:
+    with pytest.raises(podnet.PodNetError, match=r"`ip link del rk-no-such-link` failed: .*rk-no-such-link"):
+        podnet.run_ip(["link", "del", "rk-no-such-link"])
