@@ -33,10 +33,15 @@ class EnvError(Exception):
     """The environment cannot be built: the container does not start (CreateContainerConfigError)."""
 
 
+def _no_token(audience: str, seconds: int) -> str | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Sources:
     config_map: Lookup
     secret: Lookup
+    token: Callable[[str, int], str | None] = _no_token  # (audience, seconds) -> the pod's token
 
 
 @dataclass(slots=True)

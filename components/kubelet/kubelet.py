@@ -38,6 +38,7 @@ from components.kubelet.hooks import HookRun
 from components.kubelet.podnet import PodNetError, PodNetwork
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
+from components.kubelet.tokens import TokenCache
 
 log = logging.getLogger("raftkube.kubelet")
 Obj = dict[str, Any]
@@ -121,6 +122,7 @@ class Kubelet:
         self.network = network
         self.config = config
         self.runtime = runtime
+        self.tokens = TokenCache(self.client.create)
         self.clock = clock
         self.bound = bound
         self.sync_period = sync_period
@@ -192,9 +194,21 @@ class Kubelet:
                     found[(kind, ns, name)] = await self.client.get(path_of("", "v1", kind, ns, name))
                 except (NotFoundError, ApiError):
                     found[(kind, ns, name)] = None
+        tokens: dict[tuple[str, int], str] = {}
+        if self._has_files():
+            try:
+                tokens = await self.tokens.refresh(pod)
+            except ApiError as e:  # the pod waits for its volume; asked again at the next sync
+                log.warning("pod %s/%s: no service account token: %s", ns, (pod.get("metadata") or {}).get("name"), e)
         return Sources(
-            lambda n, name: found.get(("configmaps", n, name)), lambda n, name: found.get(("secrets", n, name))
+            lambda n, name: found.get(("configmaps", n, name)),
+            lambda n, name: found.get(("secrets", n, name)),
+            lambda audience, seconds: tokens.get((audience, seconds)),
         )
+
+    def _has_files(self) -> bool:
+        """Whether this runtime's containers have files (volumes, tokens); fake ones do not."""
+        return getattr(self.runtime, "root", None) is not None and not getattr(self.runtime, "simulated", False)
 
     async def sync_pod(self, pod: Obj) -> None:
         meta = pod.get("metadata") or {}
@@ -230,10 +244,9 @@ class Kubelet:
 
     def _volumes_of(self, uid: str) -> PodVolumes | None:
         """Where the pod's volumes live: beside its containers' runs (none for fake containers)."""
-        root = getattr(self.runtime, "root", None)
-        if root is None or getattr(self.runtime, "simulated", False):
+        if not self._has_files():
             return None
-        return PodVolumes(Path(root) / "pods" / uid / "volumes")
+        return PodVolumes(Path(self.runtime.root) / "pods" / uid / "volumes")  # type: ignore[attr-defined]
 
     async def _join_network(self, worker: PodWorker, pod: Obj) -> bool:
         """Give a new worker its pod's network (a pod with hostNetwork keeps the host's); False
@@ -324,6 +337,7 @@ class Kubelet:
             self.runtime.remove_pod(uid, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             if worker.volumes is not None:
                 worker.volumes.remove()
+            self.tokens.forget(uid)
             self._posted.pop(uid, None)
             if self.network is not None and worker.netns is not None:
                 try:

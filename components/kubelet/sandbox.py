@@ -16,7 +16,10 @@ leaks to the host), with each volume bind-mounted at its mountPath; read-only on
 remounted so.  A mount point missing on the host is created there (a directory, or an empty
 file for a file bind) and left behind: another pod's namespace may still mount on it.  The
 working dir is entered after the mounts, so a workingDir inside a volume is the volume.
-Mounts and network namespaces need root; without it such a pod does not start.
+Mounts need root: a kubelet that is not root starts the container without them (`usable`
+says so in the container's log), since every pod has its service account volume and no pod
+would start otherwise.  A network namespace needs root too (the kubelet refuses
+`--pod-network netns` without it).
 """
 
 from __future__ import annotations
@@ -64,12 +67,22 @@ class SandboxError(Exception):
     """The sandbox could not be set up (the container does not start); the message says why."""
 
 
+def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
+    """The sandbox this process can set up, and a line for the container's log when it had to
+    leave the mounts out (not root)."""
+    if not sandbox.mounts or os.geteuid() == 0:
+        return sandbox, ""
+    paths = ", ".join(m.target for m in sandbox.mounts)
+    note = f"raftkube: volumes not mounted ({paths}): the kubelet does not run as root\n"
+    return Sandbox((), sandbox.netns, sandbox.limits), note
+
+
 def enter(sandbox: Sandbox) -> None:
     """In the shim, before it starts the container: join the pod's network, make mount points."""
     if not sandbox.mounts and sandbox.netns is None:
         return
     if os.geteuid() != 0:
-        raise SandboxError("volume mounts and pod network namespaces need the kubelet to run as root")
+        raise SandboxError("volume mounts and pod network namespaces need the kubelet to run as root")  # see usable
     try:
         if sandbox.netns is not None:
             linux.setns(sandbox.netns, linux.CLONE_NEWNET)

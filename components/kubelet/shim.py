@@ -62,7 +62,9 @@ def run(directory: Path) -> int:
     log = LogWriter(
         Path(spec["log"]), int(spec.get("log_max_bytes") or 10 * 1024 * 1024), int(spec.get("log_files") or 2)
     )
-    box = sandbox.Sandbox.from_json(spec.get("sandbox"))
+    box, note = sandbox.usable(sandbox.Sandbox.from_json(spec.get("sandbox")))
+    if note:
+        log.write("stderr", note.encode())
     cwd = spec.get("cwd") or None
     report, report_w = os.pipe()
     # the run's cgroup (when cgroup v2 can hold its limits) is named after the run's directory,

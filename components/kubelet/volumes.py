@@ -29,6 +29,7 @@ Obj = dict[str, Any]
 Files = dict[str, tuple[bytes, int]]
 DEFAULT_MODE = 0o644
 DATA = "..data"
+DEFAULT_TOKEN_SECONDS = 3600
 
 
 class VolumeError(Exception):
@@ -187,11 +188,22 @@ def _projected(pod: Obj, spec: Any, sources: Sources, where: str) -> Files:
             files.update(_keyed(pod, src["secret"], "Secret", sources, mode, f"{here}.secret"))
         elif src.get("downwardAPI") is not None:
             files.update(_downward(pod, src["downwardAPI"], mode, f"{here}.downwardAPI"))
-        elif src.get("serviceAccountToken") is not None:
-            continue  # the token is requested by the kubelet process (TokenRequest), not derived here
+        elif isinstance(src.get("serviceAccountToken"), Mapping):
+            files.update(_token(src["serviceAccountToken"], sources, mode, f"{here}.serviceAccountToken"))
         else:
             raise VolumeError(f"{here}: unsupported projection")
     return files
+
+
+def _token(spec: Mapping[str, Any], sources: Sources, mode: int, where: str) -> Files:
+    """The pod's service account token, which the kubelet asked the apiserver for (tokens.py)."""
+    seconds = spec.get("expirationSeconds")
+    if not (isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0):
+        seconds = DEFAULT_TOKEN_SECONDS
+    token = sources.token(str(spec.get("audience") or ""), seconds)
+    if not token:
+        raise VolumeError(f"{where}: no service account token (the TokenRequest failed)")
+    return {check_path(spec.get("path"), f"{where}.path"): (token.encode(), mode)}
 
 
 def write_atomically(target: Path, files: Files) -> None:

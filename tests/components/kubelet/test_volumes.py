@@ -24,7 +24,11 @@ CONFIG_MAPS = {
     ("shop", "site"): {"data": {"index.html": "<h1>hi</h1>", "robots.txt": "no"}, "binaryData": {"logo": "AAE="}}
 }
 SECRETS = {("shop", "tls"): {"data": {"tls.key": base64.b64encode(b"KEY").decode()}}}
-SOURCES = Sources(lambda ns, n: CONFIG_MAPS.get((ns, n)), lambda ns, n: SECRETS.get((ns, n)))
+SOURCES = Sources(
+    lambda ns, n: CONFIG_MAPS.get((ns, n)),
+    lambda ns, n: SECRETS.get((ns, n)),
+    lambda audience, seconds: "TOKEN" if (audience, seconds) == ("", 3600) else None,
+)
 
 
 def files(volume: Obj) -> Any:
@@ -87,7 +91,7 @@ def test_downward_api_and_projected_and_empty_dir() -> None:
             ],
         }
     }
-    assert files(projected) == {"robots.txt": (b"no", 0o440), "tls.key": (b"KEY", 0o440)}
+    assert files(projected) == {"robots.txt": (b"no", 0o440), "tls.key": (b"KEY", 0o440), "token": (b"TOKEN", 0o440)}
     assert files({"emptyDir": {}}) is None
 
 
