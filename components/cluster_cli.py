@@ -25,6 +25,7 @@ from typing import Any
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
+from components import up_lock
 from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
 from components.kubelet.hollow import HOLLOW_LABEL
 from components.kubelet.podnet import PodNetError
@@ -34,6 +35,7 @@ from components.up_view import LiveStatus, MergedLog
 from store import pki
 from store.cli.cluster import member_watcher, run_until_signal, start_store, status_rows, store_settings
 from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
+from store.config import StoreSettings
 from store.launcher import LauncherError, LocalCluster, free_ports
 
 UP_COMPONENTS = ("controller-manager", "scheduler")
@@ -91,14 +93,22 @@ def _endpoint(args: argparse.Namespace, apiserver: LocalApiserver, a: ApiserverS
 def cmd_up(args: argparse.Namespace) -> int:
     args.insecure = False
     s = store_settings(args)
+    try:
+        with up_lock.holding(s.data_dir):
+            return _up(args, s)
+    except up_lock.DataDirBusy as e:
+        raise UsageError(str(e)) from None
+
+
+def _up(args: argparse.Namespace, s: StoreSettings) -> int:
     a = _apiserver_settings(args.config)
     apiserver = LocalApiserver(s.data_dir)
     endpoint = _endpoint(args, apiserver, a)
     running = apiserver.recorded()
-    if apiserver.pid() is not None and running is not None and running != endpoint:
+    if apiserver.pid() is not None and running is not None:
         raise UsageError(
-            f"the apiserver already runs at {running.url}; stop it (`raftkube down --data-dir {s.data_dir}`)"
-            " before changing its port"
+            f"a cluster already runs in {s.data_dir} (the apiserver at {running.url}, pid {apiserver.pid()});"
+            f" `raftkube status --data-dir {s.data_dir}` shows it, `raftkube down --data-dir {s.data_dir}` stops it"
         )
     k = _kubelet_settings(args)
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)

@@ -148,6 +148,15 @@ def test_store_kill_leader_works_on_the_same_data_dir(data_dir: Path) -> None:
     assert raftkube("store", "start", str(killed), "--data-dir", str(data_dir)).returncode == 0
 
 
+def test_up_on_a_running_cluster_is_refused(data_dir: Path) -> None:
+    """A detached cluster holds no lock, but its apiserver runs: exit 2, saying what to do."""
+    pid = LocalApiserver(data_dir).pid()
+    proc = raftkube("up", "--detach", "--free-ports", "--data-dir", str(data_dir))
+    assert proc.returncode == 2, proc.stdout
+    assert f"a cluster already runs in {data_dir}" in proc.stderr and "raftkube down" in proc.stderr
+    assert "Traceback" not in proc.stderr and LocalApiserver(data_dir).pid() == pid
+
+
 def test_down_stops_every_process(data_dir: Path) -> None:
     cluster, apiserver = LocalCluster(data_dir), LocalApiserver(data_dir)
     names = ("controller-manager", "scheduler", "kubelet-node-1", "kubelet-node-2")
@@ -182,6 +191,11 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
         components = [LocalComponent(d, n).pid() for n in ("controller-manager", "scheduler", "kubelet-node-1")]
         pids = [LocalCluster(d).pid(1), LocalApiserver(d).pid(), *components]
         assert None not in pids
+        # a second `up` on the same data dir is refused, naming the first; nothing new starts
+        again = raftkube("up", "--detach", "--free-ports", "--data-dir", str(d), "--config", str(_config(tmp_path, 1)))
+        assert again.returncode == 2
+        assert f"{d} is in use by `raftkube up` (pid {proc.pid})" in again.stderr
+        assert LocalApiserver(d).pid() == pids[1]
         # what a part logs from now on shows up prefixed with its name; a part that goes down
         # brings the status table back, saying so
         with LocalComponent(d, "scheduler").log_file.open("a") as f:
