@@ -29,6 +29,7 @@ from store.launcher import free_ports
 from tests.apiserver.kubectl_support import kubectl_running
 from tests.apiserver.support import ApiserverUnderTest, running_apiserver
 from tests.support.cli import raftkube
+from tests.support.wait import until as wait_until
 
 WAIT_S = 90.0
 FAST_EVICTION = [  # replaced within seconds when their node goes away (kube's default is 300 s)
@@ -44,13 +45,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnder
 
 
 def until(what: str, check: Callable[[], Any], wait: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + wait
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {wait:.0f} s: {what}"
-        time.sleep(0.3)
+    return wait_until(what, check, wait, step=0.3)
 
 
 def pods(cluster: ApiserverUnderTest, selector: str, ns: str = "default") -> list[dict[str, Any]]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +17,11 @@ from components.kubelet import cgroupv2, containerlog, limits
 from components.kubelet.process_runtime import ProcessRuntime, RunState
 from components.kubelet.sandbox import Sandbox, child_preexec
 from components.kubelet.shim import exit_reason
+from tests.support.wait import until
 
 UID = "u-limits"
 WAIT_S = 20.0
 MiB = 1024 * 1024
-
-
-def until(what: str, check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
-        time.sleep(0.05)
 
 
 def with_limits(**quantities: Any) -> dict[str, Any]:
@@ -98,7 +87,7 @@ def run(runtime: ProcessRuntime, name: str, argv: list[str], box: Sandbox | None
         s = runtime.seen(UID, name)
         return s if s is not None and not s.running else None
 
-    s = until(f"{name} to end", finished)
+    s = until(f"{name} to end", finished, WAIT_S)
     state = orjson.loads((runtime.root / "containers" / UID / name / "0" / "state.json").read_bytes())
     return s, state["limits"]
 

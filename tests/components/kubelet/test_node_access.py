@@ -12,10 +12,9 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from store import pki
 from store.launcher import free_ports
 from tests.apiserver.kubectl_support import finish, kubectl_running
 from tests.apiserver.support import ApiserverUnderTest, kubectl_binary
+from tests.support.wait import until as wait_until
 
 NODE = "na-1"
 POD = "na-pod"
@@ -47,14 +47,8 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_
 """
 
 
-def until(what: str, check: Any, wait: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + wait
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {wait:.0f} s: {what}"
-        time.sleep(0.2)
+def until(what: str, check: Callable[[], Any], wait: float = WAIT_S) -> Any:
+    return wait_until(what, check, wait, step=0.2)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,11 @@ from components.kubelet import podnet
 from components.kubelet.envvars import Sources
 from components.kubelet.podworker import PodWorker, ready_pod
 from components.kubelet.process_runtime import ProcessRuntime
+from tests.support.wait import until
 
 # network namespaces need root and iproute2: where they are missing these tests fail, loudly
 
 Obj = dict[str, Any]
-WAIT_S = 15.0
 NO_SOURCES = Sources(lambda ns, n: None, lambda ns, n: None)
 IP = shutil.which("ip") or "ip"
 SERVER = "import http.server as h; h.HTTPServer(('0.0.0.0', 8080), h.SimpleHTTPRequestHandler).serve_forever()"
@@ -53,16 +53,6 @@ def _network(word: str) -> ipaddress.IPv4Network | None:
         return ipaddress.IPv4Network(word, strict=False)
     except ValueError:
         return None
-
-
-def until(what: str, check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture

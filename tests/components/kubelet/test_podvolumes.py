@@ -25,19 +25,9 @@ from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 from components.kubelet.process_runtime import ProcessRuntime
 from components.kubelet.volumes import VolumeError
+from tests.support.wait import until
 
 Obj = dict[str, Any]
-WAIT_S = 15.0
-
-
-def until(what: str, check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture

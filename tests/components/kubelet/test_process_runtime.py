@@ -6,27 +6,16 @@ is bounded, and every container is stopped by the test."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from components.kubelet import containerlog
 from components.kubelet.process_runtime import ProcessRuntime, RunState
+from tests.support.wait import until
 
 UID = "u-1"
-WAIT_S = 15.0
-
-
-def until(what: str, check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture

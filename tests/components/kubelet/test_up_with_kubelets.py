@@ -4,8 +4,7 @@ containers included)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 
 from tests.apiserver.support import ApiserverUnderTest, running_apiserver
 from tests.support.cli import raftkube
+from tests.support.wait import until as wait_until
 
 WAIT_S = 60.0
 
@@ -26,14 +26,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnder
         yield server
 
 
-def until(what: str, check: Any) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
-        time.sleep(0.2)
+def until(what: str, check: Callable[[], Any], wait: float = WAIT_S) -> Any:
+    return wait_until(what, check, wait, step=0.2)
 
 
 def ready_nodes(http: Any) -> set[str]:
