@@ -27,7 +27,7 @@ import pytest
 from components.launcher import LocalComponent
 from store.launcher import free_ports
 from tests.apiserver.kubectl_support import kubectl_running
-from tests.apiserver.support import ApiserverUnderTest, running_apiserver
+from tests.apiserver.support import ApiserverUnderTest, kubectl_binary, running_apiserver
 from tests.support.cli import raftkube
 from tests.support.wait import until as wait_until
 
@@ -123,7 +123,8 @@ def test_a_deployment_of_processes(cluster: ApiserverUnderTest) -> None:
 
 def test_a_config_map_volume_served_through_port_forward(cluster: ApiserverUnderTest) -> None:
     """A ConfigMap mounted where a web server in the pod serves it; kubectl exec sees the file
-    and kubectl port-forward reaches the server; an update of the ConfigMap reaches the pod."""
+    and kubectl port-forward reaches the server; an update of the ConfigMap reaches the pod.
+    The pod's service account token works against the apiserver."""
     port, local = free_ports(2)
     www = f"/tmp/raftkube-e2e-www-{uuid.uuid4().hex[:8]}"  # the mount point made on the host
     try:
@@ -140,6 +141,13 @@ def test_a_config_map_volume_served_through_port_forward(cluster: ApiserverUnder
         name = pod["metadata"]["name"]
         assert cluster.ok("exec", name, "--", "cat", f"{www}/index.html") == "v1"
         assert os.listdir(www) == []  # mounted in the container's namespace only
+        # every pod's service account volume: its namespace, the cluster CA and a token that
+        # authenticates as the pod's service account
+        sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+        assert cluster.ok("exec", name, "--", "cat", f"{sa}/namespace") == "default"
+        assert cluster.ok("exec", name, "--", "cat", f"{sa}/ca.crt").startswith("-----BEGIN CERTIFICATE-----")
+        token = cluster.ok("exec", name, "--", "cat", f"{sa}/token")
+        assert _whoami(cluster, token) == "system:serviceaccount:default:default"
         with kubectl_running(cluster, "port-forward", f"pod/{name}", f"{local}:{port}", minor=33) as reader:
             reader.wait_for(f"Forwarding from 127.0.0.1:{local}")
             url = f"http://127.0.0.1:{local}/index.html"
@@ -150,6 +158,16 @@ def test_a_config_map_volume_served_through_port_forward(cluster: ApiserverUnder
     finally:
         with contextlib.suppress(OSError):
             os.rmdir(www)
+
+
+def _whoami(cluster: ApiserverUnderTest, token: str) -> str:
+    """Who the apiserver takes `token`'s bearer for (no other credential: an empty kubeconfig)."""
+    ca = cluster.data_dir / "apiserver" / "pki" / "ca.crt"
+    argv = [str(kubectl_binary(33)), "--kubeconfig", os.devnull, "--server", cluster.url]
+    argv += ["--certificate-authority", str(ca), "--token", token, "auth", "whoami", "-o", "json"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return str(json.loads(proc.stdout)["status"]["userInfo"]["username"])
 
 
 def _get(url: str) -> bytes:
