@@ -5,6 +5,8 @@ leader election on (the default) it campaigns for the Lease `kube-system/kube-co
 and runs the controllers only while it leads, so a standby can wait beside it; losing the lease
 stops the controllers and ends the process with status 1 (a supervisor restarts it, as kube's
 does).  SIGTERM/SIGINT stop it cleanly: controllers stop, the lease is released, status 0.
+The CA published in every namespace's `kube-root-ca.crt` is `--root-ca-file`, or else the one
+the kubeconfig trusts the apiserver by (kube's default): the CA that signed the serving certificate.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
+from cryptography import x509
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -27,7 +32,8 @@ from components.client.leaderelection import LeaderElector
 from components.client.rest import RestClient
 from components.controllers.base import Controller
 from components.controllers.registry import CONTROLLERS, select
-from components.controllers.runner import running
+from components.controllers.rootcacertpublisher import RootCACertPublisher
+from components.controllers.runner import ControllerMaker, running
 from components.health import HealthServer
 
 log = logging.getLogger("raftkube.controller-manager")
@@ -43,6 +49,22 @@ class Options:
     renew_deadline: float
     retry_period: float
     health_port: int
+    root_ca: bytes | None = None  # --root-ca-file's PEM; None: the kubeconfig's CA
+
+
+def controller_makers(opts: Options, config: kubeconfig.ClientConfig) -> list[ControllerMaker]:
+    """The selected controllers with their own options bound; ValueError when the
+    root-ca-cert-publisher is selected but has no CA to publish."""
+    out: list[ControllerMaker] = []
+    for c in opts.controllers:
+        if c is RootCACertPublisher:
+            root_ca = opts.root_ca or config.ca_data
+            if not root_ca:
+                raise ValueError("--root-ca-file: the root-ca-cert-publisher needs a CA, and the kubeconfig names none")
+            out.append(functools.partial(RootCACertPublisher, root_ca=root_ca))
+        else:
+            out.append(c)
+    return out
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,6 +78,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--leader-elect-lease-duration", dest="lease_duration", type=float, default=15.0)
     p.add_argument("--leader-elect-renew-deadline", dest="renew_deadline", type=float, default=10.0)
     p.add_argument("--leader-elect-retry-period", dest="retry_period", type=float, default=2.0)
+    p.add_argument(
+        "--root-ca-file",
+        help="the PEM CA bundle published in each namespace's kube-root-ca.crt (default: the kubeconfig's CA)",
+    )
     p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every reconcile failure and leader change")
 
@@ -83,7 +109,21 @@ def options(args: argparse.Namespace) -> Options:
         args.renew_deadline,
         args.retry_period,
         args.health_port,
+        read_root_ca(args.root_ca_file) if args.root_ca_file else None,
     )
+
+
+def read_root_ca(path: str) -> bytes:
+    """The file's PEM, checked to hold certificates (a typo would otherwise reach every pod)."""
+    try:
+        pem = Path(path).read_bytes()
+    except OSError as e:
+        raise ValueError(f"--root-ca-file: {path}: {e.strerror}") from None
+    try:
+        x509.load_pem_x509_certificates(pem)
+    except ValueError:
+        raise ValueError(f"--root-ca-file: {path}: not PEM certificates") from None
+    return pem
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,10 +133,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         opts = options(args)
         config = kubeconfig.load(opts.kubeconfig)
+        makers = controller_makers(opts, config)
     except (ValueError, kubeconfig.KubeconfigError) as e:
         print(f"raftkube controller-manager: {e}", file=sys.stderr)
         return 2
-    return asyncio.run(serve(opts, config))
+    return asyncio.run(serve(opts, config, makers))
 
 
 class ControllerMetrics(Collector):
@@ -116,7 +157,7 @@ class ControllerMetrics(Collector):
         yield from (reconciles, failures, depth)
 
 
-async def serve(opts: Options, config: kubeconfig.ClientConfig) -> int:
+async def serve(opts: Options, config: kubeconfig.ClientConfig, makers: list[ControllerMaker]) -> int:
     metrics = ControllerMetrics()
     registry = CollectorRegistry()
     registry.register(metrics)
@@ -136,7 +177,7 @@ async def serve(opts: Options, config: kubeconfig.ClientConfig) -> int:
     async with RestClient(config, user_agent="raftkube-controller-manager") as client:
 
         async def lead() -> None:
-            async with running(client, opts.controllers) as controllers:
+            async with running(client, makers) as controllers:
                 metrics.controllers = controllers
                 log.warning("controllers running: %s", ", ".join(c.name for c in controllers))
                 try:

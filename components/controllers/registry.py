@@ -14,12 +14,14 @@ from components.controllers.namespace import NamespaceController
 from components.controllers.nodelifecycle import NodeLifecycleController
 from components.controllers.replicaset import ReplicaSetController
 from components.controllers.resourcequota import ResourceQuotaController
+from components.controllers.rootcacertpublisher import RootCACertPublisher
 from components.controllers.serviceaccount import ServiceAccountController
 
 CONTROLLERS: dict[str, type[Controller]] = {
     c.name: c
     for c in (
         ServiceAccountController,
+        RootCACertPublisher,
         GarbageCollector,
         ReplicaSetController,
         DeploymentController,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
 
 from components.client.clock import Clock
 from components.client.informer import InformerFactory
@@ -14,6 +15,13 @@ from components.controllers.base import Controller
 SYNC_TIMEOUT_S = 60.0
 
 
+class ControllerMaker(Protocol):
+    """A controller class, or one with its own options bound (`functools.partial`): the runner
+    supplies only what every controller shares."""
+
+    def __call__(self, client: RestClient, factory: InformerFactory, *, clock: Clock | None = None) -> Controller: ...
+
+
 class InformersNotSynced(Exception):
     """The informers did not hold a whole state within the time allowed."""
 
@@ -21,7 +29,7 @@ class InformersNotSynced(Exception):
 @contextlib.asynccontextmanager
 async def running(
     client: RestClient,
-    controllers: Sequence[type[Controller]],
+    controllers: Sequence[ControllerMaker],
     *,
     clock: Clock | None = None,
     sync_timeout: float = SYNC_TIMEOUT_S,
@@ -29,7 +37,7 @@ async def running(
     """The controllers, reconciling, for the duration of the block; informers synced first
     (a controller that acted on a half-filled store would create what already exists)."""
     factory = InformerFactory(client, clock=clock)
-    made = [cls(client, factory, clock=clock) for cls in controllers]
+    made = [make(client, factory, clock=clock) for make in controllers]
     tasks: list[asyncio.Task[None]] = []
     try:
         for c in made:

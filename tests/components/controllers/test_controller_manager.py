@@ -4,6 +4,7 @@ cleanly on SIGTERM, and refuses bad flags with status 2."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -17,6 +18,9 @@ import httpx
 import pytest
 
 from apiserver.pki import ApiserverPKI
+from components.client import kubeconfig
+from components.controller_manager import add_arguments, controller_makers, options
+from components.controllers.rootcacertpublisher import RootCACertPublisher
 from store.launcher import free_ports
 from tests.apiserver.support import ApiserverUnderTest
 
@@ -48,6 +52,11 @@ def has_default_account(admin: httpx.Client, ns: str) -> bool:
     return admin.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default").status_code == 200
 
 
+def has_root_ca(admin: httpx.Client, ns: str, ca: str) -> bool:
+    r = admin.get(f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt")
+    return r.status_code == 200 and r.json().get("data") == {"ca.crt": ca}
+
+
 def test_runs_controllers_and_hands_over(cluster: ApiserverUnderTest, processes: list[subprocess.Popen[bytes]]) -> None:
     first_port, second_port = free_ports(2)
     processes.append(start(cluster, first_port))
@@ -55,6 +64,9 @@ def test_runs_controllers_and_hands_over(cluster: ApiserverUnderTest, processes:
     with cluster.http() as admin:
         admin.post("/api/v1/namespaces", json={"metadata": {"name": "cm-one"}}).raise_for_status()
         wait_for(lambda: has_default_account(admin, "cm-one"), what="a default account from the first one")
+        # published with the controller-manager's own identity (RBAC), the kubeconfig's CA by default
+        ca = ApiserverPKI.of(cluster.data_dir).ca.read_text()
+        wait_for(lambda: has_root_ca(admin, "cm-one", ca), what="kube-root-ca.crt from the first one")
         status, metrics = get(f"http://127.0.0.1:{first_port}/metrics")
         assert status == 200 and 'raftkube_controller_reconciles_total{controller="serviceaccount"}' in metrics
         processes.append(start(cluster, second_port))
@@ -78,6 +90,8 @@ def test_runs_controllers_and_hands_over(cluster: ApiserverUnderTest, processes:
         (["--controllers", "nope"], "--controllers: unknown controller 'nope'"),
         (["--health-port", "70000"], "--health-port must be from 0 to 65535"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
+        (["--root-ca-file", "/nonexistent/ca.crt"], "--root-ca-file: /nonexistent/ca.crt: No such file"),
+        (["--root-ca-file", __file__], "not PEM certificates"),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(tmp_path: Path, args: list[str], says: str) -> None:
@@ -90,3 +104,20 @@ def test_bad_flags_exit_2_naming_the_flag(tmp_path: Path, args: list[str], says:
         env={**os.environ, "KUBECONFIG": str(tmp_path / "absent")},
     )
     assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+def test_the_root_ca_publisher_needs_a_ca() -> None:
+    """A kubeconfig without a CA (system trust store) and no --root-ca-file: refused at start,
+    unless the publisher is not selected."""
+    opts = options(parser().parse_args([]))
+    no_ca = kubeconfig.ClientConfig(server="https://127.0.0.1:6443")
+    with pytest.raises(ValueError, match="--root-ca-file"):
+        controller_makers(opts, no_ca)
+    opts = options(parser().parse_args(["--controllers", "*,-root-ca-cert-publisher"]))
+    assert RootCACertPublisher not in controller_makers(opts, no_ca)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    return p
