@@ -50,7 +50,7 @@ class ExecProcess:
         """`pid`: the container's main process, whose namespaces the command enters (0: none)."""
         if not argv:
             raise ExecStartError("no command given")
-        join = sandbox.join(pid) if pid else None
+        join = sandbox.join(pid, cwd) if pid else None
         master: int | None = None
         try:
             if tty:

@@ -122,7 +122,7 @@ class Kubelet:
         self.network = network
         self.config = config
         self.runtime = runtime
-        self.tokens = TokenCache(self.client.create)
+        self.tokens = TokenCache(lambda path, body: self.client.create(path, body))  # noqa: PLW0108 (no client yet in some tests)
         self.clock = clock
         self.bound = bound
         self.sync_period = sync_period

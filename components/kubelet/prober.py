@@ -56,7 +56,7 @@ async def _exec(action: Mapping[str, Any], timeout: float, env: dict[str, str], 
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=sandbox.join(pid) if pid else None,  # inside the container's namespaces
+            preexec_fn=sandbox.join(pid, cwd) if pid else None,  # inside the container's namespaces
         )
     except (OSError, subprocess.SubprocessError) as e:
         return Outcome(False, f"exec failed: {e}")

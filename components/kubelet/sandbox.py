@@ -138,9 +138,10 @@ def child_preexec(
     return prepare
 
 
-def join(pid: int) -> Callable[[], None] | None:
+def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
     """A preexec that enters the network and mount namespaces of process `pid` where they are
-    not this process's own (None when there is nothing to join)."""
+    not this process's own (None when there is nothing to join).  Entering a mount namespace
+    moves to its root, so the working dir `cwd` is entered again after."""
     kinds = []
     for name, flag in (("net", linux.CLONE_NEWNET), ("mnt", linux.CLONE_NEWNS)):
         try:
@@ -154,5 +155,7 @@ def join(pid: int) -> Callable[[], None] | None:
     def enter_namespaces() -> None:
         for path, flag in kinds:
             linux.setns(path, flag)
+        if cwd:
+            os.chdir(cwd)
 
     return enter_namespaces
