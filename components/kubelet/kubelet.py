@@ -3,8 +3,7 @@
 It registers its Node, renews its Lease in `kube-node-lease` every 10 s, posts node status on
 change or every minute, and watches only the pods bound to it (`spec.nodeName=<name>`).  A
 sync loop gives each pod a `PodWorker` step (at least every second, at once on a pod event),
-runs the probes that are due, fetches the ConfigMaps and Secrets a pod refers to (the Node
-authorizer lets a kubelet read those of its own pods, never list them all), patches
+runs the probes that are due, reads what a pod's env and volumes need (podsources.py), patches
 `pods/status` when it changed, and confirms a deleted pod's deletion (DELETE with grace 0)
 once its containers have stopped.
 """
@@ -33,12 +32,12 @@ from components.client.rest import (
 )
 from components.kubelet import nodestatus, podworker, prober
 from components.kubelet.containerlog import timestamp
-from components.kubelet.envvars import Sources, build
+from components.kubelet.envvars import build
 from components.kubelet.hooks import HookRun
 from components.kubelet.podnet import PodNetError, PodNetwork
+from components.kubelet.podsources import PodSources
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
-from components.kubelet.tokens import TokenCache
 
 log = logging.getLogger("raftkube.kubelet")
 Obj = dict[str, Any]
@@ -52,40 +51,6 @@ def micro_time(now: float) -> str:
     """metav1.MicroTime, as Lease renewTime carries it."""
     stamp = timestamp(int(now * 1e9))
     return stamp[:26] + "Z"
-
-
-def references(pod: Obj) -> tuple[set[str], set[str]]:
-    """The names of the ConfigMaps and Secrets the pod's containers and volumes refer to."""
-    maps: set[str] = set()
-    secrets: set[str] = set()
-    spec = pod.get("spec") or {}
-    for c in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ()):
-        if not isinstance(c, dict):
-            continue
-        for src in c.get("envFrom") or ():
-            if isinstance(src, dict):
-                if isinstance(src.get("configMapRef"), dict):
-                    maps.add(str(src["configMapRef"].get("name") or ""))
-                if isinstance(src.get("secretRef"), dict):
-                    secrets.add(str(src["secretRef"].get("name") or ""))
-        for e in c.get("env") or ():
-            source = e.get("valueFrom") if isinstance(e, dict) else None
-            if isinstance(source, dict):
-                if isinstance(source.get("configMapKeyRef"), dict):
-                    maps.add(str(source["configMapKeyRef"].get("name") or ""))
-                if isinstance(source.get("secretKeyRef"), dict):
-                    secrets.add(str(source["secretKeyRef"].get("name") or ""))
-    for v in spec.get("volumes") or ():
-        if not isinstance(v, dict):
-            continue
-        projected = (v.get("projected") or {}).get("sources") if isinstance(v.get("projected"), dict) else None
-        for src in [v, *(s for s in projected or () if isinstance(s, dict))]:
-            if isinstance(src.get("configMap"), dict):
-                maps.add(str(src["configMap"].get("name") or ""))
-            if isinstance(src.get("secret"), dict):
-                secret = src["secret"]
-                secrets.add(str(secret.get("secretName") or secret.get("name") or ""))
-    return maps - {""}, secrets - {""}
 
 
 def _handler_env(worker: PodWorker, container: Obj) -> dict[str, str]:
@@ -122,7 +87,7 @@ class Kubelet:
         self.network = network
         self.config = config
         self.runtime = runtime
-        self.tokens = TokenCache(lambda path, body: self.client.create(path, body))  # noqa: PLW0108 (no client yet in some tests)
+        self.sources = PodSources(client)
         self.clock = clock
         self.bound = bound
         self.sync_period = sync_period
@@ -183,29 +148,6 @@ class Kubelet:
 
     # -- pods -----------------------------------------------------------------------------------
 
-    async def _sources(self, pod: Obj) -> Sources:
-        """The ConfigMaps and Secrets the pod refers to, read now (None for a missing one)."""
-        ns = str((pod.get("metadata") or {}).get("namespace") or "default")
-        maps, secrets = references(pod)
-        found: dict[tuple[str, str, str], Obj | None] = {}
-        for kind, names in (("configmaps", maps), ("secrets", secrets)):
-            for name in names:
-                try:
-                    found[(kind, ns, name)] = await self.client.get(path_of("", "v1", kind, ns, name))
-                except (NotFoundError, ApiError):
-                    found[(kind, ns, name)] = None
-        tokens: dict[tuple[str, int], str] = {}
-        if self._has_files():
-            try:
-                tokens = await self.tokens.refresh(pod)
-            except ApiError as e:  # the pod waits for its volume; asked again at the next sync
-                log.warning("pod %s/%s: no service account token: %s", ns, (pod.get("metadata") or {}).get("name"), e)
-        return Sources(
-            lambda n, name: found.get(("configmaps", n, name)),
-            lambda n, name: found.get(("secrets", n, name)),
-            lambda audience, seconds: tokens.get((audience, seconds)),
-        )
-
     def _has_files(self) -> bool:
         """Whether this runtime's containers have files (volumes, tokens); fake ones do not."""
         return getattr(self.runtime, "root", None) is not None and not getattr(self.runtime, "simulated", False)
@@ -214,7 +156,7 @@ class Kubelet:
         meta = pod.get("metadata") or {}
         uid, ns, name = str(meta.get("uid") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
         now = self.clock()
-        sources = await self._sources(pod)
+        sources = await self.sources.read(pod, tokens=self._has_files())
         worker = self.workers.get(uid)
         if worker is None:
             worker = PodWorker(pod, self.runtime, sources, host_ip=self.config.address, volumes=self._volumes_of(uid))
@@ -337,7 +279,7 @@ class Kubelet:
             self.runtime.remove_pod(uid, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             if worker.volumes is not None:
                 worker.volumes.remove()
-            self.tokens.forget(uid)
+            self.sources.forget(uid)
             self._posted.pop(uid, None)
             if self.network is not None and worker.netns is not None:
                 try:

@@ -1,0 +1,88 @@
+"""What a pod's environment and volumes read from the apiserver, read again at each sync: the
+ConfigMaps and Secrets it names (the Node authorizer lets a kubelet get those of its own pods,
+never list them all) and its service account tokens (tokens.py).  A missing object reads as
+None; the pod's env or volume code decides whether that stops a container.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from components.client.rest import ApiError, RestClient, path_of
+from components.kubelet.envvars import Sources
+from components.kubelet.tokens import TokenCache
+
+log = logging.getLogger("raftkube.kubelet")
+Obj = dict[str, Any]
+
+
+def references(pod: Obj) -> tuple[set[str], set[str]]:
+    """The names of the ConfigMaps and Secrets the pod's containers and volumes refer to."""
+    maps: set[str] = set()
+    secrets: set[str] = set()
+    spec = pod.get("spec") or {}
+    for c in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ()):
+        if not isinstance(c, dict):
+            continue
+        for src in c.get("envFrom") or ():
+            if isinstance(src, dict):
+                if isinstance(src.get("configMapRef"), dict):
+                    maps.add(str(src["configMapRef"].get("name") or ""))
+                if isinstance(src.get("secretRef"), dict):
+                    secrets.add(str(src["secretRef"].get("name") or ""))
+        for e in c.get("env") or ():
+            source = e.get("valueFrom") if isinstance(e, dict) else None
+            if isinstance(source, dict):
+                if isinstance(source.get("configMapKeyRef"), dict):
+                    maps.add(str(source["configMapKeyRef"].get("name") or ""))
+                if isinstance(source.get("secretKeyRef"), dict):
+                    secrets.add(str(source["secretKeyRef"].get("name") or ""))
+    for v in spec.get("volumes") or ():
+        if not isinstance(v, dict):
+            continue
+        projected = (v.get("projected") or {}).get("sources") if isinstance(v.get("projected"), dict) else None
+        for src in [v, *(s for s in projected or () if isinstance(s, dict))]:
+            if isinstance(src.get("configMap"), dict):
+                maps.add(str(src["configMap"].get("name") or ""))
+            if isinstance(src.get("secret"), dict):
+                secret = src["secret"]
+                secrets.add(str(secret.get("secretName") or secret.get("name") or ""))
+    return maps - {""}, secrets - {""}
+
+
+class PodSources:
+    def __init__(self, client: RestClient) -> None:
+        self.client = client
+        self.tokens = TokenCache(self._post)
+
+    async def _post(self, path: str, body: Obj) -> Obj:
+        return await self.client.create(path, body)
+
+    async def read(self, pod: Obj, *, tokens: bool) -> Sources:
+        """The pod's sources as they are now; `tokens`: ask for its service account tokens too
+        (not for fake containers, which have no files)."""
+        ns = str((pod.get("metadata") or {}).get("namespace") or "default")
+        maps, secrets = references(pod)
+        found: dict[tuple[str, str], Obj | None] = {}
+        for kind, names in (("configmaps", maps), ("secrets", secrets)):
+            for name in names:
+                try:
+                    found[(kind, name)] = await self.client.get(path_of("", "v1", kind, ns, name))
+                except ApiError:  # NotFoundError among them: the object is missing
+                    found[(kind, name)] = None
+        held: dict[tuple[str, int], str] = {}
+        if tokens:
+            try:
+                held = await self.tokens.refresh(pod)
+            except ApiError as e:  # the pod waits for its volume; asked again at the next sync
+                log.warning("pod %s/%s: no service account token: %s", ns, (pod.get("metadata") or {}).get("name"), e)
+        return Sources(
+            lambda _ns, name: found.get(("configmaps", name)),
+            lambda _ns, name: found.get(("secrets", name)),
+            lambda audience, seconds: held.get((audience, seconds)),
+        )
+
+    def forget(self, uid: str) -> None:
+        """The pod is gone: its tokens go too."""
+        self.tokens.forget(uid)
