@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +66,8 @@ def _handler_env(worker: PodWorker, container: Obj) -> dict[str, str]:
 
 class Runtime(podworker.Runtime, Protocol):
     def remove_pod(self, uid: str, namespace: str, pod: str) -> None: ...
+
+    def running_pods(self) -> list[str]: ...
 
 
 class Kubelet:
@@ -287,6 +290,30 @@ class Kubelet:
                 except PodNetError as e:
                     log.warning("pod %s/%s: its network stays: %s", meta.get("namespace"), meta.get("name"), e)
 
+    async def clean_up_orphans(self, present: set[str]) -> list[str]:
+        """Kube's pod housekeeping: a pod found on disk that is neither bound here nor known
+        (deleted while the kubelet was down, or its node's pods deleted by force) has its
+        containers killed and its runs, volumes and network removed.  The uids cleaned."""
+        remove_orphan = getattr(self.runtime, "remove_orphan", None)
+        if remove_orphan is None:
+            return []  # fake containers live in memory: nothing outlives a kubelet
+        on_disk = set(self.runtime.running_pods())
+        root = Path(self.runtime.root) / "pods"  # type: ignore[attr-defined]
+        on_disk |= {p.name for p in root.iterdir()} if root.is_dir() else set()
+        if self.network is not None:
+            on_disk |= set(await asyncio.to_thread(self.network.pod_uids))
+        orphans = sorted(on_disk - present - set(self.workers))
+        for uid in orphans:
+            log.info("pod %s is no longer bound to %s: removing what is left of it", uid, self.config.name)
+            await asyncio.to_thread(remove_orphan, uid)
+            shutil.rmtree(root / uid, ignore_errors=True)
+            if self.network is not None:
+                try:
+                    await asyncio.to_thread(self.network.teardown, uid)
+                except PodNetError as e:
+                    log.warning("pod %s: its network stays: %s", uid, e)
+        return orphans
+
     # -- loops ----------------------------------------------------------------------------------
 
     def wake(self) -> None:
@@ -315,7 +342,9 @@ class Kubelet:
                         await self.sync_pod(pod)
                     except (ApiError, TransportError) as e:
                         log.warning("syncing pod %s failed: %s", (pod.get("metadata") or {}).get("name"), e)
-                await self.forget_gone({str((p.get("metadata") or {}).get("uid")) for p in current})
+                present = {str((p.get("metadata") or {}).get("uid")) for p in current}
+                await self.forget_gone(present)
+                await self.clean_up_orphans(present)
                 self._wake.clear()
                 await wait_event(self._wake, self.sync_period)
         finally:

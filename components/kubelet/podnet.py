@@ -205,6 +205,10 @@ class PodNetwork:
         self.run(["-n", ns, "link", "set", POD_IFACE, "up"])
         self.run(["-n", ns, "route", "add", "default", "via", str(self.gateway)])
 
+    def pod_uids(self) -> list[str]:
+        """The pods that hold an address here (to find those no longer bound to the node)."""
+        return sorted(self._load().held)
+
     def teardown(self, uid: str) -> None:
         """The pod is gone: its namespace and veth pair removed, its address free."""
         _remove_pod_network(self.run, self.node, uid)

@@ -35,6 +35,7 @@ from components.kubelet.shim import EXIT, SHIM, SPEC, STATE, write_json
 
 KILLED_EXIT = 137  # what a SIGKILLed container reports (128 + 9)
 START_TIMEOUT_S = 10.0
+ORPHAN_WAIT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +269,24 @@ class ProcessRuntime:
         """The pod uids with runs on disk (to adopt after a restart, or to clean up)."""
         base = self.root / "containers"
         return sorted(p.name for p in base.iterdir()) if base.is_dir() else []
+
+    def remove_orphan(self, uid: str) -> None:
+        """A pod this node no longer has, found on disk (deleted while its kubelet was down):
+        its containers killed at once, its runs and logs removed once their shims have ended
+        (at most `ORPHAN_WAIT_S`: a shim still writing its exit would leave a run behind; one
+        left is found and removed again next time)."""
+        base = self.root / "containers" / uid
+        names = [c.name for c in base.iterdir()] if base.is_dir() else []
+        for name in names:
+            self.stop(uid, name, 0.0, time.monotonic())
+        deadline = time.monotonic() + ORPHAN_WAIT_S
+        while any((s := self.seen(uid, n)) is not None and s.running for n in names):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        shutil.rmtree(base, ignore_errors=True)
+        for logs in (self.root / "logs").glob(f"*_{uid}"):
+            shutil.rmtree(logs, ignore_errors=True)
 
     def remove_pod(self, uid: str, namespace: str, pod: str) -> None:
         """Forget a pod whose containers have all stopped: its runs and its logs."""
