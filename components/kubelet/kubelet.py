@@ -163,9 +163,9 @@ class Kubelet:
         worker = self.workers.get(uid)
         if worker is None:
             worker = PodWorker(pod, self.runtime, sources, host_ip=self.config.address, volumes=self._volumes_of(uid))
-            if not await self._join_network(worker, pod):
-                return  # tried again at the next sync
             self.workers[uid] = worker
+        if worker.netns is None and self._needs_network(pod):
+            await self._join_network(worker, pod)  # until it has one, no container starts
         worker.pod, worker.sources = pod, sources
         await self._probe(worker, now)
         status = worker.sync(now)
@@ -193,19 +193,22 @@ class Kubelet:
             return None
         return PodVolumes(Path(self.runtime.root) / "pods" / uid / "volumes")  # type: ignore[attr-defined]
 
-    async def _join_network(self, worker: PodWorker, pod: Obj) -> bool:
-        """Give a new worker its pod's network (a pod with hostNetwork keeps the host's); False
-        when it cannot be had now."""
-        if self.network is None or (pod.get("spec") or {}).get("hostNetwork") is True:
-            return True
+    def _needs_network(self, pod: Obj) -> bool:
+        """With a pod network, every pod but a hostNetwork one gets its own."""
+        return self.network is not None and (pod.get("spec") or {}).get("hostNetwork") is not True
+
+    async def _join_network(self, worker: PodWorker, pod: Obj) -> None:
+        """Give the worker its pod's network; when it cannot be had now, the pod's containers
+        wait with kube's reason (FailedCreatePodSandBox) and the next sync tries again."""
+        assert self.network is not None
         try:
             address = await asyncio.to_thread(self.network.setup, worker.uid)
         except PodNetError as e:
             meta = pod.get("metadata") or {}
             log.warning("pod %s/%s: no pod network: %s", meta.get("namespace"), meta.get("name"), e)
-            return False
-        worker.pod_ip, worker.netns = address.ip, address.netns
-        return True
+            worker.sandbox_error = f"FailedCreatePodSandBox: {e}"
+            return
+        worker.pod_ip, worker.netns, worker.sandbox_error = address.ip, address.netns, ""
 
     async def _probe(self, worker: PodWorker, now: float) -> None:
         due = worker.due_probes(now)

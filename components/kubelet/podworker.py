@@ -93,6 +93,7 @@ class PodWorker:
         self.hooks = Hooks()
         self.volumes = volumes  # None: the runtime has no files (fake containers)
         self._volume_error = ""  # why the pod's volumes could not be set up; no container starts
+        self.sandbox_error = ""  # why the pod's network could not be set up (the kubelet's to say)
 
     def container_names(self) -> list[str]:
         return list(self._specs())
@@ -170,8 +171,9 @@ class PodWorker:
     def _start(self, container: Obj, now: float) -> None:
         name = container["name"]
         meta = self.pod.get("metadata") or {}
-        if self._volume_error:
-            self._waiting[name] = ("ContainerCreating", self._volume_error)  # kube waits for its mounts
+        blocked = self.sandbox_error or self._volume_error
+        if blocked:
+            self._waiting[name] = ("ContainerCreating", blocked)  # kube waits for its sandbox and mounts
             return
         try:
             env = build(self.pod, container, self.sources, f"spec.containers[{name}]")

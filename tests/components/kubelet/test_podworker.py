@@ -114,3 +114,15 @@ def test_a_missing_config_map_is_a_create_container_config_error(runtime: Proces
         "waiting": {"reason": "CreateContainerConfigError", "message": 'configmap "settings" not found'}
     }
     assert status["phase"] == "Pending" and runtime.running_pods() == []
+
+
+def test_a_pod_without_its_network_waits_in_container_creating_then_starts(runtime: ProcessRuntime) -> None:
+    w = PodWorker(pod("n", sh("app", "sleep 30")), runtime, NO_SOURCES, host_ip="127.0.0.1")
+    w.sandbox_error = "FailedCreatePodSandBox: pod CIDR 10.9.0.0/30 is full"  # what the kubelet sets
+    status = w.sync(time.time())
+    assert state(status, "app")["state"] == {
+        "waiting": {"reason": "ContainerCreating", "message": "FailedCreatePodSandBox: pod CIDR 10.9.0.0/30 is full"}
+    }
+    assert runtime.running_pods() == []
+    w.sandbox_error = ""  # the network came
+    drive(w, lambda s: "running" in state(s, "app")["state"], "the container to start")
