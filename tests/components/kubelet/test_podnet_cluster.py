@@ -1,7 +1,8 @@
 """`raftkube kubelet --pod-network netns` as a process against a real cluster (root only): a pod
 gets a podIP of the node's CIDR, an httpGet readiness probe reaches the server in the pod at
-that IP and makes the pod Ready, and deleting the pod removes its namespace.  What the test
-made is removed by pid and by stop_all, even when it fails."""
+that IP and makes the pod Ready, kubectl port-forward reaches it there, and deleting the pod
+removes its namespace.  What the test made is removed by pid and by stop_all, even when it
+fails."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
-from apiserver.pki import component_kubeconfig
+from apiserver.pki import ApiserverPKI, component_kubeconfig
 from components.client import kubeconfig
 from components.client.rest import NotFoundError, RestClient
 from components.kubelet import podnet
 from components.kubelet.process_runtime import ProcessRuntime
+from store.launcher import free_ports
+from tests.apiserver.kubectl_support import kubectl_running
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.kubelet.test_kubelet_cluster import _absent, _get, eventually
 from tests.components.kubelet.test_podnet import SERVER, free_cidr
@@ -35,6 +39,11 @@ def test_a_pod_on_a_netns_kubelet_has_its_own_ip_and_is_probed_there(
     argv = [sys.executable, "-m", "components.cli", "kubelet", "--node-name", node, "--root-dir", str(root)]
     argv += ["--kubeconfig", str(component_kubeconfig(cluster.data_dir, f"kubelet:{node}"))]
     argv += ["--pod-network", "netns", "--pod-cidr", cidr]
+    creds = ApiserverPKI.of(cluster.data_dir)
+    serving = creds.kubelet_serving(node, "127.0.0.1")
+    kubelet_port, local = free_ports(2)
+    argv += ["--port", str(kubelet_port), "--tls-cert-file", str(serving.cert)]
+    argv += ["--tls-private-key-file", str(serving.key), "--client-ca-file", str(creds.ca)]
     pod = {
         "metadata": {"name": "pn-pod"},
         "spec": {
@@ -67,6 +76,11 @@ def test_a_pod_on_a_netns_kubelet_has_its_own_ip_and_is_probed_there(
         assert status["podIP"] != status["hostIP"] == "127.0.0.1"
         assert status["podIPs"] == [{"ip": status["podIP"]}]
         [netns] = podnet.NETNS_DIR.glob(podnet.netns_prefix(node) + "*")
+        # kubectl port-forward reaches the server, which listens in the pod's namespace only
+        with kubectl_running(cluster, "port-forward", "pod/pn-pod", f"{local}:8080", minor=33) as reader:
+            reader.wait_for(f"Forwarding from 127.0.0.1:{local}")
+            with urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=10) as answer:
+                assert answer.status == 200
         await admin.delete("/api/v1/namespaces/default/pods/pn-pod")
         await eventually(lambda: _absent(admin, "/api/v1/namespaces/default/pods/pn-pod"), "the deletion confirmed")
 
