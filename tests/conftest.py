@@ -1,0 +1,41 @@
+"""Suite-wide guard: no process a test module starts (store members, apiservers, components,
+through store.launcher.spawn) may outlive that module.  One left running is killed by pid and
+the module fails, naming it: a leaked process would load the machine for the rest of the run
+and hold ports and files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from store import launcher
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_process_outlives_its_module() -> Iterator[None]:
+    before = set(launcher._children)
+    yield
+    leaked = []
+    for pid, proc in list(launcher._children.items()):
+        if pid in before or proc.poll() is not None:
+            continue
+        leaked.append(f"{pid}: {_command(pid)[:200]}")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=10)
+        launcher._children.pop(pid, None)
+    if leaked:
+        pytest.fail("processes outlived their test module (killed now):\n" + "\n".join(leaked), pytrace=False)
