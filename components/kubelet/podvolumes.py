@@ -11,6 +11,7 @@ when asked, and always for the volumes kube mounts read-only (all but emptyDir).
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import shutil
@@ -62,18 +63,24 @@ class PodVolumes:
             if not isinstance(vm, dict):
                 raise VolumeError(f"{here}: must be an object")
             name = vm.get("name")
-            if name not in volumes:
+            if not isinstance(name, str) or name not in volumes:
                 raise VolumeError(f"{here}.name: no volume {name!r} in spec.volumes")
             source = self.base / str(name)
             sub = vm.get("subPath") or ""
             if sub:
+                if not isinstance(sub, str):
+                    raise VolumeError(f"{here}.subPath: must be a string, got {sub!r}")
                 source = source / check_path(sub, f"{here}.subPath")
-                if volumes[str(name)][1].get("emptyDir") is not None:
+                volume_dir = os.path.realpath(self.base / name)
+                if not os.path.realpath(source).startswith(volume_dir + os.sep):
+                    # a symlink a container left in its volume must not reach the host's files
+                    raise VolumeError(f"{here}.subPath: {sub!r} leads out of volume {name!r}")
+                if volumes[name][1].get("emptyDir") is not None:
                     source.mkdir(parents=True, exist_ok=True)  # kube makes a missing subPath dir
                 elif not source.exists():
                     raise VolumeError(f"{here}.subPath: {sub!r} does not exist in volume {name!r}")
             target = _mount_path(vm.get("mountPath"), f"{here}.mountPath")
-            read_only = vm.get("readOnly") is True or volumes[str(name)][1].get("emptyDir") is None
+            read_only = vm.get("readOnly") is True or volumes[name][1].get("emptyDir") is None
             out.append(Mount(str(source), target, read_only))
         return tuple(out)
 

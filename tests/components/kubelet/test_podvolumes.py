@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from components.kubelet import containerlog, sandbox
 from components.kubelet.envvars import Sources
@@ -229,3 +231,51 @@ def test_a_missing_config_map_holds_the_pod_in_container_creating(runtime: Proce
         "waiting": {"reason": "ContainerCreating", "message": 'MountVolume.SetUp failed: configmap "absent" not found'}
     }
     assert runtime.running_pods() == []
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_mount = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["scratch", "config", "nope"]) | _json,
+        "mountPath": st.sampled_from(["/data", "/a/../b", "//x//y/", "rel", "/", "/x\0y"]) | _json,
+        "subPath": st.sampled_from(["a/b", "../up", "k", ".", ""]) | _json,
+        "readOnly": _json,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mounts=st.lists(_mount | _json, max_size=4))
+def test_any_volume_mounts_give_safe_mounts_or_a_volume_error(tmp_path: Path, mounts: list[Any]) -> None:
+    """Whatever a pod spec carries, the kubelet refuses it with VolumeError or mounts only
+    absolute, normalised paths with no `..`, from inside the pod's volume directory."""
+    pod = a_pod("fz", [], [{"name": "scratch", "emptyDir": {}}, {"name": "config", "configMap": {"name": "c"}}])
+    pv = PodVolumes(tmp_path / "fuzz" / "volumes")
+    pv.sync(pod, sources({"c": {"data": {"k": "v"}}}))
+    try:
+        got = pv.mounts(pod, {"name": "c", "volumeMounts": mounts}, "c")
+    except VolumeError:
+        return
+    base = str(tmp_path / "fuzz" / "volumes") + "/"
+    for m in got:
+        assert m.target.startswith("/") and m.target != "/" and ".." not in m.target.split("/")
+        assert "//" not in m.target and m.source.startswith(base) and ".." not in m.source.split("/")
+
+
+def test_a_sub_path_through_a_symlink_out_of_its_volume_is_refused(tmp_path: Path) -> None:
+    """A container may leave a symlink in an emptyDir; another mount of it by subPath must not
+    bind the host's directory it points at (kube's CVE-2017-1002101)."""
+    pod = a_pod("v4", [], [{"name": "scratch", "emptyDir": {}}])
+    pv = PodVolumes(tmp_path / "volumes")
+    pv.sync(pod, sources())
+    (tmp_path / "volumes" / "scratch" / "evil").symlink_to("/etc")
+    for sub in ("evil", "evil/made-here"):
+        mount = {"name": "scratch", "mountPath": "/x", "subPath": sub}
+        with pytest.raises(VolumeError, match=rf"subPath: '{sub}' leads out of volume 'scratch'"):
+            pv.mounts(pod, {"name": "c", "volumeMounts": [mount]}, "c")
+    assert not os.path.exists("/etc/made-here")  # nothing was made through the link either
