@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from components.kubelet import cgroupv2, containerlog, limits
 from components.kubelet.process_runtime import ProcessRuntime, RunState
@@ -225,3 +227,24 @@ def test_oom_kills_are_read_and_the_cgroup_removed(tmp_path: Path) -> None:
     assert not run.exists()
     cgroupv2.remove(run)  # gone already: nothing to do
     assert cgroupv2.oom_kills(run) == 0 and limits.release(None) is False
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_quantity = st.sampled_from(["64Mi", "0", "-1", "1e3", "500m", "0.5", "1Ei", "12345678901234567890Ei", "x"]) | _json
+
+
+_keys = st.sampled_from(["memory", "cpu"]) | st.text(max_size=6)
+_resources = st.fixed_dictionaries({}, optional={"limits": st.dictionaries(_keys, _quantity, max_size=3) | _json})
+
+
+@settings(max_examples=300, deadline=None)
+@given(resources=_resources | _json)
+def test_any_resources_give_positive_whole_limits_or_none(resources: Any) -> None:
+    """Whatever a container spec carries, `of` never raises and gives only positive integers."""
+    got = limits.of({"name": "c", "resources": resources})
+    assert set(got) <= {"memory", "cpu_millis"}
+    assert all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in got.values())
