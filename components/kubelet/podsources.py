@@ -2,11 +2,18 @@
 ConfigMaps and Secrets it names (the Node authorizer lets a kubelet get those of its own pods,
 never list them all) and its service account tokens (tokens.py).  A missing object reads as
 None; the pod's env or volume code decides whether that stops a container.
+
+What was read is kept for `CACHE_TTL_S` (kube's kubelet caches them too): every pod is synced
+every second and every pod names `kube-root-ca.crt` (its service account volume), so reading
+afresh each time would be a GET per pod per second, which a thousand pods turn into the
+apiserver's whole load.  A ConfigMap update reaches a running pod's volume within the TTL.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from components.client.rest import ApiError, RestClient, path_of
@@ -15,6 +22,8 @@ from components.kubelet.tokens import TokenCache
 
 log = logging.getLogger("raftkube.kubelet")
 Obj = dict[str, Any]
+CACHE_TTL_S = 10.0
+CACHE_MAX = 10_000  # entries; past it the expired ones are dropped
 
 
 def references(pod: Obj) -> tuple[set[str], set[str]]:
@@ -52,9 +61,11 @@ def references(pod: Obj) -> tuple[set[str], set[str]]:
 
 
 class PodSources:
-    def __init__(self, client: RestClient) -> None:
+    def __init__(self, client: RestClient, clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
+        self.clock = clock
         self.tokens = TokenCache(self._post)
+        self._cache: dict[tuple[str, str, str], tuple[float, Obj | None]] = {}  # -> (read at, object)
 
     async def _post(self, path: str, body: Obj) -> Obj:
         return await self.client.create(path, body)
@@ -67,10 +78,7 @@ class PodSources:
         found: dict[tuple[str, str], Obj | None] = {}
         for kind, names in (("configmaps", maps), ("secrets", secrets)):
             for name in names:
-                try:
-                    found[(kind, name)] = await self.client.get(path_of("", "v1", kind, ns, name))
-                except ApiError:  # NotFoundError among them: the object is missing
-                    found[(kind, name)] = None
+                found[(kind, name)] = await self._get(kind, ns, name)
         held: dict[tuple[str, int], str] = {}
         if tokens:
             try:
@@ -82,6 +90,20 @@ class PodSources:
             lambda _ns, name: found.get(("secrets", name)),
             lambda audience, seconds: held.get((audience, seconds)),
         )
+
+    async def _get(self, kind: str, ns: str, name: str) -> Obj | None:
+        key, now = (kind, ns, name), self.clock()
+        held = self._cache.get(key)
+        if held is not None and now - held[0] < CACHE_TTL_S:
+            return held[1]
+        try:
+            obj: Obj | None = await self.client.get(path_of("", "v1", kind, ns, name))
+        except ApiError:  # NotFoundError among them: the object is missing
+            obj = None
+        if len(self._cache) >= CACHE_MAX:
+            self._cache = {k: v for k, v in self._cache.items() if now - v[0] < CACHE_TTL_S}
+        self._cache[key] = (now, obj)
+        return obj
 
     def forget(self, uid: str) -> None:
         """The pod is gone: its tokens go too."""

@@ -1,0 +1,57 @@
+"""What a pod's env and volumes read: each ConfigMap and Secret it names, projected ones
+included, read once per TTL however often the pod is synced (a GET per pod per second would be
+the apiserver's whole load with a thousand pods), read again after it, and a missing one read
+as None.  The apiserver is a recording stand-in here; the kubelet end-to-end tests use the
+real one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from components.client.rest import NotFoundError
+from components.kubelet.podsources import CACHE_TTL_S, PodSources, references
+
+Obj = dict[str, Any]
+POD: Obj = {
+    "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+    "spec": {
+        "containers": [{"name": "c", "envFrom": [{"configMapRef": {"name": "env"}}]}],
+        "volumes": [
+            {"name": "v", "projected": {"sources": [{"configMap": {"name": "kube-root-ca.crt"}}]}},
+            {"name": "s", "secret": {"secretName": "creds"}},
+        ],
+    },
+}
+
+
+class Apiserver:
+    def __init__(self) -> None:
+        self.gets: list[str] = []
+        self.objects: dict[str, Obj] = {
+            "/api/v1/namespaces/ns/configmaps/env": {"data": {"A": "1"}},
+            "/api/v1/namespaces/ns/configmaps/kube-root-ca.crt": {"data": {"ca.crt": "PEM"}},
+        }
+
+    async def get(self, path: str) -> Obj:
+        self.gets.append(path)
+        if path not in self.objects:
+            raise NotFoundError(404, "NotFound", f"{path} not found")
+        return self.objects[path]
+
+
+def test_references_include_projected_sources() -> None:
+    assert references(POD) == ({"env", "kube-root-ca.crt"}, {"creds"})
+
+
+def test_each_source_is_read_once_per_ttl_and_a_missing_one_is_none() -> None:
+    api, now = Apiserver(), [0.0]
+    sources = PodSources(api, clock=lambda: now[0])  # type: ignore[arg-type]
+    for _ in range(5):  # five syncs within the TTL: three GETs
+        got = asyncio.run(sources.read(POD, tokens=False))
+    assert len(api.gets) == 3
+    assert got.config_map("ns", "env") == {"data": {"A": "1"}} and got.secret("ns", "creds") is None
+    api.objects["/api/v1/namespaces/ns/configmaps/env"] = {"data": {"A": "2"}}
+    now[0] = CACHE_TTL_S  # expired: read again, the update seen
+    got = asyncio.run(sources.read(POD, tokens=False))
+    assert len(api.gets) == 6 and got.config_map("ns", "env") == {"data": {"A": "2"}}
