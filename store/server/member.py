@@ -108,7 +108,7 @@ class Member:
         )
         timeout = cfg.request_timeout
         self.proposals = Proposals(self.id, node, clock, timeout, self._leader_error)
-        self.reads = ReadIndex(node, timeout, self._leader_error)
+        self.reads = ReadIndex(node, timeout, self._leader_error, clock.monotonic)
         self.watches = WatchStreams(self.state, self._header, cfg.progress_notify_interval, cfg.watch_backlog_limit)
         self.snapshots = Snapshots(self.state, node, p, cfg.snapshot_count, cfg.snapshot_catchup_entries, applied)
         self.applier = Applier(
@@ -284,9 +284,11 @@ class Member:
         )
 
     def _on_tick(self) -> None:
-        """Duties on the clock: time out waiting writes; as leader, expire leases."""
+        """Duties on the clock: time out waiting writes; as leader, expire leases; ask again
+        for read rounds that got no answer."""
         self.proposals.expire()
         self.leases.expire()
+        self.reads.retry()
 
     def _on_role_change(self, soft: SoftState) -> None:
         self.leader_changes += 1

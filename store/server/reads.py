@@ -3,11 +3,18 @@
 Reads are batched: every read that arrives while one round is being set up shares it (one
 heartbeat round confirms them all).  Any member serves them; a follower's round goes
 through the leader.
+
+A round can go unanswered: its message to the leader lost while the peer connection is still
+being made (a cluster just started), or dropped by a leader that stepped down.  `retry`, on
+the member's clock, asks again for every round older than `RETRY_S`, as etcd's server does;
+an answer to an earlier ask of the same round finds it gone and is ignored.  Without it such
+a read waited out its whole timeout (5 s at an apiserver's start).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,19 +24,29 @@ from store.raft import ReadState
 from store.raft.errors import ProposalDroppedError
 from store.server.node import RaftNode
 
+RETRY_S = 0.5
+
 
 @dataclass
 class _ReadBatch:
     ctx: bytes
     fut: asyncio.Future[None]
     index: int = 0
+    asked_at: float = 0.0
 
 
 class ReadIndex:
-    def __init__(self, node: RaftNode, timeout: float, leader_error: Callable[[], E.StoreError]) -> None:
+    def __init__(
+        self,
+        node: RaftNode,
+        timeout: float,
+        leader_error: Callable[[], E.StoreError],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.node = node
         self.timeout = timeout
         self.leader_error = leader_error
+        self.clock = clock
         self._next = 0
         self._forming: _ReadBatch | None = None
         self._inflight: dict[bytes, _ReadBatch] = {}
@@ -59,6 +76,7 @@ class ReadIndex:
             self._issue(batch)
 
     def _issue(self, batch: _ReadBatch) -> None:
+        batch.asked_at = self.clock()
         try:
             self.node.read_index(batch.ctx)
         except ProposalDroppedError:
@@ -85,6 +103,17 @@ class ReadIndex:
             else:
                 still.append(b)
         self._waiting = still
+
+    def retry(self) -> None:
+        """Ask again for the rounds unanswered for `RETRY_S` (their ask may have been lost);
+        rounds whose reads all gave up are dropped."""
+        now = self.clock()
+        for ctx, b in list(self._inflight.items()):
+            if b.fut.done():
+                del self._inflight[ctx]  # every read of it timed out: nobody waits
+            elif now - b.asked_at >= RETRY_S:
+                del self._inflight[ctx]
+                self._issue(b)
 
     def leader_changed(self) -> None:
         """Rounds asked of a former leader will never be answered: ask again."""
