@@ -8,12 +8,15 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from store import launcher
+
+EXIT_GRACE_S = 10.0
 
 
 def _command(pid: int) -> str:
@@ -29,7 +32,12 @@ def no_process_outlives_its_module() -> Iterator[None]:
     yield
     leaked = []
     for pid, proc in list(launcher._children.items()):
-        if pid in before or proc.poll() is not None:
+        if pid in before:
+            continue
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=EXIT_GRACE_S)  # one told to stop may still be on its way out
+        if proc.poll() is not None:
+            launcher._children.pop(pid, None)
             continue
         leaked.append(f"{pid}: {_command(pid)[:200]}")
         with contextlib.suppress(ProcessLookupError):
