@@ -53,6 +53,14 @@ class Target:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
+def active(namespace: Mapping[str, Any] | None) -> bool:
+    """Whether a namespace takes new content: it exists and is not being deleted (controllers
+    that put something in every namespace leave a terminating one alone)."""
+    if namespace is None or (namespace.get("status") or {}).get("phase") == "Terminating":
+        return False
+    return not (namespace.get("metadata") or {}).get("deletionTimestamp")
+
+
 def targets(group_version: str, resource_list: Mapping[str, Any]) -> list[Target]:
     """The resources of one discovery document the controller deletes: namespaced, no
     subresources, with the verbs list and delete."""

@@ -12,6 +12,7 @@ from components.client.clock import Clock
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, ForbiddenError, NotFoundError, RestClient
+from components.controllers._infra_namespace import active
 from components.controllers.base import Controller, Obj
 
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
@@ -66,10 +67,7 @@ class RootCACertPublisher(Controller):
         return cm.get("data") == {CA_KEY: self.root_ca} and annotations.get(DESCRIPTION_ANNOTATION) == DESCRIPTION
 
     async def reconcile(self, key: str) -> None:
-        ns = self.namespaces.indexer.get(key)
-        if ns is None or (ns.get("status") or {}).get("phase") == "Terminating":
-            return
-        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+        if not active(self.namespaces.indexer.get(key)):
             return
         cm = self.config_maps.indexer.get(f"{key}/{CONFIG_MAP}")
         if cm is not None and self._wanted(cm):

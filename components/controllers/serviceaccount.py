@@ -9,6 +9,7 @@ from __future__ import annotations
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, ForbiddenError, NotFoundError
+from components.controllers._infra_namespace import active
 from components.controllers.base import Controller, Obj
 
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
@@ -31,10 +32,7 @@ class ServiceAccountController(Controller):
             self.queue.add(str(meta["namespace"]))
 
     async def reconcile(self, key: str) -> None:
-        ns = self.namespaces.indexer.get(key)
-        if ns is None or (ns.get("status") or {}).get("phase") == "Terminating":
-            return
-        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+        if not active(self.namespaces.indexer.get(key)):
             return
         if self.accounts.indexer.get(f"{key}/{DEFAULT}") is not None:
             return
