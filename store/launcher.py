@@ -35,6 +35,7 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,18 +61,44 @@ class LauncherError(Exception):
     """A cluster cannot be started, found or stopped; the message says why."""
 
 
-def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """`n` distinct ports that were free a moment ago (for tests and benchmarks)."""
+HANDED_OUT_KEPT = 4096
+"""Ports `free_ports` remembers having handed out (the most recent ones)."""
+_handed_out: dict[int, None] = {}  # insertion-ordered: the oldest is dropped first
+
+
+def _bind_any(host: str) -> socket.socket:
+    s = socket.socket()
+    s.bind((host, 0))
+    return s
+
+
+def free_ports(n: int, host: str = "127.0.0.1", bind_any: Callable[[str], socket.socket] = _bind_any) -> list[int]:
+    """`n` distinct ports that were free a moment ago, none of them handed out before by this
+    process.  A port is only reserved once its user binds it, and `up` starts a process per
+    port it picks (members, the apiserver, components) that binds a second or so later: the
+    kernel may hand a port that was released but not yet bound to the next caller, and two
+    parts of one cluster then fight over it.  `bind_any(host)` -> a socket bound to a port."""
     socks = []
+    ports: list[int] = []
     try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+        for _ in range(50 * n):
+            if len(ports) == n:
+                break
+            s = bind_any(host)
+            socks.append(s)  # kept bound until the end, so that this call never sees it twice
+            port = s.getsockname()[1]
+            if port not in _handed_out:
+                ports.append(port)
+        if len(ports) < n:
+            raise LauncherError(f"no {n} free ports on {host} that this process has not handed out already")
     finally:
         for s in socks:
             s.close()
+    for port in ports:
+        _handed_out[port] = None
+    while len(_handed_out) > HANDED_OUT_KEPT:
+        del _handed_out[next(iter(_handed_out))]
+    return ports
 
 
 def port_free(host: str, port: int) -> bool:

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -42,6 +41,7 @@ from store.api.kv import (
     TxnRequest,
     TxnResponse,
 )
+from store.launcher import free_ports
 
 ETCD_ERRORS = {
     "etcdserver: mvcc: required revision has been compacted": "compacted",
@@ -69,17 +69,6 @@ def find_etcd() -> str:
     return path
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 class EtcdError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"{status}: {message}")
@@ -92,7 +81,7 @@ class Etcd:
     """One etcd member on free 127.0.0.1 ports, data in `data_dir`, stopped by its pid."""
 
     def __init__(self, binary: str, data_dir: Path) -> None:
-        self.client_port, self.peer_port = _free_ports(2)
+        self.client_port, self.peer_port = free_ports(2)
         self.url = f"http://127.0.0.1:{self.client_port}"
         peer = f"http://127.0.0.1:{self.peer_port}"
         self.log_path = data_dir / "etcd.log"
