@@ -153,7 +153,7 @@ class Context:
         out: dict[str, Any] = {}
         store = backend.store_pids()
         a0, s0, t0 = procs.cpu_seconds(backend.pid), server_cpu(store), time.monotonic()
-        spy = self._spy_start(backend, phase)
+        spy = self.spy_start(backend.pid, f"{backend.name}-{phase}")
         try:
             yield out
         finally:
@@ -163,19 +163,21 @@ class Context:
             out["apiserver_rss_mib"] = procs.vm_rss_bytes(backend.pid) / 2**20
             out["load_average"] = list(os.getloadavg())
             if spy is not None:
-                out["profile"] = self._spy_stop(spy, backend, phase)
+                out["profile"] = self.spy_stop(spy)
 
-    def _spy_start(self, backend: Backend, phase: str) -> tuple[Any, Path, float] | None:
+    def spy_start(self, pid: int, name: str) -> tuple[Any, Path, float] | None:
+        """With --profile: py-spy starts recording process `pid` into <profiles>/<name>.txt."""
         if self.profile_dir is None:
             return None
         exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         self.profile_dir.mkdir(parents=True, exist_ok=True)
-        path = self.profile_dir / f"{backend.name}-{phase}.txt"
-        argv = [exe, "record", "--pid", str(backend.pid), "--format", "raw", "--rate", str(SPY_RATE), "--nonblocking"]
-        proc = procs.spawn([*argv, "-o", str(path)], log=self.log(f"py-spy-{backend.name}-{phase}"))
+        path = self.profile_dir / f"{name}.txt"
+        argv = [exe, "record", "--pid", str(pid), "--format", "raw", "--rate", str(SPY_RATE), "--nonblocking"]
+        proc = procs.spawn([*argv, "-o", str(path)], log=self.log(f"py-spy-{name}"))
         return proc, path, time.monotonic()
 
-    def _spy_stop(self, spy: tuple[Any, Path, float], backend: Backend, phase: str) -> dict[str, Any]:
+    def spy_stop(self, spy: tuple[Any, Path, float]) -> dict[str, Any]:
+        """The recording's summary (see bench.apiserver.profile), after py-spy wrote it."""
         from bench.apiserver.profile import summarise
 
         proc, path, t0 = spy

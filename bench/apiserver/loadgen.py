@@ -9,7 +9,9 @@ shares, so that a watcher can subtract the writer's stamp from its own clock.
 Modes:
   create   pod creates, either open loop (`rate` per second, `count` pods, at most
            `connections` in flight) or closed loop (`connections` in flight from t_start to
-           t_end, counted from t_measure).  Each pod carries the annotation SENT_ANNOTATION =
+           t_end, counted from t_measure; with several namespaces, the latencies also by
+           namespace, so that two admission chains taken in turns share every drift of the
+           machine).  Each pod carries the annotation SENT_ANNOTATION =
            "<run>:<monotonic time just before the request was written>".
   watch    one watch per entry of `selectors` ("" = unfiltered) from `resource_version`;
            `latency`: per-watcher counts of this run's ADDED events and their delivery
@@ -87,6 +89,7 @@ async def create(spec: dict[str, Any], target: Target) -> dict[str, Any]:
     await asyncio.gather(*(c.open() for c in conns))
     run, prefix, nodes, namespaces = spec["run"], spec["prefix"], spec["nodes"], spec["namespaces"]
     lat: list[float] = []
+    lat_by_namespace: dict[str, list[float]] = {ns: [] for ns in namespaces}
     created: list[int] = []
     errors = 0
     first_error = ""
@@ -155,6 +158,7 @@ async def create(spec: dict[str, Any], target: Target) -> dict[str, Any]:
                     await asyncio.sleep(0.01)
                 elif began_in_window and not stop.is_set():
                     lat.append(dt)
+                    lat_by_namespace[namespaces[seq % len(namespaces)]].append(dt)
                     created.append(seq)
 
         await asyncio.sleep(max(0.0, spec["t_start"] - mono()))
@@ -172,6 +176,9 @@ async def create(spec: dict[str, Any], target: Target) -> dict[str, Any]:
         "errors": errors,
         "first_error": first_error,
         "latencies_s": _sample(lat, rng),
+        "latencies_by_namespace_s": {ns: _sample(v, rng) for ns, v in lat_by_namespace.items()}
+        if len(namespaces) > 1
+        else {},
         "created": created if spec.get("report_created") else [],
     }
 

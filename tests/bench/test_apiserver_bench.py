@@ -86,8 +86,15 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
         row = gates["rows"][key]
         assert row["creates"] > 0 and row["errors"] == 0, (key, row)
         assert row["rounds"] == len(row["creates_per_s_by_round"]) == 2  # mirrored order: each chain twice
+        roles = {"apiserver", "other apiservers", "store"} | ({"webhook"} if key.startswith("hook") else set())
+        assert set(row["cpu_ms_per_create"]) == roles, (key, row)
+        assert row["cpu_ms_per_create"]["apiserver"] > 0 and min(row["cpu_ms_per_create"].values()) >= 0, (key, row)
+    for key in ("on", "hook"):  # paired rounds: each chain took every other create
+        assert gates["paired"][key]["creates"] > 0 and gates["paired"][key]["p50_ms"] > 0, gates["paired"]
     # differences of two measurements: finite, of either sign (a webhook's cost can hide in the noise)
-    assert all(math.isfinite(gates[k]) for k in ("gates_cost", "webhook_p50_ms")), gates
+    assert all(math.isfinite(gates[k]) for k in ("gates_cost", "webhook_p50_ms", "webhook_p50_ms_separate_rounds")), (
+        gates
+    )
 
     names = {t["name"]: t for t in doc["targets"]}
     assert names["raftkube: create p99 at 64 in flight"]["value"] == cr["p99_ms"]
