@@ -712,7 +712,7 @@ def test_etcd_watch_resumes_after_its_member_restarts(tmp_path: Path, monkeypatc
 
         def restart() -> None:
             first.stop()
-            monkeypatch.setattr(etcd_mod, "_free_ports", lambda n: [first.client_port, first.peer_port])
+            monkeypatch.setattr(etcd_mod, "free_ports", lambda n: [first.client_port, first.peer_port])
             e = Etcd(etcd_mod.find_etcd(), tmp_path)
             later.append(e)
             e.wait_ready()
