@@ -11,6 +11,7 @@ served here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from apiserver import errors
@@ -23,17 +24,67 @@ Obj = dict[str, Any]
 ANNOTATION = "kubernetes.io/limit-ranger"
 # namespace -> the LimitRange objects in it
 LimitRanges = Callable[[str], Iterable[Obj]]
+COMPILED_KEPT = 4096  # LimitRange versions whose parsed items are kept
 
 
-def _items(ranges: Iterable[Obj], kind: str) -> list[Mapping[str, Any]]:
-    out = []
-    for lr in ranges:
-        spec = lr.get("spec")
-        limits = spec.get("limits") if isinstance(spec, Mapping) else None
-        for item in limits if isinstance(limits, list) else []:
-            if isinstance(item, Mapping) and item.get("type") == kind:
-                out.append(item)
-    return out
+@dataclass(frozen=True, slots=True)
+class RangeItem:
+    """One `spec.limits` item with its quantities parsed (once per LimitRange version, not
+    once per pod: a namespace's pods all read the same few items)."""
+
+    type: str
+    default: dict[str, str]  # in canonical form, as they are written into containers
+    default_request: dict[str, str]
+    min: dict[str, Quantity]
+    max: dict[str, Quantity]
+    ratio: dict[str, Quantity]
+
+
+def compile_item(item: Mapping[str, Any]) -> RangeItem:
+    return RangeItem(
+        str(item.get("type")),
+        {name: canonical(q) for name, q in _quantities(item, "default").items()},
+        {name: canonical(q) for name, q in _quantities(item, "defaultRequest").items()},
+        _quantities(item, "min"),
+        _quantities(item, "max"),
+        _quantities(item, "maxLimitRequestRatio"),
+    )
+
+
+def compile_range(limit_range: Obj) -> list[RangeItem]:
+    spec = limit_range.get("spec")
+    limits = spec.get("limits") if isinstance(spec, Mapping) else None
+    return [compile_item(i) for i in (limits if isinstance(limits, list) else []) if isinstance(i, Mapping)]
+
+
+class CompiledRanges:
+    """Each LimitRange's items, compiled when a version of it is first seen."""
+
+    def __init__(self, keep: int = COMPILED_KEPT) -> None:
+        self._keep = keep
+        self._items: dict[tuple[str, str, str], list[RangeItem]] = {}
+
+    def items(self, ranges: Iterable[Obj]) -> list[RangeItem]:
+        out: list[RangeItem] = []
+        for lr in ranges:
+            meta = lr.get("metadata")
+            meta = meta if isinstance(meta, Mapping) else {}
+            version = meta.get("resourceVersion")
+            if not isinstance(version, str) or not version:
+                out += compile_range(lr)  # not stored yet (a test's object): nothing to key it by
+                continue
+            key = (str(meta.get("namespace", "")), str(meta.get("name", "")), version)
+            found = self._items.get(key)
+            if found is None:
+                found = self._items[key] = compile_range(lr)
+                if len(self._items) > self._keep:
+                    del self._items[next(iter(self._items))]
+            out += found
+        return out
+
+
+def _of_type(items: list[RangeItem], kind: str) -> list[RangeItem]:
+    return [i for i in items if i.type == kind]
 
 
 def _quantities(item: Mapping[str, Any], field: str) -> dict[str, Quantity]:
@@ -47,19 +98,22 @@ def _quantities(item: Mapping[str, Any], field: str) -> dict[str, Quantity]:
     return out
 
 
-def apply_defaults(pod: Obj, items: list[Mapping[str, Any]]) -> list[str]:
+def apply_defaults(pod: Obj, items: list[RangeItem]) -> list[str]:
     """Set default limits and requests in place; what was set, for the annotation."""
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return []
     notes: list[str] = []
+    defaults: dict[str, dict[str, str]] = {"limits": {}, "requests": {}}
+    for item in items:  # the first item that defaults a resource wins
+        for name, text in item.default.items():
+            defaults["limits"].setdefault(name, text)
+        for name, text in item.default_request.items():
+            defaults["requests"].setdefault(name, text)
     for container in all_containers(spec):
         assert isinstance(container, dict)
-        for field, source, word in (("limits", "default", "limit"), ("requests", "defaultRequest", "request")):
-            wanted: dict[str, Quantity] = {}
-            for item in items:
-                for name, q in _quantities(item, source).items():
-                    wanted.setdefault(name, q)
+        for field, word in (("limits", "limit"), ("requests", "request")):
+            wanted = defaults[field]
             resources = container.setdefault("resources", {})
             if not isinstance(resources, dict):
                 continue
@@ -69,12 +123,12 @@ def apply_defaults(pod: Obj, items: list[Mapping[str, Any]]) -> list[str]:
             # (a limit the pod set itself became its request at defaulting, before admission)
             added = sorted(n for n in wanted if n not in current)
             if added:
-                resources[field] = {**current, **{n: canonical(wanted[n]) for n in added}}
+                resources[field] = {**current, **{n: wanted[n] for n in added}}
                 notes.append(f"{', '.join(added)} {word} for container {container.get('name', '')}")
     return notes
 
 
-def violations(pod: Obj, container_items: list[Mapping[str, Any]], pod_items: list[Mapping[str, Any]]) -> list[str]:
+def violations(pod: Obj, container_items: list[RangeItem], pod_items: list[RangeItem]) -> list[str]:
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return []
@@ -89,10 +143,10 @@ def violations(pod: Obj, container_items: list[Mapping[str, Any]], pod_items: li
     return out
 
 
-def _check(kind: str, item: Mapping[str, Any], requests: dict[str, Quantity], limits: dict[str, Quantity]) -> list[str]:
+def _check(kind: str, item: RangeItem, requests: dict[str, Quantity], limits: dict[str, Quantity]) -> list[str]:
     """kube's min / max / ratio constraints: at most one complaint per resource and bound."""
     out: list[str] = []
-    for name, low in sorted(_quantities(item, "min").items()):
+    for name, low in sorted(item.min.items()):
         request, limit = requests.get(name), limits.get(name)
         if request is None:
             out.append(f"minimum {name} usage per {kind} is {canonical(low)}.  No request is specified")
@@ -100,7 +154,7 @@ def _check(kind: str, item: Mapping[str, Any], requests: dict[str, Quantity], li
             out.append(f"minimum {name} usage per {kind} is {canonical(low)}, but request is {canonical(request)}")
         elif limit is not None and limit < low:
             out.append(f"minimum {name} usage per {kind} is {canonical(low)}, but limit is {canonical(limit)}")
-    for name, high in sorted(_quantities(item, "max").items()):
+    for name, high in sorted(item.max.items()):
         request, limit = requests.get(name), limits.get(name)
         if limit is None:
             out.append(f"maximum {name} usage per {kind} is {canonical(high)}.  No limit is specified")
@@ -108,7 +162,7 @@ def _check(kind: str, item: Mapping[str, Any], requests: dict[str, Quantity], li
             out.append(f"maximum {name} usage per {kind} is {canonical(high)}, but limit is {canonical(limit)}")
         elif request is not None and request > high:
             out.append(f"maximum {name} usage per {kind} is {canonical(high)}, but request is {canonical(request)}")
-    for name, ratio in sorted(_quantities(item, "maxLimitRequestRatio").items()):
+    for name, ratio in sorted(item.ratio.items()):
         request, limit = requests.get(name), limits.get(name)
         prefix = f"{name} max limit to request ratio per {kind} is {canonical(ratio)}, but"
         if limit is None or limit.is_zero():
@@ -125,13 +179,14 @@ class LimitRanger:
 
     def __init__(self, ranges: LimitRanges) -> None:
         self._ranges = ranges
+        self._compiled = CompiledRanges()
 
     def handles(self, request: AdmissionRequest) -> bool:
         return is_pod_create(request)
 
     async def admit(self, request: AdmissionRequest) -> None:
         assert request.object is not None and request.namespace
-        items = _items(self._ranges(request.namespace), "Container")
+        items = _of_type(self._compiled.items(self._ranges(request.namespace)), "Container")
         if not items:
             return
         notes = apply_defaults(request.object, items)
@@ -144,10 +199,10 @@ class LimitRanger:
 
     async def validate(self, request: AdmissionRequest) -> None:
         assert request.object is not None and request.namespace
-        ranges = list(self._ranges(request.namespace))
-        if not ranges:
+        items = self._compiled.items(self._ranges(request.namespace))
+        if not items:
             return
-        found = violations(request.object, _items(ranges, "Container"), _items(ranges, "Pod"))
+        found = violations(request.object, _of_type(items, "Container"), _of_type(items, "Pod"))
         if found:
             text = found[0] if len(found) == 1 else "[" + ", ".join(found) + "]"
             raise errors.forbidden(f'pods "{request.name}" is forbidden: {text}')

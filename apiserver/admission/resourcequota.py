@@ -101,6 +101,28 @@ def in_scope(quota: Mapping[str, Any], resource: ResourceDef, obj: Mapping[str, 
     return all(wanted.get(str(scope), False) for scope in scopes)
 
 
+class _HardByVersion:
+    """Each quota's `spec.hard`, parsed once per version of the quota: every create in its
+    namespace reads it, several times."""
+
+    def __init__(self, keep: int = WRITTEN_KEPT) -> None:
+        self._keep = keep
+        self._parsed: dict[tuple[str, str, str], Mapping[str, Quantity]] = {}
+
+    def __call__(self, quota: Mapping[str, Any]) -> Mapping[str, Quantity]:
+        meta = quota.get("metadata")
+        version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+        if not isinstance(meta, Mapping) or not isinstance(version, str) or not version:
+            return _hard(quota)
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")), version)
+        found = self._parsed.get(key)
+        if found is None:
+            found = self._parsed[key] = _hard(quota)
+            if len(self._parsed) > self._keep:
+                del self._parsed[next(iter(self._parsed))]
+        return found
+
+
 def _hard(quota: Mapping[str, Any]) -> dict[str, Quantity]:
     spec = quota.get("spec")
     hard = spec.get("hard") if isinstance(spec, Mapping) else None
@@ -162,6 +184,7 @@ class ResourceQuota:
         # each quota as this apiserver last wrote it: the next charge starts from it instead
         # of reading the store (the cache may not have seen the write yet)
         self._written: dict[tuple[str, str], Obj] = {}
+        self._hard = _HardByVersion()
 
     def handles(self, request: AdmissionRequest) -> bool:
         return request.operation == "CREATE" and not request.subresource and bool(request.namespace)
@@ -174,12 +197,12 @@ class ResourceQuota:
         quotas = [
             q
             for q in self._quota_objects(request.namespace)
-            if any(n in _hard(q) for n in delta) and in_scope(q, request.resource, request.object)
+            if any(n in self._hard(q) for n in delta) and in_scope(q, request.resource, request.object)
         ]
         if not quotas:
             return
         if request.resource.group == "" and request.resource.plural == "pods":
-            _require_specified(request, quotas)
+            _require_specified(request, quotas, self._hard)
         charge = _Charge(
             request, delta, [str(q["metadata"]["name"]) for q in quotas], asyncio.get_running_loop().create_future()
         )
@@ -222,7 +245,7 @@ class ResourceQuota:
             if current is None:
                 raise _QuotaGone
             verdicts.clear()
-            hard = _hard(current)
+            hard = self._hard(current)
             used = _used(current)
             filled: set[str] = set()  # counted once per charge, even when nothing was there to count
             for c in pending:
@@ -321,7 +344,7 @@ class ResourceQuota:
         quotas = [
             str(q["metadata"]["name"])
             for q in self._quota_objects(str(namespace))
-            if any(n in _hard(q) for n in delta) and in_scope(q, resource, obj)
+            if any(n in self._hard(q) for n in delta) and in_scope(q, resource, obj)
         ]
         if not quotas:
             return
@@ -346,18 +369,25 @@ def _revision(obj: Obj) -> int:
     return int(rv) if isinstance(rv, str) and rv.isdigit() else 0
 
 
-def _require_specified(request: AdmissionRequest, quotas: list[Obj]) -> None:
+def _require_specified(
+    request: AdmissionRequest, quotas: list[Obj], hard: Callable[[Mapping[str, Any]], Mapping[str, Quantity]]
+) -> None:
     """A quota on a compute resource needs every container to state it (kube's pod evaluator
     constraint), else the usage it charges would be a guess: `failed quota: q: must specify cpu`."""
     spec = (request.object or {}).get("spec")
     containers = all_containers(spec) if isinstance(spec, Mapping) else []
+    # what every container states, by requests/limits (computed once, asked per quota and name)
+    stated_by_all = {
+        which: set.intersection(*(set(container_resources(c, which)) for c in containers)) if containers else set()
+        for which in ("requests", "limits")
+    }
     for quota in quotas:
         missing = set()
-        for name in _hard(quota):
+        for name in hard(quota):
             if name not in _COMPUTE:
                 continue
             which, resource = _COMPUTE[name]
-            if any(resource not in container_resources(c, which) for c in containers):
+            if containers and resource not in stated_by_all[which]:
                 missing.add(name)
         if missing:
             raise errors.forbidden(

@@ -10,7 +10,7 @@ creates it in each namespace, comes with the controller-manager.
 
 from __future__ import annotations
 
-import secrets
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,8 +28,13 @@ AccountLookup = Callable[[str, str], Obj | None]
 AccountFetch = Callable[[str, str], Awaitable[Obj | None]]
 
 
+_suffixes = random.Random()
+
+
 def random_suffix() -> str:
-    return "".join(secrets.choice(_SUFFIX_LETTERS) for _ in range(5))
+    """Five letters, as kube's utilrand.String(5): a name that needs to differ, not a secret
+    (one urandom read per letter cost every pod create 20 us)."""
+    return "".join(_suffixes.choices(_SUFFIX_LETTERS, k=5))
 
 
 def api_access_volume(name: str) -> Obj:

@@ -47,6 +47,7 @@ TEMPLATES: dict[tuple[str, str], tuple[str, ...]] = {
 # pod subresources that cannot change what the standards look at
 IGNORED_POD_SUBRESOURCES = frozenset({"exec", "attach", "binding", "eviction", "log", "portforward", "proxy", "status"})
 MAX_PODS_TO_CHECK = 3000  # existing pods a namespace label change looks at, as kube's default
+POLICIES_KEPT = 4096  # namespace versions whose parsed policy is kept
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class PodSecurity:
         self._pods_in = pods_in
         self._exempt = exemptions or Exemptions()
         self._defaults = defaults or Policy()
+        self._policies: dict[tuple[str, str], Parsed] = {}  # (namespace, resourceVersion) -> its policy
 
     def handles(self, request: AdmissionRequest) -> bool:
         if request.operation not in ("CREATE", "UPDATE"):
@@ -221,7 +223,15 @@ class PodSecurity:
         ns = await self._namespace(namespace)
         if ns is None:
             raise errors.internal(f'failed to lookup namespace "{namespace}"')
-        return policy_of(_labels(ns), self._defaults)
+        version = _dict(ns.get("metadata")).get("resourceVersion")
+        if not isinstance(version, str) or not version:
+            return policy_of(_labels(ns), self._defaults)
+        parsed = self._policies.get((namespace, version))
+        if parsed is None:  # parsed once per version of the namespace, not once per pod
+            parsed = self._policies[(namespace, version)] = policy_of(_labels(ns), self._defaults)
+            if len(self._policies) > POLICIES_KEPT:
+                del self._policies[next(iter(self._policies))]
+        return parsed
 
     async def _validate_pod(self, request: AdmissionRequest) -> None:
         if request.subresource in IGNORED_POD_SUBRESOURCES or request.user.name in self._exempt.usernames:
