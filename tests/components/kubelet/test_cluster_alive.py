@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -292,9 +293,15 @@ def test_logs_and_restart_of_a_part(cluster: ApiserverUnderTest) -> None:
     member = follower["part"].removeprefix("store member ")
     log = cluster.data_dir / "store" / f"member-{member}" / "member.log"
     size = log.stat().st_size
-    argv = [sys.executable, "-m", "components.cli", "logs", "-f", f"store-{member}", "--tail", "0", *data_dir]
+    argv = [sys.executable, "-m", "components.cli", "logs", "-f", f"store-{member}", "--tail", "1", *data_dir]
     follow = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        # its last line first: -f is running and follows from here (on a busy machine its start
+        # once took longer than the restart, and with --tail 0 it saw none of the new lines)
+        assert follow.stdout is not None
+        ready, _, _ = select.select([follow.stdout], [], [], WAIT_S)
+        assert ready, "logs -f printed no tail line"
+        follow.stdout.readline()
         again = raftkube("restart", f"store-{member}", *data_dir, timeout=90)
         assert again.returncode == 0, again.stderr
         until("the restarted member to log", lambda: log.stat().st_size > size)
