@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver import errors
+from apiserver.admission.by_version import KEPT, ByVersion
 from apiserver.admission.interface import AdmissionRequest, is_pod_create
 from apiserver.admission.podresources import all_containers, container_resources, pod_resources
 from apiserver.quantity import Quantity, QuantityError, canonical, parse_quantity
@@ -24,7 +25,6 @@ Obj = dict[str, Any]
 ANNOTATION = "kubernetes.io/limit-ranger"
 # namespace -> the LimitRange objects in it
 LimitRanges = Callable[[str], Iterable[Obj]]
-COMPILED_KEPT = 4096  # LimitRange versions whose parsed items are kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ def compile_item(item: Mapping[str, Any]) -> RangeItem:
     )
 
 
-def compile_range(limit_range: Obj) -> list[RangeItem]:
+def compile_range(limit_range: Mapping[str, Any]) -> list[RangeItem]:
     spec = limit_range.get("spec")
     limits = spec.get("limits") if isinstance(spec, Mapping) else None
     return [compile_item(i) for i in (limits if isinstance(limits, list) else []) if isinstance(i, Mapping)]
@@ -60,27 +60,11 @@ def compile_range(limit_range: Obj) -> list[RangeItem]:
 class CompiledRanges:
     """Each LimitRange's items, compiled when a version of it is first seen."""
 
-    def __init__(self, keep: int = COMPILED_KEPT) -> None:
-        self._keep = keep
-        self._items: dict[tuple[str, str, str], list[RangeItem]] = {}
+    def __init__(self, keep: int = KEPT) -> None:
+        self._compiled = ByVersion(compile_range, keep)
 
     def items(self, ranges: Iterable[Obj]) -> list[RangeItem]:
-        out: list[RangeItem] = []
-        for lr in ranges:
-            meta = lr.get("metadata")
-            meta = meta if isinstance(meta, Mapping) else {}
-            version = meta.get("resourceVersion")
-            if not isinstance(version, str) or not version:
-                out += compile_range(lr)  # not stored yet (a test's object): nothing to key it by
-                continue
-            key = (str(meta.get("namespace", "")), str(meta.get("name", "")), version)
-            found = self._items.get(key)
-            if found is None:
-                found = self._items[key] = compile_range(lr)
-                if len(self._items) > self._keep:
-                    del self._items[next(iter(self._items))]
-            out += found
-        return out
+        return [item for lr in ranges for item in self._compiled(lr)]
 
 
 def _of_type(items: list[RangeItem], kind: str) -> list[RangeItem]:

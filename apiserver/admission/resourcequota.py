@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver import errors
+from apiserver.admission.by_version import ByVersion
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.podresources import all_containers, container_resources, pod_resources
 from apiserver.quantity import Quantity, QuantityError, canonical, parse_quantity
@@ -46,6 +47,8 @@ _CORE_COUNTS = {
 }
 # (namespace, ResourceDef) -> the objects of that kind in the namespace (for a first fill)
 ObjectsIn = Callable[[str, ResourceDef], Iterable[Obj]]
+# a quota -> its parsed spec.hard
+HardOf = Callable[[Mapping[str, Any]], Mapping[str, Quantity]]
 
 
 def _terminal(pod: Mapping[str, Any]) -> bool:
@@ -99,28 +102,6 @@ def in_scope(quota: Mapping[str, Any], resource: ResourceDef, obj: Mapping[str, 
         "NotBestEffort": not best_effort,
     }
     return all(wanted.get(str(scope), False) for scope in scopes)
-
-
-class _HardByVersion:
-    """Each quota's `spec.hard`, parsed once per version of the quota: every create in its
-    namespace reads it, several times."""
-
-    def __init__(self, keep: int = WRITTEN_KEPT) -> None:
-        self._keep = keep
-        self._parsed: dict[tuple[str, str, str], Mapping[str, Quantity]] = {}
-
-    def __call__(self, quota: Mapping[str, Any]) -> Mapping[str, Quantity]:
-        meta = quota.get("metadata")
-        version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
-        if not isinstance(meta, Mapping) or not isinstance(version, str) or not version:
-            return _hard(quota)
-        key = (str(meta.get("namespace", "")), str(meta.get("name", "")), version)
-        found = self._parsed.get(key)
-        if found is None:
-            found = self._parsed[key] = _hard(quota)
-            if len(self._parsed) > self._keep:
-                del self._parsed[next(iter(self._parsed))]
-        return found
 
 
 def _hard(quota: Mapping[str, Any]) -> dict[str, Quantity]:
@@ -184,7 +165,7 @@ class ResourceQuota:
         # each quota as this apiserver last wrote it: the next charge starts from it instead
         # of reading the store (the cache may not have seen the write yet)
         self._written: dict[tuple[str, str], Obj] = {}
-        self._hard = _HardByVersion()
+        self._hard: HardOf = ByVersion(_hard)  # every create in the namespace reads it, several times
 
     def handles(self, request: AdmissionRequest) -> bool:
         return request.operation == "CREATE" and not request.subresource and bool(request.namespace)
@@ -369,9 +350,7 @@ def _revision(obj: Obj) -> int:
     return int(rv) if isinstance(rv, str) and rv.isdigit() else 0
 
 
-def _require_specified(
-    request: AdmissionRequest, quotas: list[Obj], hard: Callable[[Mapping[str, Any]], Mapping[str, Quantity]]
-) -> None:
+def _require_specified(request: AdmissionRequest, quotas: list[Obj], hard: HardOf) -> None:
     """A quota on a compute resource needs every container to state it (kube's pod evaluator
     constraint), else the usage it charges would be a guess: `failed quota: q: must specify cpu`."""
     spec = (request.object or {}).get("spec")

@@ -11,6 +11,7 @@ import pytest
 
 from apiserver import errors
 from apiserver.admission import resourcequota
+from apiserver.admission.by_version import ByVersion
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.limitranger import CompiledRanges, LimitRanger
 from apiserver.admission.podsecurity.plugin import PodSecurity
@@ -64,7 +65,7 @@ def quota(version: str, pods: str) -> Obj:
 
 
 def test_a_quota_is_parsed_once_per_version() -> None:
-    hard = resourcequota._HardByVersion(keep=8)
+    hard = ByVersion(resourcequota._hard, keep=8)
     first = hard(quota("1", "5"))
     assert dict(first) == {"pods": parse_quantity("5"), "requests.cpu": parse_quantity(1)}
     assert hard(quota("1", "5")) is first
@@ -72,7 +73,7 @@ def test_a_quota_is_parsed_once_per_version() -> None:
 
 
 def test_a_quota_on_cpu_still_needs_every_container_to_state_it() -> None:
-    hard = resourcequota._HardByVersion()
+    hard = ByVersion(resourcequota._hard)
     two: Obj = {"metadata": {"name": "p"}, "spec": {"containers": [
         {"name": "a", "resources": {"requests": {"cpu": "1"}}},
         {"name": "b", "resources": {"limits": {"cpu": "1"}}},  # a limit stands for the request

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver import errors
+from apiserver.admission.by_version import ByVersion
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.podsecurity.evaluate import PRIVILEGED, LevelVersion, detail, evaluate, reasons
 from apiserver.admission.podsecurity.policy import MODES, PREFIX, Parsed, Policy, policy_of, stricter
@@ -47,7 +48,6 @@ TEMPLATES: dict[tuple[str, str], tuple[str, ...]] = {
 # pod subresources that cannot change what the standards look at
 IGNORED_POD_SUBRESOURCES = frozenset({"exec", "attach", "binding", "eviction", "log", "portforward", "proxy", "status"})
 MAX_PODS_TO_CHECK = 3000  # existing pods a namespace label change looks at, as kube's default
-POLICIES_KEPT = 4096  # namespace versions whose parsed policy is kept
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class PodSecurity:
         self._pods_in = pods_in
         self._exempt = exemptions or Exemptions()
         self._defaults = defaults or Policy()
-        self._policies: dict[tuple[str, str], Parsed] = {}  # (namespace, resourceVersion) -> its policy
+        self._policies = ByVersion(lambda ns: policy_of(_labels(dict(ns)), self._defaults))
 
     def handles(self, request: AdmissionRequest) -> bool:
         if request.operation not in ("CREATE", "UPDATE"):
@@ -223,15 +223,7 @@ class PodSecurity:
         ns = await self._namespace(namespace)
         if ns is None:
             raise errors.internal(f'failed to lookup namespace "{namespace}"')
-        version = _dict(ns.get("metadata")).get("resourceVersion")
-        if not isinstance(version, str) or not version:
-            return policy_of(_labels(ns), self._defaults)
-        parsed = self._policies.get((namespace, version))
-        if parsed is None:  # parsed once per version of the namespace, not once per pod
-            parsed = self._policies[(namespace, version)] = policy_of(_labels(ns), self._defaults)
-            if len(self._policies) > POLICIES_KEPT:
-                del self._policies[next(iter(self._policies))]
-        return parsed
+        return self._policies(ns)  # parsed once per version of the namespace, not once per pod
 
     async def _validate_pod(self, request: AdmissionRequest) -> None:
         if request.subresource in IGNORED_POD_SUBRESOURCES or request.user.name in self._exempt.usernames:
