@@ -14,11 +14,11 @@ Pure: the time is an argument.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from apiserver import errors
+from apiserver.patch.jsonvalue import deep_copy
 from apiserver.registry.meta import rfc3339
 from apiserver.resources.base import ResourceDef
 
@@ -131,7 +131,7 @@ def _with_policy_finalizers(meta: Obj, policy: str | None) -> list[Any]:
 
 def _start_terminating(obj: Obj, finalizers: list[Any], now: float) -> Plan:
     """A namespace's first DELETE: Terminating, kept until the namespace controller finalizes it."""
-    new = copy.deepcopy(obj)
+    new = deep_copy(obj)
     new_meta = new["metadata"]
     new_meta["deletionTimestamp"] = rfc3339(now)
     if finalizers:
@@ -159,14 +159,14 @@ def plan_delete(resource: ResourceDef, obj: Obj, options: DeleteOptions, now: fl
         if not finalizers and grace == 0:
             return Plan("delete", obj)
         if isinstance(current, int) and grace < current:
-            new = copy.deepcopy(obj)
+            new = deep_copy(obj)
             new["metadata"]["deletionGracePeriodSeconds"] = grace
             new["metadata"]["deletionTimestamp"] = rfc3339(now + grace)
             return Plan("update", new)
         return Plan("nothing", obj)
     if not finalizers and grace == 0:
         return Plan("delete", obj)
-    new = copy.deepcopy(obj)
+    new = deep_copy(obj)
     new_meta = new["metadata"]
     new_meta["deletionTimestamp"] = rfc3339(now + grace)
     new_meta["deletionGracePeriodSeconds"] = grace

@@ -7,7 +7,6 @@ status changes), and the status/spec split of resources with a /status subresour
 
 from __future__ import annotations
 
-import copy
 import secrets
 import time
 import uuid
@@ -17,6 +16,7 @@ from typing import Any
 
 from apiserver import errors
 from apiserver.errors import Cause
+from apiserver.patch.jsonvalue import deep_copy
 from apiserver.resources.base import ResourceDef
 
 Obj = dict[str, Any]
@@ -107,7 +107,7 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
     if subresource == "finalize":
         return _finalize(new, old)
     if subresource == "status":
-        result = copy.deepcopy(old)
+        result = deep_copy(old)
         if "status" in new:
             result["status"] = new["status"]
         else:
@@ -163,7 +163,7 @@ def _spec_finalizers(obj: Obj) -> list[Any]:
 
 def _finalize(new: Obj, old: Obj) -> Obj:
     """`namespaces/finalize`: the namespace as stored with the body's `spec.finalizers` only."""
-    result = copy.deepcopy(old)
+    result = deep_copy(old)
     spec = new.get("spec")
     finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
     result_spec = result.get("spec")
