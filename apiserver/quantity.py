@@ -5,7 +5,9 @@ Quota and LimitRange compare and sum quantities, and kubectl shows them as the a
 so the rules follow apimachinery's `resource.Quantity`: a signed decimal number, then a suffix that
 is binary SI (Ki..Ei), decimal SI (n, u, m, "", k, M, G, T, P, E) or a decimal exponent (`e3`,
 `E-2`).  A parsed value is rounded away from zero to whole nano units and capped at 2^63-1 in
-magnitude, as kube does.  The value is a `Fraction`, so sums and comparisons are exact.
+magnitude, as kube does.  Every value is therefore a whole number of nanos, which is what a
+`Quantity` holds (an int: sums and comparisons are exact, and cost what int arithmetic costs;
+quota charges add and compare them for every pod create); `value` is the same as a `Fraction`.
 
 The canonical form keeps the notation the quantity was written in: binary SI stays binary when
 the value is a whole number of at least 1024 (`1536Mi`), decimal forms pick the largest power of
@@ -25,7 +27,9 @@ FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([e
 SUFFIX_ERROR = "unable to parse quantity's suffix"
 
 MAX_VALUE = 2**63 - 1
-NANO = Fraction(1, 10**9)
+NANOS_PER_UNIT = 10**9
+NANOS_PER_MILLI = 10**6
+NANO = Fraction(1, NANOS_PER_UNIT)
 _SUFFIX_LETTERS = frozenset("eEinumkKMGTP")
 _DIGITS = frozenset("0123456789")
 _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -43,51 +47,54 @@ class QuantityError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Quantity:
-    """An exact value and the notation it was written in (which its canonical form keeps)."""
+    """An exact value, in nanos, and the notation it was written in (which its canonical form keeps)."""
 
-    value: Fraction
+    nanos: int
     format: Format = "DecimalSI"
+
+    @property
+    def value(self) -> Fraction:
+        return Fraction(self.nanos, NANOS_PER_UNIT)
 
     def __str__(self) -> str:
         return canonical(self)
 
     def __lt__(self, other: Quantity) -> bool:
-        return self.value < other.value
+        return self.nanos < other.nanos
 
     def __le__(self, other: Quantity) -> bool:
-        return self.value <= other.value
+        return self.nanos <= other.nanos
 
     def __gt__(self, other: Quantity) -> bool:
-        return self.value > other.value
+        return self.nanos > other.nanos
 
     def __ge__(self, other: Quantity) -> bool:
-        return self.value >= other.value
+        return self.nanos >= other.nanos
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Quantity) and self.value == other.value
+        return isinstance(other, Quantity) and self.nanos == other.nanos
 
     def __hash__(self) -> int:
-        return hash(self.value)
+        return hash(self.nanos)
 
     def __add__(self, other: Quantity) -> Quantity:
-        return Quantity(self.value + other.value, self.format)
+        return Quantity(self.nanos + other.nanos, self.format)
 
     def __sub__(self, other: Quantity) -> Quantity:
-        return Quantity(self.value - other.value, self.format)
+        return Quantity(self.nanos - other.nanos, self.format)
 
     def __neg__(self) -> Quantity:
-        return Quantity(-self.value, self.format)
+        return Quantity(-self.nanos, self.format)
 
     def is_zero(self) -> bool:
-        return self.value == 0
+        return self.nanos == 0
 
     def milli_value(self) -> int:
         """The value in thousandths, rounded up (kube's MilliValue), as cpu quota counts it."""
-        scaled = self.value * 1000
-        return -((-scaled.numerator) // scaled.denominator)
+        return -(-self.nanos // NANOS_PER_MILLI)
 
 
-ZERO = Quantity(Fraction(0))
+ZERO = Quantity(0)
 
 
 def _split(text: str) -> tuple[bool, str, str, str]:
@@ -175,11 +182,12 @@ def _parse(text: str) -> Quantity:
     base, exponent, fmt = _interpret(suffix)
     mantissa = Fraction(int(num + denom), 10 ** len(denom))
     magnitude = _scale(mantissa, base, exponent)
+    nanos = 0
     if magnitude != 0:
         units = magnitude / NANO
         whole = -((-units.numerator) // units.denominator)  # round away from zero to a nano
-        magnitude = min(whole * NANO, Fraction(MAX_VALUE))
-    return Quantity(magnitude if positive else -magnitude, fmt)
+        nanos = min(whole, MAX_VALUE * NANOS_PER_UNIT)
+    return Quantity(nanos if positive else -nanos, fmt)
 
 
 def is_quantity(raw: object) -> bool:
@@ -190,16 +198,11 @@ def is_quantity(raw: object) -> bool:
     return True
 
 
-def _decimal(value: Fraction, fmt: Format) -> str:
+def _decimal(nanos: int, fmt: Format) -> str:
     """mantissa and a power of 1000 (largest keeping the mantissa whole): kube's AsCanonicalBytes."""
-    if value == 0:
+    if nanos == 0:
         return "0"
-    exponent = 0
-    # whole nano units at most: scale up to an integer first
-    while value.denominator != 1:
-        value *= 1000
-        exponent -= 3
-    mantissa = value.numerator
+    mantissa, exponent = nanos, -9
     while mantissa % 1000 == 0 and exponent < 18:
         mantissa //= 1000
         exponent += 3
@@ -213,11 +216,12 @@ def canonical(q: Quantity | str | int | float) -> str:
     if not isinstance(q, Quantity):
         q = parse_quantity(q)
     fmt = q.format
-    if fmt == "BinarySI" and (-1024 < q.value < 1024 or q.value.denominator != 1):
+    units, nanos_left = divmod(q.nanos, NANOS_PER_UNIT)
+    if fmt == "BinarySI" and (-1024 < units < 1024 or nanos_left):
         fmt = "DecimalSI"
     if fmt != "BinarySI":
-        return _decimal(q.value, fmt)
-    mantissa, power = q.value.numerator, 0
+        return _decimal(q.nanos, fmt)
+    mantissa, power = units, 0
     while mantissa % 1024 == 0 and power < 6:
         mantissa //= 1024
         power += 1

@@ -241,7 +241,7 @@ class ResourceQuota:
                     for n, q in c.delta.items():
                         if n in used:
                             left = used[n] - q
-                            used[n] = left if left.value > 0 else parse_quantity(0)
+                            used[n] = left if left.nanos > 0 else parse_quantity(0)
                     continue
                 wanted = {n for n in c.delta if n in hard}
                 after = {n: used[n] + c.delta[n] if n in used else c.delta[n] for n in wanted}
