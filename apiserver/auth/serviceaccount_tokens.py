@@ -255,39 +255,47 @@ class ServiceAccountTokenAuthenticator:
         self._sources = dict(sources)
         self._clock = clock
         self._fallback = fallback
-        self._cache: OrderedDict[str, TokenClaims] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[TokenClaims, User]] = OrderedDict()
         self._cache_size = cache_size
 
     async def authenticate_token(self, token: str) -> User | None:
-        claims = self.verified_claims(token)
-        if claims is None:
+        verified = self._verified(token)
+        if verified is None:
             return None
+        claims, user = verified
         now = self._clock()
         if not self._in_time(claims, now):
             return None
         if not await self._objects_current(claims, now):
             return None
-        return user_of(claims)
+        return user
 
     def verified_claims(self, token: str) -> TokenClaims | None:
         """Signature, claim shapes, issuer and audience: cached by the token's text."""
-        claims = self._cache.get(token)
-        if claims is not None:
+        verified = self._verified(token)
+        return None if verified is None else verified[0]
+
+    def _verified(self, token: str) -> tuple[TokenClaims, User] | None:
+        """The token's claims and the user they name, both cached by the token's text (a client
+        sends the same token with every request: the user is built once, not per request)."""
+        cached = self._cache.get(token)
+        if cached is not None:
             self._cache.move_to_end(token)
-            if self._clock() > claims.expires + LEEWAY_SECONDS:
+            if self._clock() > cached[0].expires + LEEWAY_SECONDS:
                 del self._cache[token]
                 return None
-            return claims
+            return cached
         payload = jws.verify(token, self._keys)
         claims = None if payload is None else parse_claims(payload)
         if claims is None or claims.issuer not in self._issuers:
             return None
         if self._audiences and self._audiences.isdisjoint(claims.audiences):
             return None
-        self._cache[token] = claims
+        verified = (claims, user_of(claims))
+        self._cache[token] = verified
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-        return claims
+        return verified
 
     @staticmethod
     def _in_time(claims: TokenClaims, now: float) -> bool:
