@@ -153,9 +153,10 @@ def render(doc: dict[str, Any]) -> str:
                 "on = Node,RBAC and every admission plugin, a service account bound to edit, quota + "
                 "LimitRange + PodSecurity baseline; hook = on + one validating webhook)",
                 "CPU ms/create: of the serving apiserver, the webhook, the two other apiservers (their"
-                " watch caches decode every pod) and the store members, over the measured window",
+                " watch caches decode every pod) and the store members, over the measured window;"
+                " writes/create: what the store took per create (above 1: the quota's charges)",
                 f"{'chain':<8}{'in flight':>10}{'creates/s':>11}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}{'errors':>8}"
-                f"{'apiserver':>11}{'webhook':>9}{'others':>8}{'store':>7}",
+                f"{'apiserver':>11}{'webhook':>9}{'others':>8}{'store':>7}{'writes/create':>15}",
             ]
             for key, r in g["rows"].items():
                 chain, _, _ = key.partition("@")
@@ -163,7 +164,7 @@ def render(doc: dict[str, Any]) -> str:
                     f"{chain:<8}{r['in_flight']:>10}{r['creates_per_s']:>11,.0f}{r['p50_ms']:>8.2f}"
                     f"{r['p99_ms']:>8.1f}{r['max_ms']:>8.0f}{r['errors']:>8}{_cpu_per_create(r, 'apiserver'):>11}"
                     f"{_cpu_per_create(r, 'webhook'):>9}{_cpu_per_create(r, 'other apiservers'):>8}"
-                    f"{_cpu_per_create(r, 'store'):>7}"
+                    f"{_cpu_per_create(r, 'store'):>7}{r.get('store_writes_per_create', float('nan')):>15.3f}"
                 )
                 if r["errors"]:
                     lines.append(f"  first error: {r['first_error'][:160]}")

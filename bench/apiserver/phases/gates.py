@@ -156,10 +156,12 @@ def _measure(
     try:
         wait_until(t["t_measure"])
         cpu_before = {role: server_cpu(group) for role, group in pids.items()}
+        revision_before = _store_revision(target, namespaces[0])
         if in_flight > 1:  # with --profile: where the serving apiserver's time goes under load
             spy = ctx.spy_start(pids["apiserver"][0], f"gates-{label}-{in_flight}-{run_id}")
         wait_until(t["t_end"])
         cpu = {role: server_cpu(group) - cpu_before[role] for role, group in pids.items()}
+        store_writes = _store_revision(target, namespaces[0]) - revision_before
         profile = ctx.spy_stop(spy) if spy is not None else None
         written = ctx.collect(gens, timeout=60)
     finally:
@@ -174,7 +176,15 @@ def _measure(
             ns: [x for w in written for x in w.get("latencies_by_namespace_s", {}).get(ns, [])] for ns in namespaces
         },
         "cpu_s": cpu,
+        "store_writes": store_writes,
     } | ({"profile": profile} if profile is not None else {})
+
+
+def _store_revision(target: Target, namespace: str) -> int:
+    """The store's revision now (a consistent list's resourceVersion): its rise over a round,
+    less the creates, is the other writes the chain made (the quota's charges)."""
+    listed = _call(target, "GET", f"/api/v1/namespaces/{namespace}/pods?limit=1")
+    return int(listed["metadata"]["resourceVersion"])
 
 
 def _row(in_flight: int, rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -191,6 +201,8 @@ def _row(in_flight: int, rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": sum(r["errors"] for r in rounds),
         "first_error": next((r["first_error"] for r in rounds if r["first_error"]), ""),
         "cpu_ms_per_create": cpu_ms_per_create,
+        # every write the store took per create (1: the pod alone; more: the quota's charges)
+        "store_writes_per_create": sum(r["store_writes"] for r in rounds) / max(1, ops),
         "profiles": [r["profile"] for r in rounds if "profile" in r],
     } | latency_ms([x for r in rounds for x in r["latencies_s"]])
 
