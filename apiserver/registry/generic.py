@@ -10,7 +10,6 @@ validating admission, then storage.  Admission plugins see the user the request 
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -19,6 +18,7 @@ from typing import Any
 from apiserver import errors, objects
 from apiserver.admission.interface import NO_ADMISSION, AdmissionChain, AdmissionRequest, Operation
 from apiserver.patch.errors import PatchError
+from apiserver.patch.jsonvalue import deep_copy
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.storage_errors import as_status
@@ -189,7 +189,7 @@ class Registry:
             old = start_from if attempt == 0 and start_from is not None else await self._read(namespace, name)
             if old is None and not create_if_missing:
                 raise errors.not_found(self.resource.plural, name, self.resource.group)
-            result = mutation(copy.deepcopy(old) if old is not None else None)
+            result = mutation(deep_copy(old) if old is not None else None)
             new: Obj = await result if isinstance(result, Awaitable) else result
             if not isinstance(new, dict):
                 raise errors.bad_request(f"the result is not an object, got {type(new).__name__}")

@@ -107,7 +107,7 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
     if subresource == "finalize":
         return _finalize(new, old)
     if subresource == "status":
-        result = deep_copy(old)
+        result: Obj = deep_copy(old)
         if "status" in new:
             result["status"] = new["status"]
         else:
@@ -163,7 +163,7 @@ def _spec_finalizers(obj: Obj) -> list[Any]:
 
 def _finalize(new: Obj, old: Obj) -> Obj:
     """`namespaces/finalize`: the namespace as stored with the body's `spec.finalizers` only."""
-    result = deep_copy(old)
+    result: Obj = deep_copy(old)
     spec = new.get("spec")
     finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
     result_spec = result.get("spec")
