@@ -1,7 +1,9 @@
-"""Query parameters, checked at the edge: a bad value is 400 naming the parameter."""
+"""Query parameters, checked at the edge: a bad value is 400 (or, for a write's options, kube's 422)
+naming the parameter."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -125,15 +127,21 @@ class WriteParams:
     force: bool
 
 
-def write_params(query: Mapping[str, str], user_agent: str) -> WriteParams:
+def write_params(query: Mapping[str, str], user_agent: str, options: str = "CreateOptions") -> WriteParams:
+    """The options of a create, update or patch (`options` names which, for kube's 422)."""
     dry = query.get("dryRun", "")
     if dry not in ("", "All"):
         raise errors.bad_request(f'dryRun: Unsupported value: "{dry}": supported values: "All"')
+    # absent means Warn (kube >= 1.27); a bad value is kube's ValidateFieldValidation 422, whose
+    # supported values list the empty string too
     validation = query.get("fieldValidation", "") or "Warn"
     if validation not in ("Strict", "Warn", "Ignore"):
-        raise errors.bad_request(
-            f'fieldValidation: Unsupported value: "{validation}": supported values: "Ignore", "Strict", "Warn"'
+        cause = errors.Cause(
+            "FieldValueNotSupported",
+            f'Unsupported value: {json.dumps(validation)}: supported values: "", "Ignore", "Strict", "Warn"',
+            "fieldValidation",
         )
+        raise errors.invalid(options, "", [cause], "meta.k8s.io")
     manager = query.get("fieldManager", "")
     if len(manager) > 128:
         raise errors.bad_request("fieldManager: Too long: must have at most 128 bytes")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from apiserver import errors
+from apiserver import errors, pruning
 from apiserver.http import negotiation
 from apiserver.http.params import WriteParams
 from apiserver.patch import apply as ssa
@@ -67,14 +67,60 @@ def track_fields(old: Obj | None, new: Obj, manager: str, subresource: str = "")
     return ssa.record_update(old, new, manager, rfc3339(time.time()), subresource=subresource)
 
 
-def check_fields(res: ResourceDef, obj: Obj, validation: str) -> list[str]:
-    """Unknown fields: 400 under Strict, a warning under Warn, nothing under Ignore."""
-    if validation == "Ignore":
+def prune_body(res: ResourceDef, obj: Obj, validation: str, kind: str = "", group: str | None = None) -> list[str]:
+    """A create or update body: its unknown fields dropped (always, as kube's decoder drops
+    them), then refused under Strict with the decoder's words, or named in one warning each.
+
+    `kind`/`group` name another schema than the resource's (a Scale sent to /scale)."""
+    kind, group = kind or res.kind, res.group if group is None else group
+    paths = pruning.prune(group, res.version, kind, obj)
+    return _judge(paths, validation, f'{kind} in version "{res.version}" cannot be handled as a {kind}: ')
+
+
+def prune_patched(res: ResourceDef, obj: Obj, validation: str, found_in_patch: list[str] | None = None) -> list[str]:
+    """The result of a JSON, merge or strategic merge patch: kube decodes it strictly too, so a
+    field the patch brought that the kind does not have is dropped, then judged as for a body.
+
+    kube names them in key order (the patched object is a Go map when it is decoded);
+    `found_in_patch` (a JSON patch's own unknown op fields) come first."""
+    paths = sorted(pruning.prune(res.group, res.version, res.kind, obj))
+    return _judge(paths, validation, "", found_in_patch or [])
+
+
+JSON_PATCH_OP_FIELDS = frozenset({"op", "path", "value", "from"})
+
+
+def json_patch_unknown_fields(ops: Any) -> list[str]:
+    """Fields of JSON patch operations that RFC 6902 does not define, as kube words them."""
+    if not isinstance(ops, list):
         return []
-    unknown = schema.unknown_fields(res.group, res.version, res.kind, obj)
-    if not unknown:
+    found: list[str] = []
+    for i, op in enumerate(ops):
+        if isinstance(op, dict):
+            found.extend(f'json patch unknown field "[{i}].{k}"' for k in op if k not in JSON_PATCH_OP_FIELDS)
+        if len(found) >= pruning.MAX_REPORTED:
+            return found[: pruning.MAX_REPORTED]
+    return found
+
+
+def _judge(paths: list[str], validation: str, prefix: str, before: list[str] | None = None) -> list[str]:
+    texts = [*(before or []), *pruning.unknown_field_texts(paths)]
+    if not texts or validation == "Ignore":
         return []
     if validation == "Strict":
-        text = ", ".join(f'unknown field "{f}"' for f in unknown[:10])
-        raise errors.bad_request(f"strict decoding error: {text}")
-    return [f'unknown field "{f}"' for f in unknown[:10]]
+        raise errors.bad_request(f"{prefix}strict decoding error: {', '.join(texts)}")
+    return texts
+
+
+def refuse_unknown_applied(res: ResourceDef, config: Obj, namespace: str | None, name: str) -> None:
+    """Server-side apply types the applied configuration against the schema before merging, so
+    a field the kind does not have refuses the apply whatever `fieldValidation` says.  kube
+    answers that with a 500 (kubernetes/kubernetes#122480, #139253); it is the client's
+    mistake, so we answer 400 BadRequest with kube's message."""
+    # pruning changes `config` only when it finds a field, and then the apply is refused
+    paths = pruning.prune(res.group, res.version, res.kind, config, apply_paths=True)
+    if paths:
+        gvk = f"{res.group}/{res.version}, Kind={res.kind}"
+        raise errors.bad_request(
+            f"failed to create typed patch object ({namespace or ''}/{name}; {gvk}): {pruning.not_declared(paths)}"
+        )

@@ -282,7 +282,7 @@ class ResourceHandlers:
             )
         w = params.write_params(query, request.headers.get("user-agent", ""))
         obj = self._typed_body(res, await self._body(request, res), target)
-        warnings = patching.check_fields(res, obj, w.field_validation)
+        warnings = patching.prune_body(res, obj, w.field_validation)
         created = await self.registries[res].create(target.namespace, obj, dry_run=w.dry_run, manager=w.field_manager)
         return _with_warnings(self._respond(request, res, created, 201), warnings)
 
@@ -302,7 +302,7 @@ class ResourceHandlers:
 
     async def update(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
         assert target.name is not None
-        w = params.write_params(query, request.headers.get("user-agent", ""))
+        w = params.write_params(query, request.headers.get("user-agent", ""), "UpdateOptions")
         body = await self._body(request, res)
         registry = self.registries[res]
         if target.subresource == "scale":
@@ -311,7 +311,7 @@ class ResourceHandlers:
             )
             return _answer(request, scale)
         obj = self._typed_body(res, body, target)
-        warnings = patching.check_fields(res, obj, w.field_validation)
+        warnings = patching.prune_body(res, obj, w.field_validation)
         result, created = await registry.update(
             target.namespace,
             target.name,
@@ -324,7 +324,7 @@ class ResourceHandlers:
 
     async def patch(self, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]) -> Response:
         assert target.name is not None
-        w = params.write_params(query, request.headers.get("user-agent", ""))
+        w = params.write_params(query, request.headers.get("user-agent", ""), "PatchOptions")
         content_type = negotiation.media_type(request.headers.get("content-type"))
         if content_type not in negotiation.PATCH_TYPES:
             raise errors.unsupported_media_type(
@@ -357,13 +357,18 @@ class ResourceHandlers:
             return _answer(request, subresources.scale_of(res, result))
         warnings: list[str] = []
 
+        if is_apply:
+            patching.refuse_unknown_applied(res, body, target.namespace, target.name)
+        in_patch = patching.json_patch_unknown_fields(body) if content_type == negotiation.JSON_PATCH else []
+
         def mutation(old: Obj | None) -> Obj:
-            if old is None:
-                # apply creates when absent (a patch of anything else is 404 before this)
-                new = patching.apply_patch(content_type, None, body, res.kind, res.group, w, res)
-            else:
-                new = patching.apply_patch(content_type, old, body, res.kind, res.group, w, res)
-            warnings.extend(patching.check_fields(res, new, w.field_validation))
+            if old is not None:
+                # (a copy) kept before unknown fields were dropped: what the patch brings is judged
+                patching.prune_patched(res, old, "Ignore")
+            # apply creates when absent (a patch of anything else is 404 before this)
+            new = patching.apply_patch(content_type, old, body, res.kind, res.group, w, res)
+            # (a retried mutation judges again: its warnings replace the last attempt's)
+            warnings[:] = patching.prune_patched(res, new, "Ignore" if is_apply else w.field_validation, in_patch)
             return new
 
         result, created = await registry.mutate(

@@ -180,30 +180,7 @@ def meta_for_object(obj: Mapping[str, Any]) -> Meta:
     return meta_for(group, version, kind)
 
 
-def unknown_fields(group: str, version: str, kind: str, obj: Mapping[str, Any], limit: int = 50) -> list[str]:
-    """Paths of fields the kind's schema does not have (`spec.foo`, `spec.containers[0].imag`),
-    for fieldValidation Strict/Warn.  Free-form maps (labels, data) have no unknown keys; a kind
-    without a schema has none either."""
-    root = meta_for(group, version, kind)
-    found: list[str] = []
-    stack: list[tuple[Meta, Any, str]] = [(root, obj, "")]
-    while stack and len(found) < limit:
-        meta, value, path = stack.pop()
-        if not meta.known:
-            continue
-        if isinstance(value, Mapping):
-            props = meta._schema.get("properties")
-            free = isinstance(meta._schema.get("additionalProperties"), Mapping)
-            for key in sorted(value, key=str, reverse=True):
-                child_path = f"{path}.{key}" if path else str(key)
-                if isinstance(props, Mapping) and key in props:
-                    stack.append((meta.field(key), value[key], child_path))
-                elif free:
-                    stack.append((meta.field(str(key)), value[key], child_path))
-                elif isinstance(props, Mapping) and not (path == "" and key in ("apiVersion", "kind")):
-                    found.append(child_path)
-        elif isinstance(value, list):
-            item = meta.item()
-            for i in range(len(value) - 1, -1, -1):
-                stack.append((item, value[i], f"{path}[{i}]"))
-    return sorted(found)
+def definitions() -> tuple[dict[str, Schema], dict[tuple[str, str, str], str]]:
+    """The parsed definitions and the (group, version, kind) index, shared with other users of
+    the same schemas (unknown-field pruning in `apiserver/pruning.py`)."""
+    return _definitions()
