@@ -12,8 +12,13 @@ about its contents (`RawExtension`, `FieldsV1`, `IntOrString`, scalars,
 `x-kubernetes-preserve-unknown-fields`) keeps everything under it.
 
 The JSON schema is compiled once per kind into a tree of `_Node`s (shared between kinds through
-their `$ref` names), so a request walks only the object, with one dict look-up per key; a typical
-pod costs a few microseconds (see `tests/apiserver/test_pruning.py`).
+their `$ref` names), so a request walks only the object, with one dict look-up per key: a typical
+pod costs about 3x an `orjson.loads` of it (~15-20 us of CPU on a loaded 2-core machine, where the
+full-schema `unknown_fields` check this replaced took ~130 us).
+
+Not done: duplicate keys in a JSON body (kube's `duplicate field "x"`).  orjson keeps the last
+value, as Go's decoder does, so what is stored is what kube stores; naming them would take a
+second, stdlib parse of every body (~2x the cost of pruning) under the default Warn.
 
 Paths are worded as kube's strict JSON decoder words them: dotted field names, `[i]` for list
 items, in document order.
