@@ -35,6 +35,7 @@ from apiserver.storage.interface import (
     StorageEvent,
     Stored,
     UnavailableError,
+    ValueTooLargeError,
 )
 from apiserver.storage.interface import KeyExistsError as KeyExists
 from apiserver.storage.interface import KeyNotFoundError as KeyNotFound
@@ -85,6 +86,10 @@ def storage_error(e: ec.EtcdError) -> StorageError:
         return UnavailableError(f"etcd unavailable: {e}")
     if isinstance(e, ec.EtcdAmbiguous):
         return AmbiguousError(f"the write's outcome is unknown: {e}")
+    # etcd refuses an oversized write in two ways: its own limit (InvalidArgument "etcdserver:
+    # request is too large") and gRPC's receive limit (ResourceExhausted "received message larger than max")
+    if "request is too large" in str(e) or (e.code == "RESOURCE_EXHAUSTED" and "larger than max" in str(e)):
+        return ValueTooLargeError(str(e))
     return StorageError(f"etcd error: {e}")
 
 

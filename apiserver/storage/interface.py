@@ -84,6 +84,11 @@ class CompactedError(StorageError):
         self.compact_revision = compact_revision
 
 
+class ValueTooLargeError(StorageError):
+    """The backend refused the write as too large (our store's request limit, etcd's
+    `--max-request-bytes`): the client's object is the cause, so it is a 413, not a 500."""
+
+
 class UnavailableError(StorageError):
     """No quorum or no reachable member, and the request was not applied."""
 

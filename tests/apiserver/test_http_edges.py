@@ -76,6 +76,17 @@ def test_oversized_body_is_413(api: httpx.Client) -> None:
     status_of(api.post(CM, content=big, headers={"Content-Type": "application/json"}), 413, "RequestEntityTooLarge")
 
 
+def test_object_over_the_storage_limit_is_413_not_500(api: httpx.Client) -> None:
+    """2 MiB of args passes the 3 MiB body limit but not the store's 1.5 MiB request limit
+    (nor etcd's): the client's object is at fault, so 413, and nothing is stored."""
+    name = fresh("pod")
+    container = {"name": "c", "image": "busybox", "args": ["x" * (2 << 20)]}  # no size rule on args
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": [container]}}
+    body = status_of(api.post(PODS, json=pod), 413, "RequestEntityTooLarge")
+    assert "too large to store" in body["message"]
+    status_of(api.get(f"{PODS}/{name}"), 404, "NotFound")
+
+
 def test_wrong_kind_for_the_url_is_400(api: httpx.Client) -> None:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": fresh()}, "spec": {}}
     assert "do not match" in status_of(api.post(CM, json=pod), 400, "BadRequest")["message"]
