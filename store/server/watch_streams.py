@@ -12,7 +12,14 @@ Memory stays bounded whatever a client does:
 * a connection holds at most MAX_WATCHES_PER_CONNECTION watches, a member MAX_WATCHES;
 * a connection whose backlog passes `limit_bytes` anyway (one huge revision) is aborted:
   the socket and its unsent bytes are dropped at once and its watchers cancelled.  Its
-  client resumes on any member from the last revision it got.
+  client resumes on any member from the last revision it got;
+* all connections together owe at most `output_limit` / OUTPUT_COST bytes (watch_budget.py):
+  past it, the connections that have gone longest without reading are aborted the same way,
+  so that no number of slow clients grows the member by more than `output_limit`.
+
+An aborted connection gets no error frame: what it owes is dropped with it (it is not
+reading, so a frame queued behind megabytes it will never read would change nothing), and
+the member log says why it went.
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ from store import canaries, failpoints
 from store.api import errors as E
 from store.api.protocol import END, STREAM
 from store.api.watch import WatchCreateRequest, WatchResponse
+from store.server import memory
 from store.server.client_conn import ClientConn
 from store.server.state import ReplicatedState
 from store.server.unsafe_watch import drop_after_compaction, strip_delete_prev_kv
+from store.server.watch_budget import OutputBudget
 from store.server.watch_frames import WatchFrameEncoder
 from store.watch.watcher import Watcher
 
@@ -35,11 +44,19 @@ log = logging.getLogger("raftkube.watch")
 
 DISPATCH_EVENTS = 50_000
 """Events sent per dispatch round at most; the rest go out on the next loop turn."""
+DISPATCH_BYTES = 16 << 20
+"""Bytes of frames made per dispatch round at most (about: the response that passes it is
+kept), whatever the number of connections: a round's frames are all in memory at once."""
 PAUSE_BYTES = 4 << 20
 """Unsent bytes on a connection above which its watchers get no new output for now."""
 MAX_WATCHES_PER_CONNECTION = 10_000
 MAX_WATCHES = 200_000
 """Watches a member holds at most (each costs about a kilobyte, more while it catches up)."""
+OUTPUT_COST = 2
+"""Bytes of member memory one counted unsent byte costs at most, measured (README, "slow
+clients"): under TLS a byte waits encrypted in the TLS buffer, whose allocation grows ahead
+of its contents and does not shrink while the connection lives, or in the socket's buffer,
+copied there when it was flushed; the member-wide budget counts output_limit / OUTPUT_COST."""
 SYNC_IDLE = 0.02
 """Seconds between two catch-up rounds when there was nothing to catch up."""
 
@@ -51,6 +68,7 @@ class WatchStreams:
         header: Callable[[], list[int]],
         progress_interval: float,
         limit_bytes: int,
+        output_limit: int,
         pause_bytes: int = PAUSE_BYTES,
     ) -> None:
         self.state = state
@@ -58,6 +76,9 @@ class WatchStreams:
         self.progress_interval = progress_interval
         self.limit_bytes = limit_bytes
         self.pause_bytes = min(pause_bytes, limit_bytes // 2)
+        self.output_limit = output_limit
+        self.budget: OutputBudget[ClientConn] = OutputBudget(max(1, output_limit // OUTPUT_COST))
+        """What all connections owe together, and who is cut off first past `budget_bytes`."""
         self._owner: dict[int, ClientConn] = {}
         self._scheduled = False
         self._compact_seen = state.kv.compact_revision
@@ -66,6 +87,8 @@ class WatchStreams:
         """drop-watch-event-at-compaction: watch ids whose next event is to be dropped."""
         self.cut_off = 0
         """Connections aborted for not reading (a metric)."""
+        self._round_bytes = 0
+        """Bytes of frames made so far in the dispatch round under way."""
 
     # ------------------------------------------------------------------ requests
     def create(self, conn: ClientConn, rid: int, req: WatchCreateRequest) -> None:
@@ -94,10 +117,13 @@ class WatchStreams:
             raise E.WatchNotFoundError(f"no watch {watch_id} on this connection")
         self.schedule()
 
-    def drop(self, conn: ClientConn) -> None:
-        """The connection is gone: its watches end."""
+    def drop(self, conn: ClientConn) -> int:
+        """The connection is gone: its watches end, and what it owed no longer counts.
+        Returns what it owed, as last counted."""
+        owed = self.budget.forget(conn)
         for wid in list(conn.watches):
             self._forget(conn, wid)
+        return owed
 
     def _forget(self, conn: ClientConn, watch_id: int) -> None:
         self.state.hub.cancel(watch_id)
@@ -121,6 +147,8 @@ class WatchStreams:
         conn = self._owner.get(w.id)
         if conn is None:
             return False
+        if self._round_bytes > DISPATCH_BYTES:
+            return True  # this round has made enough: the rest on the next loop turn
         extra = queued.get(conn, 0) if queued else 0
         return conn.closed or conn.backlog() + extra > self.pause_bytes
 
@@ -130,6 +158,7 @@ class WatchStreams:
         enc = WatchFrameEncoder(self.header())
         pending: dict[ClientConn, list[bytes]] = {}
         sizes: dict[ClientConn, int] = {}
+        self._round_bytes = 0
 
         responses = hub.drain_iter(max_events=DISPATCH_EVENTS, held=lambda w: self._held(w, sizes))
         if canaries.DROP_WATCH_EVENT_AT_COMPACTION:
@@ -146,31 +175,50 @@ class WatchStreams:
             frame = enc.frame(rid, END if resp.canceled else STREAM, resp)
             pending.setdefault(conn, []).append(frame)
             sizes[conn] = sizes.get(conn, 0) + len(frame)
+            self._round_bytes += len(frame)
             if resp.canceled:
                 conn.watches.pop(resp.watch_id, None)
                 self._owner.pop(resp.watch_id, None)
         # Bounded work per loop turn: the rest goes out on the next one.  (Watchers that are
         # held stay pending too; the sync loop reschedules once they may go on.)
+        self._round_bytes = 0
         if hub.deliverable(self._held):
             self.schedule()
         for conn, frames in pending.items():
             if failpoints.ENABLED:
                 failpoints.hit("watch-before-send")
+            self.budget.before_send(conn)
             conn.send(b"".join(frames))
+            self.budget.after_send(conn)
             if conn.backlog() > self.limit_bytes:
-                self._cut_off(conn)
+                self._cut_off(
+                    conn,
+                    f"{conn.backlog()} unsent bytes of watch responses, over watch_backlog_limit ({self.limit_bytes})",
+                )
+        self._enforce_budget()
 
-    def _cut_off(self, conn: ClientConn) -> None:
+    def _enforce_budget(self) -> None:
+        """Past the member-wide budget, abort the connections stalled longest until under it."""
+        if self.budget.total <= self.budget.limit_bytes:
+            return
+        now = self.budget.clock()
+        for conn, owed, since in self.budget.over():
+            self._cut_off(
+                conn,
+                f"{owed} unsent bytes of watch responses, nothing read for {now - since:.1f}s, and the member's "
+                f"unsent watch output passed its budget ({self.budget.limit_bytes} bytes: watch_output_limit "
+                f"{self.output_limit} / {OUTPUT_COST}); "
+                "the connections that stopped reading longest go first",
+            )
+
+    def _cut_off(self, conn: ClientConn, why: str) -> None:
         """A client that does not read its watch streams must not grow our memory without
         bound: drop the connection and everything queued for it."""
         self.cut_off += 1
-        log.warning(
-            "aborting a client connection with %d unsent bytes of watch responses (limit %d): it is not reading",
-            conn.backlog(),
-            self.limit_bytes,
-        )
+        log.warning("aborting client connection from %s: %s", conn.peer, why)
         conn.abort()
         self.drop(conn)
+        memory.release_soon()
 
     def _drop_event_after_compaction(self, responses: list[WatchResponse]) -> list[WatchResponse]:
         """drop-watch-event-at-compaction: once a new compaction shows, every watcher that
