@@ -141,7 +141,7 @@ def test_an_oversized_body_that_stops_coming_is_timed_out_too() -> None:
         r, fr = _open_reader(0.2)
         r.feed_data(struct.pack(">I", 8 << 20) + b"\x93\x05\xa3put" + b"\x00" * 1000)
         (first,) = await fr.frames()  # the oversized frame is answered at once...
-        assert first.request_id == 5  # type: ignore[attr-defined]
+        assert first.request_id == 5
         with pytest.raises(ProtocolError, match="not complete"):  # ...but the rest must come
             await asyncio.wait_for(fr.frames(), 5)
 
