@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from store.api.errors import ProtocolError
 from store.api.framing import FrameReader, encode_frame, encode_frames, read_frame
@@ -144,5 +147,58 @@ def test_an_oversized_body_that_stops_coming_is_timed_out_too() -> None:
         assert first.request_id == 5
         with pytest.raises(ProtocolError, match="not complete"):  # ...but the rest must come
             await asyncio.wait_for(fr.frames(), 5)
+
+    asyncio.run(go())
+
+
+_objs = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.binary(max_size=64) | st.text(max_size=16),
+    lambda inner: st.lists(inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(objs=st.lists(_objs, min_size=1, max_size=8), cuts=st.lists(st.integers(0, 2000), max_size=12))
+def test_frames_cut_anywhere_decode_alike_under_a_frame_timeout(objs: list[object], cuts: list[int]) -> None:
+    """However the bytes of a frame stream are cut into reads, a reader with a frame timeout
+    yields the same frames as a whole read would (the timeout never fires on bytes that come)."""
+    data = encode_frames(objs)
+    points = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+
+    async def go() -> list[object]:
+        r, fr = _open_reader(5.0)
+        out: list[object] = []
+        for a, b in itertools.pairwise(points):
+            r.feed_data(data[a:b])
+            await asyncio.sleep(0)
+        r.feed_eof()
+        while batch := await asyncio.wait_for(fr.frames(), 5):
+            out += batch
+        return out
+
+    assert asyncio.run(go()) == objs
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.binary(max_size=300))
+def test_any_bytes_then_silence_end_in_frames_or_a_protocol_error_never_a_hang(data: bytes) -> None:
+    """Arbitrary bytes followed by silence: complete frames come out, and what is left over is
+    refused (undecodable, or not complete within the frame timeout); nothing waits forever."""
+
+    async def go() -> None:
+        r, fr = _open_reader(0.05)
+        r.feed_data(data)
+        try:
+            while True:
+                waiting = asyncio.ensure_future(fr.frames())
+                done, _ = await asyncio.wait({waiting}, timeout=0.2)
+                if not done:  # only allowed between frames: nothing was left over
+                    waiting.cancel()
+                    assert fr.pos == len(fr.buf) and not fr._skip
+                    return
+                waiting.result()
+        except ProtocolError:
+            return
 
     asyncio.run(go())
