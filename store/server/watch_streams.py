@@ -13,9 +13,10 @@ Memory stays bounded whatever a client does:
 * a connection whose backlog passes `limit_bytes` anyway (one huge revision) is aborted:
   the socket and its unsent bytes are dropped at once and its watchers cancelled.  Its
   client resumes on any member from the last revision it got;
-* all connections together owe at most `output_limit` / OUTPUT_COST bytes (watch_budget.py):
-  past it, the connections that have gone longest without reading are aborted the same way,
-  so that no number of slow clients grows the member by more than `output_limit`.
+* all connections together owe at most a budget made from `output_limit` (`budget_for`,
+  watch_budget.py): past it, the connections that have gone longest without reading are
+  aborted the same way, so that no number of slow clients grows the member by more than
+  `output_limit`.
 
 An aborted connection gets no error frame: what it owes is dropped with it (it is not
 reading, so a frame queued behind megabytes it will never read would change nothing), and
@@ -46,17 +47,36 @@ DISPATCH_EVENTS = 50_000
 """Events sent per dispatch round at most; the rest go out on the next loop turn."""
 DISPATCH_BYTES = 16 << 20
 """Bytes of frames made per dispatch round at most (about: the response that passes it is
-kept), whatever the number of connections: a round's frames are all in memory at once."""
+kept), whatever the number of connections: a round's frames are all in memory at once.
+Less when watch_output_limit is small (`round_bytes_for`)."""
 PAUSE_BYTES = 4 << 20
 """Unsent bytes on a connection above which its watchers get no new output for now."""
 MAX_WATCHES_PER_CONNECTION = 10_000
 MAX_WATCHES = 200_000
 """Watches a member holds at most (each costs about a kilobyte, more while it catches up)."""
 OUTPUT_COST = 2
-"""Bytes of member memory one counted unsent byte costs at most, measured (README, "slow
-clients"): under TLS a byte waits encrypted in the TLS buffer, whose allocation grows ahead
-of its contents and does not shrink while the connection lives, or in the socket's buffer,
-copied there when it was flushed; the member-wide budget counts output_limit / OUTPUT_COST."""
+"""Bytes of member memory one counted unsent byte may cost.  Measured with
+bench/store_slow_flood.py (101 TLS connections that never read, 2,000 watches): RSS grew
+1.1-1.6 bytes per counted byte beyond the round's own cost, the rest being the allocator's
+slack and the socket transport's buffer growing ahead of its contents."""
+ROUND_COPIES = 3
+"""Copies of a dispatch round's bytes alive at once at most: the frames, each connection's
+frames joined, and that encrypted."""
+
+
+def round_bytes_for(output_limit: int) -> int:
+    """Bytes of frames one dispatch round makes at most: DISPATCH_BYTES, or an eighth of the
+    limit if that is less (so a small limit still leaves most of itself to the budget)."""
+    return max(1, min(DISPATCH_BYTES, output_limit // 8))
+
+
+def budget_for(output_limit: int) -> int:
+    """Unsent bytes all connections together may owe, so that the member's memory for watch
+    output stays under `output_limit`: what a dispatch round may take is set aside, and each
+    counted byte is taken to cost OUTPUT_COST."""
+    return max(1, (output_limit - ROUND_COPIES * round_bytes_for(output_limit)) // OUTPUT_COST)
+
+
 SYNC_IDLE = 0.02
 """Seconds between two catch-up rounds when there was nothing to catch up."""
 
@@ -77,8 +97,9 @@ class WatchStreams:
         self.limit_bytes = limit_bytes
         self.pause_bytes = min(pause_bytes, limit_bytes // 2)
         self.output_limit = output_limit
-        self.budget: OutputBudget[ClientConn] = OutputBudget(max(1, output_limit // OUTPUT_COST))
-        """What all connections owe together, and who is cut off first past `budget_bytes`."""
+        self.round_bytes = round_bytes_for(output_limit)
+        self.budget: OutputBudget[ClientConn] = OutputBudget(budget_for(output_limit))
+        """What all connections owe together, and who is cut off first past `budget_for(output_limit)`."""
         self._owner: dict[int, ClientConn] = {}
         self._scheduled = False
         self._compact_seen = state.kv.compact_revision
@@ -147,7 +168,7 @@ class WatchStreams:
         conn = self._owner.get(w.id)
         if conn is None:
             return False
-        if self._round_bytes > DISPATCH_BYTES:
+        if self._round_bytes > self.round_bytes:
             return True  # this round has made enough: the rest on the next loop turn
         extra = queued.get(conn, 0) if queued else 0
         return conn.closed or conn.backlog() + extra > self.pause_bytes
@@ -206,8 +227,8 @@ class WatchStreams:
             self._cut_off(
                 conn,
                 f"{owed} unsent bytes of watch responses, nothing read for {now - since:.1f}s, and the member's "
-                f"unsent watch output passed its budget ({self.budget.limit_bytes} bytes: watch_output_limit "
-                f"{self.output_limit} / {OUTPUT_COST}); "
+                f"unsent watch output passed its budget ({self.budget.limit_bytes} bytes, from watch_output_limit "
+                f"{self.output_limit}); "
                 "the connections that stopped reading longest go first",
             )
 

@@ -158,7 +158,7 @@ _objs = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(objs=st.lists(_objs, min_size=1, max_size=8), cuts=st.lists(st.integers(0, 2000), max_size=12))
 def test_frames_cut_anywhere_decode_alike_under_a_frame_timeout(objs: list[object], cuts: list[int]) -> None:
     """However the bytes of a frame stream are cut into reads, a reader with a frame timeout

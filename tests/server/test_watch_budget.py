@@ -5,6 +5,7 @@ are picked first, as few as bring the sum back under."""
 from __future__ import annotations
 
 from store.server.watch_budget import OutputBudget
+from store.server.watch_streams import DISPATCH_BYTES, OUTPUT_COST, ROUND_COPIES, budget_for, round_bytes_for
 
 
 class Conn:
@@ -107,3 +108,13 @@ def test_one_connection_over_the_whole_budget_is_cut_off_alone() -> None:
     # small stalled longer, but cutting it off is not enough: both go, oldest first.
     assert [v.conn for v in b.over()] == [small, huge]
     assert b.total == 0
+
+
+def test_the_budget_leaves_room_for_a_dispatch_round_and_the_cost_of_each_byte() -> None:
+    """What all connections may owe, plus what one dispatch round holds, times what a byte
+    costs, stays within watch_output_limit, for the default limit and a small one alike."""
+    for limit in (1 << 30, 64 << 20, 1 << 20):
+        owed, round_bytes = budget_for(limit), round_bytes_for(limit)
+        assert owed * OUTPUT_COST + ROUND_COPIES * round_bytes <= limit
+        assert owed >= limit // 8  # and most of it is still the budget
+    assert round_bytes_for(1 << 30) == DISPATCH_BYTES
