@@ -42,7 +42,8 @@ RESPONSE_PAUSE = 4 << 20
 """Unsent bytes on a connection above which no more of its requests are read until it reads."""
 SNAPSHOT_CHUNK = 1 << 20
 RELEASE_AFTER = 1 << 20
-"""Unsent bytes of a closing connection above which the heap is trimmed after it (memory.py)."""
+"""Unsent bytes of a closing connection above which the heap is trimmed after it (memory.py),
+as it is after one that held watches (its watchers' buffers go with it)."""
 
 Handler = Callable[[Any], Awaitable[Any]]
 
@@ -166,11 +167,12 @@ class ClientServer:
             pass
         finally:
             self.conns.discard(conn)
+            watched = bool(conn.watches)
             owed = max(self.watches.drop(conn), conn.backlog())
             for t in tasks:
                 t.cancel()
             conn.close()
-            if owed > RELEASE_AFTER:
+            if watched or owed > RELEASE_AFTER:
                 memory.release_soon()  # what it owed is freed once its transport goes
 
     def _request(self, conn: ClientConn, f: Any, size: int, tasks: set[asyncio.Task[None]]) -> None:

@@ -167,7 +167,10 @@ def test_never_reading_watchers_cost_at_most_the_limit_and_readers_miss_nothing(
     assert seen == written, "the reading watcher missed or repeated revisions"
     assert metric(cluster, member, "raftkube_watch_slow_connections_total") > cut_before
     assert peak - base < LIMIT / MIB + SLACK_MIB, f"member grew {peak - base:.0f} MiB"
-    assert after - base < 48, f"{after - base:.0f} MiB stayed after the slow connections closed"
+    # What stays is what was written (each value is in the MVCC history and the Raft log) and
+    # little more; before, most of what the slow connections had cost stayed.
+    kept = 2 * 300 * len(value) / MIB + 32
+    assert after - base < kept, f"{after - base:.0f} MiB stayed after the slow connections closed"
     assert http_get(cluster, member, "/health")[0] == 200
 
 
