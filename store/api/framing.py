@@ -8,6 +8,10 @@ The length is checked before the body is buffered.  A reader that must answer an
 request rather than drop the connection (the client port) skips the body without keeping
 it and yields an `Oversized` in its place, carrying the request id read from the body's
 first bytes: memory stays bounded by the limit whatever length a peer announces.
+
+A reader given a `frame_timeout` also bounds how long a frame may take to arrive once its
+first byte has: a peer that sends half a frame and stops is a ProtocolError after that many
+seconds.  Between frames it may stay silent as long as it likes (watches and keepalives idle).
 """
 
 from __future__ import annotations
@@ -83,7 +87,13 @@ def _peek_request_id(head: bytes) -> int | None:
 class FrameReader:
     """Decodes frames from a stream in chunks: many small frames cost one read() call."""
 
-    def __init__(self, reader: asyncio.StreamReader, max_frame: int = MAX_FRAME, skip_oversized: bool = False) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        max_frame: int = MAX_FRAME,
+        skip_oversized: bool = False,
+        frame_timeout: float | None = None,
+    ) -> None:
         self.reader = reader
         self.max_frame = max_frame
         self.skip_oversized = skip_oversized
@@ -92,6 +102,10 @@ class FrameReader:
         self.pos = 0
         self._skip = 0
         """Bytes of an oversized frame's body still to be read and dropped."""
+        self.frame_timeout = frame_timeout
+        """Seconds a frame may take from its first byte to its last (None: forever)."""
+        self._started: float | None = None
+        """Loop time the frame in progress began to arrive (None between frames)."""
 
     async def frames(self) -> list[Any]:
         """Every complete frame available (waiting for at least one); [] at EOF."""
@@ -104,7 +118,7 @@ class FrameReader:
             out = self._parse()
             if out:
                 break
-            chunk = await self.reader.read(1 << 18)
+            chunk = await self._read()
             if not chunk:
                 if len(self.buf) > self.pos or self._skip:
                     raise ProtocolError(f"connection closed inside a frame ({len(self.buf) - self.pos} bytes pending)")
@@ -119,7 +133,31 @@ class FrameReader:
                 del self.buf[: self.pos]
                 self.pos = 0
             self.buf += chunk
+        if self.frame_timeout is not None:
+            # Frames were completed: what is left over is the start of the next one, which
+            # began in the chunk just read (a frame before it ended there).
+            partial = len(self.buf) > self.pos or self._skip > 0
+            self._started = asyncio.get_running_loop().time() if partial else None
         return out
+
+    async def _read(self) -> bytes:
+        if self.frame_timeout is None:
+            return await self.reader.read(1 << 18)
+        loop = asyncio.get_running_loop()
+        if self._started is None and (len(self.buf) > self.pos or self._skip > 0):
+            self._started = loop.time()
+        if self._started is None:
+            return await self.reader.read(1 << 18)  # between frames: silence is fine
+        left = self._started + self.frame_timeout - loop.time()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(self.reader.read(1 << 18), left)
+        except TimeoutError:
+            raise ProtocolError(
+                f"a frame is not complete {self.frame_timeout:.1f}s after its first byte "
+                f"({len(self.buf) - self.pos} bytes of it buffered; frame_timeout is {self.frame_timeout:.1f}s)"
+            ) from None
 
     def _parse(self) -> list[tuple[Any, int]]:
         out: list[tuple[Any, int]] = []

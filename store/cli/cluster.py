@@ -46,6 +46,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     up.add_argument("--client-port", type=int, help="first member's client port for a new cluster (cluster.toml)")
     up.add_argument("--startup-timeout", type=float, help="seconds to wait for a leader (cluster.toml)")
+    up.add_argument(
+        "--watch-output-limit",
+        type=int,
+        metavar="BYTES",
+        help="memory a new cluster's members may spend on unsent watch output, all clients together (cluster.toml)",
+    )
     up.set_defaults(run=cmd_up)
 
     down = ssub.add_parser("down", help="stop every member of the cluster")
@@ -125,6 +131,11 @@ def store_settings(args: argparse.Namespace) -> StoreSettings:
         if timeout <= 0:
             raise UsageError(f"--startup-timeout must be positive, got {timeout}")
         changes["startup_timeout"] = timeout
+    limit = getattr(args, "watch_output_limit", None)
+    if limit is not None:
+        if limit <= 0:
+            raise UsageError(f"--watch-output-limit must be a positive number of bytes, got {limit}")
+        changes["watch_output_limit"] = limit
     return dataclasses.replace(s, **changes)
 
 

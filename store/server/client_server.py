@@ -8,9 +8,10 @@ all, or a first frame that is not a hello, close the connection (with an error f
 
 What one client can cost is bounded: connections beyond `max_connections` (never more than
 the file descriptors the member can spare) are closed at once; a connection that sends no
-hello within `hello_timeout` is closed; at most `MAX_INFLIGHT` requests run per
-connection, and a connection whose unsent answers pile up is not read from until its
-client takes them.
+hello within `hello_timeout` is closed, and so is one that, after its hello, starts a frame
+and does not finish it within `frame_timeout` (between frames a connection may idle: watches
+and lease keepalives do); at most `MAX_INFLIGHT` requests run per connection, and a
+connection whose unsent answers pile up is not read from until its client takes them.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from store.api import errors as E
 from store.api import methods as M
 from store.api.framing import FrameReader, Oversized, encode_frame
 from store.api.protocol import END, ERROR, OK, PROTOCOL, STREAM
-from store.server.client_conn import ClientConn
+from store.server import memory
+from store.server.client_conn import ClientConn, limit_tls_buffers
 from store.server.cluster_service import ClusterService
 from store.server.kv_service import KVService, WriteRequest
 from store.server.lease_service import LeaseService
@@ -39,6 +41,9 @@ MAX_INFLIGHT = 1024
 RESPONSE_PAUSE = 4 << 20
 """Unsent bytes on a connection above which no more of its requests are read until it reads."""
 SNAPSHOT_CHUNK = 1 << 20
+RELEASE_AFTER = 1 << 20
+"""Unsent bytes of a closing connection above which the heap is trimmed after it (memory.py),
+as it is after one that held watches (its watchers' buffers go with it)."""
 
 Handler = Callable[[Any], Awaitable[Any]]
 
@@ -54,6 +59,7 @@ class ClientServer:
         max_request_bytes: int,
         max_connections: int,
         hello_timeout: float,
+        frame_timeout: float,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.kv = kv
@@ -63,6 +69,7 @@ class ClientServer:
         self.max_request_bytes = max_request_bytes
         self.max_connections = max_connections
         self.hello_timeout = hello_timeout
+        self.frame_timeout = frame_timeout
         self.ssl_context = ssl_context
         self.server: asyncio.Server | None = None
         self.conns: set[ClientConn] = set()
@@ -111,6 +118,7 @@ class ClientServer:
                 writer.close()
             return
         self._accepted += 1
+        raw = writer.transport
         try:
             if self.ssl_context is not None:
                 try:
@@ -119,13 +127,18 @@ class ClientServer:
                     log.info("client TLS handshake from %s failed: %s", writer.get_extra_info("peername"), e)
                     writer.transport.abort()
                     return
-            await self._serve(reader, writer)
+                limit_tls_buffers(raw, writer.transport)
+            await self._serve(reader, writer, raw if self.ssl_context is not None else None)
         finally:
             self._accepted -= 1
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = ClientConn(writer)
-        frames = FrameReader(reader, max_frame=self.max_request_bytes, skip_oversized=True)
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: asyncio.WriteTransport | None
+    ) -> None:
+        conn = ClientConn(writer, raw)
+        frames = FrameReader(
+            reader, max_frame=self.max_request_bytes, skip_oversized=True, frame_timeout=self.frame_timeout
+        )
         tasks: set[asyncio.Task[None]] = set()
         try:
             try:
@@ -154,10 +167,13 @@ class ClientServer:
             pass
         finally:
             self.conns.discard(conn)
-            self.watches.drop(conn)
+            watched = bool(conn.watches)
+            owed = max(self.watches.drop(conn), conn.backlog())
             for t in tasks:
                 t.cancel()
             conn.close()
+            if watched or owed > RELEASE_AFTER:
+                memory.release_soon()  # what it owed is freed once its transport goes
 
     def _request(self, conn: ClientConn, f: Any, size: int, tasks: set[asyncio.Task[None]]) -> None:
         """Start serving one frame: the hot writes inline, everything else as a task."""

@@ -78,8 +78,14 @@ class MemberSettings:
     """Client connections a member holds at once; file descriptors beyond are kept for its WAL and peers."""
     hello_timeout: float = 5.0
     """Seconds a new client connection has to send its hello before it is closed."""
+    frame_timeout: float = 10.0
+    """Seconds a client connection has to finish a frame it has begun; beyond, it is closed.
+    (Between frames it may idle as long as it likes.)"""
     watch_backlog_limit: int = 16 << 20
     """Bytes of unsent watch responses a client connection may owe; beyond, it is closed."""
+    watch_output_limit: int = 1 << 30
+    """Bytes of memory the unsent watch responses of all client connections together may take;
+    beyond, the connections that stopped reading longest are closed."""
     progress_notify_interval: float = 10.0
     """Seconds between progress notifications to watchers created with progress_notify."""
 

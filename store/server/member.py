@@ -109,7 +109,13 @@ class Member:
         timeout = cfg.request_timeout
         self.proposals = Proposals(self.id, node, clock, timeout, self._leader_error)
         self.reads = ReadIndex(node, timeout, self._leader_error, clock.monotonic)
-        self.watches = WatchStreams(self.state, self._header, cfg.progress_notify_interval, cfg.watch_backlog_limit)
+        self.watches = WatchStreams(
+            self.state,
+            self._header,
+            cfg.progress_notify_interval,
+            cfg.watch_backlog_limit,
+            output_limit=cfg.watch_output_limit,
+        )
         self.snapshots = Snapshots(self.state, node, p, cfg.snapshot_count, cfg.snapshot_catchup_entries, applied)
         self.applier = Applier(
             self.state,
@@ -138,6 +144,7 @@ class Member:
             max_request_bytes=cfg.max_request_bytes,
             max_connections=self._connection_limit(),
             hello_timeout=cfg.hello_timeout,
+            frame_timeout=cfg.frame_timeout,
             ssl_context=self.client_tls,
         )
         self.http = HttpEndpoint(self.member_status.health, self.member_status.metrics)
@@ -315,6 +322,12 @@ class Member:
                 self.proposals.refused,
             ),
             ("raftkube_watch_slow_connections_total", "counter", "Watch streams cut off.", self.watches.cut_off),
+            (
+                "raftkube_watch_unsent_bytes",
+                "gauge",
+                "Unsent watch output of all client connections, as last counted.",
+                self.watches.budget.total,
+            ),
             (
                 "raftkube_snapshots_installed_total",
                 "counter",

@@ -12,7 +12,15 @@ Memory stays bounded whatever a client does:
 * a connection holds at most MAX_WATCHES_PER_CONNECTION watches, a member MAX_WATCHES;
 * a connection whose backlog passes `limit_bytes` anyway (one huge revision) is aborted:
   the socket and its unsent bytes are dropped at once and its watchers cancelled.  Its
-  client resumes on any member from the last revision it got.
+  client resumes on any member from the last revision it got;
+* all connections together owe at most a budget made from `output_limit` (`budget_for`,
+  watch_budget.py): past it, the connections that have gone longest without reading are
+  aborted the same way, so that no number of slow clients grows the member by more than
+  `output_limit`.
+
+An aborted connection gets no error frame: what it owes is dropped with it (it is not
+reading, so a frame queued behind megabytes it will never read would change nothing), and
+the member log says why it went.
 """
 
 from __future__ import annotations
@@ -25,9 +33,11 @@ from store import canaries, failpoints
 from store.api import errors as E
 from store.api.protocol import END, STREAM
 from store.api.watch import WatchCreateRequest, WatchResponse
+from store.server import memory
 from store.server.client_conn import ClientConn
 from store.server.state import ReplicatedState
 from store.server.unsafe_watch import drop_after_compaction, strip_delete_prev_kv
+from store.server.watch_budget import OutputBudget
 from store.server.watch_frames import WatchFrameEncoder
 from store.watch.watcher import Watcher
 
@@ -35,11 +45,38 @@ log = logging.getLogger("raftkube.watch")
 
 DISPATCH_EVENTS = 50_000
 """Events sent per dispatch round at most; the rest go out on the next loop turn."""
+DISPATCH_BYTES = 16 << 20
+"""Bytes of frames made per dispatch round at most (about: the response that passes it is
+kept), whatever the number of connections: a round's frames are all in memory at once.
+Less when watch_output_limit is small (`round_bytes_for`)."""
 PAUSE_BYTES = 4 << 20
 """Unsent bytes on a connection above which its watchers get no new output for now."""
 MAX_WATCHES_PER_CONNECTION = 10_000
 MAX_WATCHES = 200_000
 """Watches a member holds at most (each costs about a kilobyte, more while it catches up)."""
+OUTPUT_COST = 2
+"""Bytes of member memory one counted unsent byte may cost.  Measured with
+bench/store_slow_flood.py (101 TLS connections that never read, 2,000 watches): RSS grew
+1.1-1.6 bytes per counted byte beyond the round's own cost, the rest being the allocator's
+slack and the socket transport's buffer growing ahead of its contents."""
+ROUND_COPIES = 3
+"""Copies of a dispatch round's bytes alive at once at most: the frames, each connection's
+frames joined, and that encrypted."""
+
+
+def round_bytes_for(output_limit: int) -> int:
+    """Bytes of frames one dispatch round makes at most: DISPATCH_BYTES, or an eighth of the
+    limit if that is less (so a small limit still leaves most of itself to the budget)."""
+    return max(1, min(DISPATCH_BYTES, output_limit // 8))
+
+
+def budget_for(output_limit: int) -> int:
+    """Unsent bytes all connections together may owe, so that the member's memory for watch
+    output stays under `output_limit`: what a dispatch round may take is set aside, and each
+    counted byte is taken to cost OUTPUT_COST."""
+    return max(1, (output_limit - ROUND_COPIES * round_bytes_for(output_limit)) // OUTPUT_COST)
+
+
 SYNC_IDLE = 0.02
 """Seconds between two catch-up rounds when there was nothing to catch up."""
 
@@ -51,6 +88,7 @@ class WatchStreams:
         header: Callable[[], list[int]],
         progress_interval: float,
         limit_bytes: int,
+        output_limit: int,
         pause_bytes: int = PAUSE_BYTES,
     ) -> None:
         self.state = state
@@ -58,6 +96,10 @@ class WatchStreams:
         self.progress_interval = progress_interval
         self.limit_bytes = limit_bytes
         self.pause_bytes = min(pause_bytes, limit_bytes // 2)
+        self.output_limit = output_limit
+        self.round_bytes = round_bytes_for(output_limit)
+        self.budget: OutputBudget[ClientConn] = OutputBudget(budget_for(output_limit))
+        """What all connections owe together, and who is cut off first past `budget_for(output_limit)`."""
         self._owner: dict[int, ClientConn] = {}
         self._scheduled = False
         self._compact_seen = state.kv.compact_revision
@@ -66,6 +108,8 @@ class WatchStreams:
         """drop-watch-event-at-compaction: watch ids whose next event is to be dropped."""
         self.cut_off = 0
         """Connections aborted for not reading (a metric)."""
+        self._round_bytes = 0
+        """Bytes of frames made so far in the dispatch round under way."""
 
     # ------------------------------------------------------------------ requests
     def create(self, conn: ClientConn, rid: int, req: WatchCreateRequest) -> None:
@@ -94,10 +138,13 @@ class WatchStreams:
             raise E.WatchNotFoundError(f"no watch {watch_id} on this connection")
         self.schedule()
 
-    def drop(self, conn: ClientConn) -> None:
-        """The connection is gone: its watches end."""
+    def drop(self, conn: ClientConn) -> int:
+        """The connection is gone: its watches end, and what it owed no longer counts.
+        Returns what it owed, as last counted."""
+        owed = self.budget.forget(conn)
         for wid in list(conn.watches):
             self._forget(conn, wid)
+        return owed
 
     def _forget(self, conn: ClientConn, watch_id: int) -> None:
         self.state.hub.cancel(watch_id)
@@ -121,6 +168,8 @@ class WatchStreams:
         conn = self._owner.get(w.id)
         if conn is None:
             return False
+        if self._round_bytes > self.round_bytes:
+            return True  # this round has made enough: the rest on the next loop turn
         extra = queued.get(conn, 0) if queued else 0
         return conn.closed or conn.backlog() + extra > self.pause_bytes
 
@@ -130,6 +179,7 @@ class WatchStreams:
         enc = WatchFrameEncoder(self.header())
         pending: dict[ClientConn, list[bytes]] = {}
         sizes: dict[ClientConn, int] = {}
+        self._round_bytes = 0
 
         responses = hub.drain_iter(max_events=DISPATCH_EVENTS, held=lambda w: self._held(w, sizes))
         if canaries.DROP_WATCH_EVENT_AT_COMPACTION:
@@ -146,31 +196,50 @@ class WatchStreams:
             frame = enc.frame(rid, END if resp.canceled else STREAM, resp)
             pending.setdefault(conn, []).append(frame)
             sizes[conn] = sizes.get(conn, 0) + len(frame)
+            self._round_bytes += len(frame)
             if resp.canceled:
                 conn.watches.pop(resp.watch_id, None)
                 self._owner.pop(resp.watch_id, None)
         # Bounded work per loop turn: the rest goes out on the next one.  (Watchers that are
         # held stay pending too; the sync loop reschedules once they may go on.)
+        self._round_bytes = 0
         if hub.deliverable(self._held):
             self.schedule()
         for conn, frames in pending.items():
             if failpoints.ENABLED:
                 failpoints.hit("watch-before-send")
+            self.budget.before_send(conn)
             conn.send(b"".join(frames))
+            self.budget.after_send(conn)
             if conn.backlog() > self.limit_bytes:
-                self._cut_off(conn)
+                self._cut_off(
+                    conn,
+                    f"{conn.backlog()} unsent bytes of watch responses, over watch_backlog_limit ({self.limit_bytes})",
+                )
+        self._enforce_budget()
 
-    def _cut_off(self, conn: ClientConn) -> None:
+    def _enforce_budget(self) -> None:
+        """Past the member-wide budget, abort the connections stalled longest until under it."""
+        if self.budget.total <= self.budget.limit_bytes:
+            return
+        now = self.budget.clock()
+        for conn, owed, since in self.budget.over():
+            self._cut_off(
+                conn,
+                f"{owed} unsent bytes of watch responses, nothing read for {now - since:.1f}s, and the member's "
+                f"unsent watch output passed its budget ({self.budget.limit_bytes} bytes, from watch_output_limit "
+                f"{self.output_limit}); "
+                "the connections that stopped reading longest go first",
+            )
+
+    def _cut_off(self, conn: ClientConn, why: str) -> None:
         """A client that does not read its watch streams must not grow our memory without
         bound: drop the connection and everything queued for it."""
         self.cut_off += 1
-        log.warning(
-            "aborting a client connection with %d unsent bytes of watch responses (limit %d): it is not reading",
-            conn.backlog(),
-            self.limit_bytes,
-        )
+        log.warning("aborting client connection from %s: %s", conn.peer, why)
         conn.abort()
         self.drop(conn)
+        memory.release_soon()
 
     def _drop_event_after_compaction(self, responses: list[WatchResponse]) -> list[WatchResponse]:
         """drop-watch-event-at-compaction: once a new compaction shows, every watcher that

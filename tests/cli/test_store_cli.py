@@ -219,3 +219,18 @@ def test_up_refuses_a_data_dir_others_can_write(tmp_path: Path, where: str, bits
     assert f"{target} is writable by {who} (mode {bits:04o})" in proc.stderr
     assert target.stat().st_mode & 0o777 == bits
     assert not (d / "store" / "cluster.json").exists()
+
+
+def test_up_watch_output_limit_flag_reaches_the_members_settings_and_is_checked(tmp_path: Path) -> None:
+    """`store up --watch-output-limit` overrides cluster.toml for a new cluster; 0 exits 2."""
+    from components.cli import build_parser
+    from store.cli.cluster import store_settings
+
+    args = build_parser().parse_args(
+        ["store", "up", "--data-dir", str(tmp_path / "y"), "--watch-output-limit", "123456789"]
+    )
+    assert store_settings(args).member_settings()["watch_output_limit"] == 123456789
+    d = str(tmp_path / "x")
+    proc = raftkube("store", "up", "--detach", "--data-dir", d, "--watch-output-limit", "0")
+    assert proc.returncode == 2 and "--watch-output-limit must be a positive number of bytes" in proc.stderr
+    assert not (tmp_path / "x").exists()

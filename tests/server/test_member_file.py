@@ -80,7 +80,9 @@ def test_settings_are_keyword_fields_of_member_config() -> None:
         "max_request_bytes": 1_572_864,
         "max_client_connections": 10_000,
         "hello_timeout": 5.0,
+        "frame_timeout": 10.0,
         "watch_backlog_limit": 16 << 20,
+        "watch_output_limit": 1 << 30,
         "progress_notify_interval": 10.0,
     }.items() <= defaults.items()
 

@@ -33,7 +33,9 @@ CHANGED: dict[str, Any] = {
     "max_request_bytes": 100_000,
     "max_client_connections": 55,
     "hello_timeout": 2.5,
+    "frame_timeout": 7.5,
     "watch_backlog_limit": 3 << 20,
+    "watch_output_limit": 300 << 20,
     "progress_notify_interval": 4.5,
 }
 
@@ -52,7 +54,9 @@ WHERE: dict[str, Callable[[Member], Any]] = {
     "max_request_bytes": lambda m: m.clients.max_request_bytes,
     "max_client_connections": lambda m: m.clients.max_connections,
     "hello_timeout": lambda m: m.clients.hello_timeout,
+    "frame_timeout": lambda m: m.clients.frame_timeout,
     "watch_backlog_limit": lambda m: m.watches.limit_bytes,
+    "watch_output_limit": lambda m: m.watches.output_limit,
     "progress_notify_interval": lambda m: m.watches.progress_interval,
 }
 
