@@ -3,6 +3,7 @@ TCP; the TLS apiserver process is tests/apiserver/test_edge_attacks.py)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -12,8 +13,12 @@ from typing import Any
 import pytest
 import uvicorn
 
+from apiserver.config import ApiserverSettings
 from apiserver.http.connection_limits import ConnectionLimits, guarded
+from apiserver.http.inflight import InFlightLimits
+from apiserver.main import add_arguments, edge_limits
 from apiserver.tls_scope import protocol_class
+from store.cli.common import UsageError
 from store.launcher import free_ports
 
 LIMITS = ConnectionLimits(header_timeout=0.5, body_timeout=0.5, idle_timeout=0.3, max_connections=4)
@@ -174,3 +179,19 @@ def test_limits_are_checked() -> None:
         ConnectionLimits(header_timeout=0)
     with pytest.raises(ValueError, match="max_connections"):
         ConnectionLimits(max_connections=0)
+
+
+def test_cluster_toml_settings_become_the_apiserver_limits() -> None:
+    """What `raftkube up` passes (ApiserverSettings.edge_flags) is what the apiserver enforces."""
+    settings = ApiserverSettings(
+        request_header_timeout=2.5, max_connections=7, max_watches_inflight=30, inflight_per_user_floor=3
+    )
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    connections, seats = edge_limits(parser.parse_args(list(settings.edge_flags())))
+    assert connections == ConnectionLimits(header_timeout=2.5, body_timeout=60, idle_timeout=5, max_connections=7)
+    assert seats == InFlightLimits(reads=400, writes=200, watches=30, floor=3)
+    with pytest.raises(UsageError, match="--request-header-timeout"):
+        edge_limits(parser.parse_args(["--request-header-timeout", "0"]))
+    with pytest.raises(UsageError, match="--max-watches-inflight"):
+        edge_limits(parser.parse_args(["--max-watches-inflight", "0"]))
