@@ -22,8 +22,10 @@ This subclass of uvicorn's httptools protocol adds what Go's net/http gives kube
   clients do; the timeouts keep hostile connections from holding the slots for long.
 
 A timed-out connection is dropped (aborted) without an answer, as Go's server does on a read deadline;
-the app sees the client leave (`http.disconnect`).  The TLS handshake is bounded by asyncio's
-own `ssl_handshake_timeout` (60 s), before this protocol exists.
+the app sees the client leave (`http.disconnect`).  The TLS handshake comes before this
+protocol exists: apiserver.main gives the listening server `ssl_handshake_timeout` =
+`header_timeout` (asyncio's default is 60 s), so a client that never sends its hello is cut
+off in the same time, as Go's ReadHeaderTimeout covers the handshake too.
 """
 
 from __future__ import annotations
