@@ -26,6 +26,38 @@ class ApiserverSettings:
     """A storage URL (`raftkube://host:port,...` or `etcd://host:port,...`); empty: the data dir's store."""
     startup_timeout: float = 30.0
     """Seconds `raftkube up` waits for /readyz."""
+    # The edge (apiserver.http.connection_limits, apiserver.http.inflight): each is a flag of
+    # `raftkube apiserver` of the same name with dashes, which `up` passes on.
+    max_requests_inflight: int = 400
+    """Reads (and watches while they start) each priority level may run at once; past it, 429."""
+    max_mutating_requests_inflight: int = 200
+    """Writes each priority level may run at once."""
+    max_watches_inflight: int = 2_000
+    """Open watches each priority level may hold; one ordinary user at most half of them."""
+    inflight_per_user_floor: int = 10
+    """The least a user's fair share of a level's seats falls to, however many users are active."""
+    request_header_timeout: float = 10.0
+    """Seconds from a connection's start (or the previous response) until a request's headers are in."""
+    request_body_timeout: float = 60.0
+    """Seconds from a request's headers until its body is in."""
+    idle_connection_timeout: float = 5.0
+    """Seconds a kept-alive connection may wait for its next request."""
+    max_connections: int = 10_000
+    """Connections open at once; more are closed as they come."""
+
+    def edge_flags(self) -> tuple[str, ...]:
+        """These edge settings as `raftkube apiserver` flags."""
+        names = (
+            "max_requests_inflight",
+            "max_mutating_requests_inflight",
+            "max_watches_inflight",
+            "inflight_per_user_floor",
+            "request_header_timeout",
+            "request_body_timeout",
+            "idle_connection_timeout",
+            "max_connections",
+        )
+        return tuple(part for name in names for part in ("--" + name.replace("_", "-"), str(getattr(self, name))))
 
 
 def load_apiserver_settings(path: Path) -> ApiserverSettings:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import signal
+import socket
 import ssl
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
@@ -35,6 +37,9 @@ from apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, MAX_EXPIRATION_
 from apiserver.authz.assembly import DEFAULT_MODE, parse_mode
 from apiserver.heap import HeapKeeper
 from apiserver.http.app import build_app
+from apiserver.http.connection_limits import ConnectionLimits, guarded
+from apiserver.http.inflight import InFlightLimits
+from apiserver.malloc import fix_mmap_threshold
 from apiserver.pki import ApiserverPKI
 from apiserver.storage import open_storage, parse_storage_url
 from apiserver.storage.interface import Storage
@@ -131,6 +136,57 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         help="CA that signs the kubelets' serving certificates (default: the data dir's apiserver CA)",
     )
+    edge = ConnectionLimits()
+    seats = InFlightLimits()
+    p.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=seats.reads,
+        help=f"reads each priority level (exempt, system, workload) runs at once; past it 429 (default {seats.reads})",
+    )
+    p.add_argument(
+        "--max-mutating-requests-inflight",
+        type=int,
+        default=seats.writes,
+        help=f"writes each priority level runs at once (default {seats.writes})",
+    )
+    p.add_argument(
+        "--max-watches-inflight",
+        type=int,
+        default=seats.watches,
+        help=f"open watches each priority level holds; an ordinary user at most half (default {seats.watches})",
+    )
+    p.add_argument(
+        "--inflight-per-user-floor",
+        type=int,
+        default=seats.floor,
+        help=f"the least a user's fair share of a level's seats falls to (default {seats.floor})",
+    )
+    p.add_argument(
+        "--request-header-timeout",
+        type=float,
+        default=edge.header_timeout,
+        help=f"seconds until a request's headers are in, from the connection's start or the previous response"
+        f" (default {edge.header_timeout:g})",
+    )
+    p.add_argument(
+        "--request-body-timeout",
+        type=float,
+        default=edge.body_timeout,
+        help=f"seconds from a request's headers until its body is in (default {edge.body_timeout:g})",
+    )
+    p.add_argument(
+        "--idle-connection-timeout",
+        type=float,
+        default=edge.idle_timeout,
+        help=f"seconds a kept-alive connection waits for its next request (default {edge.idle_timeout:g})",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=edge.max_connections,
+        help=f"connections open at once; more are closed as they come (default {edge.max_connections})",
+    )
     p.add_argument(
         "--anonymous-auth",
         action="store_true",
@@ -154,6 +210,8 @@ class ServeOptions:
     admission_plugins: tuple[str, ...] | None = None
     service_accounts: ServiceAccountTokenSettings | None = None
     kubelet_tls: ssl.SSLContext | None = None
+    connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    inflight_limits: InFlightLimits = field(default_factory=InFlightLimits)
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
@@ -170,6 +228,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
         )
     except ValueError as e:
         raise UsageError(f"--disable-admission-plugins: {e}") from e
+    connection_limits, inflight_limits = edge_limits(args)
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         raise UsageError("give --tls-cert-file and --tls-private-key-file together")
     data_dir: Path = args.data_dir
@@ -208,6 +267,42 @@ def options(args: argparse.Namespace) -> ServeOptions:
         plugins,
         service_accounts,
         kubelet,
+        connection_limits,
+        inflight_limits,
+    )
+
+
+def edge_limits(args: argparse.Namespace) -> tuple[ConnectionLimits, InFlightLimits]:
+    """The timeout, connection and in-flight flags, checked; UsageError names the flag."""
+    for flag, value in (
+        ("--request-header-timeout", args.request_header_timeout),
+        ("--request-body-timeout", args.request_body_timeout),
+        ("--idle-connection-timeout", args.idle_connection_timeout),
+    ):
+        if not 0 < value < 86400:
+            raise UsageError(f"{flag} must be a positive number of seconds (under a day), got {value}")
+    for flag, value in (
+        ("--max-connections", args.max_connections),
+        ("--max-requests-inflight", args.max_requests_inflight),
+        ("--max-mutating-requests-inflight", args.max_mutating_requests_inflight),
+        ("--max-watches-inflight", args.max_watches_inflight),
+        ("--inflight-per-user-floor", args.inflight_per_user_floor),
+    ):
+        if value < 1:
+            raise UsageError(f"{flag} must be at least 1, got {value}")
+    return (
+        ConnectionLimits(
+            header_timeout=args.request_header_timeout,
+            body_timeout=args.request_body_timeout,
+            idle_timeout=args.idle_connection_timeout,
+            max_connections=args.max_connections,
+        ),
+        InFlightLimits(
+            reads=args.max_requests_inflight,
+            writes=args.max_mutating_requests_inflight,
+            watches=args.max_watches_inflight,
+            floor=args.inflight_per_user_floor,
+        ),
     )
 
 
@@ -337,7 +432,28 @@ def open_backend(url: str, tls: ssl.SSLContext | None) -> Storage:
 
 class _Server(uvicorn.Server):
     """Uvicorn's server, but SIGINT/SIGTERM end `serve` normally instead of being re-raised
-    once it has shut down (which would skip closing the storage, and exit by the signal)."""
+    once it has shut down (which would skip closing the storage, and exit by the signal), and
+    with `handshake_timeout` on the TLS handshake (uvicorn leaves asyncio's 60 s)."""
+
+    handshake_timeout: float | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Uvicorn's startup, its listening server made with `ssl_handshake_timeout`: a client
+        that connects and never finishes the handshake (500 held 150 MiB for a minute) is cut
+        off as Go's ReadHeaderTimeout cuts it off in kube-apiserver, which covers the handshake too.
+        Uvicorn has no setting for it; its `create_server` calls are given the keyword here."""
+        if self.handshake_timeout is None:
+            await super().startup(sockets)
+            return
+        loop = asyncio.get_running_loop()
+        create_server = loop.create_server
+        loop.create_server = functools.partial(  # type: ignore[method-assign]
+            create_server, ssl_handshake_timeout=self.handshake_timeout
+        )
+        try:
+            await super().startup(sockets)
+        finally:
+            del loop.create_server  # the loop's own method again
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -365,12 +481,13 @@ async def serve(
             admission_plugins=opts.admission_plugins,
             service_accounts=opts.service_accounts,
             kubelet_tls=opts.kubelet_tls,
+            inflight_limits=opts.inflight_limits,
         )
         config = uvicorn.Config(
             app,
             host=opts.host,
             port=opts.port,
-            http=protocol_class(),
+            http=guarded(protocol_class(), opts.connection_limits),
             ws=ws_protocol_class(),
             ws_max_size=1 << 20,  # exec and port-forward messages: stdin and tunneled bytes, in pieces
             ssl_context_factory=lambda _config, _default: opts.tls,
@@ -380,8 +497,10 @@ async def serve(
             workers=1,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
             server_header=False,
+            timeout_keep_alive=opts.connection_limits.idle_timeout,  # type: ignore[arg-type]  # a float works
         )
         server = _Server(config)
+        server.handshake_timeout = opts.connection_limits.header_timeout
         heap = asyncio.create_task(HeapKeeper().run())
         try:
             await server.serve()
@@ -394,4 +513,5 @@ async def serve(
 
 def run(args: argparse.Namespace) -> int:
     opts = options(args)
+    fix_mmap_threshold()  # closed connections' buffers go back to the system (apiserver.malloc)
     return asyncio.run(serve(opts))

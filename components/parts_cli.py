@@ -150,9 +150,10 @@ def _restart_apiserver(data_dir: Path, config: Path) -> None:
     endpoint = apiserver.recorded()
     if endpoint is None:
         raise LauncherError(f"no apiserver recorded in {data_dir}")
+    settings = load_apiserver_settings(config)
     apiserver.stop()
-    apiserver.start(endpoint, insecure_store=LocalCluster(data_dir).insecure())
-    apiserver.wait_ready(endpoint, load_apiserver_settings(config).startup_timeout)
+    apiserver.start(endpoint, insecure_store=LocalCluster(data_dir).insecure(), extra_args=settings.edge_flags())
+    apiserver.wait_ready(endpoint, settings.startup_timeout)
 
 
 def _restart_component(component: LocalComponent) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import orjson
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
@@ -41,7 +41,7 @@ from apiserver.authz.rbac.aggregation import keep_aggregated
 from apiserver.authz.reviews import Reviews
 from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
-from apiserver.http.inflight import kind_of
+from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
 from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess, relay
 from apiserver.http.metrics import Metrics
 from apiserver.http.requestinfo import parse_resource_path
@@ -84,6 +84,7 @@ class Api:
         admission_plugins: Sequence[str] | None = None,
         service_accounts: ServiceAccountTokenSettings | None = None,
         kubelet_tls: ssl.SSLContext | None = None,
+        inflight_limits: InFlightLimits | None = None,
     ) -> None:
         self.storage = storage
         if admission_plugins is None:
@@ -95,7 +96,7 @@ class Api:
         self.handlers = ResourceHandlers(storage, resources, clock, watch_cache_capacity)
         self.resources = resources
         self.metrics = Metrics()
-        self.inflight = self.handlers.inflight
+        self.inflight = self.handlers.inflight = InFlight(inflight_limits)
         self.openapi = openapi.OpenAPIDocuments(resources)
         caches = {(r.group, r.plural): c for r, c in self.handlers.caches.items()}
         self.authorization = Authorization(parse_mode(authorization_mode), caches)
@@ -187,6 +188,7 @@ def build_app(
     admission_plugins: Sequence[str] | None = None,
     service_accounts: ServiceAccountTokenSettings | None = None,
     kubelet_tls: ssl.SSLContext | None = None,
+    inflight_limits: InFlightLimits | None = None,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
@@ -197,7 +199,8 @@ def build_app(
     `service_accounts`: the keys, issuers and audiences of service-account tokens (default: a key
     made up for this process); their authenticator is asked after `authenticator`.
     `kubelet_tls`: how to reach kubelets (the apiserver's client certificate and the kubelets'
-    CA); without it pods/log, exec, portforward and nodes/proxy answer 503."""
+    CA); without it pods/log, exec, portforward and nodes/proxy answer 503.  `inflight_limits`:
+    the seats of requests and watches each priority level has (apiserver.http.inflight)."""
     api = Api(
         storage,
         resources if resources is not None else catalog(),
@@ -208,6 +211,7 @@ def build_app(
         admission_plugins,
         service_accounts,
         kubelet_tls,
+        inflight_limits,
     )
     authenticator = Union(authenticator, [api.service_accounts.authenticator])
 
@@ -231,7 +235,7 @@ def build_app(
             request.state.user = user
             as_user = set_user(user)
             try:
-                with api.inflight.admit(kind_of(request.method)), warnings.collect(warned):
+                with api.inflight.admit(kind_of(request.method), user), warnings.collect(warned):
                     response = await _route(api, request)
             finally:
                 reset_user(as_user)
@@ -241,6 +245,9 @@ def build_app(
             code = e.code
             # a webhook may warn and then refuse: kube sends both
             return _add_warnings(status_response(e, request.headers.get("accept")), warned)
+        except ClientDisconnect:
+            code = 499  # the client left (or its body timed out) before it sent the whole request: no one to answer
+            return Response(status_code=400)
         except Exception:
             log.exception("%s %s failed", request.method, request.url.path)
             return status_response(errors.internal("an internal error occurred; the server logged it"))

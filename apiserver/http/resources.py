@@ -202,7 +202,7 @@ class ResourceHandlers:
         cache = self.caches[res]
         want = negotiation.wanted(request.headers.get("accept"))
         if p.watch:
-            self.inflight.acquire("watch")
+            seat = self.inflight.acquire("watch", getattr(request.state, "user", None))
             try:
                 watcher = await cache.watch(
                     namespace=target.namespace,
@@ -212,9 +212,9 @@ class ResourceHandlers:
                     allow_bookmarks=p.allow_bookmarks,
                     send_initial_events=p.send_initial_events,
                 )
-            except errors.StatusError as e:
-                self.inflight.release("watch")
-                if e.code != 410:
+            except BaseException as e:
+                seat.release()
+                if not isinstance(e, errors.StatusError) or e.code != 410:
                     raise
                 # kube answers a watch from a compacted revision with a stream holding one ERROR
                 # event (410 Expired), which reflectors take as "re-list"
@@ -224,7 +224,7 @@ class ResourceHandlers:
                 key, make = f"table:{res.plural}:{p.include_object}", table_line(res, p.include_object, self.clock)
             else:
                 key, make = "json", json_line
-            watch_body = WatchBody(watcher, key, make, p.timeout_seconds, on_end=lambda: self.inflight.release("watch"))
+            watch_body = WatchBody(watcher, key, make, p.timeout_seconds, on_end=seat.release)
             return StreamingResponse(
                 watch_body.chunks(),
                 media_type=negotiation.JSON,

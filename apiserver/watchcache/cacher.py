@@ -481,7 +481,10 @@ class Cacher:
             except StatusError as err:
                 if err.code != 504:
                     raise
-        elif rv > 0 and send_initial_events:
+        elif rv > 0:
+            # A revision the cache has not seen: wait for it (bounded), then 504 "Too large
+            # resource version", as kube's cacher answers a watch (and a list) from the future,
+            # instead of a stream that stays silent until revisions catch up with the number.
             await self._wait_fresh(rv)
         else:
             await self._wait_ready()

@@ -17,7 +17,7 @@ import pytest
 from apiserver import errors
 from apiserver.auth.user import User
 from apiserver.http.app import build_app
-from apiserver.http.inflight import InFlight
+from apiserver.http.inflight import InFlight, InFlightLimits
 from tests.apiserver.memstorage import MemStorage
 from tests.apiserver.support import ApiserverUnderTest
 
@@ -133,15 +133,16 @@ def test_metrics_count_requests(api: httpx.Client) -> None:
 
 
 def test_in_flight_limits_answer_429() -> None:
-    limits = InFlight(reads=2, writes=1, watches=1)
-    with limits.admit("read"), limits.admit("read"):
-        with pytest.raises(errors.StatusError) as e, limits.admit("read"):
+    admin = User("admin", ("system:masters",))  # exempt from the per-user share: the level's own limits
+    limits = InFlight(InFlightLimits(reads=2, writes=1, watches=1, floor=1))
+    with limits.admit("read", admin), limits.admit("read", admin):
+        with pytest.raises(errors.StatusError) as e, limits.admit("read", admin):
             pass
         assert e.value.code == 429 and e.value.reason == "TooManyRequests"
-        with limits.admit("write"):
+        with limits.admit("write", admin):
             pass
-    limits.acquire("watch")
+    seat = limits.acquire("watch", admin)
     with pytest.raises(errors.StatusError):
-        limits.acquire("watch")
-    limits.release("watch")
-    limits.acquire("watch")
+        limits.acquire("watch", admin)
+    seat.release()
+    limits.acquire("watch", admin)

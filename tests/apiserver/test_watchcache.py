@@ -316,14 +316,36 @@ def test_watch_from_rv_replays_the_window_and_410s_when_too_old() -> None:
     run(t)
 
 
-def test_watch_from_a_future_rv_skips_what_comes_before_it() -> None:
+def test_watch_from_a_near_future_rv_waits_for_it_and_skips_what_comes_before_it() -> None:
     async def t() -> None:
         store = MemStorage()
-        async with cache_on(store) as c:
-            w = await c.watch(resource_version=str(store.revision + 1))
+        async with cache_on(store, fresh_timeout=2) as c:
+            opening = asyncio.create_task(c.watch(resource_version=str(store.revision + 1)))
+            await asyncio.sleep(0.01)
+            assert not opening.done()  # the cache has not seen that revision yet
             await store.create(key("a"), enc(pod("a")))
             rb = await store.create(key("b"), enc(pod("b")))
+            w = await opening
             assert summary(await drain(w)) == [("ADDED", "b", str(rb))]
+
+    run(t)
+
+
+@pytest.mark.parametrize("initial", [None, False, True])
+def test_watch_from_a_far_future_rv_is_504_too_large_resource_version(initial: bool | None) -> None:
+    async def t() -> None:
+        store = MemStorage()
+        await store.create(key("a"), enc(pod("a")))
+        async with cache_on(store, fresh_timeout=0.1) as c:
+            await settle(c, store)
+            with pytest.raises(StatusError) as err:
+                await c.watch(resource_version="999999999999", send_initial_events=initial, allow_bookmarks=True)
+            e = err.value
+            assert (e.code, e.reason) == (504, "Timeout")
+            assert e.message == f"Too large resource version: 999999999999, current: {store.revision}"
+            assert e.details["causes"][0]["reason"] == "ResourceVersionTooLarge"
+            assert e.details["retryAfterSeconds"] == 1
+            assert c.watcher_count == 0
 
     run(t)
 
