@@ -144,6 +144,8 @@ class Supervisor:
         self.parts, self.say, self.clock = parts, say, clock
         self._states: dict[str, _State] = {}
         self._record()  # a new `up`: no restarts yet
+        for part in parts():  # what runs now is ours, even if it is stopped before the first poll
+            self._states[part.name] = _State(pid=read_pid(part.pid_file), up_since=clock())
 
     def poll(self) -> None:
         now = self.clock()
@@ -156,13 +158,13 @@ class Supervisor:
                 elif now - st.up_since >= BACKOFF_RESET_S:
                     st.delay = BACKOFF_INITIAL_S
                 continue
-            if st.pid is None and st.due is None:
-                continue  # never seen running: not ours to start
             if stopped_on_purpose(part.pid_file):
-                if not st.stopped:
+                if not st.stopped and (st.pid is not None or st.due is not None):
                     self.say(f"{part.name} was stopped on purpose; not restarting it (`raftkube start {part.name}`)")
                 st.stopped, st.due, st.pid = True, None, None
                 continue
+            if st.pid is None and st.due is None:
+                continue  # never seen running: not ours to start
             if st.due is None:
                 self._died(part, st, now)
             if now >= (st.due or now):

@@ -133,6 +133,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 
 __all__ = [
+    "DEFAULT_DATA_DIR",
     "ClusterError",
     "ConfigError",
     "UsageError",
