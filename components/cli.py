@@ -24,6 +24,7 @@ from store.chaos import cli as chaos_cli
 from store.cli import cluster as store_cli
 from store.cli import kv as kv_cli
 from store.cli.common import ClusterError, UsageError
+from store.cli.locate import LocateError
 from store.config import ConfigError
 from store.launcher import LauncherError
 
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"raftkube: configuration error: {e}", file=sys.stderr)
         return 2
-    except (UsageError, LauncherError) as e:
+    except (UsageError, LauncherError, LocateError) as e:
         print(f"raftkube: {e}", file=sys.stderr)
         return 2
     except ClusterError as e:

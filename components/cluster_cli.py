@@ -6,7 +6,10 @@ apiserver (apiserver.launcher), waits for its /readyz as admin, writes the kubec
 per component, each its own identity: apiserver.pki.write_component_kubeconfigs), starts the
 components with those (components.launcher), waits for their /healthz and prints the status
 table.  In the foreground Ctrl-C (or SIGTERM) stops the components, then the apiserver, then
-the store; `--detach` returns and `down` stops them later by their pid files.
+the store; `--detach` returns and `down` stops them later by their pid files.  In both modes
+a `raftkube up` process stays to restart any part that exits (components.supervisor: with
+`--detach` a detached `up`), and `status` shows its restarts.  `down`, `status` find the
+cluster from any directory (store.cli.locate); `up` records it there.
 The apiserver's host and port are fixed when it first starts in a data dir (recorded in
 `apiserver/apiserver.json`, like the store's ports in cluster.json), so the kubeconfig stays
 valid across restarts; `--port` changes them.
@@ -16,31 +19,39 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
+import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings
+from apiserver.launcher import PID_FILE as APISERVER_PID
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
-from components import up_lock
+from components import supervisor, up_lock
 from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
 from components.kubelet.hollow import HOLLOW_LABEL
 from components.kubelet.podnet import PodNetError
 from components.kubelet.process_runtime import ProcessRuntime
-from components.launcher import LocalComponent, local_kubelets
+from components.launcher import PID_FILE, LocalComponent, local_kubelets
+from components.supervisor import Part, Supervisor
 from components.up_view import LiveStatus, MergedLog
 from store import pki
-from store.cli.cluster import member_watcher, run_until_signal, start_store, status_rows, store_settings
-from store.cli.common import DEFAULT_DATA_DIR, UsageError, print_json, table
+from store.cli import locate
+from store.cli.cluster import start_store, status_rows, store_settings
+from store.cli.common import UsageError, print_json, table
 from store.config import StoreSettings
-from store.launcher import LauncherError, LocalCluster, free_ports
+from store.launcher import LauncherError, LocalCluster, free_ports, stopped_on_purpose
 
 UP_COMPONENTS = ("controller-manager", "scheduler")
 HOLLOW = "hollow-nodes"
 COMPONENT_START_TIMEOUT_S = 30.0
+DETACH_TIMEOUT_S = 300.0
+"""How long `up --detach` waits for the detached `up` to have everything ready."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,6 +68,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument(
         "--hollow-nodes", type=int, help=f"hollow nodes to run, 0-{MAX_HOLLOW} (cluster.toml [kubelets] hollow)"
     )
+    up.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # the detached `up`: tell the parent
     up.set_defaults(run=cmd_up)
     down = sub.add_parser("down", help="stop the apiserver, then the store")
     _common(down)
@@ -68,7 +80,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", type=Path, help=f"the cluster's data dir (default {DEFAULT_DATA_DIR}/)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        help=f"the cluster's data dir (default ${locate.DATA_DIR_ENV}, ./{locate.DEFAULT_DATA_DIR}/, or the last up's)",
+    )
     p.add_argument("-o", "--output", choices=("human", "json"), default="human", help="output format")
 
 
@@ -93,14 +109,76 @@ def _endpoint(args: argparse.Namespace, apiserver: LocalApiserver, a: ApiserverS
 def cmd_up(args: argparse.Namespace) -> int:
     args.insecure = False
     s = store_settings(args)
+    if args.detach:
+        return _detach(args, s)
+    signals = _Signals()
     try:
         with up_lock.holding(s.data_dir):
-            return _up(args, s)
+            return _up(args, s, signals)
     except up_lock.DataDirBusy as e:
         raise UsageError(str(e)) from None
+    finally:
+        signals.restore()
 
 
-def _up(args: argparse.Namespace, s: StoreSettings) -> int:
+class _Signals:
+    """`up`'s signals from its start: SIGINT and SIGTERM interrupt the start-up (which then
+    stops what it started) and later end the watch loop, stopping everything; SIGUSR1 (from
+    `down`) ends it stopping nothing.  SIGINT is ours even if we were started with it ignored
+    (a background job, or the detached `up`)."""
+
+    def __init__(self) -> None:
+        self.stop = self.release = self.watching = False
+        self._old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, up_lock.RELEASE_SIGNAL)}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._on_stop)
+        signal.signal(up_lock.RELEASE_SIGNAL, self._on_release)
+
+    def _on_stop(self, signum: int, frame: object) -> None:
+        self.stop = True
+        if not self.watching:
+            raise KeyboardInterrupt
+
+    def _on_release(self, signum: int, frame: object) -> None:
+        self.release = True
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
+    """Start the supervising `up` detached, print what the foreground `up` prints, return."""
+    data_dir = s.data_dir.resolve()
+    argv = ["--data-dir", str(data_dir), "--config", str(args.config.resolve())]
+    for flag, value in (("--members", args.members), ("--port", args.port), ("--kubelets", args.kubelets)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.hollow_nodes is not None:
+        argv += ["--hollow-nodes", str(args.hollow_nodes)]
+    if args.free_ports:
+        argv.append("--free-ports")
+    detached = supervisor.start_detached(argv, data_dir, DETACH_TIMEOUT_S)
+    if not detached.ready:
+        sys.stderr.write(detached.output)
+        code = detached.proc.returncode
+        if code is None or code <= 0 or code == 130:
+            print(f"raftkube: the cluster was not ready within {DETACH_TIMEOUT_S:.0f}s; see above", file=sys.stderr)
+            return 1
+        return code
+    apiserver = LocalApiserver(data_dir)
+    rows = _rows(LocalCluster(data_dir), apiserver, 2.0)
+    _print(rows, args.output)
+    if args.output == "human":
+        print(f"\nexport KUBECONFIG={apiserver.kubeconfig.resolve()}")
+        print("try:  kubectl get --raw /readyz")
+        log = supervisor.supervisor_dir(data_dir) / supervisor.LOG_FILE
+        print(f"supervised by `raftkube up` (pid {detached.proc.pid}), which restarts what exits; its log: {log}")
+        print(f"stop with:  raftkube down --data-dir {data_dir}")
+    return 0
+
+
+def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     a = _apiserver_settings(args.config)
     apiserver = LocalApiserver(s.data_dir)
     endpoint = _endpoint(args, apiserver, a)
@@ -126,18 +204,20 @@ def _up(args: argparse.Namespace, s: StoreSettings) -> int:
     except KeyboardInterrupt:  # Ctrl-C while starting: leave nothing running
         _stop_everything(s.data_dir, apiserver, cluster)
         raise
+    locate.remember(s.data_dir)
+    detached = args.ready_fd is not None
+    human = args.output == "human" and not detached
+    say = _say(detached, human)
+    guard = Supervisor(s.data_dir, _parts(cluster, apiserver, endpoint, a.edge_flags(), components), say)
     rows = _rows(cluster, apiserver, 2.0)
-    _print(rows, args.output)
-    if args.output == "human":
+    if detached:
+        say(f"the cluster in {s.data_dir} is ready; supervising it (pid {os.getpid()})")
+        supervisor.signal_ready(args.ready_fd)
+    else:
+        _print(rows, args.output)
+    if human:
         print(f"\nexport KUBECONFIG={kubeconfig.resolve()}")
         print("try:  kubectl get --raw /readyz")
-    if args.detach:
-        if args.output == "human":
-            print(f"stop with:  raftkube down --data-dir {s.data_dir}")
-        return 0
-    watch_members = member_watcher(cluster)
-    apiserver_up = True
-    components_up = {c.name: True for c in components}
     logs = {f"store-{m}": cluster.member_dir(m) / "member.log" for m in cluster.member_ids()}
     logs |= {"apiserver": apiserver.log_file} | {c.name: c.log_file for c in components}
     merged = MergedLog(logs, sys.stdout)
@@ -150,32 +230,95 @@ def _up(args: argparse.Namespace, s: StoreSettings) -> int:
     live.seen(rows)
 
     def check() -> None:
-        nonlocal apiserver_up
-        if args.output == "human":
+        if human:
             merged.poll()
             live.poll()
-        watch_members()
-        now = apiserver.pid() is not None
-        if apiserver_up and not now:
-            print(f"the apiserver is not running (see {apiserver.log_file})", file=sys.stderr)
-        apiserver_up = now
-        for c in components:
-            alive = c.pid() is not None
-            if components_up[c.name] and not alive:
-                print(f"the {c.name} is not running (see {c.log_file})", file=sys.stderr)
-            components_up[c.name] = alive
+        guard.poll()
 
-    ready = "running in the foreground; Ctrl-C stops the components, the apiserver and every store member"
+    if human:
+        print("running in the foreground; Ctrl-C stops the components, the apiserver and every store member")
+        print("parts that exit are restarted (`raftkube status` counts it); `raftkube down` also stops it all")
+    sys.stdout.flush()
+    signals.watching = True
+    ended = "stop"
     try:
-        run_until_signal(check, ready=ready if args.output == "human" else "")
+        while not signals.stop:
+            if signals.release:
+                ended = "release"
+                break
+            if guard.finished():
+                ended = "finished"
+                break
+            time.sleep(supervisor.POLL_S)
+            if not (signals.stop or signals.release):
+                check()
     finally:
-        stopped_components = [c.name for c in components if c.stop()]
-        _stop_containers(components)
-        stopped_apiserver = apiserver.stop()
-        stopped = cluster.stop_all()
-        if args.output == "human":
-            print(f"\n{_stopped(stopped_components, stopped_apiserver, stopped)}")
+        if ended == "stop":
+            stopped_components = [c.name for c in components if c.stop()]
+            _stop_containers(components)
+            stopped_apiserver = apiserver.stop()
+            stopped = cluster.stop_all()
+            if args.output == "human" or detached:
+                print(f"\n{_stopped(stopped_components, stopped_apiserver, stopped)}", flush=True)
+    if ended == "release":
+        say("`raftkube down` took over: no longer supervising; it stops the parts")
+    elif ended == "finished":
+        say("every part was stopped on purpose (or the data dir is gone): nothing left to supervise")
     return 0
+
+
+def _say(detached: bool, human: bool) -> Callable[[str], None]:
+    """How the supervisor speaks: time-stamped lines in the detached `up`'s log; in the
+    foreground, lines among the parts' (`supervisor | ...`), or on stderr with -o json."""
+
+    def say(message: str) -> None:
+        if detached:
+            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}", flush=True)
+        elif human:
+            print(f"supervisor | {message}", flush=True)
+        else:
+            print(f"raftkube: {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def _parts(
+    cluster: LocalCluster,
+    apiserver: LocalApiserver,
+    endpoint: Endpoint,
+    apiserver_args: tuple[str, ...],
+    components: list[LocalComponent],
+) -> Callable[[], list[Part]]:
+    """What the supervisor keeps running: the members (as cluster.json has them now), the
+    apiserver at its endpoint with the edge settings `up` gave it, and the components `up` started."""
+    insecure = cluster.insecure()
+    fixed = [
+        Part(
+            "apiserver",
+            apiserver.root / APISERVER_PID,
+            apiserver.log_file,
+            lambda: apiserver.start(endpoint, insecure_store=insecure, extra_args=apiserver_args),
+        )
+    ]
+    fixed += [Part(c.name, c.root / PID_FILE, c.log_file, c.start) for c in components]
+
+    def parts() -> list[Part]:
+        try:
+            ids = cluster.member_ids()
+        except (LauncherError, KeyError, TypeError, ValueError):
+            ids = []  # cluster.json being rewritten or damaged: the members wait for the next poll
+        members = [
+            Part(
+                f"store-{m}",
+                cluster.member_dir(m) / "pid",
+                cluster.member_dir(m) / "member.log",
+                functools.partial(cluster.start_member, m),
+            )
+            for m in ids
+        ]
+        return members + fixed
+
+    return parts
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -184,14 +327,33 @@ def cmd_down(args: argparse.Namespace) -> int:
     apiserver = LocalApiserver(data_dir)
     if not cluster.exists() and apiserver.recorded() is None:
         raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
+    try:
+        with up_lock.taking_over(data_dir) as released:  # the supervisor first: nothing comes back
+            return _down(args, data_dir, cluster, apiserver, released)
+    except up_lock.DataDirBusy as e:
+        # every stop below is marked on purpose, which a supervisor leaves alone
+        print(
+            f"raftkube: WARNING: the supervising `up` did not let go within 30s ({e}); stopping anyway", file=sys.stderr
+        )
+        return _down(args, data_dir, cluster, apiserver, None)
+
+
+def _down(
+    args: argparse.Namespace, data_dir: Path, cluster: LocalCluster, apiserver: LocalApiserver, released: int | None
+) -> int:
     components = _components(data_dir)
     stopped_components = [c.name for c in components if c.stop()]
     _stop_containers(components)
     stopped_apiserver = apiserver.stop()
     stopped = cluster.stop_all() if cluster.exists() else []
     if args.output == "json":
-        print_json({"components": stopped_components, "apiserver": stopped_apiserver, "store": stopped})
-    elif stopped_components or stopped_apiserver or stopped:
+        print_json(
+            {"supervisor": released, "components": stopped_components, "apiserver": stopped_apiserver, "store": stopped}
+        )
+        return 0
+    if released is not None:
+        print(f"the supervising `raftkube up` (pid {released}) let go")
+    if stopped_components or stopped_apiserver or stopped:
         print(_stopped(stopped_components, stopped_apiserver, stopped))
     else:
         print("nothing was running")
@@ -205,24 +367,52 @@ def cmd_status(args: argparse.Namespace) -> int:
         raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
     rows = _rows(cluster, LocalApiserver(data_dir), args.timeout)
     _print(rows, args.output)
+    if args.output == "human":
+        print(_supervision(data_dir, rows))
     return 0 if all(r["healthy"] for r in rows) else 1
+
+
+def _supervision(data_dir: Path, rows: list[dict[str, Any]]) -> str:
+    """Who restarts what exits, and which parts stay down because they were stopped on purpose."""
+    pid = up_lock.holder(data_dir)
+    text = (
+        f"\nsupervised by `raftkube up` (pid {pid}): parts that exit are restarted"
+        if pid is not None
+        else "\nno `raftkube up` supervises this cluster: parts that exit stay down (`raftkube restart PART`)"
+    )
+    held = [r["part"] for r in rows if r.get("stopped")]
+    if held:
+        text += f"\nstopped on purpose, not restarted until started again: {', '.join(held)}"
+    return text
 
 
 # ---------------------------------------------------------------------- the table
 def _data_dir(args: argparse.Namespace) -> Path:
-    return args.data_dir if args.data_dir is not None else DEFAULT_DATA_DIR
+    return locate.find(args.data_dir)
 
 
 def _rows(cluster: LocalCluster, apiserver: LocalApiserver, timeout: float) -> list[dict[str, Any]]:
-    """One row per store member, then one for the apiserver: part, url, role, pid, healthy."""
+    """One row per store member, then the apiserver, the components, the nodes: part, url,
+    role, pid, healthy; for processes also restarts and last_restart (the supervisor's count,
+    and {reason, time} of the last one) and stopped (stopped on purpose, so not restarted)."""
+    restarts = supervisor.read_restarts(cluster.data_dir)
+
+    def process(part: str, name: str, pid_file: Path, **row: Any) -> dict[str, Any]:
+        count = restarts.get(name, {})
+        row = {"part": part, **row, "restarts": count.get("restarts", 0), "last_restart": count.get("last")}
+        row["stopped"] = row["pid"] is None and stopped_on_purpose(pid_file)
+        return row
+
     rows = [
-        {
-            "part": f"store member {r['id']}",
-            "url": r["client_url"],
-            "role": r["role"],
-            "pid": r["pid"],
-            "healthy": r["healthy"],
-        }
+        process(
+            f"store member {r['id']}",
+            f"store-{r['id']}",
+            cluster.member_dir(r["id"]) / "pid",
+            url=r["client_url"],
+            role=r["role"],
+            pid=r["pid"],
+            healthy=r["healthy"],
+        )
         for r in status_rows(cluster, timeout)
     ]
     endpoint = apiserver.recorded()
@@ -230,14 +420,17 @@ def _rows(cluster: LocalCluster, apiserver: LocalApiserver, timeout: float) -> l
         pid = apiserver.pid()
         code, body = apiserver.probe(endpoint, timeout=timeout) if pid is not None else (0, "")
         role = "ready" if code == 200 else ("down" if pid is None else f"not ready ({code or body})")
-        rows.append({"part": "apiserver", "url": endpoint.url, "role": role, "pid": pid, "healthy": code == 200})
+        pid_file = apiserver.root / APISERVER_PID
+        rows.append(
+            process("apiserver", "apiserver", pid_file, url=endpoint.url, role=role, pid=pid, healthy=code == 200)
+        )
     for c in _components(cluster.data_dir):
         if c.health_port() is None:
             continue  # never started here
         pid = c.pid()
         code, body = c.probe(timeout) if pid is not None else (0, "")
         role = "running" if code == 200 else ("down" if pid is None else f"not healthy ({code or body})")
-        rows.append({"part": c.name, "url": c.url, "role": role, "pid": pid, "healthy": code == 200})
+        rows.append(process(c.name, c.name, c.root / PID_FILE, url=c.url, role=role, pid=pid, healthy=code == 200))
     if endpoint is not None and any(r["part"] == "apiserver" and r["healthy"] for r in rows):
         rows += _node_rows(apiserver, endpoint, timeout)
     return rows
@@ -345,12 +538,29 @@ def _print(rows: list[dict[str, Any]], output: str) -> None:
     print(
         table(
             [
-                [r["part"], r["url"], r["role"], str(r["pid"] or "-"), "healthy" if r["healthy"] else "UNHEALTHY"]
+                [
+                    r["part"],
+                    r["url"],
+                    r["role"],
+                    str(r["pid"] or "-"),
+                    _restarts(r),
+                    "healthy" if r["healthy"] else "UNHEALTHY",
+                ]
                 for r in rows
             ],
-            ["PART", "URL", "ROLE", "PID", "HEALTH"],
+            ["PART", "URL", "ROLE", "PID", "RESTARTS", "HEALTH"],
         )
     )
+
+
+def _restarts(row: dict[str, Any]) -> str:
+    """As kubectl's RESTARTS: `2 (killed by SIGKILL, 40s ago)`; empty for a node."""
+    if "restarts" not in row:
+        return ""
+    last = row.get("last_restart")
+    if not row["restarts"] or not isinstance(last, dict):
+        return str(row["restarts"])
+    return f"{row['restarts']} ({last.get('reason', '?')}, {supervisor.ago(str(last.get('time')))})"
 
 
 __all__ = ["cmd_down", "cmd_status", "cmd_up", "register"]

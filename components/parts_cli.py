@@ -1,5 +1,5 @@
-"""`raftkube logs PART [-f] [--tail N]` and `raftkube restart PART`: one process of a local
-cluster.
+"""`raftkube logs PART [-f] [--tail N]`, `raftkube restart|stop|start PART`: one process of a
+local cluster, found from any directory (store.cli.locate).
 
     store-<id>            a store member (`raftkube status` shows "store member <id>")
     apiserver             the apiserver
@@ -8,7 +8,9 @@ cluster.
 `restart` stops the process (SIGTERM, SIGKILL after 10 s) and starts it again as it was
 started: same ports, same flags (a component's are kept in its directory), and waits until
 it is healthy.  A kubelet's containers keep running across its restart; it adopts them.
-An unknown part is a usage error (exit 2) that lists the known ones.
+`stop` stops it on purpose: the supervising `up` leaves it down (components.supervisor) until
+`start` or `restart` starts it again.  An unknown part is a usage error (exit 2) that lists
+the known ones.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from apiserver.config import load_apiserver_settings
+from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import LocalApiserver
 from components.launcher import COMPONENTS, LocalComponent, local_kubelets
-from store.cli.common import DEFAULT_DATA_DIR, UsageError
+from store.cli import locate
+from store.cli.common import UsageError
 from store.launcher import LauncherError, LocalCluster
 
 FOLLOW_POLL_S = 0.2
@@ -36,24 +39,31 @@ class Part:
     log_file: Path
 
 
+PARTS_HELP = "store-<id>, apiserver, controller-manager, scheduler, hollow-nodes, kubelet-<node>"
+DATA_DIR_HELP = "the cluster's data dir (default: as `raftkube status` finds it)"
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     logs = sub.add_parser("logs", help="a local cluster process's log (store-N, apiserver, scheduler, kubelet-...)")
-    logs.add_argument("part", help="store-<id>, apiserver, controller-manager, scheduler, hollow-nodes, kubelet-<node>")
+    logs.add_argument("part", help=PARTS_HELP)
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing what it writes until Ctrl-C")
     logs.add_argument("--tail", type=int, default=-1, help="only the last N lines (-1: all)")
-    logs.add_argument("--data-dir", type=Path, help=f"the cluster's data dir (default {DEFAULT_DATA_DIR}/)")
+    logs.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
     logs.set_defaults(run=cmd_logs)
-    restart = sub.add_parser("restart", help="stop and start one process of a local cluster, as it was started")
-    restart.add_argument(
-        "part", help="store-<id>, apiserver, controller-manager, scheduler, hollow-nodes, kubelet-<node>"
-    )
-    restart.add_argument("--data-dir", type=Path, help=f"the cluster's data dir (default {DEFAULT_DATA_DIR}/)")
-    restart.add_argument("--config", type=Path, default=Path("cluster.toml"), help="[apiserver] startup_timeout")
-    restart.set_defaults(run=cmd_restart)
+    for name, helptext in (
+        ("restart", "stop and start one process of a local cluster, as it was started"),
+        ("stop", "stop one process of a local cluster; `raftkube up` does not restart it until `start`"),
+        ("start", "start a stopped process of a local cluster, as it was started"),
+    ):
+        c = sub.add_parser(name, help=helptext)
+        c.add_argument("part", help=PARTS_HELP)
+        c.add_argument("--data-dir", type=Path, help=DATA_DIR_HELP)
+        c.add_argument("--config", type=Path, help="[apiserver] startup_timeout (default: ./cluster.toml if any)")
+        c.set_defaults(run=cmd_part, action=name)
 
 
 def _data_dir(args: argparse.Namespace) -> Path:
-    return Path(args.data_dir) if args.data_dir else DEFAULT_DATA_DIR
+    return locate.find(args.data_dir)
 
 
 def known_parts(data_dir: Path) -> list[str]:
@@ -119,24 +129,40 @@ def cmd_logs(args: argparse.Namespace) -> int:
         return 0
 
 
-def cmd_restart(args: argparse.Namespace) -> int:
+def cmd_part(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     part = resolve(data_dir, args.part)
     try:
-        if part.name.startswith("store-"):
-            _restart_member(LocalCluster(data_dir), int(part.name.removeprefix("store-")))
-        elif part.name == "apiserver":
-            _restart_apiserver(data_dir, args.config)
-        else:
-            _restart_component(LocalComponent(data_dir, part.name))
+        if args.action in ("restart", "stop"):
+            _stop(data_dir, part.name)
+        if args.action in ("restart", "start"):
+            _start(data_dir, part.name, args.config)
     except LauncherError as e:
         raise UsageError(str(e)) from e
-    print(f"restarted {part.name}")
+    print(f"{'stopped' if args.action == 'stop' else args.action + 'ed'} {part.name}")
     return 0
 
 
-def _restart_member(cluster: LocalCluster, member_id: int) -> None:
-    cluster.stop_member(member_id)
+def _stop(data_dir: Path, name: str) -> None:
+    """Stop it on purpose (store.launcher marks it so)."""
+    if name.startswith("store-"):
+        LocalCluster(data_dir).stop_member(int(name.removeprefix("store-")))
+    elif name == "apiserver":
+        LocalApiserver(data_dir).stop()
+    else:
+        LocalComponent(data_dir, name).stop()
+
+
+def _start(data_dir: Path, name: str, config: Path | None) -> None:
+    if name.startswith("store-"):
+        _start_member(LocalCluster(data_dir), int(name.removeprefix("store-")))
+    elif name == "apiserver":
+        _start_apiserver(data_dir, config)
+    else:
+        _start_component(LocalComponent(data_dir, name))
+
+
+def _start_member(cluster: LocalCluster, member_id: int) -> None:
     cluster.start_member(member_id)
     deadline = time.monotonic() + HEALTHY_TIMEOUT_S
     while cluster.pid(member_id) is None:
@@ -145,19 +171,21 @@ def _restart_member(cluster: LocalCluster, member_id: int) -> None:
         time.sleep(0.05)
 
 
-def _restart_apiserver(data_dir: Path, config: Path) -> None:
+def _start_apiserver(data_dir: Path, config: Path | None) -> None:
+    """With `config`'s startup_timeout, else ./cluster.toml's if there is one, else the default
+    (the command works outside the checkout, where there is no cluster.toml)."""
+    if config is None and Path("cluster.toml").is_file():
+        config = Path("cluster.toml")
+    settings = load_apiserver_settings(config) if config is not None else ApiserverSettings()
     apiserver = LocalApiserver(data_dir)
     endpoint = apiserver.recorded()
     if endpoint is None:
         raise LauncherError(f"no apiserver recorded in {data_dir}")
-    settings = load_apiserver_settings(config)
-    apiserver.stop()
     apiserver.start(endpoint, insecure_store=LocalCluster(data_dir).insecure(), extra_args=settings.edge_flags())
     apiserver.wait_ready(endpoint, settings.startup_timeout)
 
 
-def _restart_component(component: LocalComponent) -> None:
-    component.stop()
+def _start_component(component: LocalComponent) -> None:
     component.start()
     deadline = time.monotonic() + HEALTHY_TIMEOUT_S
     while component.probe(timeout=1.0)[0] != 200:

@@ -14,7 +14,8 @@ import argparse
 from pathlib import Path
 
 from apiserver.pki import user_kubeconfig
-from store.cli.common import DEFAULT_DATA_DIR, UsageError
+from store.cli import locate
+from store.cli.common import UsageError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,14 +25,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add.add_argument("name", help="the user name (the certificate's CN)")
     add.add_argument("--group", action="append", default=[], help="a group of the user (repeat for more)")
     add.add_argument(
-        "--data-dir", type=Path, default=None, help=f"the cluster's data dir (default {DEFAULT_DATA_DIR}/)"
+        "--data-dir", type=Path, default=None, help="the cluster's data dir (default: as `status` finds it)"
     )
     add.add_argument("--out", type=Path, help="where to write the kubeconfig (default: in the data dir)")
     add.set_defaults(run=cmd_add)
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    data_dir = args.data_dir or Path(DEFAULT_DATA_DIR)
+    data_dir = locate.find(args.data_dir)
     try:
         path = user_kubeconfig(data_dir, args.name, tuple(args.group), out=args.out)
     except ValueError as e:

@@ -20,12 +20,19 @@ the umask (store.disk), but certificates (public, 0644: store.pki) in those 0700
 
 Each member runs in its own process group, so signals aimed at one member (kill, pause)
 never reach the launcher or the other members.
+
+Every process started here (members, and through this module the apiserver and components)
+has a pid file; next to it `pid.stopped` says it was stopped on purpose (`stop_process`,
+`kill_member`: `down`, `restart`, `store kill`) and stays until it is started again, so that
+a supervisor (components.supervisor) brings back what died on its own and leaves alone what a
+user stopped.  `pid.lock` serialises starting and stopping one part across processes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import random
@@ -35,7 +42,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -316,7 +323,12 @@ class LocalCluster:
         return stop_process(self.member_dir(member_id) / "pid", timeout)
 
     def kill_member(self, member_id: int) -> int:
-        pid = self.signal_member(member_id, signal.SIGKILL)
+        """SIGKILL it, marked stopped on purpose: a supervisor leaves it down until it is started."""
+        pid_file = self.member_dir(member_id) / "pid"
+        with part_lock(pid_file):
+            if self.pid(member_id) is not None:
+                mark_stopped(pid_file)
+            pid = self.signal_member(member_id, signal.SIGKILL)
         deadline = time.monotonic() + 5
         while self.pid(member_id) is not None and time.monotonic() < deadline:
             _reap(pid)
@@ -358,34 +370,104 @@ def read_pid(pid_file: Path) -> int | None:
     return pid
 
 
+def stopped_file(pid_file: Path) -> Path:
+    """Present while the part was stopped on purpose (and not started since)."""
+    return pid_file.with_name(pid_file.name + ".stopped")
+
+
+def stopped_on_purpose(pid_file: Path) -> bool:
+    return stopped_file(pid_file).exists()
+
+
+def mark_stopped(pid_file: Path) -> None:
+    disk.write_private(stopped_file(pid_file), f"{time.time():.3f} by pid {os.getpid()}\n".encode())
+
+
+_held: dict[str, tuple[int, int]] = {}
+"""Part locks this process holds: path -> (fd, depth); re-entrant, so that a supervisor that
+holds one while it decides can call a start that takes it again."""
+
+
+@contextlib.contextmanager
+def part_lock(pid_file: Path, wait: bool = True) -> Iterator[bool]:
+    """Hold `pid.lock` next to `pid_file` (blocking, or False at once when `wait` is False
+    and another process holds it): one start or stop of a part at a time."""
+    path = os.fspath(pid_file.with_name(pid_file.name + ".lock"))
+    if path in _held:
+        fd, depth = _held[path]
+        _held[path] = (fd, depth + 1)
+        try:
+            yield True
+        finally:
+            _held[path] = (fd, _held[path][1] - 1)
+        return
+    disk.make_dirs(pid_file.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        _held[path] = (fd, 1)
+        try:
+            yield True
+        finally:
+            del _held[path]
+    finally:
+        os.close(fd)  # drops the lock
+
+
 def spawn(argv: list[str], log_file: Path, pid_file: Path, env: dict[str, str] | None = None) -> int:
     """Start `argv` in its own process group (signals for it never reach us), stdout and
-    stderr appended to `log_file`, its pid written to `pid_file`; `env` adds to ours."""
-    log = disk.open_log(log_file)  # handed to the child process
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdout=log,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=os.getcwd(),
-            env={
-                **os.environ,
-                **(env or {}),
-                "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
-            },
-        )
-    finally:
-        os.close(log)
-    _children[proc.pid] = proc
-    disk.write_private(pid_file, f"{proc.pid}\n".encode())
+    stderr appended to `log_file`, its pid written to `pid_file`; `env` adds to ours.  A part
+    already running under `pid_file` is refused; a mark of a stop on purpose is cleared once
+    the new pid is written (a supervisor never sees it dead and unmarked in between)."""
+    with part_lock(pid_file):
+        running = read_pid(pid_file)
+        if running is not None:
+            raise LauncherError(f"{pid_file.parent.name} is already running (pid {running})")
+        log = disk.open_log(log_file)  # handed to the child process
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=os.getcwd(),
+                env=child_env(env),
+            )
+        finally:
+            os.close(log)
+        _children[proc.pid] = proc
+        disk.write_private(pid_file, f"{proc.pid}\n".encode())
+        with contextlib.suppress(FileNotFoundError):
+            stopped_file(pid_file).unlink()
     return proc.pid
+
+
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Our environment, `env` on top, with this checkout first on the import path."""
+    return {
+        **os.environ,
+        **(env or {}),
+        "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
 
 
 def stop_process(pid_file: Path, timeout: float = 10.0) -> bool:
     """SIGTERM the process group of the pid in `pid_file`, then SIGKILL after `timeout`;
-    remove the pid file; True if it was running."""
+    remove the pid file; True if it was running.  The part is marked stopped on purpose (even
+    when it was already down: a supervisor must not bring it back after this)."""
+    if not pid_file.parent.is_dir():
+        return False
+    with part_lock(pid_file):
+        mark_stopped(pid_file)
+        return _stop(pid_file, timeout)
+
+
+def _stop(pid_file: Path, timeout: float) -> bool:
     pid = read_pid(pid_file)
     if pid is None:
         return False

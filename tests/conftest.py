@@ -1,7 +1,14 @@
-"""Suite-wide guard: no process a test module starts (store members, apiservers, components,
-through store.launcher.spawn) may outlive that module.  One left running is killed by pid and
-the module fails, naming it: a leaked process would load the machine for the rest of the run
-and hold ports and files."""
+"""Suite-wide guards.
+
+* No cluster but the tests' own: every `raftkube` the suite runs (in-process or as a
+  subprocess, which inherits the environment) finds no cluster unless a test names one with
+  --data-dir: $RAFTKUBE_DATA_DIR points at an empty temporary path (not the checkout's
+  `.raftkube/`, which the README's `raftkube up` creates), and $XDG_STATE_HOME at a temporary
+  directory (not the developer's record of the last `up`: store.cli.locate).
+* No process a test module starts (store members, apiservers, components, through
+  store.launcher.spawn) may outlive that module.  One left running is killed by pid and the
+  module fails, naming it: a leaked process would load the machine for the rest of the run
+  and hold ports and files."""
 
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from store import launcher
+from store.cli import locate
 
 EXIT_GRACE_S = 10.0
 
@@ -24,6 +32,20 @@ def _command(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return "?"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_cluster_but_the_tests_own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    base = tmp_path_factory.mktemp("isolated")
+    saved = {k: os.environ.get(k) for k in (locate.DATA_DIR_ENV, "XDG_STATE_HOME")}
+    os.environ[locate.DATA_DIR_ENV] = str(base / "no-data-dir-given")
+    os.environ["XDG_STATE_HOME"] = str(base / "state")
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -16,6 +16,7 @@ from typing import Any
 from store import disk
 from store.api.cluster import MemberInfo
 from store.api.errors import StoreError
+from store.cli import locate
 from store.cli.common import (
     UsageError,
     add_cluster_arguments,
@@ -119,8 +120,9 @@ def store_settings(args: argparse.Namespace) -> StoreSettings:
     changes: dict[str, Any] = {}
     if getattr(args, "members", None):
         changes["members"] = args.members
-    if args.data_dir is not None:
-        changes["data_dir"] = args.data_dir
+    named = locate.given(args.data_dir)  # --data-dir, $RAFTKUBE_DATA_DIR; else cluster.toml's
+    if named is not None:
+        changes["data_dir"] = named
     port = getattr(args, "client_port", None)
     if port is not None:
         if not 0 < port < 65536 - 10000 * (changes.get("members", s.members) - 1) - 2:

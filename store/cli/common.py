@@ -11,11 +11,11 @@ from typing import Any, NoReturn
 
 from store import pki
 from store.api.errors import Outcome, StoreError
+from store.cli import locate
+from store.cli.locate import DEFAULT_DATA_DIR
 from store.client.client import Client
 from store.config import ConfigError
 from store.launcher import LauncherError, LocalCluster
-
-DEFAULT_DATA_DIR = Path(".raftkube")
 
 
 class UsageError(Exception):
@@ -38,7 +38,7 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
         "--data-dir",
         type=Path,
         default=None,
-        help=f"the cluster's data dir (default {DEFAULT_DATA_DIR}/ in the working directory)",
+        help=f"the cluster's data dir (default ${locate.DATA_DIR_ENV}, {DEFAULT_DATA_DIR}/, or the last `up`'s)",
     )
     p.add_argument("--endpoints", help="comma-separated client URLs, instead of finding them in the data dir")
     p.add_argument("-o", "--output", choices=("human", "json"), default="human", help="output format")
@@ -57,7 +57,11 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def data_dir(args: argparse.Namespace) -> Path:
-    return args.data_dir if args.data_dir is not None else DEFAULT_DATA_DIR
+    """--data-dir, or the cluster store.cli.locate finds."""
+    try:
+        return locate.find(args.data_dir)
+    except locate.LocateError as e:
+        raise UsageError(str(e)) from None
 
 
 def endpoints(args: argparse.Namespace) -> list[str]:
@@ -75,7 +79,9 @@ def endpoints(args: argparse.Namespace) -> list[str]:
 
 def client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The TLS context for talking to the cluster: --cacert/--cert/--key when given (as with
-    etcdctl), else the admin certificate in the data dir; None with --insecure."""
+    etcdctl), else the admin certificate in the data dir; None with --insecure.  With
+    --endpoints only a data dir named explicitly (--data-dir, $RAFTKUBE_DATA_DIR) lends its
+    certificates: the endpoints may be another cluster's than the one found by default."""
     cacert, cert, key = args.tls_cacert, args.tls_cert, args.tls_key
     if args.insecure:
         if cacert or cert or key:
@@ -86,8 +92,9 @@ def client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     try:
         if cacert is not None:
             return pki.client_context(cacert, cert, key)
-        cluster = LocalCluster(data_dir(args))
-        if not cluster.exists():
+        named = locate.given(args.data_dir) if args.endpoints else data_dir(args)
+        cluster = LocalCluster(named if named is not None else DEFAULT_DATA_DIR)
+        if named is None or not cluster.exists():
             if args.endpoints:
                 raise UsageError(
                     "--endpoints: give --cacert, --cert and --key for the cluster's TLS "
@@ -126,6 +133,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 
 __all__ = [
+    "DEFAULT_DATA_DIR",
     "ClusterError",
     "ConfigError",
     "UsageError",

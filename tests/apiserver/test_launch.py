@@ -163,14 +163,16 @@ def test_down_stops_every_process(data_dir: Path) -> None:
     components = [LocalComponent(data_dir, n).pid() for n in names]
     pids = [p for p in (*(cluster.pid(m) for m in cluster.member_ids()), apiserver.pid(), *components) if p]
     assert len(pids) == 8
+    supervising = int((data_dir / "up.lock").read_text())  # the detached `up`, which `down` releases first
     proc = raftkube("down", "--data-dir", str(data_dir), "-o", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
+        "supervisor": supervising,
         "components": ["controller-manager", "scheduler", "kubelet-node-1", "kubelet-node-2"],
         "apiserver": True,
         "store": [1, 2, 3],
     }
-    assert [p for p in pids if _alive(p)] == []
+    assert [p for p in [*pids, supervising] if _alive(p)] == []
     assert not (data_dir / "apiserver" / "pid").exists()
     rows = json.loads(raftkube("status", "--data-dir", str(data_dir), "-o", "json").stdout)
     assert {r["role"] for r in rows} == {"down"}
@@ -196,29 +198,29 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
         assert again.returncode == 2
         assert f"{d} is in use by `raftkube up` (pid {proc.pid})" in again.stderr
         assert LocalApiserver(d).pid() == pids[1]
-        # what a part logs from now on shows up prefixed with its name; a part that goes down
-        # brings the status table back, saying so
+        # what a part logs from now on shows up prefixed with its name; a part that dies is
+        # said, restarted (components.supervisor), and the status table comes back with it
         with LocalComponent(d, "scheduler").log_file.open("a") as f:
             f.write("a line the scheduler wrote\n")
         scheduler = components[1]
         assert scheduler is not None
         os.killpg(scheduler, signal.SIGKILL)
         seen: list[str] = []
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             seen.append(proc.stdout.readline())
-            if any(re.match(r"scheduler\s+\S+\s+down", s) for s in seen) and any(
-                re.match(r"scheduler\s+\| a line the scheduler wrote", s) for s in seen
+            if (
+                any(re.match(rf"supervisor \| scheduler \(pid {scheduler}\) killed by SIGKILL", s) for s in seen)
+                and any(re.match(r"scheduler\s+\| a line the scheduler wrote", s) for s in seen)
+                and any(re.match(r"scheduler\s+\S+\s+\S+\s+\d+\s+1 \(killed by SIGKILL", s) for s in seen)
             ):
                 break
         else:
-            raise AssertionError(f"no merged log line or new status table in: {seen}")
+            raise AssertionError(f"no merged log line, restart or new status table in: {seen}")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, (out, err)
-        stopped = (
-            "stopped the controller-manager, the kubelet-node-1, the kubelet-node-2, the apiserver"  # not the dead
-        )
+        stopped = "stopped the controller-manager, the scheduler, the kubelet-node-1, the kubelet-node-2, the apiserver"
         assert f"{stopped} and store member(s) [1]" in out, (out, err)
         assert [p for p in pids if p is not None and _alive(p)] == []
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,10 +10,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def raftkube(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def raftkube(
+    *args: str,
+    stdin: str | None = None,
+    timeout: float = 60,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`cwd` other than the checkout: the checkout's code all the same (PYTHONPATH); `env`
+    replaces the environment."""
+    if env is not None or cwd != ROOT:
+        env = {**(os.environ if env is None else env), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "components.cli", *args],
-        cwd=ROOT,
+        cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -32,11 +44,12 @@ job started in the background of a script (as CI may run the suite) has SIGINT i
 its children inherit that, so a test's SIGINT would do nothing."""
 
 
-def raftkube_interactive(*args: str) -> subprocess.Popen[str]:
+def raftkube_interactive(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """The command as a long-running process, as a user at a terminal runs it."""
     return subprocess.Popen(
         [sys.executable, "-c", CTRL_C_ABLE, *args],
         cwd=ROOT,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
