@@ -94,6 +94,23 @@ def test_a_hundred_million_laughs_from_the_admin_is_413_too(server: ApiserverUnd
     assert not watch.readyz_failures, watch.readyz_failures
 
 
+def test_thirty_doubling_copies_in_a_json_patch_are_refused(server: ApiserverUnderTest, admin: httpx.Client) -> None:
+    name = f"doubling-{next(_names)}"
+    made = admin.post(CM, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+    assert made.status_code == 201, made.text
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/metadata/annotations", "value": {"big": "x" * 100_000}}]
+    ops += [{"op": "copy", "from": "/metadata/annotations", "path": f"/metadata/annotations/x{i}"} for i in range(30)]
+    with watched(server) as watch:
+        r = admin.patch(f"{CM}/{name}", json=ops, headers={"Content-Type": "application/json-patch+json"})
+    message = status_of(r, 422, "Invalid")["message"]
+    assert "operation 6 (copy /metadata/annotations/x5): Unable to complete the copy, the accumulated" in message
+    assert "exceeding the limit 3145728" in message, message
+    assert not watch.killed and watch.peak - watch.before < GROWTH, watch.describe()
+    assert not watch.readyz_failures, watch.readyz_failures
+    stored = admin.get(f"{CM}/{name}").json()
+    assert "annotations" not in stored["metadata"]  # all or nothing: nothing was kept
+
+
 def test_yaml_nested_a_hundred_thousand_deep_is_400(server: ApiserverUnderTest, admin: httpx.Client) -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
     block = "".join(f"{' ' * i}a{i}:\n" for i in range(2_000)).encode()  # block style, 2,000 deep
