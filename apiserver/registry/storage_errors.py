@@ -13,13 +13,14 @@ from apiserver.storage.interface import (
     KeyNotFoundError,
     RevisionConflictError,
     StorageError,
+    TooLargeError,
     UnavailableError,
 )
 
 
 @contextlib.contextmanager
 def as_status(what: str) -> Iterator[None]:
-    """Map a storage failure during `what` ("create pods default/p") to 503, 504, 410 or 500.
+    """Map a storage failure during `what` ("create pods default/p") to 503, 504, 410, 413 or 500.
 
     A conflict, a missing or an existing key passes through unchanged: the registry handles
     them (an update without a resourceVersion retries on a concurrent write)."""
@@ -35,5 +36,9 @@ def as_status(what: str) -> Iterator[None]:
         ) from e
     except CompactedError as e:
         raise errors.gone(f"The resourceVersion for the provided list is too old ({e})") from e
+    except TooLargeError as e:
+        raise errors.too_large(
+            f"Request entity too large: {what}: the object is larger than the store takes ({e})"
+        ) from e
     except StorageError as e:
         raise errors.internal(f"{what}: storage error: {e}") from e

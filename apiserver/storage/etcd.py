@@ -34,6 +34,7 @@ from apiserver.storage.interface import (
     StorageError,
     StorageEvent,
     Stored,
+    TooLargeError,
     UnavailableError,
 )
 from apiserver.storage.interface import KeyExistsError as KeyExists
@@ -85,6 +86,8 @@ def storage_error(e: ec.EtcdError) -> StorageError:
         return UnavailableError(f"etcd unavailable: {e}")
     if isinstance(e, ec.EtcdAmbiguous):
         return AmbiguousError(f"the write's outcome is unknown: {e}")
+    if "request is too large" in e.details:  # etcd's ErrRequestTooLarge (--max-request-bytes)
+        return TooLargeError(f"etcd: {e.details}")
     return StorageError(f"etcd error: {e}")
 
 

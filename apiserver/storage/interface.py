@@ -84,6 +84,11 @@ class CompactedError(StorageError):
         self.compact_revision = compact_revision
 
 
+class TooLargeError(StorageError):
+    """The store refused a write for its size (its request limit: raftkube's and etcd's 1.5 MiB),
+    which an object within the apiserver's 3 MiB request limit can still pass."""
+
+
 class UnavailableError(StorageError):
     """No quorum or no reachable member, and the request was not applied."""
 

@@ -28,6 +28,7 @@ from apiserver.storage.interface import (
     StorageError,
     StorageEvent,
     Stored,
+    TooLargeError,
     UnavailableError,
 )
 from apiserver.storage.interface import KeyExistsError as KeyExists
@@ -68,6 +69,8 @@ def storage_error(e: E.StoreError, write: bool) -> StorageError:
     """The typed storage error for a store error (`write`: the request changes the store)."""
     if isinstance(e, E.CompactedError):
         return CompactedError(e.compact_revision)
+    if isinstance(e, E.RequestTooLargeError):
+        return TooLargeError(e.message)
     if e.outcome is E.Outcome.NOT_APPLIED:
         return UnavailableError(f"store unavailable: {e.message}")
     if e.outcome is E.Outcome.UNKNOWN:

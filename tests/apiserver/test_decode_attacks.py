@@ -124,6 +124,20 @@ def test_yaml_nested_a_hundred_thousand_deep_is_400(server: ApiserverUnderTest, 
     assert readyz_ok(server)
 
 
+def test_an_object_past_the_stores_own_limit_is_413_not_500(server: ApiserverUnderTest, admin: httpx.Client) -> None:
+    """Under the 3 MiB request limit but over the store's 1.5 MiB: the fuzz found this a 500."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"big-{next(_names)}"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "args": ["a" * 1000] * 1700}]},
+    }
+    r = admin.post("/api/v1/namespaces/default/pods", json=pod)
+    message = status_of(r, 413, "RequestEntityTooLarge")["message"]
+    assert message.startswith("Request entity too large: create pods default/big-") and "1572864" in message, message
+    assert readyz_ok(server)
+
+
 def test_the_bodies_of_this_module_are_real(tmp_path: Path) -> None:
     """The attack bodies are what the issue describes (the test above would pass vacuously on a
     body that did not expand)."""
