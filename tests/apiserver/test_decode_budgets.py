@@ -210,3 +210,13 @@ def test_decode_of_any_yaml_answers_a_status_or_a_value(body: bytes) -> None:
 def test_the_yaml_loader_is_the_safe_one() -> None:
     with pytest.raises(yaml.YAMLError):
         yamlbody.load_documents(b"a: !!python/object/apply:os.system ['true']\n")
+
+
+def test_a_protobuf_envelope_whose_type_is_not_utf8_is_400() -> None:
+    """Found by the body fuzz: proto2 strings that are not UTF-8 arrive as bytes (it was a 500)."""
+    body = b'k8s\x00\n\x0f\n\x02\x801\x12\tConfigMap\x12\x12\n\x08\n\x06fp-567\x12\x06\n\x01a\x12\x01b\x1a\x00"\x00'
+    err = _status(body, "application/vnd.kubernetes.protobuf")
+    assert (err.code, err.message) == (
+        400,
+        "the protobuf body's runtime.Unknown typeMeta.apiVersion is not valid UTF-8",
+    )
