@@ -18,6 +18,7 @@ streams stay JSON.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,19 @@ def decode(body: bytes, content_type: str | None, *, expect: type = dict) -> Any
     if not isinstance(value, expect):
         raise errors.bad_request(f"the body must be a JSON {'object' if expect is dict else 'array'}")
     return value
+
+
+OFF_LOOP_BYTES = 64 * 1024
+"""Bodies from this size are decoded in a worker thread: 3 MiB of YAML is seconds of CPU, and
+on the event loop it would stall every other request (and /readyz) that long."""
+
+
+async def decode_off_loop(body: bytes, content_type: str | None, *, expect: type = dict) -> Any:
+    """`decode`, in a worker thread when the body is large (the GIL is still shared, but the
+    event loop gets its turns every switch interval instead of waiting for the whole decode)."""
+    if len(body) < OFF_LOOP_BYTES:
+        return decode(body, content_type, expect=expect)
+    return await asyncio.to_thread(decode, body, content_type, expect=expect)
 
 
 @dataclass(frozen=True, slots=True)
