@@ -2,9 +2,10 @@
 
 As kube: hooks run in order, each seeing the object as the ones before left it (selectors
 are judged on that object too); a JSONPatch answer is applied to the object (through
-`apiserver.patch.json_patch`, under the same bounds as a client's patch).  Reinvocation: when a hook changes the object, every earlier hook with
-reinvocationPolicy IfNeeded is marked, and once the round is over the marked hooks run once
-more (only they, in order; a hook not called in the first round is not called then).
+`apiserver.patch.json_patch`, under the same bounds as a client's patch).  Reinvocation: when
+a hook changes the object, every earlier hook with reinvocationPolicy IfNeeded is marked, and
+once the round is over the marked hooks run once more (only they, in order; a hook not called
+in the first round is not called then).
 raftkube reinvokes webhooks only, not the built-in mutating plugins before them.
 
 A patch may not change apiVersion, kind, metadata.name or metadata.namespace: raftkube has
