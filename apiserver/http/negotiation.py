@@ -2,9 +2,12 @@
 
 Every request body is checked here before anything else sees it: at most MAX_BODY_BYTES
 (413), JSON or YAML that decodes (400), nested at most MAX_DEPTH (400), an object at the top
-(400).  Protobuf bodies (kubectl 1.32+ typed clients: `create <generator>`, drain's
-DeleteOptions and Evictions) decode to the same dict as their JSON (`apiserver.protobuf`).
-No Content-Type means JSON, as client-go and the Python client assume.
+(400), and what it DECODES to at most MAX_BODY_BYTES of JSON too (413): the limit bounds what a
+request expands to, not only its bytes (YAML aliases, see `yamlbody`; protobuf messages whose
+defaults print as many JSON fields).  Each refusal names the limit, in kube's words where kube
+has them ("Request entity too large: limit is 3145728").  Protobuf bodies (kubectl 1.32+ typed
+clients: `create <generator>`, drain's DeleteOptions and Evictions) decode to the same dict as
+their JSON (`apiserver.protobuf`).  No Content-Type means JSON, as client-go and the Python client assume.
 
 Answers are JSON unless the client asks for YAML, a Table, or protobuf first (client-go's
 typed clients send `Accept: application/vnd.kubernetes.protobuf,application/json`): then
@@ -15,16 +18,18 @@ streams stay JSON.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import yaml
 
-from apiserver import errors, protobuf
+from apiserver import errors, jsonbudget, protobuf
+from apiserver.http import yamlbody
 
-MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's default request body limit
-MAX_DEPTH = 100
+MAX_BODY_BYTES = jsonbudget.MAX_BYTES  # kube-apiserver's default request body limit
+MAX_DEPTH = jsonbudget.MAX_DEPTH
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -44,33 +49,45 @@ def media_type(content_type: str | None) -> str:
     return content_type.split(";", 1)[0].strip().lower() or JSON
 
 
-def _depth_ok(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return False
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return True
-
-
 def check_size(body: bytes) -> None:
     if len(body) > MAX_BODY_BYTES:
-        raise errors.too_large(f"the request body is {len(body)} bytes; the limit is {MAX_BODY_BYTES}")
+        raise too_large(f"the request body is {len(body)} bytes")
+
+
+def too_large(what: str) -> errors.StatusError:
+    """413 in kube's words, then what was too large."""
+    return errors.too_large(f"Request entity too large: limit is {MAX_BODY_BYTES} ({what})")
+
+
+def too_deep() -> errors.StatusError:
+    return errors.bad_request(f"the body is nested deeper than {MAX_DEPTH} levels")
 
 
 def _yaml_load(body: bytes) -> Any:
     try:
-        docs = list(yaml.safe_load_all(body))
+        docs = yamlbody.load_documents(body, max_bytes=MAX_BODY_BYTES, max_depth=MAX_DEPTH)
+    except yamlbody.YamlTooLarge:
+        raise too_large(f"the YAML body expands to more than {MAX_BODY_BYTES} bytes of JSON") from None
+    except yamlbody.YamlTooDeep:
+        raise too_deep() from None
+    except yamlbody.YamlRefused as e:
+        raise errors.bad_request(f"the body is not valid YAML: {e}") from None
     except yaml.YAMLError as e:
         raise errors.bad_request(f"the body is not valid YAML: {e}") from None
     docs = [d for d in docs if d is not None]
     if len(docs) != 1:
         raise errors.bad_request(f"the body must hold exactly one YAML document, found {len(docs)}")
     return docs[0]
+
+
+def check_decoded(value: Any) -> None:
+    """The decoded body within the request limit (measured as JSON) and MAX_DEPTH: 413 / 400."""
+    try:
+        jsonbudget.measure(value, max_bytes=MAX_BODY_BYTES, max_depth=MAX_DEPTH)
+    except jsonbudget.TooLarge:
+        raise too_large(f"the body decodes to more than {MAX_BODY_BYTES} bytes of JSON") from None
+    except jsonbudget.TooDeep:
+        raise too_deep() from None
 
 
 def decode(body: bytes, content_type: str | None, *, expect: type = dict) -> Any:
@@ -95,11 +112,23 @@ def decode(body: bytes, content_type: str | None, *, expect: type = dict) -> Any
             f'the body\'s media type "{kind}" is not supported; use {JSON} or {YAML}'
             + (f" (PATCH takes {', '.join(PATCH_TYPES)})" if expect is not dict else "")
         )
-    if not _depth_ok(value, MAX_DEPTH):
-        raise errors.bad_request(f"the body is nested deeper than {MAX_DEPTH} levels")
+    check_decoded(value)
     if not isinstance(value, expect):
         raise errors.bad_request(f"the body must be a JSON {'object' if expect is dict else 'array'}")
     return value
+
+
+OFF_LOOP_BYTES = 64 * 1024
+"""Bodies from this size are decoded in a worker thread: 3 MiB of YAML is seconds of CPU, and
+on the event loop it would stall every other request (and /readyz) that long."""
+
+
+async def decode_off_loop(body: bytes, content_type: str | None, *, expect: type = dict) -> Any:
+    """`decode`, in a worker thread when the body is large (the GIL is still shared, but the
+    event loop gets its turns every switch interval instead of waiting for the whole decode)."""
+    if len(body) < OFF_LOOP_BYTES:
+        return decode(body, content_type, expect=expect)
+    return await asyncio.to_thread(decode, body, content_type, expect=expect)
 
 
 @dataclass(frozen=True, slots=True)

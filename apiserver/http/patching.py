@@ -47,6 +47,8 @@ def apply_patch(
             return apply_merge_patch(old, body)
         return apply_strategic_merge_patch(old, body, schema.meta_for(group, version, kind))
     except PatchError as e:
+        if e.code != 422:  # a malformed patch (400), too many operations or too large a result (413)
+            raise e.to_status_error() from None
         raise errors.StatusError(422, "Invalid", f"the patch cannot be applied: {e}") from None
 
 

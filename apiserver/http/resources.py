@@ -154,7 +154,7 @@ class ResourceHandlers:
 
     async def _body(self, request: Request, res: ResourceDef, *, expect: type = dict) -> Any:
         body = await _read_limited(request)
-        value = negotiation.decode(body, request.headers.get("content-type"), expect=expect)
+        value = await negotiation.decode_off_loop(body, request.headers.get("content-type"), expect=expect)
         return value
 
     def _typed_body(self, res: ResourceDef, obj: Obj, target: ResourcePath, kind: str | None = None) -> Obj:
@@ -332,7 +332,8 @@ class ResourceHandlers:
                 + ", ".join(negotiation.PATCH_TYPES)
             )
         raw = await _read_limited(request)
-        body = negotiation.decode(raw, content_type, expect=list if content_type == negotiation.JSON_PATCH else dict)
+        expect = list if content_type == negotiation.JSON_PATCH else dict
+        body = await negotiation.decode_off_loop(raw, content_type, expect=expect)
         registry = self.registries[res]
         is_apply = content_type == negotiation.APPLY_PATCH
         if is_apply and not query.get("fieldManager"):
@@ -389,7 +390,7 @@ class ResourceHandlers:
         body: Obj | None = None
         if raw.strip():
             # kubectl drain's fallback sends a protobuf DeleteOptions: decoded like JSON
-            body = negotiation.decode(raw, request.headers.get("content-type"))
+            body = await negotiation.decode_off_loop(raw, request.headers.get("content-type"))
         options = DeleteOptions.parse(body, query)
         obj, gone = await self.registries[res].delete(target.namespace, target.name, options)
         if gone and not res.extra.get("return_deleted"):
@@ -409,7 +410,7 @@ class ResourceHandlers:
     ) -> Response:
         p = params.list_params(res, query)
         raw = await _read_limited(request)
-        body = negotiation.decode(raw, request.headers.get("content-type")) if raw.strip() else None
+        body = await negotiation.decode_off_loop(raw, request.headers.get("content-type")) if raw.strip() else None
         options = DeleteOptions.parse(body, query)
         registry = self.registries[res]
         items = await registry.list_all(target.namespace)

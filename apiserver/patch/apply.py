@@ -28,7 +28,7 @@ from apiserver.errors import StatusError
 from apiserver.patch import fieldpath
 from apiserver.patch.errors import PatchError
 from apiserver.patch.fieldpath import ABSENT, Path, compare, fields_of, granular_list, item_element
-from apiserver.patch.jsonvalue import check_depth, deep_copy, same
+from apiserver.patch.jsonvalue import check_depth, check_result, deep_copy, same
 from apiserver.patch.managed import (
     APPLY,
     NEVER_OWNED,
@@ -120,6 +120,7 @@ def server_side_apply(
             entry.fields -= diff.changed | diff.removed
 
     result = _without_nulls(merged)
+    check_result(result)  # before ownership is computed and the object kept
     if live is None or not same(result, _without_nulls(live_obj)) or last is None or last.fields != claimed:
         managers[key].time = now
     return _with_managed_fields(result, managers)

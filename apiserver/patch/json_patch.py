@@ -5,6 +5,16 @@ answers: a body that is not a list of operation objects is 400 (kube-apiserver f
 it), more than 10000 operations is 413, and an operation that does not apply (unknown `op`,
 missing `path`/`from`/`value`, a path that does not exist, a failed `test`) is 422.  The patch
 applies all or nothing, and the result must still be an object.
+
+What a patch may build is bounded as kube bounds it, DURING application: `add` and `replace`
+only insert values the (already size-checked) body holds, so the one operation that grows a
+document beyond its inputs is `copy`; as in kube (evanphx/json-patch's AccumulatedCopySizeLimit,
+set to the apiserver's JSONPatchMaxCopyBytes, 3 MiB), the JSON size of everything the
+operations copy adds up, and the copy that would pass 3 MiB is refused (422, kube's words)
+before it is made.  Thirty copies of a document into itself, each doubling it, stop at the
+sixth instead of building 2^30 maps.  The work an operation does is then bounded too: a path
+walk, a copy (within the budget), or a `test` comparison (of a value from the body).  The
+result is measured once more at the end (`check_result`: 413 past the request limit).
 """
 
 from __future__ import annotations
@@ -16,9 +26,12 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
+from apiserver import jsonbudget
 from apiserver.patch.errors import PatchError, json_type
+from apiserver.patch.jsonvalue import check_result
 
 MAX_OPERATIONS = 10000  # kube-apiserver's maxJSONPatchOperations
+MAX_COPY_BYTES = jsonbudget.MAX_BYTES  # kube-apiserver's JSONPatchMaxCopyBytes
 
 
 def apply_json_patch(doc: dict[str, Any], patch: object) -> dict[str, Any]:
@@ -31,7 +44,13 @@ def apply_json_patch(doc: dict[str, Any], patch: object) -> dict[str, Any]:
         if not isinstance(op, dict):
             raise PatchError(f"JSON patch operation {i} must be an object, not {json_type(op)}", 400)
     result: Any = copy.deepcopy(doc)
+    copied = 0
     for i, op in enumerate(patch):
+        if op.get("op") == "copy":
+            try:
+                copied += _copy_size(result, op.get("from"), copied)
+            except PatchError as e:
+                raise PatchError(f"JSON patch operation {i} ({_describe(op)}): {e.message}") from None
         try:
             # one operation at a time, so the message can say which one failed; all-or-nothing
             # holds because a failure discards `result`, a copy (atomic: a half-done move is undone, so
@@ -50,7 +69,28 @@ def apply_json_patch(doc: dict[str, Any], patch: object) -> dict[str, Any]:
             ) from None
     if not isinstance(result, dict):
         raise PatchError(f"the JSON patch leaves {json_type(result)} where an object must be")
+    check_result(result)
     return result
+
+
+def _copy_size(doc: Any, source: object, copied: int) -> int:
+    """The JSON size of what a `copy` from `source` would add; PatchError in kube's words when it
+    takes the patch's copies past MAX_COPY_BYTES.  A source that does not resolve costs nothing
+    here (the operation then fails, saying why)."""
+    if not isinstance(source, str):
+        return 0
+    try:
+        value = jsonpointer.resolve_pointer(doc, source)
+    except (jsonpointer.JsonPointerException, TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return 0
+    try:
+        return jsonbudget.measure(value, max_bytes=MAX_COPY_BYTES - copied, max_depth=1 << 30)
+    except jsonbudget.TooLarge as e:
+        grown = copied + e.at_least
+        raise PatchError(
+            f"Unable to complete the copy, the accumulated size increase of copy is {grown}, "
+            f"exceeding the limit {MAX_COPY_BYTES}"
+        ) from None
 
 
 def _why(doc: Any, op: dict[str, Any], error: Exception) -> str:

@@ -12,10 +12,13 @@ from typing import Any
 
 import orjson
 
+from apiserver import jsonbudget
 from apiserver.patch.errors import PatchError
 
-MAX_DEPTH = 100
+MAX_DEPTH = jsonbudget.MAX_DEPTH
 """Deepest nesting a patch may have; real objects stay far below it (a Pod is about 12)."""
+MAX_RESULT_BYTES = jsonbudget.MAX_BYTES
+"""The largest object a patch may produce, as JSON: kube-apiserver's request limit."""
 
 
 def kind_of(value: Any) -> str:
@@ -66,6 +69,19 @@ def check_depth(value: Any, what: str = "patch") -> None:
             stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
+
+
+def check_result(value: Any) -> None:
+    """Every patch type's result, before it is kept: at most MAX_RESULT_BYTES of JSON (413 in
+    kube's words) and MAX_DEPTH deep (422)."""
+    try:
+        jsonbudget.measure(value, max_bytes=MAX_RESULT_BYTES, max_depth=MAX_DEPTH)
+    except jsonbudget.TooLarge:
+        raise PatchError(
+            f"Request entity too large: limit is {MAX_RESULT_BYTES} (the patched object would be larger)", 413
+        ) from None
+    except jsonbudget.TooDeep:
+        raise PatchError(f"the patched object would be nested more than {MAX_DEPTH} levels deep") from None
 
 
 def hashable(value: Any) -> Hashable:

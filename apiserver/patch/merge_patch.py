@@ -5,6 +5,10 @@ member and an object merges into the member recursively; anything else (a string
 list) replaces.  `apply_merge_patch` is what a PATCH of a stored object needs: the body must be an
 object (kube-apiserver answers 400 BadRequest for a merge patch that is null, a scalar or that does
 not decode), and the result is always an object.  Inputs are never changed.
+
+A merge patch builds nothing its inputs do not hold (the result is at most the object and the
+size-checked body together, and the work is one walk of the patch), but the result is still
+measured before it is kept (`check_result`: 413 past the request limit).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import copy
 from typing import Any
 
 from apiserver.patch.errors import PatchError, json_type
+from apiserver.patch.jsonvalue import check_result
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -30,6 +35,7 @@ def apply_merge_patch(doc: dict[str, Any], patch: object) -> dict[str, Any]:
     if not isinstance(patch, dict):
         raise PatchError(f"a merge patch must be a JSON object, not {json_type(patch)}", 400)
     result: dict[str, Any] = merge_patch(doc, patch)
+    check_result(result)
     return result
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from apiserver.patch.errors import PatchError
-from apiserver.patch.jsonvalue import check_depth, deep_copy, hashable, kind_of
+from apiserver.patch.jsonvalue import check_depth, check_result, deep_copy, hashable, kind_of
 from apiserver.patch.schema import Meta
 
 DIRECTIVE = "$patch"
@@ -47,7 +47,9 @@ def apply_strategic_merge_patch(original: Obj, patch: Obj, meta: Meta) -> Obj:
     if not isinstance(patch, dict):
         raise PatchError("a strategic merge patch must be a JSON object")
     check_depth(patch)
-    return _merge_map(deep_copy(original), patch, meta, "")
+    result = _merge_map(deep_copy(original), patch, meta, "")
+    check_result(result)  # no copies: at most the object and the body together, still measured
+    return result
 
 
 # --- maps ----------------------------------------------------------------------------------

@@ -30,6 +30,13 @@ def _parse(cls: Any, data: bytes, what: str) -> Any:
     return msg
 
 
+def _check_text(value: object, where: str) -> None:
+    """A proto2 string that is not UTF-8 comes back as bytes: refuse it (400), as Go's decoder
+    would refuse the JSON it prints."""
+    if not isinstance(value, str):
+        raise errors.bad_request(f"the protobuf body's runtime.Unknown {where} is not valid UTF-8")
+
+
 def decode_body(body: bytes) -> dict[str, Any]:
     """A protobuf request body as the object's JSON dict (apiVersion and kind included)."""
     if not body.startswith(MAGIC):
@@ -40,6 +47,10 @@ def decode_body(body: bytes) -> dict[str, Any]:
     unknown = _parse(s.message_class(UNKNOWN), body[len(MAGIC) :], "runtime.Unknown envelope")
     check_unknown_fields(unknown, "")
     check_unknown_fields(unknown.typeMeta, "typeMeta")
+    for name in ("contentEncoding", "contentType"):
+        _check_text(getattr(unknown, name), name)
+    for name in ("apiVersion", "kind"):
+        _check_text(getattr(unknown.typeMeta, name), f"typeMeta.{name}")
     if unknown.contentEncoding:
         raise errors.unsupported_media_type(
             f'the protobuf body\'s content encoding "{unknown.contentEncoding}" is not supported'

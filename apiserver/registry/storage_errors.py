@@ -36,7 +36,7 @@ def as_status(what: str) -> Iterator[None]:
         ) from e
     except ValueTooLargeError as e:
         # kube answers 500 here (kubernetes#112152, open); the object is the client's doing, so 413
-        raise errors.too_large(f"{what}: the object is too large to store ({e})") from e
+        raise errors.too_large(f"Request entity too large: {what}: the object is too large to store ({e})") from e
     except CompactedError as e:
         raise errors.gone(f"The resourceVersion for the provided list is too old ({e})") from e
     except StorageError as e:

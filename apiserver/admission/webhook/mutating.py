@@ -1,10 +1,11 @@
 """MutatingAdmissionWebhook: matching mutating webhooks, one after another, each may patch.
 
 As kube: hooks run in order, each seeing the object as the ones before left it (selectors
-are judged on that object too); a JSONPatch answer is applied to the object (through the
-`jsonpatch` package).  Reinvocation: when a hook changes the object, every earlier hook with
-reinvocationPolicy IfNeeded is marked, and once the round is over the marked hooks run once
-more (only they, in order; a hook not called in the first round is not called then).
+are judged on that object too); a JSONPatch answer is applied to the object (through
+`apiserver.patch.json_patch`, under the same bounds as a client's patch).  Reinvocation: when
+a hook changes the object, every earlier hook with reinvocationPolicy IfNeeded is marked, and
+once the round is over the marked hooks run once more (only they, in order; a hook not called
+in the first round is not called then).
 raftkube reinvokes webhooks only, not the built-in mutating plugins before them.
 
 A patch may not change apiVersion, kind, metadata.name or metadata.namespace: raftkube has
@@ -13,7 +14,6 @@ already chosen where the object is stored (kube's later checks refuse such chang
 
 from __future__ import annotations
 
-import jsonpatch
 import orjson
 
 from apiserver.admission.interface import AdmissionRequest, Obj
@@ -21,6 +21,8 @@ from apiserver.admission.webhook.config import Hook
 from apiserver.admission.webhook.dispatch import Dispatcher, convert, failure_status
 from apiserver.admission.webhook.failures import CallFailure, internal_error, rejected
 from apiserver.admission.webhook.review import Invocation
+from apiserver.patch.errors import PatchError
+from apiserver.patch.json_patch import apply_json_patch
 
 _FIXED = (("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"))
 
@@ -87,11 +89,11 @@ class MutatingWebhook:
                 "which is not supported for this operation"
             )
         try:
-            patched = jsonpatch.JsonPatch(operations).apply(invocation.object, in_place=False)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as e:
+            # the apiserver's own JSON patch, with its bounds (kube applies webhook patches under
+            # the same copy budget): a webhook's answer cannot grow the object without limit
+            patched = apply_json_patch(invocation.object, operations)
+        except PatchError as e:
             raise internal_error(f'admission webhook "{hook.name}" returned a patch that does not apply: {e}') from e
-        if not isinstance(patched, dict):
-            raise internal_error(f'admission webhook "{hook.name}" patched the object into a non-object')
         if patched == invocation.object:
             return False
         result = convert(patched, invocation.resource, request.resource)
