@@ -19,6 +19,8 @@ streams stay JSON.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,13 +124,34 @@ OFF_LOOP_BYTES = 64 * 1024
 """Bodies from this size are decoded in a worker thread: 3 MiB of YAML is seconds of CPU, and
 on the event loop it would stall every other request (and /readyz) that long."""
 
+LARGE_DECODES_AT_ONCE = 2
+"""Large bodies are decoded at most this many at a time, the rest wait their turn.  What a
+decode allocates before its budget can refuse it is many times the body (a 3 MB protobuf Pod
+of 1.5 M empty containers: ~370 MiB inside the protobuf parser), so the number of decodes
+under way, not the write seats (hundreds), is what bounds that memory.  Two keep both cores
+busy; a waiting request holds only its raw body (at most MAX_BODY_BYTES)."""
+
+_large_decodes = concurrent.futures.ThreadPoolExecutor(LARGE_DECODES_AT_ONCE, thread_name_prefix="decode")
+
 
 async def decode_off_loop(body: bytes, content_type: str | None, *, expect: type = dict) -> Any:
     """`decode`, in a worker thread when the body is large (the GIL is still shared, but the
     event loop gets its turns every switch interval instead of waiting for the whole decode)."""
     if len(body) < OFF_LOOP_BYTES:
         return decode(body, content_type, expect=expect)
-    return await asyncio.to_thread(decode, body, content_type, expect=expect)
+    call = functools.partial(_decode_shedding_frames, body, content_type, expect)
+    return await asyncio.get_running_loop().run_in_executor(_large_decodes, call)
+
+
+def _decode_shedding_frames(body: bytes, content_type: str | None, expect: type) -> Any:
+    """`decode`, whose refusal leaves without the frames it was raised in: their locals are the
+    half-decoded object (hundreds of MiB for an expanding body), which the traceback would keep
+    alive until the request's answer is sent and a collection breaks the cycle."""
+    try:
+        return decode(body, content_type, expect=expect)
+    except errors.StatusError as e:
+        e.__context__ = None
+        raise e.with_traceback(None) from None
 
 
 @dataclass(frozen=True, slots=True)
