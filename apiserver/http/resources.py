@@ -450,16 +450,19 @@ class ResourceHandlers:
 
 
 async def _read_limited(request: Request) -> bytes:
-    """The body, refused with 413 as soon as it passes the limit (never buffered past it)."""
+    """The body, refused with 413 as soon as it passes the limit (never buffered past it), in
+    kube's words ("Request entity too large: limit is 3145728")."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > negotiation.MAX_BODY_BYTES:
-        raise errors.too_large(f"the request body is {declared} bytes; the limit is {negotiation.MAX_BODY_BYTES}")
+        raise errors.too_large(
+            f"Request entity too large: limit is {negotiation.MAX_BODY_BYTES} (the body is {declared} bytes)"
+        )
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > negotiation.MAX_BODY_BYTES:
-            raise errors.too_large(f"the request body is over the limit of {negotiation.MAX_BODY_BYTES} bytes")
+            raise errors.too_large(f"Request entity too large: limit is {negotiation.MAX_BODY_BYTES}")
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -73,7 +73,9 @@ def test_bodies_that_do_not_decode(
 
 def test_oversized_body_is_413(api: httpx.Client) -> None:
     big = orjson.dumps(cm(fresh(), data={"a": "x" * (4 * 1024 * 1024)}))
-    status_of(api.post(CM, content=big, headers={"Content-Type": "application/json"}), 413, "RequestEntityTooLarge")
+    r = api.post(CM, content=big, headers={"Content-Type": "application/json"})
+    message = status_of(r, 413, "RequestEntityTooLarge")["message"]
+    assert message.startswith("Request entity too large: limit is 3145728"), message
 
 
 def test_object_over_the_storage_limit_is_413_not_500(api: httpx.Client) -> None:
