@@ -25,10 +25,10 @@ Resource-version rules, as kube-apiserver's cacher:
 
 from apiserver.storage.interface import Progress
 from apiserver.watchcache.cacher import INITIAL_EVENTS_END, CacheList, Cacher, default_fields
-from apiserver.watchcache.clock import Clock, SystemClock
 from apiserver.watchcache.events import WatchEvent
 from apiserver.watchcache.filter import FieldMatcher, LabelMatcher
 from apiserver.watchcache.watcher import CacheWatcher
+from machinery.clock import Clock, SystemClock
 
 __all__ = [
     "INITIAL_EVENTS_END",

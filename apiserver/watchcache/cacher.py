@@ -22,13 +22,13 @@ from apiserver.objects import from_storage
 from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import CompactedError, Progress, Storage, StorageError, StorageEvent, Stored
 from apiserver.watchcache import continuation
-from apiserver.watchcache.clock import Clock, SystemClock
 from apiserver.watchcache.events import CacheEvent, Entry, Obj, WatchEvent, at_revision, make_entry
 from apiserver.watchcache.filter import FieldMatcher, Filter, LabelMatcher
 from apiserver.watchcache.history import History
 from apiserver.watchcache.index import WatcherIndex
 from apiserver.watchcache.state import State
 from apiserver.watchcache.watcher import CacheWatcher, initial_backlog, replay_backlog
+from machinery.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class CacheList:
 
 def default_fields(resource: ResourceDef) -> Callable[[Obj], Mapping[str, str]]:
     """The fields a field selector may name: metadata.name, metadata.namespace (namespaced) and the
-    resource's own (what `apiserver.selectors.object_fields` gives)."""
+    resource's own (what `apiserver.resources.base.object_fields` gives)."""
 
     def fields_of(obj: Obj) -> Mapping[str, str]:
         meta = obj.get("metadata") or {}

@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.client.clock import Clock, SystemClock
 from components.client.indexer import Indexer, IndexFunc, key_of, resource_version
 from components.client.listwatch import ListWatch, Resource, RestListWatch
 from components.client.reflector import Reflector
 from components.client.rest import RestClient
+from machinery.clock import Clock, SystemClock
 
 log = logging.getLogger("raftkube.client")
 Obj = dict[str, Any]

@@ -47,7 +47,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
-from components.client.clock import Clock, SystemClock
 from components.client.rest import (
     AlreadyExistsError,
     ApiError,
@@ -59,6 +58,7 @@ from components.client.rest import (
     TransportError,
     path_of,
 )
+from machinery.clock import Clock, SystemClock
 
 log = logging.getLogger("raftkube.client.leaderelection")
 

@@ -18,9 +18,9 @@ import random
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
-from components.client.clock import Clock, SystemClock
 from components.client.listwatch import ListWatch
 from components.client.rest import ApiError, BadRequestError, GoneError, TransportError, WatchEvent
+from machinery.clock import Clock, SystemClock
 
 log = logging.getLogger("raftkube.client")
 Obj = dict[str, Any]

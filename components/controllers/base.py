@@ -14,11 +14,11 @@ import contextlib
 import logging
 from typing import Any
 
-from components.client.clock import Clock, SystemClock
 from components.client.indexer import key_of
 from components.client.informer import InformerFactory
 from components.client.rest import ApiError, ConflictError, RestClient, TransportError
 from components.client.workqueue import RateLimitingQueue, ShutDown, default_controller_rate_limiter
+from machinery.clock import Clock, SystemClock
 
 log = logging.getLogger("raftkube.controllers")
 Obj = dict[str, Any]

@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 
-from components.client.clock import Clock
 from components.client.indexer import NODE_NAME_INDEX
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import NotFoundError, RestClient
 from components.controllers._infra_nodes import UNKNOWN_REASON, condition, eviction_at, silenced, wanted_taints
 from components.controllers.base import Controller, Obj, Requeue
+from machinery.clock import Clock
 
 NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", kind="Lease")

@@ -8,12 +8,12 @@ reconciled: a missing ConfigMap is created, one whose data or description differ
 
 from __future__ import annotations
 
-from components.client.clock import Clock
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, ForbiddenError, NotFoundError, RestClient
 from components.controllers._infra_namespace import active
 from components.controllers.base import Controller, Obj
+from machinery.clock import Clock
 
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
 CONFIG_MAPS = Resource("", "v1", "configmaps", kind="ConfigMap")

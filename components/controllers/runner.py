@@ -7,10 +7,10 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from components.client.clock import Clock
 from components.client.informer import InformerFactory
 from components.client.rest import RestClient
 from components.controllers.base import Controller
+from machinery.clock import Clock
 
 SYNC_TIMEOUT_S = 60.0
 

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from components.client.clock import wait_event
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import (
@@ -39,6 +38,7 @@ from components.kubelet.podnet import PodNetError, PodNetwork
 from components.kubelet.podsources import PodSources
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
+from machinery.clock import wait_event
 
 log = logging.getLogger("raftkube.kubelet")
 Obj = dict[str, Any]

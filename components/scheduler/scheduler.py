@@ -14,7 +14,6 @@ import random
 from datetime import UTC, datetime
 from typing import Any
 
-from components.client.clock import Clock, SystemClock, wait_event
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import ApiError, ConflictError, NotFoundError, RestClient, TransportError, path_of
@@ -25,6 +24,7 @@ from components.scheduler.metrics import Metrics
 from components.scheduler.nodeinfo import DEFAULT_SCHEDULER, PodInfo, pod_key
 from components.scheduler.preemption import preempt
 from components.scheduler.queue import QueuedPod, SchedulingQueue
+from machinery.clock import Clock, SystemClock, wait_event
 
 log = logging.getLogger("raftkube.scheduler")
 Obj = dict[str, Any]

@@ -52,7 +52,7 @@ class FakeClock:
 
 
 class Labels:
-    """Equality-only label selector (the real one is apiserver.selectors.LabelSelector)."""
+    """Equality-only label selector (the real one is machinery.selectors.LabelSelector)."""
 
     def __init__(self, **want: str) -> None:
         self.want = want

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from components.client.clock import wait_event
+from machinery.clock import wait_event
 
 
 def test_set_and_timed_out() -> None:

@@ -12,8 +12,8 @@ import asyncio
 import itertools
 from typing import Generic
 
-from components.client.clock import Clock, SystemClock
 from components.client.workqueue.queue import K, WorkQueue
+from machinery.clock import Clock, SystemClock
 
 
 class _DueHeap(Generic[K]):

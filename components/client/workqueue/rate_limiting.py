@@ -12,9 +12,9 @@ import math
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
-from components.client.clock import Clock, SystemClock
 from components.client.workqueue.delaying import DelayingQueue
 from components.client.workqueue.queue import K, WorkQueue
+from machinery.clock import Clock, SystemClock
 
 K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 

@@ -1,4 +1,5 @@
-"""The components' notion of time, injected so that back-offs, leases and resyncs are testable."""
+"""Time as an injected dependency, so back-offs, leases, resyncs and the watch cache's bookmarks and
+freshness waits are testable; the apiserver and the components share it (a fake clock drives both)."""
 
 from __future__ import annotations
 
