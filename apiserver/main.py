@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import re
 import signal
 import socket
 import ssl
@@ -44,6 +43,7 @@ from apiserver.pki import ApiserverPKI
 from apiserver.storage import open_storage, parse_storage_url
 from apiserver.storage.interface import Storage
 from apiserver.tls_scope import protocol_class, ws_protocol_class
+from machinery.duration import SECOND_NS, DurationError, parse_duration
 from store import pki
 from store.cli.common import DEFAULT_DATA_DIR, UsageError
 from store.launcher import LauncherError, LocalCluster, port_free
@@ -343,16 +343,14 @@ def service_account_settings(args: argparse.Namespace, generated: ApiserverPKI) 
     )
 
 
-_DURATION_PART = re.compile(r"(\d+)(h|m|s)")
-_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
-
-
 def parse_go_duration(text: str) -> int | None:
-    """Whole seconds of a Go duration made of h, m and s parts (`24h`, `1h30m`, `3600s`), else None."""
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
+    """Whole seconds of a Go duration (`24h`, `1h30m`, `1.5h`, `3600s`), as kube's duration flags
+    read it, truncated to the second; None when Go would refuse it."""
+    try:
+        ns = parse_duration(text)
+    except DurationError:
         return None
-    return sum(int(n) * _UNIT_SECONDS[u] for n, u in parts)
+    return ns // SECOND_NS if ns >= 0 else -(-ns // SECOND_NS)
 
 
 def _bool(text: str) -> bool:

@@ -29,6 +29,7 @@ from apiserver.protobuf.schema import (
     Field,
     Schema,
 )
+from machinery.duration import DurationError, parse_duration
 
 _RANGES = {
     "int32": (-(2**31), 2**31 - 1),
@@ -156,8 +157,8 @@ def _special(name: str, msg: Any, value: Any, path: str) -> None:
         if not isinstance(value, str):
             raise NotRepresentable(f"{path}: a duration is a string")
         try:
-            msg.duration = gotime.parse_duration(value)
-        except gotime.TimeError as e:
+            msg.duration = parse_duration(value)
+        except DurationError as e:
             raise NotRepresentable(f"{path}: {e}") from None
     elif name in (QUANTITY, QUANTITY_VALUE):
         # Go parses a Quantity from a JSON string or number alike: the number's text is the same input

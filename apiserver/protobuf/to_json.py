@@ -32,6 +32,7 @@ from apiserver.protobuf.schema import (
     Field,
     Schema,
 )
+from machinery.duration import format_duration
 
 MAX_VALUES = 1_000_000  # a few bytes of protobuf can print as many JSON keys: bound the expansion
 
@@ -168,7 +169,7 @@ def _special(name: str, msg: Any, path: str) -> Any:
         except gotime.TimeError as e:
             raise errors.bad_request(f"the protobuf body has a bad time{_where(path)}: {e}") from None
     if name == DURATION:
-        return gotime.format_duration(msg.duration)
+        return format_duration(msg.duration)
     if name in (QUANTITY, QUANTITY_VALUE):
         return msg.string if msg.string else "0"
     if name == INT_OR_STRING:

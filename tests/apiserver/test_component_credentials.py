@@ -163,5 +163,9 @@ def test_bad_service_account_flags_name_the_flag(tmp_path: Path, flags: list[str
 
 def test_go_durations() -> None:
     assert parse_go_duration("1h30m") == 5400 and parse_go_duration("3600s") == 3600
-    for bad in ("", "1d", "h", "1h 2m", "-1h", "1.5h"):
+    # kube's duration flags are Go's time.ParseDuration: fractions and signs parse (the range
+    # check refuses a negative expiration), whole seconds are kept
+    assert parse_go_duration("1.5h") == 5400 and parse_go_duration("-1h") == -3600
+    assert parse_go_duration("3600.9s") == 3600
+    for bad in ("", "1d", "h", "1h 2m", "1", ".h"):
         assert parse_go_duration(bad) is None

@@ -18,6 +18,7 @@ from apiserver.protobuf import MAGIC, decode_body, encode_object, gotime
 from apiserver.protobuf import build_descriptors as build
 from apiserver.protobuf.schema import SPECIAL, UNKNOWN, schema
 from apiserver.protobuf.to_json import to_json
+from machinery.duration import format_duration, parse_duration
 
 # Captured with `kubectl.1.33 -v=9` (request bodies) and `--dry-run=client -o json` (the same
 # object as kubectl prints it) for deployment, secret, rolebinding, job, service; `create token`
@@ -270,8 +271,8 @@ def test_json_names_come_from_the_go_tags_not_the_proto_names() -> None:
     ],
 )
 def test_durations_print_and_parse_as_go_does(ns: int, text: str) -> None:
-    assert gotime.format_duration(ns) == text
-    assert gotime.parse_duration(text) == ns
+    assert format_duration(ns) == text
+    assert parse_duration(text) == ns
 
 
 def test_times_print_as_kubernetes_does() -> None:
