@@ -1,6 +1,6 @@
 """batch/v1 CronJob: a Job template run on a cron schedule.
 
-The schedule is checked with the cron grammar kube uses (apiserver/cron.py); `TZ=` inside the
+The schedule is checked with the cron grammar kube uses (machinery/cron.py); `TZ=` inside the
 schedule is refused on create (kube asks for `spec.timeZone` instead) and kept on update when
 the stored schedule already had it.  The job template is checked with the Job's own rules
 (batch_jobs.validate_job_spec, its paths re-rooted under `spec.jobTemplate`); its selector is
@@ -13,13 +13,13 @@ import zoneinfo
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.cron import schedule_error
 from apiserver.duration import since
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_pod_spec
 from apiserver.resources._shared import Obj, container_cells, ensure, format_label_selector, get, items, mapping
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from apiserver.resources.batch_jobs import validate_job_spec
+from machinery.cron import schedule_error
 
 CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
 MAX_NAME = 52  # the Jobs it creates append an 11-character suffix to a DNS-1035 label

@@ -23,9 +23,9 @@ from components.client.indexer import OWNER_UID_INDEX
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, NotFoundError
-from components.controllers._cron_schedule import ScheduleError, parse
 from components.controllers.base import Controller, Obj, Requeue
 from components.controllers.job import JOBS
+from machinery.cron import CronError, parse
 
 log = logging.getLogger("raftkube.controllers")
 CRONJOBS = Resource("batch", "v1", "cronjobs", kind="CronJob")
@@ -95,7 +95,7 @@ class CronJobController(Controller):
         self._sync_status(status, running, jobs)
         try:
             schedule = parse(str(spec.get("schedule") or ""), spec.get("timeZone"))
-        except ScheduleError as e:
+        except CronError as e:
             log.warning("cronjob %s: unusable schedule: %s", key, e)
             await self._write_status(cronjob, status)
             return

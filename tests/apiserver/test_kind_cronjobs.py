@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apiserver.cron import CronError, check_schedule, schedule_error
+from machinery.cron import CronError, check_schedule, schedule_error
 from tests.apiserver.kinds_support import causes, cells, create, find, headers, rejected
 
 CJ = find("batch", "cronjobs")

@@ -1,4 +1,4 @@
-"""The CronJob controller: schedules evaluated as cron does (pure), and against a real
+"""The CronJob controller (its schedules are `machinery.cron`'s, tested there) against a real
 apiserver with the controller's clock moved to just past a minute boundary: the job fires
 once per scheduled time, named as kube names it; Forbid skips while a job runs; history
 limits delete the oldest finished jobs."""
@@ -11,11 +11,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-
 from components.client import kubeconfig
 from components.client.rest import RestClient
-from components.controllers._cron_schedule import ScheduleError, parse
 from components.controllers.cronjob import CronJobController
 from components.controllers.runner import running
 from tests.apiserver.support import ApiserverUnderTest
@@ -35,34 +32,6 @@ class ShiftedCronJobs(CronJobController):
 
 def at(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
-
-
-@pytest.mark.parametrize(
-    ("spec", "after", "expected"),
-    [
-        ("* * * * *", "2026-01-01 10:00", "2026-01-01 10:01"),
-        ("*/15 * * * *", "2026-01-01 10:01", "2026-01-01 10:15"),
-        ("0 9 * * mon-fri", "2026-01-02 09:00", "2026-01-05 09:00"),  # Friday -> Monday
-        ("0 0 1,15 * *", "2026-01-02 00:00", "2026-01-15 00:00"),
-        ("0 0 13 * 5", "2026-01-01 00:00", "2026-01-02 00:00"),  # dom or dow: Friday the 2nd
-        ("@hourly", "2026-01-01 10:30", "2026-01-01 11:00"),
-        ("@monthly", "2026-01-31 00:00", "2026-02-01 00:00"),
-        ("30 2 * * *", "2026-02-28 03:00", "2026-03-01 02:30"),
-        ("CRON_TZ=Europe/Paris 0 9 * * *", "2026-01-01 07:00", "2026-01-01 08:00"),
-        ("0 0 29 2 *", "2026-03-01 00:00", "2028-02-29 00:00"),
-    ],
-)
-def test_next_firing(spec: str, after: str, expected: str) -> None:
-    assert parse(spec).next_after(at(after)) == at(expected)
-
-
-def test_every_and_a_time_zone_field() -> None:
-    assert parse("@every 90m").next_after(at("2026-01-01 10:00")) == at("2026-01-01 11:30")
-    assert parse("0 9 * * *", "America/New_York").next_after(at("2026-01-01 00:00")) == at("2026-01-01 14:00")
-    assert parse("0 0 30 2 *").next_after(at("2026-01-01 00:00")) is None  # never
-    for bad in ("* * *", "61 * * * *", "@every x", "TZ=Nowhere/Land * * * * *"):
-        with pytest.raises(ScheduleError):
-            parse(bad)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0, what: str = "") -> None:
