@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from apiserver import errors
 from apiserver.resources.base import ResourceDef
-from apiserver.selectors import FieldSelector, LabelSelector, SelectorError
+from machinery.selectors import FieldSelector, LabelSelector, SelectorError
 
 MAX_TIMEOUT_SECONDS = 3600
 

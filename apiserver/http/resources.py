@@ -26,8 +26,7 @@ from apiserver.registry import eviction, subresources
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
 from apiserver.registry.storage_list import list_from_storage
-from apiserver.resources.base import ResourceDef
-from apiserver.selectors import object_fields
+from apiserver.resources.base import ResourceDef, object_fields
 from apiserver.storage.interface import Storage
 from apiserver.table import table
 from apiserver.warnings import header_values

@@ -16,8 +16,8 @@ from apiserver import errors
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
 from apiserver.registry.meta import rfc3339
-from apiserver.resources._shared import selector_matches
 from apiserver.resources._workload import validate_label_selector
+from machinery.selectors import label_selector_matches
 
 Obj = dict[str, Any]
 
@@ -66,7 +66,7 @@ def budget_selects(pdb: Obj, pod: Obj) -> bool:
     if selector is None or validate_label_selector(selector, "spec.selector"):
         return False
     labels = _dict(_dict(pod.get("metadata")).get("labels"))
-    return selector_matches(selector, {str(k): v for k, v in labels.items()})
+    return label_selector_matches(selector, {str(k): v for k, v in labels.items()})
 
 
 def _still_processing(pdb_name: Any) -> errors.StatusError:

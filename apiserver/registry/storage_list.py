@@ -10,10 +10,10 @@ from typing import Any
 from apiserver.errors import gone
 from apiserver.registry.storage_errors import as_status
 from apiserver.resources.base import ResourceDef
-from apiserver.selectors import FieldSelector, LabelSelector
 from apiserver.storage.interface import CompactedError, Storage
 from apiserver.watchcache import continuation
 from apiserver.watchcache.cacher import CacheList
+from machinery.selectors import FieldSelector, LabelSelector
 
 Obj = dict[str, Any]
 PAGE = 500

@@ -1,10 +1,9 @@
 """Small readers shared by the resource declarations: tolerant getters, label-selector text and
-matching, container cells.  Stored objects were validated, but a row function must still never
+container cells.  Stored objects were validated, but a row function must still never
 raise on a field of an unexpected type, so every getter falls back to a neutral value."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 Obj = dict[str, Any]
@@ -93,33 +92,6 @@ def selector_string(selector: Any) -> str:
 def format_label_selector(selector: Any) -> str:
     """metav1.FormatLabelSelector: as `selector_string`, with `<none>` for an empty selector."""
     return selector_string(selector) or "<none>"
-
-
-def selector_matches(selector: Obj, labels: Mapping[str, Any]) -> bool:
-    """Whether a metav1.LabelSelector selects these labels (an empty selector selects everything)."""
-    match_labels = selector.get("matchLabels") or {}
-    if isinstance(match_labels, dict):
-        for k, v in match_labels.items():
-            if labels.get(k) != v:
-                return False
-    exprs = selector.get("matchExpressions") or []
-    for expr in exprs if isinstance(exprs, list) else []:
-        if not isinstance(expr, dict):
-            return False
-        k, op = expr.get("key"), expr.get("operator")
-        values = expr.get("values") or []
-        if not isinstance(k, str):
-            return False
-        present = k in labels
-        if op == "In" and not (present and labels[k] in values):
-            return False
-        if op == "NotIn" and present and labels[k] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
 
 
 def container_cells(pod_spec: Any) -> tuple[str, str]:

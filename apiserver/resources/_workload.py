@@ -7,7 +7,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, get, mapping, selector_matches
+from apiserver.resources._shared import Obj, get, mapping
+from machinery.selectors import label_selector_matches
 
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -54,7 +55,7 @@ def validate_selector(obj: Obj, old: Obj | None, what: str) -> list[Cause]:
     labels = get(obj, "spec.template.metadata.labels")
     if not causes and isinstance(get(obj, "spec.template"), dict):
         label_map: dict[str, Any] = labels if isinstance(labels, dict) else {}
-        if not selector_matches(selector, label_map):
+        if not label_selector_matches(selector, label_map):
             causes.append(
                 v.invalid("spec.template.metadata.labels", label_map, "`selector` does not match template `labels`")
             )

@@ -127,3 +127,13 @@ class ResourceDef:
 
     def key(self, namespace: str | None, name: str) -> str:
         return f"{self.key_prefix(namespace if self.namespaced else None)}{name}"
+
+
+def object_fields(resource: ResourceDef, obj: dict[str, Any]) -> dict[str, str]:
+    """The fields a field selector sees: metadata.name, metadata.namespace (namespaced kinds)
+    and whatever the resource declares."""
+    meta = obj.get("metadata") or {}
+    fields = {"metadata.name": str(meta.get("name") or "")}
+    if resource.namespaced:
+        fields["metadata.namespace"] = str(meta.get("namespace") or "")
+    return fields | resource.fields(obj)

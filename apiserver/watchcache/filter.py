@@ -1,6 +1,6 @@
 """What one list or watch asks for (namespace, labels, fields), and how a change looks to it.
 
-The selector types are `apiserver.selectors.LabelSelector` / `FieldSelector`; they are named
+The selector types are `machinery.selectors.LabelSelector` / `FieldSelector`; they are named
 here by the methods the cache calls, so this package does not depend on the parser.
 """
 

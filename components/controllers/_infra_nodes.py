@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from machinery.taints import tolerates
+
 Obj = dict[str, Any]
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -62,14 +64,6 @@ def wanted_taints(taints: Iterable[Mapping[str, Any]], ready: str | None, now: s
             if not any(t.get("key") == key and t.get("effect") == effect for t in out):
                 out.append({"key": key, "effect": effect, **({"timeAdded": now} if effect == "NoExecute" else {})})
     return out
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return not toleration.get("key") or toleration.get("key") == taint.get("key")
-    return toleration.get("key") == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 def eviction_at(pod: Mapping[str, Any], tainted: Iterable[tuple[Mapping[str, Any], float]]) -> float | None:

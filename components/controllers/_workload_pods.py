@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from apiserver.resources._shared import selector_matches as _labels_selected
+from machinery.selectors import label_selector_matches
 
 Obj = dict[str, Any]
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
@@ -54,12 +54,12 @@ def timestamp(value: Any) -> float | None:
 def selector_matches(selector: Any, obj_labels: Mapping[str, str]) -> bool:
     """A metav1.LabelSelector against labels; an empty or missing selector matches nothing
     (the workload controllers' rule: a selector-less workload owns no pods).  The matching
-    itself is the apiserver's (`apiserver.resources._shared.selector_matches`)."""
+    itself is the machinery's (`machinery.selectors.label_selector_matches`)."""
     if not isinstance(selector, dict):
         return False
     if not selector.get("matchLabels") and not selector.get("matchExpressions"):
         return False
-    return _labels_selected(selector, obj_labels)
+    return label_selector_matches(selector, obj_labels)
 
 
 # -- ownership ------------------------------------------------------------------------------

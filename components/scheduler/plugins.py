@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.scheduler.nodeinfo import HOSTNAME_LABEL, NodeInfo, PodInfo
+from machinery.selectors import label_selector_matches, node_selector_term_matches
+from machinery.taints import tolerates
 
 Obj = dict[str, Any]
 MAX_NODE_SCORE = 100
@@ -56,65 +58,6 @@ class Status:
 # -- selectors -----------------------------------------------------------------------------------
 
 
-def match_label_selector(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector: None matches nothing, {} matches everything."""
-    if selector is None:
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for req in selector.get("matchExpressions") or ():
-        key, op, values = req.get("key", ""), req.get("operator", ""), req.get("values") or ()
-        if op == "In":
-            if key not in labels or labels[key] not in values:
-                return False
-        elif op == "NotIn":
-            if key in labels and labels[key] in values:
-                return False
-        elif op == "Exists":
-            if key not in labels:
-                return False
-        elif op == "DoesNotExist":
-            if key in labels:
-                return False
-        else:
-            return False
-    return True
-
-
-def _match_requirement(req: Mapping[str, Any], value: str | None) -> bool:
-    """One NodeSelectorRequirement against the node's value for its key (None: no such key)."""
-    op, values = req.get("operator", ""), list(req.get("values") or ())
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt"):
-        if value is None or len(values) != 1:
-            return False
-        try:
-            have, want = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def match_node_selector_term(term: Mapping[str, Any], ni: NodeInfo) -> bool:
-    """Expressions and fields are ANDed; a term with neither matches no node."""
-    exprs, fields = term.get("matchExpressions") or (), term.get("matchFields") or ()
-    if not exprs and not fields:
-        return False
-    for req in exprs:
-        if not _match_requirement(req, ni.labels.get(req.get("key", ""))):
-            return False
-    return all(req.get("key") == "metadata.name" and _match_requirement(req, ni.name) for req in fields)
-
-
 def node_matches_pod_selectors(pod: Obj, ni: NodeInfo) -> bool:
     """nodeSelector and required node affinity (terms are ORed)."""
     spec = pod.get("spec") or {}
@@ -125,27 +68,12 @@ def node_matches_pod_selectors(pod: Obj, ni: NodeInfo) -> bool:
     required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is not None:
         terms = required.get("nodeSelectorTerms") or ()
-        if not any(match_node_selector_term(t, ni) for t in terms):
+        if not any(node_selector_term_matches(t, ni.labels, ni.name) for t in terms):
             return False
     return True
 
 
 # -- taints --------------------------------------------------------------------------------------
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    op = toleration.get("operator") or "Equal"
-    if key and key != taint.get("key"):
-        return False
-    if not key and op != "Exists":
-        return False
-    if op == "Exists":
-        return True
-    return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 def _tolerations(pod: Obj) -> list[Obj]:
@@ -205,7 +133,7 @@ def _term_matches(term: Mapping[str, Any], owner_ns: str, other: PodInfo) -> boo
     namespaces = _term_namespaces(term, owner_ns)
     if namespaces is not None and other.namespace not in namespaces:
         return False
-    return match_label_selector(term.get("labelSelector"), other.labels)
+    return label_selector_matches(term.get("labelSelector"), other.labels)
 
 
 def _live(pi: PodInfo) -> bool:
@@ -222,7 +150,7 @@ def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> CycleState:
             key=c.get("topologyKey") or HOSTNAME_LABEL,
             max_skew=int(c.get("maxSkew") or 1),
             selector=sel,
-            self_match=1 if match_label_selector(sel, pi.labels) else 0,
+            self_match=1 if label_selector_matches(sel, pi.labels) else 0,
         )
         (hard if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule" else soft).append(sc)
     constraints = hard + soft
@@ -239,7 +167,7 @@ def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> CycleState:
                     for other in ni.pods.values()
                     if other.namespace == pi.namespace
                     and _live(other)
-                    and match_label_selector(sc.selector, other.labels)
+                    and label_selector_matches(sc.selector, other.labels)
                 )
                 sc.counts[value] = sc.counts.get(value, 0) + n
         for sc in constraints:
@@ -470,7 +398,7 @@ def preferred_node_affinity(state: CycleState, ni: NodeInfo) -> int:
     total = 0
     for pref in na.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
         w = int(pref.get("weight") or 0)
-        if w and match_node_selector_term(pref.get("preference") or {}, ni):
+        if w and node_selector_term_matches(pref.get("preference") or {}, ni.labels, ni.name):
             total += w
     return total
 

@@ -18,10 +18,11 @@ import orjson
 import pytest
 
 from apiserver.resources import catalog
-from apiserver.selectors import FieldSelector, LabelSelector, object_fields
+from apiserver.resources.base import object_fields
 from apiserver.storage import open_storage
 from apiserver.storage.interface import AmbiguousError, StorageEvent, UnavailableError
 from apiserver.watchcache import Cacher
+from machinery.selectors import FieldSelector, LabelSelector
 from tests.support.cluster import StoreCluster, running_cluster
 
 PODS = next(r for r in catalog() if r.plural == "pods")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver.admission.interface import AdmissionRequest
-from apiserver.selectors import LabelSelector, SelectorError
+from machinery.selectors import LabelSelector, SelectorError
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT", "*")
 SCOPES = ("*", "Cluster", "Namespaced")

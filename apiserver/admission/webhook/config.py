@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from apiserver.admission.webhook.rules import Rule, parse_rule
-from apiserver.selectors import LabelSelector, SelectorError
+from machinery.selectors import LabelSelector, SelectorError
 
 log = logging.getLogger("raftkube.admission.webhook")
 

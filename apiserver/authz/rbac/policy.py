@@ -15,7 +15,7 @@ from typing import Any
 
 from apiserver.auth.user import User
 from apiserver.authz.rbac.rules import Rule, parse_rules
-from apiserver.selectors import LabelSelector, SelectorError
+from machinery.selectors import LabelSelector, SelectorError
 
 Obj = Mapping[str, Any]
 SA_PREFIX = "system:serviceaccount:"

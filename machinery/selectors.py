@@ -19,12 +19,10 @@ checks `field_names()` against what the resource supports.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-
-from apiserver.resources.base import ResourceDef
 
 
 class SelectorError(ValueError):
@@ -126,20 +124,7 @@ class Requirement:
         return cls(key, op, tuple(values))
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        if self.op is Op.EXISTS:
-            return present
-        if self.op is Op.DOES_NOT_EXIST:
-            return not present
-        if self.op in (Op.EQUALS, Op.IN):
-            return present and labels[self.key] in self.values
-        if self.op in (Op.NOT_EQUALS, Op.NOT_IN):
-            return not present or labels[self.key] not in self.values
-        have = _as_int(labels[self.key]) if present else None
-        want = _as_int(self.values[0])
-        if have is None or want is None:
-            return False
-        return have > want if self.op is Op.GREATER_THAN else have < want
+        return _holds(self.op, labels.get(self.key), self.values)
 
     def __str__(self) -> str:
         if self.op is Op.EXISTS:
@@ -151,6 +136,24 @@ class Requirement:
             inside = "," if self.values == ("",) else ",".join(self.values)
             return f"{self.key} {self.op.value} ({inside})"
         return f"{self.key}{self.op.value}{self.values[0]}"
+
+
+def _holds(op: Op, value: str | None, values: Sequence[str]) -> bool:
+    """Whether `op` over `values` holds for a label whose value is `value` (None: no such label).
+    The one place an operator's meaning is written; every matcher here comes through it."""
+    if op is Op.EXISTS:
+        return value is not None
+    if op is Op.DOES_NOT_EXIST:
+        return value is None
+    if op in (Op.EQUALS, Op.IN):
+        return value is not None and value in values
+    if op in (Op.NOT_EQUALS, Op.NOT_IN):
+        return value is None or value not in values
+    have = _as_int(value) if value is not None else None
+    want = _as_int(values[0])
+    if have is None or want is None:
+        return False
+    return have > want if op is Op.GREATER_THAN else have < want
 
 
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -277,6 +280,89 @@ def _json_type(value: object) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
         type(value), "a number" if isinstance(value, int | float) else type(value).__name__
     )
+
+
+# --- stored selectors, matched as they are -------------------------------------------------
+#
+# Selectors inside stored objects (a ReplicaSet's, a PodDisruptionBudget's, a pod's affinity
+# terms) were validated when written, and the scheduler and controllers match them against
+# thousands of label sets a second, so these read the dict directly instead of building a
+# LabelSelector.  They follow kube's conversions (LabelSelectorAsSelector,
+# NodeSelectorRequirementsAsSelector): a requirement kube cannot convert (an unknown operator,
+# In/NotIn without values, Exists/DoesNotExist with values, Gt/Lt without one integer) makes
+# the whole selector select nothing, as kube's callers do with the conversion's error.
+
+_NODE_OPS = {**_EXPR_OPS, "Gt": Op.GREATER_THAN, "Lt": Op.LESS_THAN}
+_FIELD_REQ_OPS = {"In": Op.IN, "NotIn": Op.NOT_IN}
+
+
+def _stored_requirement(expr: object, ops: Mapping[str, Op]) -> tuple[str, Op, list[str]] | None:
+    """A stored {key, operator, values} as (key, op, values), or None when kube refuses it."""
+    if not isinstance(expr, Mapping):
+        return None
+    key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values")
+    if values is None:
+        values = []
+    if not isinstance(key, str) or not isinstance(operator, str) or operator not in ops:
+        return None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return None
+    op = ops[operator]
+    if op in _SET_OPS:
+        if not values:
+            return None
+    elif op in (Op.GREATER_THAN, Op.LESS_THAN):
+        if len(values) != 1 or _as_int(values[0]) is None:
+            return None
+    elif values:
+        return None
+    return key, op, values
+
+
+def _requirements_hold(exprs: list[Any], ops: Mapping[str, Op], labels: Mapping[str, str]) -> bool:
+    for expr in exprs:
+        req = _stored_requirement(expr, ops)
+        if req is None or not _holds(req[1], labels.get(req[0]), req[2]):
+            return False
+    return True
+
+
+def label_selector_matches(selector: object, labels: Mapping[str, str]) -> bool:
+    """Whether a stored metav1.LabelSelector selects `labels`: None (or anything not an object)
+    selects nothing, `{}` everything, and a malformed one nothing."""
+    if not isinstance(selector, Mapping):
+        return False
+    match_labels = selector.get("matchLabels")
+    if match_labels is None:
+        match_labels = {}
+    exprs = selector.get("matchExpressions")
+    if exprs is None:
+        exprs = []
+    if not isinstance(match_labels, Mapping) or not isinstance(exprs, list):
+        return False
+    for key, value in match_labels.items():
+        if not isinstance(value, str) or labels.get(key) != value:
+            return False
+    return _requirements_hold(exprs, _EXPR_OPS, labels)
+
+
+def node_selector_term_matches(term: object, labels: Mapping[str, str], name: str) -> bool:
+    """Whether a v1.NodeSelectorTerm selects the node with these labels and this name
+    (component-helpers' nodeaffinity): `matchExpressions` over the labels (In, NotIn, Exists,
+    DoesNotExist, Gt, Lt) and `matchFields` over `metadata.name` (In or NotIn, one value), all
+    ANDed.  A term with neither, or with a requirement kube refuses, selects no node."""
+    if not isinstance(term, Mapping):
+        return False
+    exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+    if not isinstance(exprs, list) or not isinstance(fields, list) or (not exprs and not fields):
+        return False
+    if not _requirements_hold(exprs, _NODE_OPS, labels):
+        return False
+    for expr in fields:
+        req = _stored_requirement(expr, _FIELD_REQ_OPS)
+        if req is None or req[0] != "metadata.name" or len(req[2]) != 1 or not _holds(req[1], name, req[2]):
+            return False
+    return True
 
 
 # The lexer: identifiers run until a blank or one of these; `in`/`notin` are identifiers whose
@@ -534,13 +620,3 @@ def unescape_field_value(raw: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
-
-
-def object_fields(resource: ResourceDef, obj: dict[str, Any]) -> dict[str, str]:
-    """The fields a field selector sees: metadata.name, metadata.namespace (namespaced kinds)
-    and whatever the resource declares."""
-    meta = obj.get("metadata") or {}
-    fields = {"metadata.name": str(meta.get("name") or "")}
-    if resource.namespaced:
-        fields["metadata.namespace"] = str(meta.get("namespace") or "")
-    return fields | resource.fields(obj)

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apiserver.resources.base import ResourceDef
-from apiserver.selectors import (
+from machinery.selectors import (
     FieldSelector,
     LabelSelector,
     Op,
     Requirement,
     SelectorError,
-    object_fields,
+    label_selector_matches,
+    node_selector_term_matches,
 )
 
 WEB = {"app": "web", "tier": "front"}
@@ -219,6 +219,146 @@ def test_label_selector_round_trips(reqs: list[Requirement], samples: list[dict[
         assert again.matches(labels) == sel.matches(labels) == all(r.matches(labels) for r in reqs)
 
 
+# --- stored selectors: the scheduler's and the controllers' matcher ------------------------------
+#
+# Three copies matched stored metav1.LabelSelectors and disagreed: the apiserver's ignored an
+# unknown operator (the requirement passed), the scheduler's failed the selector, and only one
+# of them read a null selector as selecting nothing.  kube's LabelSelectorAsSelector refuses an
+# unknown operator, In/NotIn without values and Exists/DoesNotExist with values, and its callers
+# then select nothing.
+
+STORED = [
+    (None, WEB, False),
+    ({}, WEB, True),
+    ({"matchLabels": {"app": "web"}}, WEB, True),
+    ({"matchLabels": {"app": "web"}}, DB, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "back"]}]}, WEB, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["front"]}]}, DB, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}, DB, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, DB, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "Near", "values": ["x"]}]}, WEB, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": []}]}, WEB, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn"}]}, DB, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "Exists", "values": ["front"]}]}, WEB, False),
+    ({"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["1"]}]}, {"n": "2"}, False),  # nodes only
+    ({"matchExpressions": "tier"}, WEB, False),
+    ({"matchLabels": {"app": None}}, DB, False),
+    ("app=web", WEB, False),
+]
+
+
+@pytest.mark.parametrize(("selector", "labels", "expected"), STORED)
+def test_stored_label_selector(selector: Any, labels: dict[str, str], expected: bool) -> None:
+    assert label_selector_matches(selector, labels) is expected
+
+
+operators = st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Near", ""])
+stored_expressions = st.fixed_dictionaries(
+    {"key": st.sampled_from(["a", "b", "k8s.io/c"]), "operator": operators},
+    optional={"values": st.lists(st.sampled_from(["", "x", "y", "1"]), max_size=3)},
+)
+stored_selectors = st.none() | st.fixed_dictionaries(
+    {},
+    optional={
+        "matchLabels": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["", "x", "y"]), max_size=2),
+        "matchExpressions": st.lists(stored_expressions, max_size=3),
+    },
+)
+small_labels = st.dictionaries(st.sampled_from(["a", "b", "k8s.io/c"]), st.sampled_from(["", "x", "y", "1"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(stored_selectors, small_labels)
+def test_stored_matcher_is_the_validated_selector(selector: Any, labels: dict[str, str]) -> None:
+    """The fast stored matcher and `LabelSelector.from_dict` (the apiserver's, which refuses with
+    422) agree: where kube's conversion fails the stored one selects nothing, else both match alike."""
+    try:
+        parsed = LabelSelector.from_dict(selector)
+    except SelectorError:
+        assert not label_selector_matches(selector, labels)
+        return
+    assert label_selector_matches(selector, labels) == parsed.matches(labels)
+
+
+def _model_requirement(op: str, values: list[str], value: str | None) -> bool | None:
+    """kube's selector.go Matches for one requirement; None where NewRequirement errs."""
+    if (op in ("In", "NotIn") and not values) or (op in ("Exists", "DoesNotExist") and values):
+        return None
+    if op in ("Gt", "Lt"):
+        if len(values) != 1 or not values[0].lstrip("-").isdigit():
+            return None
+        if value is None or not value.lstrip("-").isdigit():
+            return False
+        return int(value) > int(values[0]) if op == "Gt" else int(value) < int(values[0])
+    return {
+        "In": value is not None and value in values,
+        "NotIn": value is None or value not in values,
+        "Exists": value is not None,
+        "DoesNotExist": value is None,
+    }.get(op)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "key": st.sampled_from(["a", "b"]),
+                "operator": st.sampled_from(["In", "NotIn", "Exists", "Gt", "Lt", "X"]),
+            },
+            optional={"values": st.lists(st.sampled_from(["x", "1", "-2", "10"]), max_size=2)},
+        ),
+        max_size=3,
+    ),
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "key": st.just("metadata.name"),
+                "operator": st.sampled_from(["In", "NotIn"]),
+                "values": st.lists(st.sampled_from(["n1", "n2"]), max_size=2),
+            }
+        ),
+        max_size=1,
+    ),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["x", "1", "5", "-3"])),
+    st.sampled_from(["n1", "n2"]),
+)
+def test_node_selector_term_matches_the_model(
+    exprs: list[dict[str, Any]], fields: list[dict[str, Any]], labels: dict[str, str], name: str
+) -> None:
+    term = {"matchExpressions": exprs, "matchFields": fields}
+    verdicts = [_model_requirement(e["operator"], e.get("values", []), labels.get(e["key"])) for e in exprs]
+    verdicts += [
+        _model_requirement(f["operator"], f["values"], name) if len(f["values"]) == 1 else None for f in fields
+    ]
+    expected = bool(exprs or fields) and all(v is True for v in verdicts)
+    assert node_selector_term_matches(term, labels, name) == expected
+
+
+def test_node_selector_terms() -> None:
+    labels = {"zone": "a", "cpus": "8"}
+    assert node_selector_term_matches(
+        {"matchExpressions": [{"key": "cpus", "operator": "Gt", "values": ["4"]}]}, labels, "n1"
+    )
+    assert not node_selector_term_matches(
+        {"matchExpressions": [{"key": "cpus", "operator": "Lt", "values": ["4"]}]}, labels, "n1"
+    )
+    assert not node_selector_term_matches(
+        {"matchExpressions": [{"key": "cpus", "operator": "Gt", "values": ["4", "5"]}]}, labels, "n1"
+    )
+    assert not node_selector_term_matches({}, labels, "n1")  # a term with no requirements selects no node
+    assert node_selector_term_matches(
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}, labels, "n1"
+    )
+    # matchFields: In/NotIn with one value on metadata.name only (kube's NodeSelectorRequirementsAsFieldSelector)
+    assert not node_selector_term_matches(
+        {"matchFields": [{"key": "metadata.name", "operator": "Exists"}]}, labels, "n1"
+    )
+    assert not node_selector_term_matches(
+        {"matchFields": [{"key": "spec.x", "operator": "In", "values": ["n1"]}]}, labels, "n1"
+    )
+
+
 selector_alphabet = st.sampled_from([*"ab=!(),<> \t\\/.-_1é\x00", "in", "notin", " in ", "=="])
 
 
@@ -296,23 +436,13 @@ field_names_st = st.text("abcXYZ.019", min_size=1, max_size=12)
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(field_names_st, st.text(max_size=8), st.booleans()), max_size=4))
 def test_field_selector_round_trips(terms: list[tuple[str, str, bool]]) -> None:
-    from apiserver.selectors import FieldTerm
+    from machinery.selectors import FieldTerm
 
     sel = FieldSelector(tuple(FieldTerm(f, v, neg) for f, v, neg in terms))
     again = FieldSelector.parse(str(sel))
     assert again == sel
     fields = {f: v for f, v, _ in terms}
     assert again.matches(fields) == sel.matches(fields)
-
-
-def test_object_fields() -> None:
-    pods = ResourceDef(
-        "", "v1", "Pod", "pods", "pod", True, fields=lambda o: {"spec.nodeName": o.get("spec", {}).get("nodeName", "")}
-    )
-    nodes = ResourceDef("", "v1", "Node", "nodes", "node", False)
-    pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"}}
-    assert object_fields(pods, pod) == {"metadata.name": "p", "metadata.namespace": "ns", "spec.nodeName": "n1"}
-    assert object_fields(nodes, {"metadata": {"name": "n1"}}) == {"metadata.name": "n1"}
 
 
 @pytest.mark.parametrize("text", ["=x", " =x", "a!b=x", "a b=x", "a\\,b=x", "a=1,!=2"])
