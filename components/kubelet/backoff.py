@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from machinery.duration import SECOND_NS, format_duration
+
 INITIAL_S = 10.0
 MAX_S = 300.0
 REASON = "CrashLoopBackOff"
@@ -75,10 +77,5 @@ class CrashBackOff:
 
 def crash_loop_message(delay: float, container: str, pod: str, namespace: str, uid: str) -> str:
     """kube's waiting message: `back-off 20s restarting failed container=c pod=p_ns(uid)`."""
-    return f"back-off {go_duration(delay)} restarting failed container={container} pod={pod}_{namespace}({uid})"
-
-
-def go_duration(seconds: float) -> str:
-    """Go's time.Duration text for whole seconds: 10s, 1m20s, 5m0s."""
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+    wait = format_duration(int(delay) * SECOND_NS)  # Go's Duration text of the whole seconds
+    return f"back-off {wait} restarting failed container={container} pod={pod}_{namespace}({uid})"
