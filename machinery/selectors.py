@@ -132,9 +132,8 @@ class Requirement:
         if self.op is Op.DOES_NOT_EXIST:
             return f"!{self.key}"
         if self.op in _SET_OPS:
-            # `()` is an error (no values); the set holding only "" is written `(,)`
-            inside = "," if self.values == ("",) else ",".join(self.values)
-            return f"{self.key} {self.op.value} ({inside})"
+            # kube writes the set holding only "" as `()`, which its parser reads back as that set
+            return f"{self.key} {self.op.value} ({','.join(self.values)})"
         return f"{self.key}{self.op.value}{self.values[0]}"
 
 
@@ -463,13 +462,14 @@ class _LabelParser:
         return self.make(key_text, _OPS_BY_TOKEN[token.kind], [value.text])
 
     def value_set(self) -> list[str]:
-        """`( v, v, ... )`: values may be empty (`(a,)`), but `()` is no values at all."""
+        """`( v, v, ... )`: values may be empty (`(a,)`), and `()` is the one empty value, as kube's
+        parseValues reads it (so `k in ()` selects an empty `k`, `k notin ()` a non-empty or absent one)."""
         token = self.take()
         if token.kind != "(":
             raise self.fail(token, "'('")
         if self.peek().kind == ")":
             self.take()
-            return []
+            return [""]
         values: list[str] = []
         while True:
             token = self.peek()

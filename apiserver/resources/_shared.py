@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from machinery.selectors import LabelSelector, SelectorError
+
 Obj = dict[str, Any]
 
 
@@ -56,37 +58,14 @@ def format_labels(labels: Any) -> str:
 
 
 def selector_string(selector: Any) -> str:
-    """A metav1.LabelSelector as `labels.Selector.String()`: requirements sorted by key, `k=v`,
-    `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; "" for an empty selector, `<error>` if malformed."""
+    """A metav1.LabelSelector as `labels.Selector.String()` (`machinery.selectors`' canonical text):
+    "" for a null or empty selector, `<error>` for one kube's LabelSelectorAsSelector refuses."""
     if selector is None:
         return ""
-    if not isinstance(selector, dict):
+    try:
+        return str(LabelSelector.from_dict(selector))
+    except SelectorError:
         return "<error>"
-    reqs: list[tuple[str, str]] = []
-    match_labels = selector.get("matchLabels") or {}
-    if not isinstance(match_labels, dict):
-        return "<error>"
-    reqs += [(str(k), f"{k}={v}") for k, v in match_labels.items()]
-    exprs = selector.get("matchExpressions") or []
-    if not isinstance(exprs, list):
-        return "<error>"
-    for expr in exprs:
-        if not isinstance(expr, dict):
-            return "<error>"
-        k, op = str(expr.get("key", "")), expr.get("operator")
-        values = expr.get("values") or []
-        joined = ",".join(sorted(str(v) for v in values)) if isinstance(values, list) else ""
-        if op == "In":
-            reqs.append((k, f"{k} in ({joined})"))
-        elif op == "NotIn":
-            reqs.append((k, f"{k} notin ({joined})"))
-        elif op == "Exists":
-            reqs.append((k, k))
-        elif op == "DoesNotExist":
-            reqs.append((k, f"!{k}"))
-        else:
-            return "<error>"
-    return ",".join(t for _, t in sorted(reqs, key=lambda r: r[0]))
 
 
 def format_label_selector(selector: Any) -> str:

@@ -51,6 +51,9 @@ LABEL_MATCHES = [
     ("app=", WEB, False),
     ("app in (,web)", {"app": ""}, True),
     ("app in (,)", {"app": ""}, True),
+    ("app in ()", {"app": ""}, True),  # kube's parseValues: `()` is the set holding ""
+    ("app in ()", WEB, False),
+    ("app notin ()", WEB, True),
     ("app in (a,)", {"app": ""}, True),
     ("in=x", {"in": "x"}, True),  # a label may be called `in`
     ("notin in (in)", {"notin": "in"}, True),
@@ -78,7 +81,6 @@ LABEL_ERRORS = [
     (",app=web", "','"),
     ("app web", "'web'"),
     ("app in web", "'('"),
-    ("app in ()", "non-empty"),
     ("app in (a b)", "'b'"),
     ("app in (a", "end of string"),
     ("app notin", "'('"),
@@ -117,7 +119,8 @@ def test_label_selector_canonical_text() -> None:
     assert str(sel) == "app=web,tier notin (a,b),!x,y"  # sorted by key
     assert LabelSelector.parse("app==").matches({"app": ""})
     assert LabelSelector.parse("app in (,)").requirements == (Requirement("app", Op.IN, ("",)),)
-    assert str(LabelSelector.parse("app in (,)")) == "app in (,)"
+    assert str(LabelSelector.parse("app in (,)")) == "app in ()"
+    assert LabelSelector.parse("app in ()") == LabelSelector.parse("app in (,)")
 
 
 def test_empty_and_nothing() -> None:
