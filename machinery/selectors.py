@@ -124,7 +124,7 @@ class Requirement:
         return cls(key, op, tuple(values))
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        return _holds(self.op, labels.get(self.key), self.values)
+        return _holds(_KIND[self.op], labels.get(self.key), self.values)
 
     def __str__(self) -> str:
         if self.op is Op.EXISTS:
@@ -137,30 +137,43 @@ class Requirement:
         return f"{self.key}{self.op.value}{self.values[0]}"
 
 
-def _holds(op: Op, value: str | None, values: Sequence[str]) -> bool:
-    """Whether `op` over `values` holds for a label whose value is `value` (None: no such label).
-    The one place an operator's meaning is written; every matcher here comes through it."""
-    if op is Op.EXISTS:
-        return value is not None
-    if op is Op.DOES_NOT_EXIST:
-        return value is None
-    if op in (Op.EQUALS, Op.IN):
+_KIND = {
+    Op.EQUALS: "in",
+    Op.IN: "in",
+    Op.NOT_EQUALS: "notin",
+    Op.NOT_IN: "notin",
+    Op.EXISTS: "exists",
+    Op.DOES_NOT_EXIST: "!",
+    Op.GREATER_THAN: ">",
+    Op.LESS_THAN: "<",
+}
+
+
+def _holds(kind: str, value: str | None, values: Sequence[str]) -> bool:
+    """Whether the operator of this `kind` (`_KIND`) over `values` holds for a label whose value
+    is `value` (None: no such label).  The one place an operator's meaning is written; every
+    matcher here comes through it.  (Kinds are plain strings because the scheduler calls this
+    per pod pair, and an Op costs a Python-level hash or attribute read each time.)"""
+    if kind == "in":
         return value is not None and value in values
-    if op in (Op.NOT_EQUALS, Op.NOT_IN):
+    if kind == "notin":
         return value is None or value not in values
+    if kind == "exists":
+        return value is not None
+    if kind == "!":
+        return value is None
     have = _as_int(value) if value is not None else None
     want = _as_int(values[0])
     if have is None or want is None:
         return False
-    return have > want if op is Op.GREATER_THAN else have < want
-
-
-_INT = re.compile(r"[+-]?[0-9]+")
+    return have > want if kind == ">" else have < want
 
 
 def _as_int(text: str) -> int | None:
-    """Go's strconv.ParseInt(text, 10, 64), which Kubernetes uses for > and <."""
-    if not _INT.fullmatch(text):
+    """Go's strconv.ParseInt(text, 10, 64), which Kubernetes uses for > and <: an optional sign
+    and ASCII digits only (Python's int() would also take blanks, '_' and other scripts' digits)."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not (digits.isascii() and digits.isdigit()):
         return None
     number = int(text)
     return number if -(2**63) <= number < 2**63 else None
@@ -291,37 +304,39 @@ def _json_type(value: object) -> str:
 # In/NotIn without values, Exists/DoesNotExist with values, Gt/Lt without one integer) makes
 # the whole selector select nothing, as kube's callers do with the conversion's error.
 
-_NODE_OPS = {**_EXPR_OPS, "Gt": Op.GREATER_THAN, "Lt": Op.LESS_THAN}
-_FIELD_REQ_OPS = {"In": Op.IN, "NotIn": Op.NOT_IN}
+# metav1 operator -> kind (`_KIND`), for each place a stored requirement stands
+_LABEL_KINDS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+_NODE_KINDS = {**_LABEL_KINDS, "Gt": ">", "Lt": "<"}
+_FIELD_KINDS = {"In": "in", "NotIn": "notin"}
 
 
-def _stored_requirement(expr: object, ops: Mapping[str, Op]) -> tuple[str, Op, list[str]] | None:
-    """A stored {key, operator, values} as (key, op, values), or None when kube refuses it."""
-    if not isinstance(expr, Mapping):
+def _stored_kind(expr: object, kinds: Mapping[str, str]) -> str | None:
+    """The kind of a stored {key, operator, values}, or None when kube refuses it.  (Written for
+    speed: the scheduler asks this for every pod pair it spreads or affines.)"""
+    if type(expr) is not dict and not isinstance(expr, Mapping):
         return None
-    key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values")
+    operator, values = expr.get("operator"), expr.get("values")
+    if type(expr.get("key")) is not str or type(operator) is not str or operator not in kinds:
+        return None
     if values is None:
-        values = []
-    if not isinstance(key, str) or not isinstance(operator, str) or operator not in ops:
+        values = ()
+    elif type(values) is not list:
         return None
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        return None
-    op = ops[operator]
-    if op in _SET_OPS:
-        if not values:
+    for value in values:
+        if type(value) is not str:
             return None
-    elif op in (Op.GREATER_THAN, Op.LESS_THAN):
-        if len(values) != 1 or _as_int(values[0]) is None:
-            return None
-    elif values:
-        return None
-    return key, op, values
+    kind = kinds[operator]
+    if kind == "in" or kind == "notin":
+        return kind if values else None
+    if kind == ">" or kind == "<":
+        return kind if len(values) == 1 and _as_int(values[0]) is not None else None
+    return None if values else kind
 
 
-def _requirements_hold(exprs: list[Any], ops: Mapping[str, Op], labels: Mapping[str, str]) -> bool:
+def _requirements_hold(exprs: list[Any], kinds: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     for expr in exprs:
-        req = _stored_requirement(expr, ops)
-        if req is None or not _holds(req[1], labels.get(req[0]), req[2]):
+        kind = _stored_kind(expr, kinds)
+        if kind is None or not _holds(kind, labels.get(expr["key"]), expr.get("values") or ()):
             return False
     return True
 
@@ -329,7 +344,7 @@ def _requirements_hold(exprs: list[Any], ops: Mapping[str, Op], labels: Mapping[
 def label_selector_matches(selector: object, labels: Mapping[str, str]) -> bool:
     """Whether a stored metav1.LabelSelector selects `labels`: None (or anything not an object)
     selects nothing, `{}` everything, and a malformed one nothing."""
-    if not isinstance(selector, Mapping):
+    if type(selector) is not dict and not isinstance(selector, Mapping):
         return False
     match_labels = selector.get("matchLabels")
     if match_labels is None:
@@ -337,12 +352,12 @@ def label_selector_matches(selector: object, labels: Mapping[str, str]) -> bool:
     exprs = selector.get("matchExpressions")
     if exprs is None:
         exprs = []
-    if not isinstance(match_labels, Mapping) or not isinstance(exprs, list):
+    if type(exprs) is not list or (type(match_labels) is not dict and not isinstance(match_labels, Mapping)):
         return False
     for key, value in match_labels.items():
         if not isinstance(value, str) or labels.get(key) != value:
             return False
-    return _requirements_hold(exprs, _EXPR_OPS, labels)
+    return _requirements_hold(exprs, _LABEL_KINDS, labels)
 
 
 def node_selector_term_matches(term: object, labels: Mapping[str, str], name: str) -> bool:
@@ -350,16 +365,18 @@ def node_selector_term_matches(term: object, labels: Mapping[str, str], name: st
     (component-helpers' nodeaffinity): `matchExpressions` over the labels (In, NotIn, Exists,
     DoesNotExist, Gt, Lt) and `matchFields` over `metadata.name` (In or NotIn, one value), all
     ANDed.  A term with neither, or with a requirement kube refuses, selects no node."""
-    if not isinstance(term, Mapping):
+    if type(term) is not dict and not isinstance(term, Mapping):
         return False
     exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
     if not isinstance(exprs, list) or not isinstance(fields, list) or (not exprs and not fields):
         return False
-    if not _requirements_hold(exprs, _NODE_OPS, labels):
+    if not _requirements_hold(exprs, _NODE_KINDS, labels):
         return False
     for expr in fields:
-        req = _stored_requirement(expr, _FIELD_REQ_OPS)
-        if req is None or req[0] != "metadata.name" or len(req[2]) != 1 or not _holds(req[1], name, req[2]):
+        kind = _stored_kind(expr, _FIELD_KINDS)
+        if kind is None or expr["key"] != "metadata.name" or len(expr["values"]) != 1:
+            return False
+        if not _holds(kind, name, expr["values"]):
             return False
     return True
 
