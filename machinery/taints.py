@@ -5,6 +5,10 @@ Kube's rules, in its order: a toleration with an effect tolerates only taints of
 empty effect tolerates every effect); one with a key only taints of that key (an empty key, which
 validation allows only with `Exists`, every key); then `Exists` tolerates whatever value the taint
 has, `Equal` (or no operator) needs the same value, and any other operator tolerates nothing.
+
+One case kube never reaches: an empty key with `Equal`, which kube's validation refuses ("operator
+must be Exists when `key` is empty") and ours does not yet.  It tolerates nothing here, as both
+copies this replaces decided, rather than every taint whose value is empty.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     operator = toleration.get("operator") or "Equal"
     if operator == "Exists":
         return True
+    if not key:
+        return False
     if operator == "Equal":
         return (toleration.get("value") or "") == (taint.get("value") or "")
     return False

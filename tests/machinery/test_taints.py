@@ -1,5 +1,6 @@
-"""Tolerations and taints as kube's Toleration.ToleratesTaint decides (the scheduler's copy and the
-node lifecycle controller's copy disagreed on an unknown operator and on an empty key with Equal)."""
+"""Tolerations and taints as kube's Toleration.ToleratesTaint decides.  The scheduler's copy and the
+node lifecycle controller's copy agreed on every valid toleration; both read an unknown operator
+(which validation refuses) as Equal, where kube tolerates nothing."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
         ({"operator": "Exists", "effect": "NoExecute"}, False),
         ({"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}, True),
         ({"key": "dedicated", "operator": "Gt", "value": "gpu"}, False),  # unknown operator: nothing
-        ({"key": "", "operator": "Equal", "value": "gpu"}, True),  # kube's rule, though validation refuses it
+        ({"key": "", "operator": "Equal", "value": "gpu"}, False),  # kube's validation refuses it; see taints.py
+        ({"operator": "Equal", "value": ""}, False),
         ({"key": "dedicated", "operator": "Equal"}, False),
     ],
 )
@@ -60,7 +62,8 @@ def _model(toleration: dict[str, str], taint: dict[str, str]) -> bool:
     key_ok = toleration.get("key", "") in ("", taint["key"])
     operator = toleration.get("operator", "") or "Equal"
     value_ok = {"Exists": True, "Equal": toleration.get("value", "") == taint.get("value", "")}.get(operator, False)
-    return effect_ok and key_ok and value_ok
+    valid = operator == "Exists" or toleration.get("key", "") != ""  # kube's ValidateTolerations
+    return effect_ok and key_ok and value_ok and valid
 
 
 @settings(max_examples=300, deadline=None)
