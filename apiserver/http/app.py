@@ -43,7 +43,7 @@ from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
 from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
 from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess, relay
-from apiserver.http.metrics import Metrics
+from apiserver.http.metrics import Metrics, request_labels
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.resources import ResourceHandlers
 from apiserver.request_context import reset_user, set_user
@@ -54,6 +54,7 @@ from apiserver.storage.interface import Storage
 log = logging.getLogger("raftkube.apiserver")
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+NOBODY = User("")  # the user of a request's attributes when only its metric labels need them
 
 
 class Authenticator(Protocol):
@@ -225,13 +226,13 @@ def build_app(
 
     async def dispatch(request: Request) -> Response:
         started = time.perf_counter()
-        verb = request.method
-        resource_label = ""
+        attrs: Attributes | None = None
         code = 500
         warned: list[str] = []  # warnings raised while serving (admission webhooks)
         try:
             user = await who(request.scope)
-            api.authorize(request_attributes(user, request.method, request.url.path, request.query_params))
+            attrs = request_attributes(user, request.method, request.url.path, request.query_params)
+            api.authorize(attrs)
             request.state.user = user
             as_user = set_user(user)
             try:
@@ -252,13 +253,16 @@ def build_app(
             log.exception("%s %s failed", request.method, request.url.path)
             return status_response(errors.internal("an internal error occurred; the server logged it"))
         finally:
-            path = parse_resource_path(request.url.path)
-            # only served resources become labels: a client cannot grow the metrics by inventing paths
-            if path is not None and (path.group, path.version, path.resource) in api.handlers.by_path:
-                resource_label = path.resource
-            if verb not in METHODS:
-                verb = "OTHER"
-            api.metrics.observe(verb, resource_label, code, time.perf_counter() - started)
+            if attrs is None:  # refused before authorization (401): the labels need no user
+                attrs = request_attributes(NOBODY, request.method, request.url.path, request.query_params)
+            labels = request_labels(
+                attrs,
+                request.method,
+                request.query_params.getlist("dryRun"),
+                request.headers.get("content-type", ""),
+                api.handlers.by_path,
+            )
+            api.metrics.observe(labels, code, time.perf_counter() - started)
 
     async def who(scope: Any) -> User:
         """The request's user (impersonated when it asks): 401 without credentials."""

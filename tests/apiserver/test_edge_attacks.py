@@ -170,3 +170,34 @@ def test_one_user_cannot_take_every_watch_and_their_memory_comes_back(srv: EdgeS
         again.close()
 
     run(t(), 180)
+
+
+def test_a_watch_seat_comes_back_when_its_client_disconnects(srv: EdgeServer) -> None:
+    """bob fills his share of watch seats (the next watch is 429), drops one connection without a
+    word, and is served again within seconds: the seat goes back when the client goes, not when
+    the watch would have timed out (minutes later)."""
+
+    async def t() -> None:
+        held: list[Answer] = []
+        try:
+            for _ in range(MAX_WATCHES + 1):
+                answer = await request_head(srv, WATCH, "bob")
+                if answer.status != 200:
+                    break
+                held.append(answer)
+            assert answer.status == 429 and answer.headers["retry-after"] == "1", answer.status
+            answer.close()
+            assert held, "bob got no watch at all"
+            held.pop().close()  # the client goes away
+            deadline = time.monotonic() + 10
+            while (again := await request_head(srv, WATCH, "bob")).status == 429:
+                again.close()
+                assert time.monotonic() < deadline, "the seat did not come back within 10 s of the disconnect"
+                await asyncio.sleep(0.1)
+            assert again.status == 200, again.status
+            held.append(again)
+        finally:
+            for answer in held:
+                answer.close()
+
+    run(t())

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from apiserver import errors
 from apiserver.auth.user import User
@@ -125,11 +126,71 @@ def test_deletecollection_with_a_label_selector(api: httpx.Client, ns: str) -> N
     assert sorted(i["metadata"]["name"] for i in left) == ["c0", "c2"]
 
 
-def test_metrics_count_requests(api: httpx.Client) -> None:
-    api.get("/api/v1/namespaces")
-    text = api.get("/metrics").text
-    assert 'apiserver_request_total{code="200",resource="namespaces",verb="GET"}' in text
-    assert "apiserver_request_duration_seconds_bucket" in text
+def _request_totals(api: httpx.Client) -> dict[tuple[tuple[str, str], ...], float]:
+    """apiserver_request_total scraped from /metrics: each label set (sorted pairs) to its count."""
+    r = api.get("/metrics")
+    assert r.status_code == 200
+    out = {}
+    for family in text_string_to_metric_families(r.text):
+        for sample in family.samples:
+            if sample.name == "apiserver_request_total":
+                out[tuple(sorted(sample.labels.items()))] = sample.value
+    return out
+
+
+def _kube_labels(verb: str, code: int, resource: str = "", scope: str = "", **more: str) -> tuple[tuple[str, str], ...]:
+    labels = {"verb": verb, "code": str(code), "resource": resource, "scope": scope, "component": "apiserver"}
+    labels |= {"group": "", "version": "v1" if resource else "", "subresource": "", "dry_run": ""} | more
+    return tuple(sorted(labels.items()))
+
+
+def test_request_metrics_carry_kubes_labels(api: httpx.Client, ns: str) -> None:
+    """apiserver_request_total over HTTP, labelled as kube-apiserver labels it: LIST/GET/WATCH
+    told apart, POST a create, APPLY a server-side apply, DELETECOLLECTION, the scope, the
+    subresource, dryRun, the group and version; paths that name no served resource get none."""
+    before = _request_totals(api)
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+    assert api.get("/api/v1/namespaces").status_code == 200
+    assert api.get(f"/api/v1/namespaces/{ns}").status_code == 200
+    assert api.get(f"/api/v1/namespaces/{ns}/status").status_code == 200
+    assert api.get(cms).status_code == 200
+    assert api.post(cms, json={"metadata": {"name": "a"}}).status_code == 201
+    assert api.post(cms, params={"dryRun": "All"}, json={"metadata": {"name": "b"}}).status_code == 201
+    applied = api.patch(
+        f"{cms}/c",
+        params={"fieldManager": "test"},
+        content=b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}',
+        headers={"content-type": "application/apply-patch+yaml"},
+    )
+    assert applied.status_code == 201, applied.text
+    events(api, cms, {"timeoutSeconds": "1"})
+    assert api.get(f"/apis/apps/v1/namespaces/{ns}/deployments").status_code == 200
+    assert api.get(f"/apis/apps/v1/namespaces/{ns}/deployments/nope").status_code == 404
+    assert api.delete(cms).status_code == 200
+    assert api.get("/api/v1/namespaces/default/nonsense").status_code == 404
+    assert api.get("/healthz").status_code == 200
+    after = _request_totals(api)
+    apps = {"group": "apps", "resource": "deployments"}
+    want = [
+        _kube_labels("LIST", 200, "namespaces", "cluster"),
+        _kube_labels("GET", 200, "namespaces", "resource"),
+        _kube_labels("GET", 200, "namespaces", "resource", subresource="status"),
+        _kube_labels("LIST", 200, "configmaps", "namespace"),
+        _kube_labels("POST", 201, "configmaps", "resource"),
+        _kube_labels("POST", 201, "configmaps", "resource", dry_run="All"),
+        _kube_labels("APPLY", 201, "configmaps", "resource"),
+        _kube_labels("WATCH", 200, "configmaps", "namespace"),
+        _kube_labels("LIST", 200, scope="namespace", version="v1", **apps),
+        _kube_labels("GET", 404, scope="resource", version="v1", **apps),
+        _kube_labels("DELETECOLLECTION", 200, "configmaps", "namespace"),
+        _kube_labels("LIST", 404),  # not a served resource: no resource labels (bounded cardinality)
+        _kube_labels("GET", 200),  # /healthz: not a resource request
+    ]
+    grown = {labels: after[labels] - before.get(labels, 0) for labels in after}
+    for labels in want:
+        assert grown.get(labels, 0) >= 1, (
+            f"{dict(labels)} not counted; counted: {[dict(k) for k in sorted(grown) if grown[k]]}"
+        )
 
 
 def test_in_flight_limits_answer_429() -> None:

@@ -142,6 +142,36 @@ def test_warnings_reach_the_client_as_warning_headers(tls: TLS) -> None:
     run(tls, scenario)
 
 
+def test_ignore_webhooks_that_answer_are_honoured(tls: TLS) -> None:
+    """failurePolicy governs only a webhook that cannot answer: one under Ignore that answers is
+    called, and its denial and its patch count as any other webhook's."""
+
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        server.handlers["/deny"] = lambda review: {"allowed": False, "status": {"code": 403, "message": "not today"}}
+        server.handlers["/label"] = lambda review: patch(
+            [{"op": "add", "path": "/metadata/labels", "value": {"stamped": "ignore-hook"}}]
+        )
+        deny = hook("deny.example.com", server.url("/deny"), tls.ca_bundle, failurePolicy="Ignore")
+        c.validating.set(configuration(VWC, "v", deny))
+        r = await c.client.post(CM, json=cm("one"))
+        assert r.status_code == 403, r.text
+        assert r.json()["message"] == 'admission webhook "deny.example.com" denied the request: not today'
+        assert (await c.client.get(f"{CM}/one")).status_code == 404
+        c.mutating.set(configuration(MWC, "m", {**deny, "name": "mdeny.example.com"}))
+        c.validating.set(configuration(VWC, "v"))
+        r = await c.client.post(CM, json=cm("one"))
+        assert r.status_code == 403, r.text
+        assert r.json()["message"] == 'admission webhook "mdeny.example.com" denied the request: not today'
+        label = hook("label.example.com", server.url("/label"), tls.ca_bundle, failurePolicy="Ignore")
+        c.mutating.set(configuration(MWC, "m", label))
+        r = await c.client.post(CM, json=cm("one"))
+        assert r.status_code == 201, r.text
+        assert (await c.client.get(f"{CM}/one")).json()["metadata"]["labels"] == {"stamped": "ignore-hook"}
+        assert len(server.reviews["/deny"]) == 2 and len(server.reviews["/label"]) == 1
+
+    run(tls, scenario)
+
+
 async def _slow(server: WebhookServer) -> Obj:
     await asyncio.wait_for(server.release.wait(), 30)
     return {"allowed": True}

@@ -1,7 +1,8 @@
 """PodDisruptionBudgets end to end against a real cluster: the disruption controller keeps a
 budget's status from the pods it selects (here three ready pods of a ReplicaSet), the apiserver's
 pods/eviction charges it and refuses with 429 once it is spent, kubectl shows the allowed
-disruptions, and `kubectl drain` of the pods' node fails citing the budget."""
+disruptions, and `kubectl drain` of the pods' node fails citing the budget, then finishes once
+the budget allows."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from components.client import kubeconfig
 from components.client.rest import RestClient, TooManyRequestsError
 from components.controllers.disruption import DisruptionController
 from components.controllers.runner import running
-from tests.apiserver.support import ApiserverUnderTest
+from tests.apiserver.support import ApiserverUnderTest, kubectl_binary
 from tests.components.controllers.test_endpoints_support import namespace, pod, run, set_pod_status, until
 
 Obj = dict[str, Any]
@@ -145,7 +146,37 @@ def test_budget_status_eviction_and_drain(cluster: ApiserverUnderTest) -> None:
                     live = await client.get(f"/api/v1/namespaces/{NS}/pods/{name}")
                     assert not live["metadata"].get("deletionTimestamp")
 
+                # a drain that is refused keeps retrying, and finishes once the budget allows
+                # (grace 0: no kubelet runs here to end the pods, the eviction deletes them)
+                drain = await drain_until_refused(cluster, "--ignore-daemonsets", "--grace-period=0", "--timeout=60s")
+                await client.patch(f"{budgets}/web", {"spec": {"minAvailable": 0}})
+                out, err = await asyncio.wait_for(drain.communicate(), 90)
+                assert drain.returncode == 0, err.decode()[-3000:]
+                assert f"node/{NODE} drained" in out.decode(), out.decode()
+                left = await client.get(f"/api/v1/namespaces/{NS}/pods", {"fieldSelector": f"spec.nodeName={NODE}"})
+                assert left["items"] == []
+
     run(go)
+
+
+async def drain_until_refused(cluster: ApiserverUnderTest, *flags: str) -> asyncio.subprocess.Process:
+    """`kubectl drain NODE`, running, once it has reported an eviction refused by the budget."""
+    argv = [str(kubectl_binary(33)), "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(cluster.cache_dir)]
+    proc = await asyncio.create_subprocess_exec(
+        *argv, "drain", NODE, *flags, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert proc.stderr is not None
+    seen: list[bytes] = []
+    try:
+        async with asyncio.timeout(60):
+            while VIOLATES.encode() not in (line := await proc.stderr.readline()):
+                assert line, f"drain ended before a refusal: {b''.join(seen).decode()[-3000:]}"
+                seen.append(line)
+    except BaseException:
+        proc.kill()
+        await proc.wait()
+        raise
+    return proc
 
 
 def test_scale_of_a_deployment_and_an_unknown_controller(cluster: ApiserverUnderTest) -> None:

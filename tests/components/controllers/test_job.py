@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from components.client import kubeconfig
@@ -116,6 +117,45 @@ def test_a_failing_pod_stops_at_the_backoff_limit_counted_once(cluster: Apiserve
         assert j["status"]["failed"] == 3 and len(await pods_of(c, ns, "fails")) == 3
 
     scenario(cluster, "job-fails", body)
+
+
+def test_the_deadline_fails_the_job_and_kills_its_pods(cluster: ApiserverUnderTest) -> None:
+    """No TTL here, so nothing races the checks: at activeDeadlineSeconds (not before) the job
+    gets Failed/DeadlineExceeded, counts no active pod, and every pod it ran is being deleted."""
+
+    async def body(c: RestClient, ns: str) -> None:
+        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        await c.create(path, job("late", parallelism=2, completions=4, activeDeadlineSeconds=2))
+
+        async def two_running() -> bool:
+            return len(await pods_of(c, ns, "late")) == 2
+
+        await eventually(two_running, what="2 pods started")
+        for p in await pods_of(c, ns, "late"):
+            await finish(c, p, "Running")
+
+        async def deadline_exceeded() -> bool:
+            return condition(await c.get(f"{path}/late")) == ("Failed", "DeadlineExceeded")
+
+        await eventually(deadline_exceeded, what="Failed/DeadlineExceeded")
+        j = await c.get(f"{path}/late")
+        [cond] = [x for x in j["status"]["conditions"] if x["type"] == "Failed"]
+        assert cond["message"] == "Job was active longer than specified deadline"
+        started, failed_at = (_seconds(t) for t in (j["status"]["startTime"], cond["lastTransitionTime"]))
+        # at the deadline: not before, and not only at some later resync (the slack is for a loaded machine)
+        assert started + 2 <= failed_at <= started + 2 + 15, (j["status"]["startTime"], cond["lastTransitionTime"])
+        assert j["status"].get("active", 0) == 0
+
+        async def killed() -> bool:
+            return all(p["metadata"].get("deletionTimestamp") for p in await pods_of(c, ns, "late"))
+
+        await eventually(killed, what="the job's pods deleted")
+
+    scenario(cluster, "job-deadline-kills", body)
+
+
+def _seconds(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
 def test_deadline_and_ttl(cluster: ApiserverUnderTest) -> None:

@@ -112,14 +112,17 @@ def test_a_deployment_of_processes(cluster: ApiserverUnderTest) -> None:
         assert until(f"{name}'s log", lambda name=name: cluster.ok("logs", name)) == f"hello from {name}\n"
         status = cluster.ok("exec", name, "--", "cat", "/proc/self/status")
         assert "Pid:" in status and "State:" in status
-        assert all(alive(pid) for pid in container_pids(cluster, p))
+        pids = container_pids(cluster, p)
+        assert pids and all(alive(pid) for pid in pids), (name, pids)
     # scale up and down: processes follow
     cluster.ok("scale", "deployment/web", "--replicas=5")
     until("5 pods Running", lambda: running(cluster, "app=web", 5))
     before = {p["metadata"]["name"]: container_pids(cluster, p) for p in pods(cluster, "app=web")}
     cluster.ok("scale", "deployment/web", "--replicas=1")
     [kept] = until("1 pod Running", lambda: running(cluster, "app=web", 1))
+    assert len(before) == 5 and all(before.values()), before  # every pod's container found
     gone = [pid for name, pids in before.items() if name != kept["metadata"]["name"] for pid in pids]
+    assert len(gone) >= 4, before
     until("the scaled-down pods' processes ended", lambda: not any(alive(pid) for pid in gone))
 
 
@@ -286,7 +289,7 @@ def test_logs_and_restart_of_a_part(cluster: ApiserverUnderTest) -> None:
     restarted = raftkube("restart", "kubelet-node-1", *data_dir, timeout=90)
     assert restarted.returncode == 0, restarted.stderr
     time.sleep(3.0)  # a few syncs of the new kubelet
-    assert all(alive(pid) for pid in pids)  # adopted, not restarted
+    assert pids and all(alive(pid) for pid in pids)  # adopted, not restarted
     assert running(cluster, "app=web", 4) is not None
     follower = next(
         r for r in json.loads(raftkube("status", *data_dir, "-o", "json").stdout) if r["role"] == "follower"
@@ -375,6 +378,7 @@ def test_down_leaves_no_process(cluster: ApiserverUnderTest) -> None:
         int(orjson.loads(s.read_bytes())["pid"])
         for s in cluster.data_dir.glob("kubelet-*/root/containers/*/*/*/state.json")
     ]
+    assert containers, "no container state found under the kubelets' roots"
     until("no container left", lambda: not any(alive(pid) for pid in containers), wait=30.0)
 
 
