@@ -124,12 +124,13 @@ OFF_LOOP_BYTES = 64 * 1024
 """Bodies from this size are decoded in a worker thread: 3 MiB of YAML is seconds of CPU, and
 on the event loop it would stall every other request (and /readyz) that long."""
 
-LARGE_DECODES_AT_ONCE = 2
-"""Large bodies are decoded at most this many at a time, the rest wait their turn.  What a
-decode allocates before its budget can refuse it is many times the body (a 3 MB protobuf Pod
-of 1.5 M empty containers: ~370 MiB inside the protobuf parser), so the number of decodes
-under way, not the write seats (hundreds), is what bounds that memory.  Two keep both cores
-busy; a waiting request holds only its raw body (at most MAX_BODY_BYTES)."""
+LARGE_DECODES_AT_ONCE = 1
+"""Large bodies are decoded one at a time, the rest wait their turn.  What a decode allocates
+before its budget can refuse it is many times the body (a 3 MB protobuf Pod of 1.5 M empty
+containers: ~400 MiB inside the protobuf parser), so the number of decodes under way, not the
+write seats (hundreds), is what bounds that memory; two at once measured up to +774 MiB.
+Bodies this large are rare (manifests are kilobytes), and a waiting request holds only its
+raw body (at most MAX_BODY_BYTES)."""
 
 _large_decodes = concurrent.futures.ThreadPoolExecutor(LARGE_DECODES_AT_ONCE, thread_name_prefix="decode")
 

@@ -170,13 +170,13 @@ def empty_containers_pod(count: int) -> bytes:
     return b"k8s\x00\x0a\x09\x0a\x02v1\x12\x03Pod\x12" + _varint(len(pod)) + pod + b"\x1a\x00\x22\x00"
 
 
-def test_concurrent_protobuf_bodies_that_expand_are_decoded_a_few_at_a_time(
+def test_concurrent_protobuf_bodies_that_expand_are_decoded_one_at_a_time(
     server: ApiserverUnderTest, admin: httpx.Client
 ) -> None:
     """Each 3 MB body costs the protobuf parser ~380 MiB before its budget refuses it.  Eight
     at once grew the apiserver by 1.15-1.5 GiB: the default thread pool ran six, and each
     refusal's traceback kept its half-decoded object alive until the answer was sent.  Large
-    bodies are now decoded two at a time and refused without their frames: +450 MiB measured."""
+    bodies are now decoded one at a time and refused without their frames."""
     from concurrent.futures import ThreadPoolExecutor
 
     body = empty_containers_pod(1_500_000)
