@@ -40,7 +40,7 @@ class ApiserverSettings:
     """Seconds from a connection's start (or the previous response) until a request's headers are in."""
     request_body_timeout: float = 60.0
     """Seconds from a request's headers until its body is in."""
-    idle_connection_timeout: float = 5.0
+    idle_connection_timeout: float = 90.0
     """Seconds a kept-alive connection may wait for its next request."""
     max_connections: int = 10_000
     """Connections open at once; more are closed as they come."""

@@ -9,14 +9,21 @@ ever.  500 such clients kept 500 connections and +137 MiB in the apiserver indef
 This subclass of uvicorn's httptools protocol adds what Go's net/http gives kube-apiserver:
 
 - `header_timeout` (Go's ReadHeaderTimeout; kube sets 32 s): from the connection's start, or
-  from the end of the previous response, until the request's header block is complete.  The
-  clock does not restart on each byte, so dribbling bytes does not keep a connection alive.
+  from the first byte of a kept-alive connection's next request, until the request's header
+  block is complete.  The clock does not restart on each byte, so dribbling bytes does not keep
+  a connection alive.
   Our default is 10 s: clients (client-go, kubectl, our components) send a header block in one
   write, so 10 s is only ever reached by a broken or hostile client, and it frees slots three
   times as fast as kube's.
 - `body_timeout`: from the end of the headers until the body is complete.  Kube's 60 s request
   timeout covers this; a 3 MiB body takes far less on any link the API is used over.
-- `idle_timeout`: uvicorn's keep-alive timeout, passed through.
+- `idle_timeout`: uvicorn's keep-alive timeout, passed through: how long a connection may wait,
+  silent, for its next request.  Kube sets 90 s (Go's IdleTimeout), the same as the idle timeout
+  of Go's client transports, and so do we.  A server that gives up on idle connections sooner
+  than its clients races them: a client that reuses a connection the server is closing gets an
+  EOF, and Go retries only idempotent requests, so a POST (an eviction from `kubectl drain`
+  retrying every 5 s against a 5 s idle timeout) fails outright.  Idle connections cost a
+  socket and a TLS session each and are bounded by `max_connections`.
 - `max_connections`: a connection past the ceiling is closed as soon as it is made (before a
   byte is read), so the number of parsers, TLS sessions and buffers is bounded whatever the
   clients do; the timeouts keep hostile connections from holding the slots for long.
@@ -45,7 +52,7 @@ class ConnectionLimits:
 
     header_timeout: float = 10.0
     body_timeout: float = 60.0
-    idle_timeout: float = 5.0
+    idle_timeout: float = 90.0
     max_connections: int = 10_000
 
     def __post_init__(self) -> None:
@@ -77,7 +84,7 @@ _refused = _RefusalLog()
 
 def guarded(base: type[asyncio.Protocol], limits: ConnectionLimits) -> type[asyncio.Protocol]:
     """`base` (uvicorn's httptools protocol, or a subclass of it) with `limits` enforced."""
-    if not all(hasattr(base, hook) for hook in ("on_headers_complete", "on_message_complete", "on_response_complete")):
+    if not all(hasattr(base, hook) for hook in ("on_message_begin", "on_headers_complete", "on_message_complete")):
         raise TypeError(f"{base.__name__} is not uvicorn's httptools protocol (httptools is a dependency)")
     proto: Any = base  # uvicorn's protocol attributes (connections, cycle, transport) are untyped here
 
@@ -97,6 +104,13 @@ def guarded(base: type[asyncio.Protocol], limits: ConnectionLimits) -> type[asyn
             self._cancel_timers()
             super().connection_lost(exc)
 
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            # a kept-alive connection's next request has begun: its headers are due (on a new
+            # connection the clock has run since connection_made)
+            if self._header_timer is None:
+                self._arm_header_timer()
+
         def on_headers_complete(self) -> None:
             if self._header_timer is not None:
                 self._header_timer.cancel()
@@ -110,12 +124,6 @@ def guarded(base: type[asyncio.Protocol], limits: ConnectionLimits) -> type[asyn
                 self._body_timer.cancel()
                 self._body_timer = None
             super().on_message_complete()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            # waiting for the next request (uvicorn armed its keep-alive timer): its headers are due
-            if self.timeout_keep_alive_task is not None:
-                self._arm_header_timer()
 
         def _arm_header_timer(self) -> None:
             if self._header_timer is not None:

@@ -101,6 +101,30 @@ def test_a_request_in_one_write_is_served_and_kept_alive_until_idle() -> None:
     run(t)
 
 
+def test_a_kept_alive_connection_idles_past_the_header_timeout_until_the_idle_timeout() -> None:
+    """The header clock starts at a request's first byte, not at the end of the last response.
+
+    A connection the server drops while idle races the client's next request on it; Go's client
+    retries only idempotent requests, so `kubectl drain`'s eviction POST, sent again 5 s after a
+    refusal, failed with EOF when the connection was cut 5 s after that refusal.
+    """
+
+    async def t() -> None:
+        async with serving(ConnectionLimits(header_timeout=0.3, idle_timeout=1.2, max_connections=4)) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(REQUEST)
+            await reader.readuntil(b"got 0")
+            assert await closed_after(reader, 0.7) is None  # idle longer than the header timeout: still open
+            writer.write(REQUEST)
+            assert (await reader.readuntil(b"got 0")).startswith(b"HTTP/1.1 200")
+            started = time.monotonic()
+            gone = await closed_after(reader, 3)
+            assert gone is not None and 1.0 < time.monotonic() - started < 2.0  # the idle timeout closed it
+            writer.close()
+
+    run(t)
+
+
 def test_headers_sent_a_byte_at_a_time_are_cut_off_at_the_header_timeout() -> None:
     async def t() -> None:
         async with serving() as port:
@@ -189,7 +213,7 @@ def test_cluster_toml_settings_become_the_apiserver_limits() -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     connections, seats = edge_limits(parser.parse_args(list(settings.edge_flags())))
-    assert connections == ConnectionLimits(header_timeout=2.5, body_timeout=60, idle_timeout=5, max_connections=7)
+    assert connections == ConnectionLimits(header_timeout=2.5, body_timeout=60, idle_timeout=90, max_connections=7)
     assert seats == InFlightLimits(reads=400, writes=200, watches=30, floor=3)
     with pytest.raises(UsageError, match="--request-header-timeout"):
         edge_limits(parser.parse_args(["--request-header-timeout", "0"]))
