@@ -1,5 +1,5 @@
 """What the four RBAC kinds share: policy rules, role references and subjects, and their columns.
-Stored now; enforced by the authorizer (a later issue)."""
+Enforced by the RBAC authorizer (apiserver/authz/rbac/)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,6 @@ The contract, after kube-scheduler:
   cluster event may help (node added/updated, pod deleted), at the latest five minutes
   (`queue.py`); failed attempts back off per pod, 1 s doubling to 10 s.
 
-The pure core (`resources`, `nodeinfo`, `plugins`, `framework`, `preemption`, `queue`, `cache`,
-`messages`) never imports asyncio and never reads a clock: time comes in as arguments.
+The pure core (`resources`, `nodeinfo`, `plugins`, `framework`, `preemption`, `queue`, `cache`)
+never imports asyncio and never reads a clock: time comes in as arguments.
 """
