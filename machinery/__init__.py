@@ -23,5 +23,8 @@ Modules, one meaning each:
 - `duration`: Go's time.ParseDuration and Duration.String();
 - `cron`: CronJob schedules (robfig/cron's standard parser, kube's CronJob grammar) and when
   they fire;
-- `clock`: time as an injected dependency, so back-offs, leases and bookmarks are testable.
+- `clock`: time as an injected dependency, so back-offs, leases and bookmarks are testable;
+- `quantity`: resource quantities (`500m`, `1.5Gi`) parsed, compared, summed and printed as
+  apimachinery's resource.Quantity does, so quota admission, the quota controller, the kubelet
+  and the scheduler agree on what a request is worth.
 """

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apiserver.quantity import Quantity, QuantityError, parse_quantity
+from machinery.quantity import Quantity, QuantityError, parse_quantity
 
 Obj = Mapping[str, Any]
 Resources = dict[str, Quantity]

@@ -26,10 +26,10 @@ from apiserver import errors
 from apiserver.admission.by_version import ByVersion
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.podresources import all_containers, container_resources, pod_resources
-from apiserver.quantity import Quantity, QuantityError, canonical, parse_quantity
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
 from apiserver.resources.core_pods import qos_class
+from machinery.quantity import Quantity, QuantityError, canonical, parse_quantity
 
 log = logging.getLogger("raftkube.apiserver")
 Obj = dict[str, Any]

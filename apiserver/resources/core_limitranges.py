@@ -11,7 +11,6 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.quantity import Quantity
 from apiserver.resources._resourcelists import (
     NameCheck,
     canonicalize,
@@ -21,6 +20,7 @@ from apiserver.resources._resourcelists import (
 )
 from apiserver.resources._shared import Obj, dicts, mapping, text
 from apiserver.resources.base import Column, ResourceDef
+from machinery.quantity import Quantity
 
 LIMIT_TYPES = ("Container", "Pod", "PersistentVolumeClaim")  # the types kube's plugins act on
 BOUNDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")

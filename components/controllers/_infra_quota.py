@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from apiserver.admission.resourcequota import in_scope, usage
-from apiserver.quantity import Quantity, canonical, parse_quantity
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
+from machinery.quantity import Quantity, canonical, parse_quantity
 
 Obj = dict[str, Any]
 GroupResource = tuple[str, str]  # (group, plural)

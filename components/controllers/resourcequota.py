@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apiserver.quantity import QuantityError, canonical, parse_quantity
 from components.client.indexer import NAMESPACE_INDEX, key_of, split_key
 from components.client.informer import EventHandler, SharedInformer
 from components.client.listwatch import Resource
 from components.controllers._infra_quota import GroupResource, hard_of, served, used, wanted
 from components.controllers.base import Controller, Obj, Requeue
+from machinery.quantity import QuantityError, canonical, parse_quantity
 
 QUOTAS = Resource("", "v1", "resourcequotas", kind="ResourceQuota")
 WATCHED = (

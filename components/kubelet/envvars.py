@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.quantity import QuantityError, parse_quantity
+from machinery.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
 Lookup = Callable[[str, str], Obj | None]  # (namespace, name) -> the object, or None

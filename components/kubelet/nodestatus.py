@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.quantity import QuantityError, canonical, parse_quantity
+from machinery.quantity import QuantityError, canonical, parse_quantity
 
 Obj = dict[str, Any]
 STATUS_PERIOD_S = 60.0
