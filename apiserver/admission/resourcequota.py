@@ -28,7 +28,7 @@ from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.podresources import all_containers, container_resources, pod_resources
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
-from apiserver.resources.core_pods import qos_class
+from machinery.qos import qos_class
 from machinery.quantity import Quantity, QuantityError, canonical, parse_quantity
 
 log = logging.getLogger("raftkube.apiserver")
