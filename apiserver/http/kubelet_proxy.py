@@ -26,7 +26,7 @@ import aiohttp
 from starlette.responses import Response, StreamingResponse
 
 from apiserver import errors
-from apiserver.resources import pod_log_options
+from machinery import pod_log_options
 
 log = logging.getLogger("raftkube.apiserver.kubelet")
 Obj = dict[str, Any]

@@ -28,10 +28,10 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from apiserver.resources import pod_log_options
 from components.kubelet import containerlog, exec_session, portforward
 from components.kubelet.podworker import PodWorker
 from components.kubelet.process_runtime import ProcessRuntime
+from machinery import pod_log_options
 
 log = logging.getLogger("raftkube.kubelet.server")
 APISERVER_USER = "kube-apiserver-kubelet-client"
