@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from machinery.pods import is_ready, is_terminating
+
 Obj = dict[str, Any]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
@@ -33,17 +35,6 @@ def selector_of(service: Mapping[str, Any]) -> dict[str, str]:
 def selects(selector: Mapping[str, str], pod: Mapping[str, Any]) -> bool:
     labels = _d(_d(pod.get("metadata")).get("labels"))
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
-
-
-def pod_ready(pod: Mapping[str, Any]) -> bool:
-    for c in _d(pod.get("status")).get("conditions") or []:
-        if isinstance(c, Mapping) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
-
-
-def terminating(pod: Mapping[str, Any]) -> bool:
-    return bool(_d(pod.get("metadata")).get("deletionTimestamp"))
 
 
 def _counts(pod: Mapping[str, Any]) -> bool:
@@ -118,13 +109,13 @@ def endpoints_subsets(service: Mapping[str, Any], pods: Iterable[Mapping[str, An
     has_ports = bool(_d(service.get("spec")).get("ports"))
     groups: dict[tuple[tuple[str, int, str], ...], tuple[list[Obj], list[Obj], list[Obj]]] = {}
     for pod in pods:
-        if not _counts(pod) or (terminating(pod) and not publish):
+        if not _counts(pod) or (is_terminating(pod) and not publish):
             continue
         ports = _resolved_ports(service, pod)
         if has_ports and not ports:
             continue
         entry = groups.setdefault(_port_key(ports), (ports, [], []))
-        (entry[1] if publish or pod_ready(pod) else entry[2]).append(_address(service, pod))
+        (entry[1] if publish or is_ready(pod) else entry[2]).append(_address(service, pod))
     subsets = []
     for key in sorted(groups):
         ports, ready, not_ready = groups[key]
@@ -168,7 +159,7 @@ def slice_endpoints(
         ports = _resolved_ports(service, pod)
         if has_ports and not ports:
             continue
-        ready, ending = pod_ready(pod), terminating(pod)
+        ready, ending = is_ready(pod), is_terminating(pod)
         spec = _d(pod.get("spec"))
         ep: Obj = {
             "addresses": [_d(pod.get("status"))["podIP"]],

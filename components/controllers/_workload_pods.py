@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from machinery.pods import is_ready, ready_condition
 from machinery.selectors import label_selector_matches
 
 Obj = dict[str, Any]
@@ -91,18 +92,6 @@ def owner_ref(owner: Mapping[str, Any], kind: str, api_version: str = "apps/v1")
 def is_active(pod: Mapping[str, Any]) -> bool:
     """Neither finished nor being deleted (kube's FilterActivePods)."""
     return status(pod).get("phase") not in ("Succeeded", "Failed") and not meta(pod).get("deletionTimestamp")
-
-
-def ready_condition(pod: Mapping[str, Any]) -> Obj | None:
-    for cond in status(pod).get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond
-    return None
-
-
-def is_ready(pod: Mapping[str, Any]) -> bool:
-    cond = ready_condition(pod)
-    return cond is not None and cond.get("status") == "True"
 
 
 def ready_since(pod: Mapping[str, Any]) -> float | None:

@@ -18,9 +18,10 @@ import logging
 from components.client.indexer import NAMESPACE_INDEX, key_of, split_key
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
-from components.controllers._disruption_budget import BudgetError, compute, needs_scale, selects
+from components.controllers._disruption_budget import BudgetError, compute, needs_scale
 from components.controllers._workload_pods import controller_ref, meta, spec
 from components.controllers.base import Controller, Obj, Requeue
+from machinery.disruption import budget_selects
 
 log = logging.getLogger("raftkube.controllers")
 
@@ -74,7 +75,7 @@ class DisruptionController(Controller):
     def _pod_changed(self, pod: Obj, old: Obj | None) -> None:
         namespace = meta(pod).get("namespace") or ""
         for pdb in self.pdbs.indexer.by_index(NAMESPACE_INDEX, namespace):
-            if selects(pdb, pod) or (old is not None and selects(pdb, old)):
+            if budget_selects(pdb, pod) or (old is not None and budget_selects(pdb, old)):
                 self.queue.add(key_of(pdb))
 
     def _scale_changed(self, owner: Obj) -> None:
@@ -136,7 +137,7 @@ class DisruptionController(Controller):
         pdb = self.pdbs.indexer.get(key)
         if pdb is None or namespace is None:
             return
-        pods = [p for p in self.pods.indexer.by_index(NAMESPACE_INDEX, namespace) if selects(pdb, p)]
+        pods = [p for p in self.pods.indexer.by_index(NAMESPACE_INDEX, namespace) if budget_selects(pdb, p)]
         now = self.clock.now()
         computed = compute(pdb, pods, now, self._scale)
         if needs_scale(spec(pdb)) and any(controller_ref(p) is None for p in pods):

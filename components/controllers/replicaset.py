@@ -25,7 +25,6 @@ from components.controllers._workload_pods import (
     controller_ref,
     is_active,
     is_available,
-    is_ready,
     labels,
     meta,
     owner_ref,
@@ -35,6 +34,7 @@ from components.controllers._workload_pods import (
     status,
 )
 from components.controllers.base import Controller, Obj, Requeue
+from machinery.pods import is_ready
 
 REPLICA_SETS = Resource("apps", "v1", "replicasets", kind="ReplicaSet")
 PODS = Resource("", "v1", "pods", kind="Pod")

@@ -1,4 +1,4 @@
-"""The disruption controller's arithmetic (pure): which pods a budget selects, expectedPods and
+"""The disruption controller's arithmetic (pure): expectedPods and
 desiredHealthy for each kind of budget, the healthy count with evictions not yet seen, the
 condition, and the safe answer when the budget cannot be worked out."""
 
@@ -20,7 +20,6 @@ from components.controllers._disruption_budget import (
     live_disruptions,
     rfc3339,
     scaled,
-    selects,
     with_condition,
 )
 
@@ -46,17 +45,6 @@ def pdb(generation: int = 1, status: Any = None, **spec: Any) -> Obj:
 
 def no_scale(_pods: list[Obj]) -> int:
     raise AssertionError("an integer minAvailable needs no controller")
-
-
-def test_selectors_of_policy_v1() -> None:
-    assert selects(pdb(), pod("a"))
-    assert not selects(pdb(), pod("a", labels={"app": "db"}))
-    assert selects(pdb(selector={}), pod("a", labels={}))  # empty: every pod of the namespace
-    assert not selects(pdb(selector=None), pod("a"))  # null: none
-    bad = {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["web"]}]}
-    assert not selects(pdb(selector=bad), pod("a"))  # invalid: none (never "all")
-    assert not selects(pdb(selector="app=web"), pod("a"))
-    assert not selects({"spec": "x"}, pod("a"))
 
 
 def test_scaled_rounds_a_percent_up() -> None:
