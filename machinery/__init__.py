@@ -35,5 +35,10 @@ Modules, one meaning each:
 - `disruption`: which PodDisruptionBudgets guard a pod, for evictions and the disruption
   controller alike;
 - `pod_log_options`: `pods/log` query options, as the apiserver checks them and the kubelet
-  serves them.
+  serves them;
+- `podresources`: a pod's effective requests and limits (resource.PodRequests);
+- `quota`: what a ResourceQuota counts (each object's usage, scopes), for admission's charges
+  and the quota controller's recount alike;
+- `resources`: the built-in resources by group and plural (version, kind, scope), for
+  components that must name kinds without importing the apiserver's catalog.
 """

@@ -17,7 +17,7 @@ from typing import Any
 from apiserver import errors
 from apiserver.admission.by_version import KEPT, ByVersion
 from apiserver.admission.interface import AdmissionRequest, is_pod_create
-from apiserver.admission.podresources import all_containers, container_resources, pod_resources
+from machinery.podresources import all_containers, container_resources, pod_resources
 from machinery.qos import qos_class
 from machinery.quantity import Quantity, QuantityError, canonical, parse_quantity
 

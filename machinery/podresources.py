@@ -1,8 +1,11 @@
 """What a pod asks for: its effective requests and limits per resource, as kube computes them
-for quota and limit ranges (the larger of the containers' sum and the largest init container,
-plus the pod overhead).  Quantities that do not parse count as nothing: validation refuses
-them before any plugin that counts them runs.  Objects are decoded JSON, so a mapping is a
-dict (the cheap isinstance: this runs several times per container of every pod create)."""
+for quota and limit ranges (component-helpers' resource.PodRequests: the larger of the
+containers' sum and the largest init container, plus the pod overhead).  Quota admission charges
+it and the quota controller recounts it, so both read it here.
+
+Quantities that do not parse count as nothing: validation refuses them before any plugin that
+counts them runs.  Objects are decoded JSON, so a mapping is a dict (the cheap isinstance: this
+runs several times per container of every pod create)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Any
 
 from machinery.quantity import Quantity, QuantityError, parse_quantity
 
+# read-only here: a pod spec or container as decoded (machinery.objects.Obj, seen as a Mapping)
 Obj = Mapping[str, Any]
 Resources = dict[str, Quantity]
 
