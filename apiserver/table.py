@@ -13,7 +13,8 @@ from typing import Any
 
 from apiserver.duration import since
 from apiserver.errors import bad_request
-from apiserver.resources.base import Column, Obj, ResourceDef
+from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj
 
 NAME_DESCRIPTION = (
     "Name must be unique within a namespace. Is required when creating resources, although some resources "

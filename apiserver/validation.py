@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeGuard
 
 from apiserver.errors import Cause
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 # ---------------------------------------------------------------------------------------------
 # Causes, with apimachinery's bodies

@@ -17,8 +17,8 @@ from apiserver import errors
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.refusal import forbidden
 from apiserver.authz.node import LEASE_NAMESPACE, NODE_PREFIX, NODES_GROUP
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 NodeByName = Callable[[str], Obj | None]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.refusal import forbidden
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 SCHEDULING = "scheduling.k8s.io"
 PREEMPT_LOWER = "PreemptLowerPriority"
 BUILT_IN: dict[str, int] = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}

@@ -26,12 +26,12 @@ from apiserver.admission.by_version import ByVersion
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
+from machinery.objects import Obj
 from machinery.podresources import all_containers, container_resources
 from machinery.quantity import Quantity, QuantityError, canonical, parse_quantity
 from machinery.quota import in_scope, usage
 
 log = logging.getLogger("raftkube.apiserver")
-Obj = dict[str, Any]
 WRITTEN_KEPT = 10_000  # quotas whose last write is remembered
 # (namespace, ResourceDef) -> the objects of that kind in the namespace (for a first fill)
 ObjectsIn = Callable[[str, ResourceDef], Iterable[Obj]]

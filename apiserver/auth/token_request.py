@@ -33,8 +33,8 @@ from apiserver.auth.serviceaccount_tokens import (
     TokenIssuer,
 )
 from apiserver.duration import format_time
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 GROUP = "authentication.k8s.io"
 API_VERSION = f"{GROUP}/v1"
 KIND = "TokenRequest"

@@ -21,8 +21,7 @@ from apiserver.patch.merge_patch import apply_merge_patch
 from apiserver.patch.strategic import apply_strategic_merge_patch
 from apiserver.registry.meta import rfc3339
 from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def _gv(group: str, version: str) -> str:

@@ -21,8 +21,7 @@ from apiserver import errors
 from apiserver.patch.jsonvalue import deep_copy
 from apiserver.registry.meta import rfc3339
 from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 POLICIES = ("Orphan", "Background", "Foreground")
 

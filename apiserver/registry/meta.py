@@ -18,8 +18,7 @@ from apiserver import errors
 from apiserver.errors import Cause
 from apiserver.patch.jsonvalue import deep_copy
 from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 # generateName suffixes use kube's alphabet: no vowels, no look-alike digits
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

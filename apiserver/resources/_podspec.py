@@ -7,7 +7,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, ensure, mapping
+from apiserver.resources._shared import ensure
+from machinery.objects import Obj, mapping
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")

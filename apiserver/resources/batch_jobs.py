@@ -13,18 +13,10 @@ from apiserver import validation as v
 from apiserver.duration import human_duration, parse_time
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_template, validate_template
-from apiserver.resources._shared import (
-    Obj,
-    container_cells,
-    ensure,
-    format_label_selector,
-    get,
-    has_condition,
-    mapping,
-    number,
-)
+from apiserver.resources._shared import container_cells, ensure, format_label_selector, has_condition
 from apiserver.resources._workload import validate_selector
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, get, mapping, number
 
 COMPLETION_MODES = ("NonIndexed", "Indexed")
 REPLACEMENT_POLICIES = ("TerminatingOrFailed", "Failed")

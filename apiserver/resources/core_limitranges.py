@@ -18,8 +18,8 @@ from apiserver.resources._resourcelists import (
     check_resource_name,
     resource_list,
 )
-from apiserver.resources._shared import Obj, dicts, mapping, text
 from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, dicts, mapping, text
 from machinery.quantity import Quantity
 
 LIMIT_TYPES = ("Container", "Pod", "PersistentVolumeClaim")  # the types kube's plugins act on

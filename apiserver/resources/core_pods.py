@@ -8,8 +8,9 @@ from apiserver import validation as v
 from apiserver.duration import human_duration, parse_time
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
-from apiserver.resources._shared import Obj, dicts, ensure, get, has_condition, mapping, number, text
+from apiserver.resources._shared import ensure, has_condition
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, dicts, get, mapping, number, text
 from machinery.qos import qos_class
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")

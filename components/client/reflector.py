@@ -21,9 +21,9 @@ from typing import Any, Protocol
 from components.client.listwatch import ListWatch
 from components.client.rest import ApiError, BadRequestError, GoneError, TransportError, WatchEvent
 from machinery.clock import Clock, SystemClock
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.client")
-Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MIN_WATCH_TIMEOUT_S = 300  # each watch asks the server to end it after 5-10 min (spreads re-watches)
 BACKOFF_INITIAL_S = 0.8

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.client.listwatch import Resource
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 

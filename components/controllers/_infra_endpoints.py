@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from machinery.objects import Obj
 from machinery.pods import is_ready, is_terminating
 
-Obj = dict[str, Any]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"

@@ -7,7 +7,8 @@ from components.client.indexer import NAMESPACE_INDEX, key_of
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.controllers._infra_endpoints import selector_of, selects
-from components.controllers.base import Controller, Obj
+from components.controllers.base import Controller
+from machinery.objects import Obj
 
 SERVICES = Resource("", "v1", "services", kind="Service")
 PODS = Resource("", "v1", "pods", kind="Pod")

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from machinery.objects import Obj
 from machinery.pods import is_ready, ready_condition
 from machinery.selectors import label_selector_matches
 
-Obj = dict[str, Any]
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from components.controllers._workload_pods import meta, spec, status, timestamp
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"

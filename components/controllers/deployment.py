@@ -36,8 +36,9 @@ from components.controllers._workload_pods import (
     spec,
     status,
 )
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
 from components.controllers.replicaset import PODS, REPLICA_SETS
+from machinery.objects import Obj
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", kind="Deployment")
 

@@ -20,8 +20,9 @@ from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.controllers._disruption_budget import BudgetError, compute, needs_scale
 from components.controllers._workload_pods import controller_ref, meta, spec
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
 from machinery.disruption import budget_selects
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.controllers")
 

@@ -24,7 +24,7 @@ from components.controllers._infra_endpoints import (
     selector_of,
 )
 from components.controllers._infra_svcpods import ServicePodsController
-from components.controllers.base import Obj
+from machinery.objects import Obj
 
 SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", kind="EndpointSlice")
 

@@ -28,7 +28,8 @@ from components.controllers._job_status import (
     job_verdict,
     pods_wanted,
 )
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
+from machinery.objects import Obj
 from machinery.pods import is_ready
 
 JOBS = Resource("batch", "v1", "jobs", kind="Job")

@@ -33,7 +33,8 @@ from components.controllers._workload_pods import (
     spec,
     status,
 )
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
+from machinery.objects import Obj
 from machinery.pods import is_ready
 
 REPLICA_SETS = Resource("apps", "v1", "replicasets", kind="ReplicaSet")

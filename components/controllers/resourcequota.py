@@ -15,7 +15,8 @@ from components.client.indexer import NAMESPACE_INDEX, key_of, split_key
 from components.client.informer import EventHandler, SharedInformer
 from components.client.listwatch import Resource
 from components.controllers._infra_quota import hard_of, used, wanted
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
+from machinery.objects import Obj
 from machinery.quantity import QuantityError, canonical, parse_quantity
 from machinery.resources import NAMESPACED, GroupResource
 

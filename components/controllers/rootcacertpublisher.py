@@ -12,8 +12,9 @@ from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, ForbiddenError, NotFoundError, RestClient
 from components.controllers._infra_namespace import active
-from components.controllers.base import Controller, Obj
+from components.controllers.base import Controller
 from machinery.clock import Clock
+from machinery.objects import Obj
 
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
 CONFIG_MAPS = Resource("", "v1", "configmaps", kind="ConfigMap")

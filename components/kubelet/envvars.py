@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from machinery.objects import Obj
 from machinery.quantity import QuantityError, parse_quantity
 
-Obj = dict[str, Any]
 Lookup = Callable[[str, str], Obj | None]  # (namespace, name) -> the object, or None
 _VALID_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _LABEL_FIELD = re.compile(r"^metadata\.(labels|annotations)\['([^']*)'\]$")

@@ -27,8 +27,7 @@ from typing import Any
 import orjson
 
 from components.kubelet.backoff import CrashBackOff
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,9 +28,9 @@ from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
 from components.kubelet.sandbox import Sandbox
 from components.kubelet.volumes import VolumeError
+from machinery.objects import Obj
 from machinery.qos import qos_class
 
-Obj = dict[str, Any]
 DEFAULT_GRACE_S = 30.0
 
 

@@ -17,9 +17,9 @@ from apiserver.admission.limitranger import CompiledRanges, LimitRanger
 from apiserver.admission.podsecurity.plugin import PodSecurity
 from apiserver.auth.user import User
 from apiserver.resources import core_pods
+from machinery.objects import Obj
 from machinery.quantity import parse_quantity
 
-Obj = dict[str, Any]
 ANN = User("ann")
 
 

@@ -12,11 +12,11 @@ from apiserver.errors import StatusError
 from apiserver.registry import eviction
 from apiserver.registry.generic import Registry
 from apiserver.registry.meta import rfc3339
+from machinery.objects import Obj
 from tests.apiserver.gates_support import in_process
 from tests.apiserver.kinds_support import NOW, find, registry, run
 from tests.apiserver.memstorage import MemStorage
 
-Obj = dict[str, Any]
 NS = "default"
 
 

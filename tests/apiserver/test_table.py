@@ -11,9 +11,9 @@ from apiserver.errors import StatusError
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
 from apiserver.table import table
+from machinery.objects import Obj
 
 NOW = 1_700_000_000.0
-Obj = dict[str, Any]
 
 
 def find(group: str, plural: str) -> ResourceDef:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from machinery.disruption import budget_selects
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def pod(labels: dict[str, str] | None = None) -> Obj:

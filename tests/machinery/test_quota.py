@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from machinery.objects import Obj
 from machinery.quota import counted_by, in_scope, usage
 from machinery.resources import GroupResource
 
-Obj = dict[str, Any]
 PODS = GroupResource("", "pods")
 SERVICES = GroupResource("", "services")
 LEASES = GroupResource("coordination.k8s.io", "leases")

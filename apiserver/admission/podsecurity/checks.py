@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 BASELINE = "baseline"
 RESTRICTED = "restricted"

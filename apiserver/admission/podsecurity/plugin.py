@@ -27,10 +27,10 @@ from apiserver.admission.podsecurity.evaluate import PRIVILEGED, LevelVersion, d
 from apiserver.admission.podsecurity.policy import MODES, PREFIX, Parsed, Policy, policy_of, stricter
 from apiserver.admission.refusal import forbidden
 from apiserver.warnings import add_warning
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.apiserver.podsecurity")
 
-Obj = dict[str, Any]
 NamespaceGetter = Callable[[str], Awaitable[Obj | None]]
 PodsIn = Callable[[str], Iterable[Obj]]
 

@@ -8,12 +8,11 @@ nothing, unless `parameterNotFoundAction: Deny` makes it a configuration error."
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from apiserver.admission.policy.binding import ParamRef
 from apiserver.admission.policy.compiled import ParamKind
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 class ParamSource(Protocol):

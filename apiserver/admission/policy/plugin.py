@@ -25,8 +25,8 @@ from apiserver.admission.policy.evaluate import Decision, evaluate
 from apiserver.admission.policy.params import ParamError, ParamLookup, collect
 from apiserver.admission.policy.requestvars import namespace_variable, request_variable
 from apiserver.admission.policy.source import LivePolicies
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 ADMISSION_GROUP = "admissionregistration.k8s.io"
 EXEMPT = frozenset(
     {

@@ -10,8 +10,7 @@ from typing import Any, Protocol
 
 from apiserver.admission.policy.binding import CompiledBinding, compile_binding
 from apiserver.admission.policy.compiled import CompiledPolicy, compile_policy
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 class Source(Protocol):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import orjson
 
@@ -34,10 +33,10 @@ from apiserver.admission.webhook.rules import Target
 from apiserver.admission.webhook.selection import NamespaceLabels, NamespaceLookup, namespace_matches, object_matches
 from apiserver.resources.base import ResourceDef
 from apiserver.warnings import add_warning
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.admission.webhook")
 
-Obj = dict[str, Any]
 REGISTRATION = "admissionregistration.k8s.io"
 EXEMPT = {
     "mutatingwebhookconfigurations",

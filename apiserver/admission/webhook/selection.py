@@ -11,14 +11,13 @@ the old object's labels match.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from apiserver import errors
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.webhook.config import Hook
 from apiserver.admission.webhook.review import review_namespace
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 # name -> the namespace object, or None when there is no such namespace
 NamespaceLookup = Callable[[str], Awaitable[Obj | None]]
 

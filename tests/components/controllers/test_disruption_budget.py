@@ -22,8 +22,8 @@ from components.controllers._disruption_budget import (
     scaled,
     with_condition,
 )
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 NOW = 1_700_000_000.0
 
 

@@ -11,10 +11,9 @@ from components.client.rest import RestClient
 from components.controllers._infra_quota import used
 from components.controllers.resourcequota import ResourceQuotaController
 from components.controllers.runner import running
+from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_endpoints_support import namespace, run, until
-
-Obj = dict[str, Any]
 
 
 def cpu_pod(cpu: str, phase: str = "Running", **spec: Any) -> Obj:
