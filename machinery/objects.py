@@ -72,6 +72,16 @@ def metadata(obj: Mapping[str, Any] | None) -> Obj:
     return as_dict(obj.get("metadata")) if isinstance(obj, Mapping) else {}
 
 
+def spec(obj: Mapping[str, Any] | None) -> Obj:
+    """The object's spec (the dict itself), {} when it has none."""
+    return as_dict(obj.get("spec")) if isinstance(obj, Mapping) else {}
+
+
+def status(obj: Mapping[str, Any] | None) -> Obj:
+    """The object's status (the dict itself), {} when it has none."""
+    return as_dict(obj.get("status")) if isinstance(obj, Mapping) else {}
+
+
 def name(obj: Mapping[str, Any] | None) -> str:
     return text(metadata(obj), "name")
 

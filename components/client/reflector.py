@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from components.client.listwatch import ListWatch
 from components.client.rest import ApiError, BadRequestError, GoneError, TransportError, WatchEvent
+from machinery import objects
 from machinery.clock import Clock, SystemClock
 from machinery.objects import Obj
 
@@ -127,7 +128,7 @@ class Reflector:
         state: list[Obj] | None = [] if initial else None
         try:
             async for event in stream:
-                rv = _rv(event.object)
+                rv = objects.resource_version(event.object)
                 if event.type == "BOOKMARK":
                     if state is not None and _initial_events_end(event.object):
                         self.sink.replace(state, rv)
@@ -146,11 +147,6 @@ class Reflector:
             await _close(stream)
         if state is not None:
             raise TransportError(f"{self.name}: the watch ended before the initial events did")
-
-
-def _rv(obj: Obj) -> str:
-    rv = (obj.get("metadata") or {}).get("resourceVersion")
-    return rv if isinstance(rv, str) else ""
 
 
 def _newer(rv: str, than: str) -> bool:

@@ -11,32 +11,12 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from machinery.objects import Obj
+from machinery.objects import Obj, metadata, spec, status
 from machinery.pods import is_ready, ready_condition
 from machinery.selectors import label_selector_matches
 
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
-
-
-def meta(obj: Mapping[str, Any]) -> Obj:
-    m = obj.get("metadata")
-    return m if isinstance(m, dict) else {}
-
-
-def spec(obj: Mapping[str, Any]) -> Obj:
-    s = obj.get("spec")
-    return s if isinstance(s, dict) else {}
-
-
-def status(obj: Mapping[str, Any]) -> Obj:
-    s = obj.get("status")
-    return s if isinstance(s, dict) else {}
-
-
-def labels(obj: Mapping[str, Any]) -> dict[str, str]:
-    found = meta(obj).get("labels")
-    return dict(found) if isinstance(found, dict) else {}
 
 
 def timestamp(value: Any) -> float | None:
@@ -66,16 +46,9 @@ def selector_matches(selector: Any, obj_labels: Mapping[str, str]) -> bool:
 # -- ownership ------------------------------------------------------------------------------
 
 
-def controller_ref(obj: Mapping[str, Any]) -> Obj | None:
-    for ref in meta(obj).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller"):
-            return ref
-    return None
-
-
 def owner_ref(owner: Mapping[str, Any], kind: str, api_version: str = "apps/v1") -> Obj:
     """The ownerReference a controller sets on what it makes or adopts."""
-    m = meta(owner)
+    m = metadata(owner)
     return {
         "apiVersion": api_version,
         "kind": kind,
@@ -91,7 +64,7 @@ def owner_ref(owner: Mapping[str, Any], kind: str, api_version: str = "apps/v1")
 
 def is_active(pod: Mapping[str, Any]) -> bool:
     """Neither finished nor being deleted (kube's FilterActivePods)."""
-    return status(pod).get("phase") not in ("Succeeded", "Failed") and not meta(pod).get("deletionTimestamp")
+    return status(pod).get("phase") not in ("Succeeded", "Failed") and not metadata(pod).get("deletionTimestamp")
 
 
 def ready_since(pod: Mapping[str, Any]) -> float | None:
@@ -127,7 +100,7 @@ def restarts(pod: Mapping[str, Any]) -> int:
 
 
 def deletion_cost(pod: Mapping[str, Any]) -> int:
-    raw = (meta(pod).get("annotations") or {}).get(POD_DELETION_COST)
+    raw = (metadata(pod).get("annotations") or {}).get(POD_DELETION_COST)
     try:
         return int(raw) if raw is not None else 0
     except (TypeError, ValueError):
@@ -158,8 +131,8 @@ def deletion_order_key(pod: Obj, rank: int, now: float) -> tuple[Any, ...]:
         -rank,
         _log_age(ready_since(pod), now) if ready else 0.0,
         -restarts(pod),
-        _log_age(timestamp(meta(pod).get("creationTimestamp")), now),
-        str(meta(pod).get("uid") or ""),
+        _log_age(timestamp(metadata(pod).get("creationTimestamp")), now),
+        str(metadata(pod).get("uid") or ""),
     )
 
 
