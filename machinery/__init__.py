@@ -40,5 +40,6 @@ Modules, one meaning each:
 - `quota`: what a ResourceQuota counts (each object's usage, scopes), for admission's charges
   and the quota controller's recount alike;
 - `resources`: the built-in resources by group and plural (version, kind, scope), for
-  components that must name kinds without importing the apiserver's catalog.
+  components that must name kinds without importing the apiserver's catalog;
+- `timestamps`: metav1.Time, written to the second in UTC and read back tolerantly.
 """

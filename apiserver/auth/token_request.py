@@ -32,8 +32,8 @@ from apiserver.auth.serviceaccount_tokens import (
     SERVICE_ACCOUNTS,
     TokenIssuer,
 )
-from apiserver.duration import format_time
 from machinery.objects import Obj
+from machinery.timestamps import format_time
 
 GROUP = "authentication.k8s.io"
 API_VERSION = f"{GROUP}/v1"

@@ -15,10 +15,10 @@ from typing import Any
 from apiserver import errors
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
-from apiserver.registry.meta import rfc3339
 from machinery.disruption import budget_selects
 from machinery.objects import Obj, as_dict
 from machinery.pods import is_ready, is_terminating
+from machinery.timestamps import format_time
 
 DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 # more evictions than this not yet seen by the disruption controller: refuse (kube's MaxDisruptedPodSize)
@@ -83,7 +83,7 @@ def charged(pdb: Obj, pod_name: str, now: float, *, record: bool = True) -> Obj:
     if allowed - 1 == 0:
         new_status["conditions"] = _insufficient(new_status.get("conditions"), now)
     if record:
-        new_status["disruptedPods"] = {**disrupted, pod_name: rfc3339(now)}
+        new_status["disruptedPods"] = {**disrupted, pod_name: format_time(now)}
     return out
 
 
@@ -93,14 +93,14 @@ def _insufficient(held: Any, now: float) -> list[Obj]:
     for cond in conditions:
         if cond.get("type") == "DisruptionAllowed":
             if cond.get("status") != "False" or not isinstance(cond.get("lastTransitionTime"), str):
-                cond["lastTransitionTime"] = rfc3339(now)
+                cond["lastTransitionTime"] = format_time(now)
             cond.update({"status": "False", "reason": "InsufficientPods", "message": ""})
             return conditions
     conditions.append(
         {
             "type": "DisruptionAllowed",
             "status": "False",
-            "lastTransitionTime": rfc3339(now),
+            "lastTransitionTime": format_time(now),
             "reason": "InsufficientPods",
             "message": "",
         }

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import human_duration, parse_time
+from apiserver.duration import human_duration
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import ensure, has_condition
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, dicts, get, mapping, number, text
 from machinery.qos import qos_class
+from machinery.timestamps import parse_time
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 

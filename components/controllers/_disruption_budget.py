@@ -14,11 +14,11 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from machinery.objects import Obj, as_dict
 from machinery.pods import is_ready, is_terminating
+from machinery.timestamps import format_time, parse_time
 
 # How long an eviction's entry in `disruptedPods` keeps its pod out of the healthy count while the
 # pod is not yet seen deleting (kube's DeletionTimeout).
@@ -50,22 +50,6 @@ class Computed:
 def _count(value: Any) -> int:
     """A non-negative integer field, 0 when absent or of the wrong type."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
 
 
 # -- expectedPods and desiredHealthy ----------------------------------------------------------
@@ -160,10 +144,10 @@ def with_condition(held: Any, status: str, reason: str, message: str, generation
     for i, old in enumerate(conditions):
         if old.get("type") == CONDITION:
             same = old.get("status") == status and isinstance(old.get("lastTransitionTime"), str)
-            cond["lastTransitionTime"] = old["lastTransitionTime"] if same else rfc3339(now)
+            cond["lastTransitionTime"] = old["lastTransitionTime"] if same else format_time(now)
             conditions[i] = _ordered(cond)
             return conditions
-    cond["lastTransitionTime"] = rfc3339(now)
+    cond["lastTransitionTime"] = format_time(now)
     conditions.append(_ordered(cond))
     return conditions
 

@@ -8,25 +8,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 from machinery.objects import Obj, metadata, spec, status
 from machinery.pods import is_ready, ready_condition
 from machinery.selectors import label_selector_matches
+from machinery.timestamps import parse_time
 
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
-
-
-def timestamp(value: Any) -> float | None:
-    """An RFC 3339 time as epoch seconds (None when absent or malformed)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 # -- selectors ------------------------------------------------------------------------------
@@ -71,7 +61,7 @@ def ready_since(pod: Mapping[str, Any]) -> float | None:
     cond = ready_condition(pod)
     if cond is None or cond.get("status") != "True":
         return None
-    return timestamp(cond.get("lastTransitionTime"))
+    return parse_time(cond.get("lastTransitionTime"))
 
 
 def is_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> bool:
@@ -131,7 +121,7 @@ def deletion_order_key(pod: Obj, rank: int, now: float) -> tuple[Any, ...]:
         -rank,
         _log_age(ready_since(pod), now) if ready else 0.0,
         -restarts(pod),
-        _log_age(timestamp(metadata(pod).get("creationTimestamp")), now),
+        _log_age(parse_time(metadata(pod).get("creationTimestamp")), now),
         str(metadata(pod).get("uid") or ""),
     )
 

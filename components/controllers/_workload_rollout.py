@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from components.controllers._workload_pods import timestamp
 from machinery.objects import Obj, metadata, spec, status
+from machinery.timestamps import parse_time
 
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
@@ -464,7 +464,7 @@ def rollout_status(
     cond = get_condition(st, "Progressing")
     if cond is None or complete(d, st) or cond.get("reason") in (TIMED_OUT, NEW_RS_AVAILABLE):
         return st, None
-    since = timestamp(cond.get("lastUpdateTime"))
+    since = parse_time(cond.get("lastUpdateTime"))
     if since is None:
         return st, None
     after = since + int(spec(d)["progressDeadlineSeconds"]) - now
@@ -477,5 +477,5 @@ def timed_out(d: Obj, now: float) -> bool:
         return False
     if cond.get("reason") == TIMED_OUT:
         return True
-    since = timestamp(cond.get("lastUpdateTime"))
+    since = parse_time(cond.get("lastUpdateTime"))
     return since is not None and since + int(spec(d)["progressDeadlineSeconds"]) < now

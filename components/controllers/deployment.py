@@ -19,7 +19,6 @@ import contextlib
 import copy
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from components.client.indexer import NAMESPACE_INDEX, OWNER_UID_INDEX
@@ -31,12 +30,9 @@ from components.controllers._workload_pods import owner_ref, selector_matches
 from components.controllers.base import Controller, Requeue
 from components.controllers.replicaset import PODS, REPLICA_SETS
 from machinery.objects import Obj, controller_ref, labels, metadata, spec, status
+from machinery.timestamps import format_time
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", kind="Deployment")
-
-
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class DeploymentController(Controller):
@@ -113,7 +109,7 @@ class DeploymentController(Controller):
             await self._recreate(d, rss)
 
     def _now_text(self) -> str:
-        return rfc3339(self.wall())
+        return format_time(self.wall())
 
     async def _claim(self, d: Obj) -> list[Obj]:
         m = metadata(d)
@@ -328,7 +324,7 @@ class DeploymentController(Controller):
 
     async def _rollout_status(self, d: Obj, all_rss: list[Obj | None], new_rs: Obj | None) -> None:
         now = self.wall()
-        st, after = ro.rollout_status(d, all_rss, new_rs, now, rfc3339(now))
+        st, after = ro.rollout_status(d, all_rss, new_rs, now, format_time(now))
         await self._write_status(d, st)
         if after is not None:
             raise Requeue(after=after)
