@@ -18,6 +18,7 @@ import orjson
 
 from apiserver import errors
 from apiserver.admission.interface import AdmissionRequest
+from apiserver.admission.rules import Target
 from apiserver.admission.webhook.client import WebhookClient
 from apiserver.admission.webhook.config import CompiledHooks, Hook
 from apiserver.admission.webhook.failures import CallFailure, call_failed, dry_run_unsupported, internal_error
@@ -29,7 +30,6 @@ from apiserver.admission.webhook.review import (
     review_namespace,
     review_version,
 )
-from apiserver.admission.webhook.rules import Target
 from apiserver.admission.webhook.selection import NamespaceLabels, NamespaceLookup, namespace_matches, object_matches
 from apiserver.resources.base import ResourceDef
 from apiserver.warnings import add_warning
