@@ -159,8 +159,7 @@ def _newer(rv: str, than: str) -> bool:
 
 
 def _initial_events_end(obj: Obj) -> bool:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return isinstance(annotations, dict) and annotations.get(INITIAL_EVENTS_END) == "true"
+    return objects.annotations(obj).get(INITIAL_EVENTS_END) == "true"
 
 
 async def _close(stream: Any) -> None:

@@ -16,6 +16,7 @@ from components.client.informer import EventHandler, SharedInformer
 from components.client.listwatch import Resource
 from components.controllers._infra_quota import hard_of, used, wanted
 from components.controllers.base import Controller, Requeue
+from machinery import objects
 from machinery.objects import Obj
 from machinery.quantity import QuantityError, canonical, parse_quantity
 from machinery.resources import NAMESPACED, GroupResource
@@ -55,7 +56,7 @@ class ResourceQuotaController(Controller):
             )
 
     def _changed(self, obj: Obj) -> None:
-        namespace = (obj.get("metadata") or {}).get("namespace") or ""
+        namespace = objects.namespace(obj)
         for q in self.quotas.indexer.by_index(NAMESPACE_INDEX, namespace):
             self.queue.add(key_of(q))
 

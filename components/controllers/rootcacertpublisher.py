@@ -13,6 +13,7 @@ from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, ForbiddenError, NotFoundError, RestClient
 from components.controllers._infra_namespace import active
 from components.controllers.base import Controller
+from machinery import objects
 from machinery.clock import Clock
 from machinery.objects import Obj
 
@@ -64,7 +65,7 @@ class RootCACertPublisher(Controller):
             self.queue.add(str(namespace))
 
     def _wanted(self, cm: Obj) -> bool:
-        annotations = (cm.get("metadata") or {}).get("annotations") or {}
+        annotations = objects.annotations(cm)
         return cm.get("data") == {CA_KEY: self.root_ca} and annotations.get(DESCRIPTION_ANNOTATION) == DESCRIPTION
 
     async def reconcile(self, key: str) -> None:
