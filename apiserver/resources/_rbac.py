@@ -7,8 +7,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, dicts, get, mapping, text
 from apiserver.resources.base import Column
+from machinery.objects import Obj, dicts, get, mapping, text
 
 GROUP = "rbac.authorization.k8s.io"
 

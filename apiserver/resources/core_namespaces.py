@@ -11,8 +11,9 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, ensure, get, text
+from apiserver.resources._shared import ensure
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, get, text
 
 NAME_LABEL = "kubernetes.io/metadata.name"
 

@@ -35,9 +35,10 @@ from components.client.informer import EventHandler, InformerFactory
 from components.client.rest import RestClient
 from components.health import HealthServer
 from components.kubelet.fake_runtime import FakeRuntime
-from components.kubelet.kubelet import PODS, Kubelet, Obj
+from components.kubelet.kubelet import PODS, Kubelet
 from components.kubelet.main import parse_pairs
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.hollow")
 MAX_COUNT = 5000

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apiserver.quantity import QuantityError, parse_quantity
+from machinery.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.scheduler.nodeinfo import NodeInfo, PodInfo
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, ready: str = "True", **spec: Any) -> Obj:
