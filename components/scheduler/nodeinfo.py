@@ -135,7 +135,7 @@ class NodeInfo:
     pods_with_anti_affinity: int = 0
     owners: dict[str, int] = field(default_factory=dict)  # controller UID -> its pods here
     fit_memo: tuple[Any, Any] | None = None  # (the pod's `shape`, the fit verdict)
-    score_memo: tuple[Any, int] | None = None  # (the pod's non-zero requests, the resource score)
+    score_memo: tuple[Any, tuple[int, int]] | None = None  # (the pod's non-zero requests, the resource scores)
 
     @classmethod
     def of(cls, node: Obj, pods: Iterable[PodInfo] = ()) -> NodeInfo:
