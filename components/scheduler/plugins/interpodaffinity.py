@@ -39,14 +39,18 @@ class AffinityState:
 
 
 def _term_namespaces(term: Mapping[str, Any], own_ns: str) -> set[str] | None:
-    """None = every namespace (an empty namespaceSelector)."""
-    names = term.get("namespaces") or ()
-    if names:
-        return set(names)
+    """The namespaces whose pods a term selects; None means every namespace.
+
+    kube's are the term's `namespaces` together with those its `namespaceSelector` selects, or
+    the pod's own namespace when the term has neither; an empty selector (`{}`) selects every
+    namespace, whatever names are listed beside it.  A non-empty selector needs the namespaces'
+    labels, which the scheduler does not watch yet: it adds nothing here (and, without names,
+    the term keeps to the pod's own namespace)."""
     ns_sel = term.get("namespaceSelector")
-    if ns_sel is not None and not ns_sel.get("matchLabels") and not ns_sel.get("matchExpressions"):
+    if isinstance(ns_sel, Mapping) and not ns_sel.get("matchLabels") and not ns_sel.get("matchExpressions"):
         return None
-    return {own_ns}
+    names = term.get("namespaces") or ()
+    return set(names) if names else {own_ns}
 
 
 def _term_matches(term: Mapping[str, Any], owner_ns: str, other: PodInfo) -> bool:

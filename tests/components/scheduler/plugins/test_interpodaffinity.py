@@ -43,3 +43,22 @@ def test_pod_affinity_and_anti_affinity() -> None:
     s = run_filters(state, nodes[0])
     assert s is not None and s.reasons == ("node(s) didn't satisfy existing pods anti-affinity rules",)
     assert run_filters(state, nodes[1]) is None
+
+
+def test_a_term_selects_its_namespaces_and_an_empty_namespace_selector_selects_all() -> None:
+    n1, n2 = node("n1"), node("n2")
+    db = pod("db", labels={"app": "db"}, node_name="n1", ns="data")
+    nodes = infos(n1, n2, placed={"n1": [db]})
+
+    def anti(**namespaces: object) -> PodInfo:
+        term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term | namespaces]}}
+        return PodInfo.of(pod("web", affinity=affinity))
+
+    # the pod's own namespace ("default") by default: the db in "data" is not its business
+    assert run_filters(pre_filter(anti(), nodes), nodes[0]) is None
+    assert run_filters(pre_filter(anti(namespaces=["data"]), nodes), nodes[0]) is not None
+    assert run_filters(pre_filter(anti(namespaceSelector={}), nodes), nodes[0]) is not None
+    # names and an empty selector: the union, so every namespace
+    assert run_filters(pre_filter(anti(namespaces=["other"], namespaceSelector={}), nodes), nodes[0]) is not None
+    assert run_filters(pre_filter(anti(namespaces=["other"]), nodes), nodes[0]) is None
