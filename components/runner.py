@@ -75,6 +75,8 @@ async def run_component(
                 with contextlib.suppress(asyncio.CancelledError):
                     await running
         if stop.is_set():
+            if not running.cancelled() and running.exception() is not None:  # ended as the signal came
+                log.warning("%s failed while stopping: %r", name, running.exception())
             log.info("stopping")
             return EXIT_STOPPED
         return _why_it_ended(name, running, election is not None, log)
