@@ -14,8 +14,6 @@ from typing import Any
 
 from machinery.quantity import QuantityError, parse_quantity
 
-Obj = dict[str, Any]
-
 # kube's non-zero defaults, used only for scoring a pod that requests nothing
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
