@@ -34,6 +34,7 @@ from components.kubelet import limits, sandbox
 from components.kubelet.containerlog import LogWriter, timestamp
 
 SPEC, STATE, EXIT, SHIM = "spec.json", "state.json", "exit.json", "shim.json"
+START_DELAY_ENV = "RAFTKUBE_SHIM_START_DELAY_S"  # tests only: seconds the keeper waits before starting
 POLL_S = 0.2  # how often the shim looks whether the container's main process ended
 DRAIN_S = 1.0  # how long output still in the pipes is read after it did
 
@@ -57,7 +58,7 @@ def exit_reason(code: int, oom_killed: bool = False) -> str:
     return "Completed" if code == 0 else "Error"
 
 
-def run(directory: Path) -> int:
+def run(directory: Path, started_w: int | None = None) -> int:
     spec = orjson.loads((directory / SPEC).read_bytes())
     log = LogWriter(
         Path(spec["log"]), int(spec.get("log_max_bytes") or 10 * 1024 * 1024), int(spec.get("log_files") or 2)
@@ -66,6 +67,10 @@ def run(directory: Path) -> int:
     if note:
         log.write("stderr", note.encode())
     cwd = spec.get("cwd") or None
+    # a test lever (as the store's failpoints): a slow start, to show that the runtime waits for it
+    delay = float(os.environ.get(START_DELAY_ENV) or 0)
+    if delay > 0:
+        time.sleep(min(delay, 5.0))
     report, report_w = os.pipe()
     # the run's cgroup (when cgroup v2 can hold its limits) is named after the run's directory,
     # containers/<pod uid>/<container>/<attempt>: unique on the host, as pod uids are
@@ -93,12 +98,14 @@ def run(directory: Path) -> int:
         now = timestamp(time.time_ns())
         failed = {"exitCode": 128, "reason": "StartError", "message": message, "startedAt": now, "finishedAt": now}
         write_json(directory / EXIT, failed)
+        _tell_started(started_w)
         return 0
     os.close(report_w)
     os.close(report)
     started = timestamp(time.time_ns())
     enforced = limits.describe(box.limits, cgroup)
     write_json(directory / STATE, {"shimPid": os.getpid(), "pid": child.pid, "startedAt": started, "limits": enforced})
+    _tell_started(started_w)
 
     def forward(signum: int, _frame: Any) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -150,18 +157,34 @@ def run(directory: Path) -> int:
     return 0
 
 
+def _tell_started(started_w: int | None) -> None:
+    """Releases the process the runtime waits for: the run's state (or its StartError) is on disk."""
+    if started_w is not None:
+        with contextlib.suppress(OSError):
+            os.write(started_w, b"s")
+        os.close(started_w)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not (Path(argv[0]) / SPEC).is_file():
         print("usage: python -m components.kubelet.shim DIR (DIR/spec.json must exist)", file=sys.stderr)
         return 2
     directory = Path(argv[0])
+    started_r, started_w = os.pipe()  # not inherited by the container (PEP 446)
     keeper = os.fork()
     if keeper > 0:
-        # the process the runtime started records the keeper and ends at once: the keeper is
-        # nobody's child but init's, so a kubelet that exits or restarts leaves it running
+        # the process the runtime started records the keeper and ends as soon as the keeper has
+        # written the run's state (its startedAt) or its StartError: the keeper is nobody's child
+        # but init's, so a kubelet that exits or restarts leaves it running.  Ending before that
+        # let the kubelet see a live shim without a start time and report the container Running
+        # with an empty startedAt.  A keeper that dies first closes the pipe: read returns.
+        os.close(started_w)
         write_json(directory / SHIM, {"shimPid": keeper})
+        with contextlib.suppress(OSError):
+            os.read(started_r, 1)
         os._exit(0)
-    return run(directory)
+    os.close(started_r)
+    return run(directory, started_w)
 
 
 if __name__ == "__main__":

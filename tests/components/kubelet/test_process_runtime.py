@@ -13,6 +13,7 @@ import pytest
 
 from components.kubelet import containerlog
 from components.kubelet.process_runtime import ProcessRuntime, RunState
+from components.kubelet.shim import START_DELAY_ENV
 from tests.support.wait import until
 
 UID = "u-1"
@@ -68,6 +69,24 @@ def test_stop_sends_sigterm_and_kills_after_the_grace_period(runtime: ProcessRun
     assert (runtime.seen(UID, "stubborn") or RunState(0, False)).running  # it ignores SIGTERM
     runtime.tick(time.monotonic())
     assert until("SIGKILL after the grace period", lambda: finished(runtime, "stubborn")).exit_code == 137
+
+
+def test_once_start_returns_the_run_has_its_start_time_or_its_start_error(
+    runtime: ProcessRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """start() returns only once the shim has written what happened: a kubelet that looks at once
+    sees a start time (a live shim without one was reported Running with an empty startedAt).
+    The shim is made slow to start (the shim passes its environment on to the keeper)."""
+    monkeypatch.setenv(START_DELAY_ENV, "0.3")
+    for n in range(3):
+        runtime.start("ns", "p", UID, f"c{n}", ["sleep", "30"], {"PATH": "/usr/bin:/bin"})
+        s = runtime.seen(UID, f"c{n}")
+        assert s is not None and s.running and s.started_at, s
+    runtime.start("ns", "p", UID, "bad", ["/nonexistent/binary"], {})
+    s = runtime.seen(UID, "bad")
+    assert s is not None and not s.running and s.reason == "StartError", s
+    for n in range(3):
+        runtime.stop(UID, f"c{n}", 0.0, time.monotonic())
 
 
 def test_a_command_that_cannot_start_is_a_start_error(runtime: ProcessRuntime) -> None:
