@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from components.kubelet import containerlog
 from components.kubelet.backoff import CrashBackOff
 from components.kubelet.envvars import Sources
 from components.kubelet.podworker import PodWorker, ready_pod
 from components.kubelet.process_runtime import ProcessRuntime
 from machinery.objects import Obj
+from tests.support.wait import until as wait_until
 
 WAIT_S = 15.0
 NO_SOURCES = Sources(lambda ns, n: None, lambda ns, n: None)
@@ -93,9 +96,16 @@ def test_readiness_follows_the_probe_outcomes(runtime: ProcessRuntime) -> None:
 
 
 def test_deletion_stops_gracefully_then_kills(runtime: ProcessRuntime) -> None:
-    p = pod("d", sh("app", "trap '' TERM; sleep 30"), restartPolicy="Always", terminationGracePeriodSeconds=1)
+    script = "trap '' TERM; echo trapped; sleep 30"
+    p = pod("d", sh("app", script), restartPolicy="Always", terminationGracePeriodSeconds=1)
     w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
     drive(w, lambda s: "running" in state(s, "app")["state"], "running")
+
+    def trapped() -> bool:  # a SIGTERM before the shell ran `trap` would end it at once
+        run = runtime.seen("d", "app")
+        return run is not None and any(e.text == b"trapped" for e in containerlog.read(Path(run.log)))
+
+    wait_until("the shell to ignore SIGTERM", trapped)
     w.pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     t0 = time.monotonic()
     # judged on the status itself: the process may end between a status and a look at the runs
