@@ -6,6 +6,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.scale import ScaleHandler
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import (
     Obj,
@@ -68,8 +70,8 @@ RESOURCE = ResourceDef(
     short_names=("rs",),
     categories=("all",),
     subresources=(
-        Subresource("scale", "Scale", group="autoscaling", version="v1"),
-        Subresource("status", "ReplicaSet"),
+        Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale_selector)),
+        Subresource("status", "ReplicaSet", handler=OBJECT_VIEW),
     ),
     status_subresource=True,
     default=default,
@@ -89,5 +91,4 @@ RESOURCE = ResourceDef(
         ),
     ),
     row=row,
-    extra={"scale_selector": scale_selector},
 )

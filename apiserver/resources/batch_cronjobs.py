@@ -15,6 +15,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import default_pod_spec
 from apiserver.resources._shared import Obj, container_cells, ensure, format_label_selector, get, items, mapping
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -156,7 +157,7 @@ RESOURCE = ResourceDef(
     namespaced=True,
     short_names=("cj",),
     categories=("all",),
-    subresources=(Subresource("status", "CronJob"),),
+    subresources=(Subresource("status", "CronJob", handler=OBJECT_VIEW),),
     status_subresource=True,
     default=default,
     validate=validate,

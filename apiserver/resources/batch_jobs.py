@@ -12,6 +12,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import human_duration, parse_time
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import (
     Obj,
@@ -138,7 +139,7 @@ RESOURCE = ResourceDef(
     singular="job",
     namespaced=True,
     categories=("all",),
-    subresources=(Subresource("status", "Job"),),
+    subresources=(Subresource("status", "Job", handler=OBJECT_VIEW),),
     status_subresource=True,
     default=default,
     validate=validate,

@@ -11,6 +11,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._shared import Obj, ensure, get, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
 
@@ -64,7 +65,10 @@ RESOURCE = ResourceDef(
     namespaced=False,
     short_names=("ns",),
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
-    subresources=(Subresource("finalize", "Namespace", verbs=("update",)), Subresource("status", "Namespace")),
+    subresources=(
+        Subresource("finalize", "Namespace", verbs=("update",), handler=OBJECT_VIEW),
+        Subresource("status", "Namespace", handler=OBJECT_VIEW),
+    ),
     status_subresource=True,
     bumps_generation=False,
     default=default,
@@ -73,5 +77,5 @@ RESOURCE = ResourceDef(
     field_selectors=("status.phase",),
     columns=(Column("Status", description="The status of the namespace"),),
     row=row,
-    extra={"spec_finalizers": True},
+    spec_finalizers=True,
 )

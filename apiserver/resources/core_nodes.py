@@ -8,6 +8,8 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
+from apiserver.http.subresources.kubelet import NodeProxyHandler
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import TAINT_EFFECTS
 from apiserver.resources._shared import Obj, dicts, ensure, get, mapping, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -104,7 +106,10 @@ RESOURCE = ResourceDef(
     singular="node",
     namespaced=False,
     short_names=("no",),
-    subresources=(Subresource("proxy", "NodeProxyOptions", verbs=("get",)), Subresource("status", "Node")),
+    subresources=(
+        Subresource("proxy", "NodeProxyOptions", verbs=("get",), handler=NodeProxyHandler()),
+        Subresource("status", "Node", handler=OBJECT_VIEW),
+    ),
     status_subresource=True,
     bumps_generation=False,
     default=default,

@@ -9,6 +9,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._resourcelists import canonicalize, check_quota_resource_name, quantity_cell, resource_list
 from apiserver.resources._shared import Obj, get, mapping
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -140,7 +141,7 @@ RESOURCE = ResourceDef(
     singular="resourcequota",
     namespaced=True,
     short_names=("quota",),
-    subresources=(Subresource("status", "ResourceQuota"),),
+    subresources=(Subresource("status", "ResourceQuota", handler=OBJECT_VIEW),),
     status_subresource=True,
     bumps_generation=False,
     default=default,

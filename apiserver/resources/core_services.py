@@ -8,6 +8,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import PROTOCOLS
 from apiserver.resources._shared import Obj, dicts, ensure, format_labels, get, items, mapping, number, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -143,7 +144,7 @@ RESOURCE = ResourceDef(
     namespaced=True,
     short_names=("svc",),
     categories=("all",),
-    subresources=(Subresource("status", "Service"),),
+    subresources=(Subresource("status", "Service", handler=OBJECT_VIEW),),
     status_subresource=True,
     bumps_generation=False,
     default=default,
@@ -164,5 +165,5 @@ RESOURCE = ResourceDef(
         ),
     ),
     row=row,
-    extra={"return_deleted": True},  # DELETE answers with the Service, as kube's service storage does
+    return_deleted=True,  # DELETE answers with the Service, as kube's service storage does
 )

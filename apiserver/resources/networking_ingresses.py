@@ -9,6 +9,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._shared import Obj, dicts, get, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
 
@@ -200,7 +201,7 @@ RESOURCE = ResourceDef(
     singular="ingress",
     namespaced=True,
     short_names=("ing",),
-    subresources=(Subresource("status", "Ingress"),),
+    subresources=(Subresource("status", "Ingress", handler=OBJECT_VIEW),),
     status_subresource=True,
     validate=validate,
     columns=(

@@ -11,10 +11,10 @@ from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.resources.base import ResourceDef
 
-PODS = ResourceDef("", "v1", "Pod", "pods", "pod", True, status_subresource=True, extra={"graceful": True})
+PODS = ResourceDef("", "v1", "Pod", "pods", "pod", True, status_subresource=True, graceful=True)
 MAPS = ResourceDef("", "v1", "ConfigMap", "configmaps", "configmap", True, bumps_generation=False)
 NAMESPACES = ResourceDef(
-    "", "v1", "Namespace", "namespaces", "namespace", False, status_subresource=True, extra={"spec_finalizers": True}
+    "", "v1", "Namespace", "namespaces", "namespace", False, status_subresource=True, spec_finalizers=True
 )
 NOW = 1_700_000_000.0
 
