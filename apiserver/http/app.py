@@ -39,6 +39,7 @@ from apiserver.authz.bootstrap_policy import ensure_bootstrap_policy
 from apiserver.authz.forbidden import forbidden
 from apiserver.authz.rbac.aggregation import keep_aggregated
 from apiserver.authz.reviews import Reviews
+from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
 from apiserver.http.handlers.scope import ResourceScope
@@ -145,6 +146,9 @@ class Api:
 
     async def start(self) -> None:
         await self.scope.start()
+        namespaces = self.scope.by_path.get(("", "v1", "namespaces"))
+        if namespaces is not None:
+            await ensure_system_namespaces(self.scope.registries[namespaces])
         roles = self.scope.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterroles"))
         bindings = self.scope.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterrolebindings"))
         if roles is not None and bindings is not None:

@@ -16,7 +16,6 @@ from typing import Any
 from apiserver import errors
 from apiserver.admission.interface import AdmissionChain
 from apiserver.auth.token_request import TokenRequests
-from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.http import patching
 from apiserver.http.inflight import InFlight
 from apiserver.http.kubelet_proxy import NodeAccess
@@ -65,9 +64,6 @@ class ResourceScope:
 
     async def start(self) -> None:
         await asyncio.gather(*(c.start() for c in self.caches.values()))
-        namespaces = self.by_path.get(("", "v1", "namespaces"))
-        if namespaces is not None:
-            await ensure_system_namespaces(self.registries[namespaces])
 
     async def stop(self) -> None:
         await asyncio.gather(*(c.stop() for c in self.caches.values()), return_exceptions=True)
