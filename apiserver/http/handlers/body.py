@@ -9,9 +9,7 @@ from starlette.requests import Request
 
 from apiserver import errors
 from apiserver.http import negotiation
-from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from apiserver.resources.base import Obj, ResourceDef
 
 
 async def read_limited(request: Request) -> bytes:

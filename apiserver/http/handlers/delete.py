@@ -4,7 +4,6 @@ DeleteCollection), with DeleteOptions from the body or the query."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,9 +16,7 @@ from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.params import ListParams
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.registry.deletion import DeleteOptions
-from apiserver.resources.base import ResourceDef, object_fields
-
-Obj = dict[str, Any]
+from apiserver.resources.base import Obj, ResourceDef, object_fields
 
 
 async def _options(request: Request, query: dict[str, str]) -> DeleteOptions:

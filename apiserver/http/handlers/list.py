@@ -5,7 +5,6 @@ or a Table."""
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -15,10 +14,8 @@ from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.params import ListParams
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.registry.storage_list import list_from_storage
-from apiserver.resources.base import ResourceDef, object_fields
+from apiserver.resources.base import Obj, ResourceDef, object_fields
 from apiserver.table import table
-
-Obj = dict[str, Any]
 
 
 async def list_objects(

@@ -15,9 +15,7 @@ from apiserver.http.handlers.body import read_limited
 from apiserver.http.handlers.responses import respond, with_warnings
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.requestinfo import ResourcePath
-from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from apiserver.resources.base import Obj, ResourceDef
 
 
 @dataclass(frozen=True, slots=True)

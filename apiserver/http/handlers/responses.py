@@ -10,11 +10,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from apiserver.http import negotiation
-from apiserver.resources.base import ResourceDef
+from apiserver.resources.base import Obj, ResourceDef
 from apiserver.table import table
 from apiserver.warnings import header_values
-
-Obj = dict[str, Any]
 
 
 def respond(request: Request, res: ResourceDef, obj: Obj, clock: Callable[[], float], code: int = 200) -> Response:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -19,9 +18,7 @@ from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.subresources.handler import SubresourceHandler
 from apiserver.registry import subresources
-from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from apiserver.resources.base import Obj, ResourceDef
 
 
 def _no_selector(obj: Obj) -> str:
