@@ -3,9 +3,12 @@
 The generic registry (`apiserver/registry/`) does every verb for every resource; what
 differs between pods and deployments is only what is declared here: where it lives (group,
 version, scope), what it is called (kind, plural, singular, short names, categories), its
-subresources, how a new object is defaulted and validated, which fields a field selector
-may name, and the columns `kubectl get` shows.  Adding a resource is adding one module
-under `apiserver/resources/` that defines `RESOURCE` (or `RESOURCES`); `catalog()` finds it.
+subresources and the handler object serving each (`apiserver/http/subresources/`), how a new
+object is defaulted and validated, how it is stored and deleted, which fields a field
+selector may name, and the columns `kubectl get` shows.  Every hook is a typed field, so a
+definition is plain data that can also be built at run time (from a CustomResourceDefinition).
+Adding a resource is adding one module under `apiserver/resources/` that defines `RESOURCE`
+(or `RESOURCES`); `catalog()` finds it.
 """
 
 from __future__ import annotations
