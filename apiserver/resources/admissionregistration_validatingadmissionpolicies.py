@@ -98,7 +98,6 @@ RESOURCE = ResourceDef(
     namespaced=False,
     categories=_admission.CATEGORIES,
     subresources=(Subresource("status", "ValidatingAdmissionPolicy", handler=OBJECT_VIEW),),
-    status_subresource=True,
     default=default,
     validate=validate,
     columns=(

@@ -73,7 +73,6 @@ RESOURCE = ResourceDef(
         Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale_selector)),
         Subresource("status", "ReplicaSet", handler=OBJECT_VIEW),
     ),
-    status_subresource=True,
     default=default,
     validate=validate,
     fields=fields,

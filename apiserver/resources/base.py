@@ -97,9 +97,6 @@ class ResourceDef:
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     subresources: tuple[Subresource, ...] = ()
-    # status is written only through /status: a write of the main resource keeps the stored
-    # status, and a write of /status keeps everything but status (and metadata labels/annotations)
-    status_subresource: bool = False
     # metadata.generation goes up by one when anything outside metadata and status changes
     bumps_generation: bool = True
     default: DefaultFunc = _no_default
@@ -146,6 +143,13 @@ class ResourceDef:
         """The `{resource}` of `/registry/{resource}/...`: the plural, unless two groups share one stored
         resource (events.k8s.io/v1 Event is core/v1 Event, stored once, as Kubernetes does)."""
         return self.store_as or self.plural
+
+    @property
+    def status_subresource(self) -> bool:
+        """Declaring /status makes status written only through it: a write of the main resource
+        keeps the stored status, and a write of /status keeps everything but status (and metadata
+        labels/annotations), as a CRD's `subresources.status` does."""
+        return self.subresource("status") is not None
 
     def subresource(self, name: str) -> Subresource | None:
         """The declared subresource called `name`, None when the resource has none by that name."""

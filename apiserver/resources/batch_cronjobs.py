@@ -158,7 +158,6 @@ RESOURCE = ResourceDef(
     short_names=("cj",),
     categories=("all",),
     subresources=(Subresource("status", "CronJob", handler=OBJECT_VIEW),),
-    status_subresource=True,
     default=default,
     validate=validate,
     columns=(

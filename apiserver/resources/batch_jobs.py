@@ -140,7 +140,6 @@ RESOURCE = ResourceDef(
     namespaced=True,
     categories=("all",),
     subresources=(Subresource("status", "Job", handler=OBJECT_VIEW),),
-    status_subresource=True,
     default=default,
     validate=validate,
     fields=fields,

@@ -69,7 +69,6 @@ RESOURCE = ResourceDef(
         Subresource("finalize", "Namespace", verbs=("update",), handler=OBJECT_VIEW),
         Subresource("status", "Namespace", handler=OBJECT_VIEW),
     ),
-    status_subresource=True,
     bumps_generation=False,
     default=default,
     validate=validate,

@@ -110,7 +110,6 @@ RESOURCE = ResourceDef(
         Subresource("proxy", "NodeProxyOptions", verbs=("get",), handler=NodeProxyHandler()),
         Subresource("status", "Node", handler=OBJECT_VIEW),
     ),
-    status_subresource=True,
     bumps_generation=False,
     default=default,
     validate=validate,

@@ -244,7 +244,6 @@ RESOURCE = ResourceDef(
         Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler()),
         Subresource("status", "Pod", handler=OBJECT_VIEW),
     ),
-    status_subresource=True,
     default=default,
     validate=validate,
     fields=fields,

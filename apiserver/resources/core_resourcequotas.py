@@ -142,7 +142,6 @@ RESOURCE = ResourceDef(
     namespaced=True,
     short_names=("quota",),
     subresources=(Subresource("status", "ResourceQuota", handler=OBJECT_VIEW),),
-    status_subresource=True,
     bumps_generation=False,
     default=default,
     validate=validate,

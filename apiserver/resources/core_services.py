@@ -145,7 +145,6 @@ RESOURCE = ResourceDef(
     short_names=("svc",),
     categories=("all",),
     subresources=(Subresource("status", "Service", handler=OBJECT_VIEW),),
-    status_subresource=True,
     bumps_generation=False,
     default=default,
     validate=validate,

@@ -202,7 +202,6 @@ RESOURCE = ResourceDef(
     namespaced=True,
     short_names=("ing",),
     subresources=(Subresource("status", "Ingress", handler=OBJECT_VIEW),),
-    status_subresource=True,
     validate=validate,
     columns=(
         Column(

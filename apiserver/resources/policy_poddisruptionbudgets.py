@@ -59,7 +59,6 @@ RESOURCE = ResourceDef(
     namespaced=True,
     short_names=("pdb",),
     subresources=(Subresource("status", "PodDisruptionBudget", handler=OBJECT_VIEW),),
-    status_subresource=True,
     validate=validate,
     columns=(
         Column("Min Available", description="The minimum number of pods that must be available."),

@@ -51,7 +51,6 @@ def widgets() -> ResourceDef:
             Subresource("scale", "Scale", "autoscaling", "v1", handler=ScaleHandler(_selector)),
             Subresource("status", "Widget", handler=OBJECT_VIEW),
         ),
-        status_subresource=True,
     )
 
 
