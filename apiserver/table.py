@@ -75,7 +75,7 @@ def partial_object_metadata(obj: Obj) -> Obj:
 
 def row(resource: ResourceDef, obj: Obj, *, now: float, include_object: str = "Metadata") -> Obj:
     result: Obj = {"cells": cells(resource, obj, now)}
-    conditions = resource.extra.get("row_conditions")
+    conditions = resource.row_conditions
     if conditions is not None:
         found = conditions(obj)
         if found:

@@ -39,13 +39,15 @@ from apiserver.authz.bootstrap_policy import ensure_bootstrap_policy
 from apiserver.authz.forbidden import forbidden
 from apiserver.authz.rbac.aggregation import keep_aggregated
 from apiserver.authz.reviews import Reviews
+from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
+from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
 from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess, relay
 from apiserver.http.metrics import Metrics, request_labels
 from apiserver.http.requestinfo import parse_resource_path
-from apiserver.http.resources import ResourceHandlers
+from apiserver.http.router import find_subresource, route
 from apiserver.request_context import reset_user, set_user
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
@@ -94,44 +96,44 @@ class Api:
         self._compactor: asyncio.Task[None] | None = None
         self._aggregator: asyncio.Task[None] | None = None
         self.clock = clock
-        self.handlers = ResourceHandlers(storage, resources, clock, watch_cache_capacity)
+        self.scope = ResourceScope(storage, resources, clock, watch_cache_capacity)
         self.resources = resources
         self.metrics = Metrics()
-        self.inflight = self.handlers.inflight = InFlight(inflight_limits)
+        self.inflight = self.scope.inflight = InFlight(inflight_limits)
         self.openapi = openapi.OpenAPIDocuments(resources)
-        caches = {(r.group, r.plural): c for r, c in self.handlers.caches.items()}
+        caches = {(r.group, r.plural): c for r, c in self.scope.caches.items()}
         self.authorization = Authorization(parse_mode(authorization_mode), caches)
         self.reviews = Reviews(self.authorization.chain, self.authorization.policy)
-        self.handlers.virtual.update(self.reviews.handlers())
+        self.scope.virtual.update(self.reviews.handlers())
         context = AdmissionContext(
-            registries={(r.group, r.plural): reg for r, reg in self.handlers.registries.items()},
+            registries={(r.group, r.plural): reg for r, reg in self.scope.registries.items()},
             caches=caches,
             authorization=self.authorization,
             clock=clock,
         )
         self.admission = build_chain(admission_plugins, context)
-        self.handlers.use_admission(self.admission)
+        self.scope.use_admission(self.admission)
         core = {
-            plural: self.handlers.by_path.get(("", "v1", plural)) for plural in (SERVICE_ACCOUNTS, PODS, SECRETS, NODES)
+            plural: self.scope.by_path.get(("", "v1", plural)) for plural in (SERVICE_ACCOUNTS, PODS, SECRETS, NODES)
         }
         self.service_accounts = ServiceAccountTokens(
             service_accounts or ServiceAccountTokenSettings.ephemeral(),
-            {plural: self.handlers.caches[res] for plural, res in core.items() if res in self.handlers.caches},
+            {plural: self.scope.caches[res] for plural, res in core.items() if res in self.scope.caches},
             self._get_core,
             clock,
         )
-        self.handlers.token_requests = self.service_accounts.requests
+        self.scope.token_requests = self.service_accounts.requests
         self.kubelets = KubeletClient(kubelet_tls)
-        self.handlers.node_access = NodeAccess(
+        self.scope.node_access = NodeAccess(
             self.kubelets, functools.partial(self._get_core, PODS), functools.partial(self._get_core, NODES)
         )
 
     async def _get_core(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A fresh read of a core/v1 object (what TokenRequest and token checks look up)."""
-        res = self.handlers.by_path.get(("", "v1", plural))
-        if res is None or res not in self.handlers.registries:
+        res = self.scope.by_path.get(("", "v1", plural))
+        if res is None or res not in self.scope.registries:
             raise errors.not_found(plural, name)
-        return await self.handlers.registries[res].get(namespace, name)
+        return await self.scope.registries[res].get(namespace, name)
 
     def allowed(self, attrs: Attributes) -> bool:
         return self.authorization.chain.authorize(attrs).allowed
@@ -143,18 +145,21 @@ class Api:
             raise forbidden(attrs, verdict.reason)
 
     async def start(self) -> None:
-        await self.handlers.start()
-        roles = self.handlers.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterroles"))
-        bindings = self.handlers.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterrolebindings"))
+        await self.scope.start()
+        namespaces = self.scope.by_path.get(("", "v1", "namespaces"))
+        if namespaces is not None:
+            await ensure_system_namespaces(self.scope.registries[namespaces])
+        roles = self.scope.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterroles"))
+        bindings = self.scope.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterrolebindings"))
         if roles is not None and bindings is not None:
-            await ensure_bootstrap_policy(self.handlers.registries[roles], self.handlers.registries[bindings])
+            await ensure_bootstrap_policy(self.scope.registries[roles], self.scope.registries[bindings])
             # serve once the authorizer sees the bootstrap policy (a consistent list waits for it),
             # as kube-apiserver's rbac/bootstrap-roles post-start hook holds readiness
             for res in (roles, bindings):
                 with contextlib.suppress(errors.StatusError):
-                    await self.handlers.caches[res].list(limit=1)
+                    await self.scope.caches[res].list(limit=1)
             self._aggregator = asyncio.create_task(
-                keep_aggregated(self.handlers.caches[roles], self.handlers.registries[roles])
+                keep_aggregated(self.scope.caches[roles], self.scope.registries[roles])
             )
         if self.compaction_interval > 0:
             self._compactor = asyncio.create_task(compact_forever(self.storage, self.compaction_interval))
@@ -170,10 +175,10 @@ class Api:
                 await self._compactor
         await self.admission.close()
         await self.kubelets.close()
-        await self.handlers.stop()
+        await self.scope.stop()
 
     def ready(self) -> bool:
-        return self.handlers.ready()
+        return self.scope.ready()
 
 
 def build_app(
@@ -260,7 +265,7 @@ def build_app(
                 request.method,
                 request.query_params.getlist("dryRun"),
                 request.headers.get("content-type", ""),
-                api.handlers.by_path,
+                api.scope.by_path,
             )
             api.metrics.observe(labels, code, time.perf_counter() - started)
 
@@ -285,21 +290,17 @@ def build_app(
             user = await who(websocket.scope)
             path = websocket.url.path
             target = parse_resource_path(path)
-            if target is None or target.resource != "pods" or target.subresource not in ("exec", "portforward"):
+            found = find_subresource(api.scope, target) if target is not None else None
+            if target is None or found is None or not found[1].handler.streams:
                 raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             query = list(websocket.query_params.multi_items())
             api.authorize(request_attributes(user, "GET", path, dict(query)))
-            assert target.name is not None and api.handlers.node_access is not None
-            kubelet = await api.handlers.node_access.pod_stream(
-                target.namespace,
-                target.name,
-                target.subresource,
-                query,
-                list(websocket.scope.get("subprotocols") or ()),
+            kubelet = await found[1].handler.open_stream(
+                api.scope, target, query, list(websocket.scope.get("subprotocols") or ())
             )
         except errors.StatusError as e:
-            if api.handlers.node_access is not None and user is not None:
-                api.handlers.node_access.failed_upgrades.remember(user.name, websocket.url.path, websocket.url.query, e)
+            if api.scope.node_access is not None and user is not None:
+                api.scope.node_access.failed_upgrades.remember(user.name, websocket.url.path, websocket.url.query, e)
             await websocket.send_denial_response(status_response(e, websocket.headers.get("accept")))
             return
         except Exception:
@@ -359,7 +360,7 @@ async def _route(api: Api, request: Request) -> Response:
         raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
     if request.method == "HEAD":
         return Response(status_code=405)
-    return await api.handlers.handle(request, target)
+    return await route(api.scope, request, target)
 
 
 def _issuer_discovery(api: Api, request: Request, path: str) -> Response:

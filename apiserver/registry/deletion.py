@@ -5,7 +5,7 @@ owners clean up and remove them, and the last removal deletes it), and deletes p
 gracefully: a pod bound to a node gets deletionTimestamp = now + grace and stays until its
 kubelet confirms with a grace-0 delete; a pod never scheduled goes at once.  A Foreground or
 Orphan propagation policy adds the `foregroundDeletion` / `orphan` finalizer that the garbage
-collector acts on.  Namespaces (resources declaring `extra["spec_finalizers"]`) are kept
+collector acts on.  Namespaces (resources declaring `spec_finalizers`) are kept
 by `spec.finalizers` too: the first DELETE only marks them Terminating, later ones change
 nothing while `spec.finalizers` is not empty, and once the namespace controller has emptied it
 through `/finalize`, its DELETE removes the namespace (kube-apiserver's namespace storage).
@@ -96,7 +96,7 @@ def check_preconditions(resource: ResourceDef, obj: Obj, options: DeleteOptions)
 
 
 def _grace(resource: ResourceDef, obj: Obj, options: DeleteOptions) -> int:
-    if not resource.extra.get("graceful"):
+    if not resource.graceful:
         return 0
     spec = obj.get("spec") or {}
     if not spec.get("nodeName"):
@@ -112,7 +112,7 @@ def _grace(resource: ResourceDef, obj: Obj, options: DeleteOptions) -> int:
 
 def spec_finalizers(resource: ResourceDef, obj: Obj) -> list[Any]:
     """The finalizers in `spec` that hold a namespace (none for any other resource)."""
-    if not resource.extra.get("spec_finalizers"):
+    if not resource.spec_finalizers:
         return []
     spec = obj.get("spec")
     found = spec.get("finalizers") if isinstance(spec, dict) else None
@@ -146,7 +146,7 @@ def plan_delete(resource: ResourceDef, obj: Obj, options: DeleteOptions, now: fl
     check_preconditions(resource, obj, options)
     meta = obj.get("metadata") or {}
     finalizers = _with_policy_finalizers(meta, options.propagation_policy)
-    if resource.extra.get("spec_finalizers"):
+    if resource.spec_finalizers:
         if not meta.get("deletionTimestamp"):
             return _start_terminating(obj, finalizers, now)
         if spec_finalizers(resource, obj):

@@ -64,11 +64,11 @@ class Registry:
 
     def decode(self, value: bytes, revision: int) -> Obj:
         obj = objects.from_storage(value, revision)
-        convert = self.resource.extra.get("from_storage")
+        convert = self.resource.from_storage
         return convert(obj) if convert is not None else obj
 
     def _encode(self, obj: Obj) -> bytes:
-        convert = self.resource.extra.get("to_storage")
+        convert = self.resource.to_storage
         return objects.for_storage(convert(obj) if convert is not None else obj)
 
     # -- reads ------------------------------------------------------------------------------

@@ -134,7 +134,7 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
             result["status"] = old["status"]
         else:
             result.pop("status", None)
-    if resource.extra.get("spec_finalizers"):
+    if resource.spec_finalizers:
         # only /finalize changes a namespace's spec.finalizers (the namespace controller's list)
         spec = result.get("spec")
         result["spec"] = {**(spec if isinstance(spec, dict) else {}), "finalizers": _spec_finalizers(old)}

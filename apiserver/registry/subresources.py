@@ -4,19 +4,19 @@ once); `pods/eviction` lives in `eviction`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from apiserver import errors
 from apiserver.registry.generic import Registry
-from apiserver.resources.base import ResourceDef
 from machinery.objects import Obj
 
 
-def scale_of(resource: ResourceDef, obj: Obj) -> Obj:
-    """The autoscaling/v1 Scale view; the resource says how its selector reads as text."""
+def scale_of(obj: Obj, selector_of: Callable[[Obj], str]) -> Obj:
+    """The autoscaling/v1 Scale view; the kind says how its selector reads as text."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    selector_of = resource.extra.get("scale_selector")
-    selector = selector_of(obj) if selector_of is not None else ""
+    selector = selector_of(obj)
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -52,6 +52,7 @@ def replicas_from_scale(scale: Obj) -> int:
 async def write_scale(
     registry: Registry, namespace: str | None, name: str, scale: Obj, *, dry_run: bool, manager: str
 ) -> Obj:
+    """Set spec.replicas from a written Scale (its resourceVersion, when given, a precondition); the object stored."""
     replicas = replicas_from_scale(scale)
     wanted_rv = (scale.get("metadata") or {}).get("resourceVersion")
 
@@ -64,7 +65,7 @@ async def write_scale(
         return old
 
     obj, _ = await registry.mutate(namespace, name, set_replicas, dry_run=dry_run, manager=manager)
-    return scale_of(registry.resource, obj)
+    return obj
 
 
 async def bind(registry: Registry, namespace: str | None, name: str, binding: Obj, *, dry_run: bool) -> None:

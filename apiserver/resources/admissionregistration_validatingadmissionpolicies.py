@@ -9,6 +9,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources import _admission
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, get, items, text
@@ -96,8 +97,7 @@ RESOURCE = ResourceDef(
     singular="validatingadmissionpolicy",
     namespaced=False,
     categories=_admission.CATEGORIES,
-    subresources=(Subresource("status", "ValidatingAdmissionPolicy"),),
-    status_subresource=True,
+    subresources=(Subresource("status", "ValidatingAdmissionPolicy", handler=OBJECT_VIEW),),
     default=default,
     validate=validate,
     columns=(

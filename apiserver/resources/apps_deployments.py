@@ -6,6 +6,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.scale import ScaleHandler
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, selector_string
 from apiserver.resources._workload import validate_selector
@@ -116,10 +118,9 @@ RESOURCE = ResourceDef(
     short_names=("deploy",),
     categories=("all",),
     subresources=(
-        Subresource("scale", "Scale", group="autoscaling", version="v1"),
-        Subresource("status", "Deployment"),
+        Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale_selector)),
+        Subresource("status", "Deployment", handler=OBJECT_VIEW),
     ),
-    status_subresource=True,
     default=default,
     validate=validate,
     columns=(
@@ -139,5 +140,4 @@ RESOURCE = ResourceDef(
         Column("Selector", priority=1, description="Label selector for pods."),
     ),
     row=row,
-    extra={"scale_selector": scale_selector},
 )

@@ -6,6 +6,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.scale import ScaleHandler
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, format_label_selector, selector_string
 from apiserver.resources._workload import validate_selector
@@ -60,10 +62,9 @@ RESOURCE = ResourceDef(
     short_names=("rs",),
     categories=("all",),
     subresources=(
-        Subresource("scale", "Scale", group="autoscaling", version="v1"),
-        Subresource("status", "ReplicaSet"),
+        Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale_selector)),
+        Subresource("status", "ReplicaSet", handler=OBJECT_VIEW),
     ),
-    status_subresource=True,
     default=default,
     validate=validate,
     fields=fields,
@@ -81,5 +82,4 @@ RESOURCE = ResourceDef(
         ),
     ),
     row=row,
-    extra={"scale_selector": scale_selector},
 )

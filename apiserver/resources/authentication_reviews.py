@@ -15,6 +15,6 @@ RESOURCES = (
         singular="selfsubjectreview",
         namespaced=False,
         verbs=("create",),
-        extra={"virtual": "selfsubjectreviews"},
+        virtual="selfsubjectreviews",
     ),
 )

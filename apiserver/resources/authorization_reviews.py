@@ -20,7 +20,7 @@ def _review(kind: str, plural: str, namespaced: bool = False) -> ResourceDef:
         singular=kind.lower(),
         namespaced=namespaced,
         verbs=("create",),
-        extra={"virtual": plural},
+        virtual=plural,
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, dicts, get, mapping, number, text
 
@@ -402,13 +403,12 @@ V2 = ResourceDef(
     namespaced=True,
     short_names=("hpa",),
     categories=("all",),
-    subresources=(Subresource("status", "HorizontalPodAutoscaler"),),
-    status_subresource=True,
+    subresources=(Subresource("status", "HorizontalPodAutoscaler", handler=OBJECT_VIEW),),
     default=default_v2,
     validate=validate_v2,
     columns=COLUMNS,
     row=row_v2,
-    extra={"from_storage": from_storage_v2},
+    from_storage=from_storage_v2,
 )
 V1 = ResourceDef(
     group="autoscaling",
@@ -419,12 +419,13 @@ V1 = ResourceDef(
     namespaced=True,
     short_names=("hpa",),
     categories=("all",),
-    subresources=(Subresource("status", "HorizontalPodAutoscaler"),),
-    status_subresource=True,
+    subresources=(Subresource("status", "HorizontalPodAutoscaler", handler=OBJECT_VIEW),),
     default=default_v1,
     validate=validate_v1,
     columns=COLUMNS,
     row=row_v1,
-    extra={"store_as": "horizontalpodautoscalers", "to_storage": v1_to_v2, "from_storage": v2_to_v1},
+    store_as="horizontalpodautoscalers",
+    to_storage=v1_to_v2,
+    from_storage=v2_to_v1,
 )
 RESOURCES = (V2, V1)

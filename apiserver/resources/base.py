@@ -3,20 +3,26 @@
 The generic registry (`apiserver/registry/`) does every verb for every resource; what
 differs between pods and deployments is only what is declared here: where it lives (group,
 version, scope), what it is called (kind, plural, singular, short names, categories), its
-subresources, how a new object is defaulted and validated, which fields a field selector
-may name, and the columns `kubectl get` shows.  Adding a resource is adding one module
-under `apiserver/resources/` that defines `RESOURCE` (or `RESOURCES`); `catalog()` finds it.
+subresources and the handler object serving each (`apiserver/http/subresources/`), how a new
+object is defaulted and validated, how it is stored and deleted, which fields a field
+selector may name, and the columns `kubectl get` shows.  Every hook is a typed field, so a
+definition is plain data that can also be built at run time (from a CustomResourceDefinition).
+Adding a resource is adding one module under `apiserver/resources/` that defines `RESOURCE`
+(or `RESOURCES`); `catalog()` finds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apiserver.errors import Cause
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
+if TYPE_CHECKING:
+    from apiserver.http.subresources.handler import SubresourceHandler
+
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
@@ -43,13 +49,17 @@ class Column:
 
 @dataclass(frozen=True, slots=True)
 class Subresource:
-    """`pods/status`, `deployments/scale`, `pods/eviction`...: how discovery lists it."""
+    """`pods/status`, `deployments/scale`, `pods/eviction`...: what discovery lists, and the
+    object that serves it (kube's StatusREST, ScaleREST, EvictionREST...), so that the HTTP
+    layer dispatches to `handler` and never branches on a subresource's or a resource's name."""
 
     name: str  # "status", "scale", "binding", "eviction", "log"
     kind: str  # the kind it takes and returns: Pod, Scale, Binding, Eviction
     group: str | None = None  # None = the parent's group/version
     version: str | None = None
+    # the verbs discovery lists; a request for any other is refused (405) before `handler`
     verbs: tuple[str, ...] = ("get", "patch", "update")
+    handler: SubresourceHandler = field(kw_only=True)
 
 
 # now: seconds since the epoch (an injected clock, so tables are testable)
@@ -58,6 +68,9 @@ DefaultFunc = Callable[[Obj], None]  # mutates a new or updated object in place
 # (new, old or None for a create) -> causes; paths are relative to the object root ("spec.replicas")
 ValidateFunc = Callable[[Obj, Obj | None], list[Cause]]
 FieldsFunc = Callable[[Obj], dict[str, str]]  # selectable fields besides metadata.name/namespace
+ConvertFunc = Callable[[Obj], Obj]  # an object in one shape -> the same object in another
+# an object -> the conditions of its Table row (kube marks finished pods' rows "Completed")
+RowConditionsFunc = Callable[[Obj], list[dict[str, str]]]
 
 
 def _no_default(obj: Obj) -> None:
@@ -84,9 +97,6 @@ class ResourceDef:
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     subresources: tuple[Subresource, ...] = ()
-    # status is written only through /status: a write of the main resource keeps the stored
-    # status, and a write of /status keeps everything but status (and metadata labels/annotations)
-    status_subresource: bool = False
     # metadata.generation goes up by one when anything outside metadata and status changes
     bumps_generation: bool = True
     default: DefaultFunc = _no_default
@@ -102,8 +112,23 @@ class ResourceDef:
     # True: the writer puts Name first.  False: `columns`/`row` hold every column, Name included
     # wherever the kind shows it (core events: Last Seen, Type, Reason, Object, ... Name last, wide).
     name_column: bool = True
-    # what the rest of the apiserver attaches to the kind (graceful deletion for pods, etc.)
-    extra: dict[str, Any] = field(default_factory=dict)
+    row_conditions: RowConditionsFunc | None = None
+    # Storage shape.  Two groups may serve one stored resource (events.k8s.io/v1 Event is
+    # core/v1 Event, stored once, as Kubernetes does): `store_as` names the stored resource and
+    # the conversions map this resource's shape to the stored one and back.
+    store_as: str | None = None
+    to_storage: ConvertFunc | None = None
+    from_storage: ConvertFunc | None = None
+    # Deletion.  graceful: a DELETE sets deletionTimestamp and a grace period (pods) instead of
+    # removing at once.  spec_finalizers: spec.finalizers hold the object until they are
+    # emptied through /finalize (namespaces).  return_deleted: DELETE answers with the object
+    # (pods, services) instead of a Status.
+    graceful: bool = False
+    spec_finalizers: bool = False
+    return_deleted: bool = False
+    # Not stored at all: a create is answered by the handler registered under this name
+    # (access reviews, SelfSubjectReview); such a resource has no registry and no watch cache.
+    virtual: str | None = None
 
     @property
     def group_version(self) -> str:
@@ -117,7 +142,18 @@ class ResourceDef:
     def store_name(self) -> str:
         """The `{resource}` of `/registry/{resource}/...`: the plural, unless two groups share one stored
         resource (events.k8s.io/v1 Event is core/v1 Event, stored once, as Kubernetes does)."""
-        return str(self.extra.get("store_as", self.plural))
+        return self.store_as or self.plural
+
+    @property
+    def status_subresource(self) -> bool:
+        """Declaring /status makes status written only through it: a write of the main resource
+        keeps the stored status, and a write of /status keeps everything but status (and metadata
+        labels/annotations), as a CRD's `subresources.status` does."""
+        return self.subresource("status") is not None
+
+    def subresource(self, name: str) -> Subresource | None:
+        """The declared subresource called `name`, None when the resource has none by that name."""
+        return next((s for s in self.subresources if s.name == name), None)
 
     def key_prefix(self, namespace: str | None = None) -> str:
         """`/registry/pods/` (all namespaces), `/registry/pods/default/`, `/registry/nodes/`."""

@@ -15,6 +15,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import default_pod_spec
 from apiserver.resources._shared import container_cells, ensure, format_label_selector
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -157,8 +158,7 @@ RESOURCE = ResourceDef(
     namespaced=True,
     short_names=("cj",),
     categories=("all",),
-    subresources=(Subresource("status", "CronJob"),),
-    status_subresource=True,
+    subresources=(Subresource("status", "CronJob", handler=OBJECT_VIEW),),
     default=default,
     validate=validate,
     columns=(

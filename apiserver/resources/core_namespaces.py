@@ -11,6 +11,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._shared import ensure
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, get, text
@@ -65,8 +66,10 @@ RESOURCE = ResourceDef(
     namespaced=False,
     short_names=("ns",),
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
-    subresources=(Subresource("finalize", "Namespace", verbs=("update",)), Subresource("status", "Namespace")),
-    status_subresource=True,
+    subresources=(
+        Subresource("finalize", "Namespace", verbs=("update",), handler=OBJECT_VIEW),
+        Subresource("status", "Namespace", handler=OBJECT_VIEW),
+    ),
     bumps_generation=False,
     default=default,
     validate=validate,
@@ -74,5 +77,5 @@ RESOURCE = ResourceDef(
     field_selectors=("status.phase",),
     columns=(Column("Status", description="The status of the namespace"),),
     row=row,
-    extra={"spec_finalizers": True},
+    spec_finalizers=True,
 )

@@ -8,6 +8,8 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
+from apiserver.http.subresources.kubelet import NodeProxyHandler
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import TAINT_EFFECTS
 from apiserver.resources._shared import ensure
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -105,8 +107,10 @@ RESOURCE = ResourceDef(
     singular="node",
     namespaced=False,
     short_names=("no",),
-    subresources=(Subresource("proxy", "NodeProxyOptions", verbs=("get",)), Subresource("status", "Node")),
-    status_subresource=True,
+    subresources=(
+        Subresource("proxy", "NodeProxyOptions", verbs=("get",), handler=NodeProxyHandler()),
+        Subresource("status", "Node", handler=OBJECT_VIEW),
+    ),
     bumps_generation=False,
     default=default,
     validate=validate,

@@ -7,6 +7,10 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import human_duration
 from apiserver.errors import Cause
+from apiserver.http.subresources.binding import BindingHandler
+from apiserver.http.subresources.eviction import EvictionHandler
+from apiserver.http.subresources.kubelet import PodLogHandler, PodStreamHandler
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import ensure, has_condition
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -216,14 +220,13 @@ RESOURCE = ResourceDef(
     short_names=("po",),
     categories=("all",),
     subresources=(
-        Subresource("binding", "Binding", verbs=("create",)),
-        Subresource("eviction", "Eviction", group="policy", version="v1", verbs=("create",)),
-        Subresource("exec", "PodExecOptions", verbs=("create", "get")),
-        Subresource("log", "Pod", verbs=("get",)),
-        Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get")),
-        Subresource("status", "Pod"),
+        Subresource("binding", "Binding", verbs=("create",), handler=BindingHandler()),
+        Subresource("eviction", "Eviction", group="policy", version="v1", verbs=("create",), handler=EvictionHandler()),
+        Subresource("exec", "PodExecOptions", verbs=("create", "get"), handler=PodStreamHandler()),
+        Subresource("log", "Pod", verbs=("get",), handler=PodLogHandler()),
+        Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler()),
+        Subresource("status", "Pod", handler=OBJECT_VIEW),
     ),
-    status_subresource=True,
     default=default,
     validate=validate,
     fields=fields,
@@ -257,5 +260,7 @@ RESOURCE = ResourceDef(
         Column("Readiness Gates", priority=1, description="If specified, all readiness gates will be evaluated."),
     ),
     row=row,
-    extra={"row_conditions": row_conditions, "graceful": True, "return_deleted": True},
+    row_conditions=row_conditions,
+    graceful=True,
+    return_deleted=True,
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.token import TokenRequestHandler
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, items
 
@@ -46,8 +47,15 @@ RESOURCE = ResourceDef(
         ),
     ),
     row=row,
-    # TokenRequest: apiserver.auth.token_request, routed by apiserver.http.resources
+    # TokenRequest: apiserver.auth.token_request, served by apiserver.http.subresources.token
     subresources=(
-        Subresource(name="token", kind="TokenRequest", group="authentication.k8s.io", version="v1", verbs=("create",)),
+        Subresource(
+            name="token",
+            kind="TokenRequest",
+            group="authentication.k8s.io",
+            version="v1",
+            verbs=("create",),
+            handler=TokenRequestHandler(),
+        ),
     ),
 )

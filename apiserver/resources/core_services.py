@@ -8,6 +8,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import PROTOCOLS
 from apiserver.resources._shared import ensure, format_labels
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -144,8 +145,7 @@ RESOURCE = ResourceDef(
     namespaced=True,
     short_names=("svc",),
     categories=("all",),
-    subresources=(Subresource("status", "Service"),),
-    status_subresource=True,
+    subresources=(Subresource("status", "Service", handler=OBJECT_VIEW),),
     bumps_generation=False,
     default=default,
     validate=validate,
@@ -165,5 +165,5 @@ RESOURCE = ResourceDef(
         ),
     ),
     row=row,
-    extra={"return_deleted": True},  # DELETE answers with the Service, as kube's service storage does
+    return_deleted=True,  # DELETE answers with the Service, as kube's service storage does
 )

@@ -1,7 +1,7 @@
 """events.k8s.io/v1 Event: the newer Event API over the same stored objects as core/v1 Event.
 
 Stored once, under `/registry/events/`, in the core/v1 shape: the registry converts with
-`extra["to_storage"]` before writing and `extra["from_storage"]` after reading, so both APIs see
+`to_storage` before writing and `from_storage` after reading, so both APIs see
 every event (as kube-apiserver does)."""
 
 from __future__ import annotations
@@ -52,5 +52,7 @@ RESOURCE = ResourceDef(
     row=row,
     age_last=False,
     name_column=False,
-    extra={"store_as": "events", "to_storage": _events.to_core, "from_storage": _events.from_core},
+    store_as="events",
+    to_storage=_events.to_core,
+    from_storage=_events.from_core,
 )

@@ -9,6 +9,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, dicts, get, text
 
@@ -200,8 +201,7 @@ RESOURCE = ResourceDef(
     singular="ingress",
     namespaced=True,
     short_names=("ing",),
-    subresources=(Subresource("status", "Ingress"),),
-    status_subresource=True,
+    subresources=(Subresource("status", "Ingress", handler=OBJECT_VIEW),),
     validate=validate,
     columns=(
         Column(

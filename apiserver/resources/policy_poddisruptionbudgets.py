@@ -7,6 +7,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._workload import validate_label_selector
 from apiserver.resources.apps_deployments import validate_int_or_percent
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -57,8 +58,7 @@ RESOURCE = ResourceDef(
     singular="poddisruptionbudget",
     namespaced=True,
     short_names=("pdb",),
-    subresources=(Subresource("status", "PodDisruptionBudget"),),
-    status_subresource=True,
+    subresources=(Subresource("status", "PodDisruptionBudget", handler=OBJECT_VIEW),),
     validate=validate,
     columns=(
         Column("Min Available", description="The minimum number of pods that must be available."),

@@ -260,7 +260,7 @@ class Cacher:
     def _decode(self, item: Stored) -> Entry | None:
         try:
             obj = from_storage(item.value, item.revision)
-            convert = self.resource.extra.get("from_storage")
+            convert = self.resource.from_storage
             if convert is not None:
                 obj = convert(obj)
         except ValueError:

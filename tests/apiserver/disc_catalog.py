@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from apiserver.http.subresources.binding import BindingHandler
+from apiserver.http.subresources.eviction import EvictionHandler
+from apiserver.http.subresources.kubelet import PodLogHandler
+from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.scale import ScaleHandler
+from apiserver.http.subresources.token import TokenRequestHandler
 from apiserver.resources.base import ResourceDef, Subresource
 
 STATUS = ("get", "patch", "update")
 
 
 def _status(kind: str) -> Subresource:
-    return Subresource("status", kind, verbs=STATUS)
+    return Subresource("status", kind, verbs=STATUS, handler=OBJECT_VIEW)
 
 
 def _scale() -> Subresource:
-    return Subresource("scale", "Scale", "autoscaling", "v1", STATUS)
+    return Subresource("scale", "Scale", "autoscaling", "v1", STATUS, handler=ScaleHandler())
 
 
 PODS = ResourceDef(
@@ -26,9 +32,9 @@ PODS = ResourceDef(
     ("all",),
     subresources=(
         _status("Pod"),
-        Subresource("eviction", "Eviction", "policy", "v1", ("create",)),
-        Subresource("binding", "Binding", verbs=("create",)),
-        Subresource("log", "Pod", verbs=("get",)),
+        Subresource("eviction", "Eviction", "policy", "v1", ("create",), handler=EvictionHandler()),
+        Subresource("binding", "Binding", verbs=("create",), handler=BindingHandler()),
+        Subresource("log", "Pod", verbs=("get",), handler=PodLogHandler()),
     ),
 )
 NODES = ResourceDef("", "v1", "Node", "nodes", "node", False, ("no",), subresources=(_status("Node"),))
@@ -53,7 +59,9 @@ SERVICEACCOUNTS = ResourceDef(
     "serviceaccount",
     True,
     ("sa",),
-    subresources=(Subresource("token", "TokenRequest", "authentication.k8s.io", "v1", ("create",)),),
+    subresources=(
+        Subresource("token", "TokenRequest", "authentication.k8s.io", "v1", ("create",), handler=TokenRequestHandler()),
+    ),
 )
 DEPLOYMENTS = ResourceDef(
     "apps",
@@ -69,7 +77,7 @@ DEPLOYMENTS = ResourceDef(
 REPLICASETS = ResourceDef(
     "apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), ("all",), subresources=(_scale(),)
 )
-NEW_EVENTS = ResourceDef("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",), extra={"store_as": "events"})
+NEW_EVENTS = ResourceDef("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",), store_as="events")
 HPA_V2 = ResourceDef(
     "autoscaling",
     "v2",

@@ -27,6 +27,7 @@ from apiserver.discovery import (
     version_priority,
 )
 from apiserver.errors import StatusError
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources.base import ResourceDef, Subresource
 from tests.apiserver.disc_catalog import CATALOG, DEPLOYMENTS, PODS
 
@@ -350,12 +351,20 @@ def test_empty_catalog() -> None:
         (dataclasses.replace(PODS, plural="other", kind="Other", version=""), "non-empty"),
         (
             dataclasses.replace(
-                DEPLOYMENTS, plural="d2", kind="D2", subresources=(Subresource("s", "S"), Subresource("s", "S"))
+                DEPLOYMENTS,
+                plural="d2",
+                kind="D2",
+                subresources=(Subresource("s", "S", handler=OBJECT_VIEW), Subresource("s", "S", handler=OBJECT_VIEW)),
             ),
             "subresource is declared twice",
         ),
         (
-            dataclasses.replace(DEPLOYMENTS, plural="d3", kind="D3", subresources=(Subresource("x", "S", group="g"),)),
+            dataclasses.replace(
+                DEPLOYMENTS,
+                plural="d3",
+                kind="D3",
+                subresources=(Subresource("x", "S", group="g", handler=OBJECT_VIEW),),
+            ),
             "bad subresource",
         ),
     ],

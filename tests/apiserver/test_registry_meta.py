@@ -7,15 +7,32 @@ from typing import Any
 import pytest
 
 from apiserver.errors import StatusError
+from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
-from apiserver.resources.base import ResourceDef
+from apiserver.resources.base import ResourceDef, Subresource
 from machinery.timestamps import format_time
 
-PODS = ResourceDef("", "v1", "Pod", "pods", "pod", True, status_subresource=True, extra={"graceful": True})
+PODS = ResourceDef(
+    "",
+    "v1",
+    "Pod",
+    "pods",
+    "pod",
+    True,
+    subresources=(Subresource("status", "Pod", handler=OBJECT_VIEW),),
+    graceful=True,
+)
 MAPS = ResourceDef("", "v1", "ConfigMap", "configmaps", "configmap", True, bumps_generation=False)
 NAMESPACES = ResourceDef(
-    "", "v1", "Namespace", "namespaces", "namespace", False, status_subresource=True, extra={"spec_finalizers": True}
+    "",
+    "v1",
+    "Namespace",
+    "namespaces",
+    "namespace",
+    False,
+    subresources=(Subresource("status", "Namespace", handler=OBJECT_VIEW),),
+    spec_finalizers=True,
 )
 NOW = 1_700_000_000.0
 

@@ -68,8 +68,8 @@ def convert(obj: Obj | None, source: ResourceDef, target: ResourceDef) -> Obj | 
     """`obj` as `source` serves it -> as `target` serves it, through the stored shape."""
     if obj is None or source is target:
         return obj
-    to_storage = source.extra.get("to_storage")
-    from_storage = target.extra.get("from_storage")
+    to_storage = source.to_storage
+    from_storage = target.from_storage
     stored = to_storage(obj) if to_storage is not None else dict(obj)
     out: Obj = from_storage(stored) if from_storage is not None else stored
     out["apiVersion"], out["kind"] = target.group_version, target.kind

@@ -1,0 +1,78 @@
+"""What every resource handler reaches: the registries and watch caches built from the
+resource definitions, the storage, the clock, the in-flight limits, and the services that
+some subresources need (the kubelets, token signing, the answerers of reviews).
+
+One object built once per server, so that handlers are plain functions of it and a resource
+defined at run time gets its registry and cache through the same constructor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from apiserver import errors
+from apiserver.admission.interface import AdmissionChain
+from apiserver.auth.token_request import TokenRequests
+from apiserver.http import patching
+from apiserver.http.inflight import InFlight
+from apiserver.http.kubelet_proxy import NodeAccess
+from apiserver.registry.generic import Registry
+from apiserver.resources.base import ResourceDef, object_fields
+from apiserver.storage.interface import Storage
+from apiserver.watchcache import Cacher
+
+# (the requesting user, the URL's namespace, the posted object) -> the answer
+VirtualHandler = Callable[[Any, str | None, dict[str, Any]], dict[str, Any]]
+
+
+class ResourceScope:
+    def __init__(
+        self,
+        storage: Storage,
+        resources: tuple[ResourceDef, ...],
+        clock: Callable[[], float],
+        watch_cache_capacity: int = 10_000,
+    ) -> None:
+        self.clock = clock
+        self.storage = storage
+        self.inflight = InFlight()
+        self.by_path: dict[tuple[str, str, str], ResourceDef] = {}
+        self.registries: dict[ResourceDef, Registry] = {}
+        # One cache per resource (events.k8s.io and core events share storage, not their shape).
+        self.caches: dict[ResourceDef, Cacher] = {}
+        # the answers of resources that are not stored (access reviews...), by `ResourceDef.virtual`
+        self.virtual: dict[str, VirtualHandler] = {}
+        # serviceaccounts/token (set by the app, which owns the signing key)
+        self.token_requests: TokenRequests | None = None
+        self.node_access: NodeAccess | None = None  # pods/log, exec, portforward, nodes/proxy
+        for res in resources:
+            self.by_path[(res.group, res.version, res.plural)] = res
+            if res.virtual:
+                continue
+            self.registries[res] = Registry(res, storage, clock=clock, track_fields=patching.track_fields)
+            self.caches[res] = Cacher(
+                storage, res, capacity=watch_cache_capacity, fields_of=functools.partial(object_fields, res)
+            )
+
+    def use_admission(self, chain: AdmissionChain) -> None:
+        """Every write from now on passes `chain` (built once the caches it reads exist)."""
+        for registry in self.registries.values():
+            registry.admission = chain
+
+    async def start(self) -> None:
+        await asyncio.gather(*(c.start() for c in self.caches.values()))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(c.stop() for c in self.caches.values()), return_exceptions=True)
+
+    def ready(self) -> bool:
+        return all(c.ready for c in self.caches.values())
+
+    def kubelets(self) -> NodeAccess:
+        """The way to kubelets; 503 on a server built without one."""
+        if self.node_access is None:
+            raise errors.unavailable("this apiserver does not reach kubelets")
+        return self.node_access

@@ -1,0 +1,32 @@
+"""PUT of a whole object (kube's handlers.UpdateResource), or of the part of it a subresource
+writes (/status, /finalize: the registry's strategy for that subresource keeps the rest)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from apiserver.http import params, patching
+from apiserver.http.handlers.body import read_body, typed_body
+from apiserver.http.handlers.responses import respond, with_warnings
+from apiserver.http.handlers.scope import ResourceScope
+from apiserver.http.requestinfo import ResourcePath
+from apiserver.resources.base import ResourceDef
+
+
+async def update_object(
+    scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]
+) -> Response:
+    assert target.name is not None
+    w = params.write_params(query, request.headers.get("user-agent", ""), "UpdateOptions")
+    obj = typed_body(res, await read_body(request))
+    warnings = patching.prune_body(res, obj, w.field_validation)
+    result, created = await scope.registries[res].update(
+        target.namespace,
+        target.name,
+        obj,
+        subresource=target.subresource,
+        dry_run=w.dry_run,
+        manager=w.field_manager,
+    )
+    return with_warnings(respond(request, res, result, scope.clock, 201 if created else 200), warnings)

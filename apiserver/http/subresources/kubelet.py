@@ -1,0 +1,62 @@
+"""The subresources that end on a kubelet (kube's log, exec, attach, portforward and proxy
+connecters): `pods/log` streamed through, `pods/exec` and `pods/portforward` relayed as
+WebSocket sessions, `nodes/proxy` streamed through.  How the kubelet is reached is
+`apiserver.http.kubelet_proxy`; these say which of its calls a subresource is."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import aiohttp
+from starlette.requests import Request
+from starlette.responses import Response
+
+from apiserver import errors
+from apiserver.http.handlers.scope import ResourceScope
+from apiserver.http.requestinfo import ResourcePath
+from apiserver.http.subresources.handler import SubresourceHandler
+from apiserver.resources.base import ResourceDef
+
+
+class PodLogHandler(SubresourceHandler):
+    async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        assert target.name is not None
+        return await scope.kubelets().pod_log(target.namespace, target.name, request.query_params)
+
+
+class PodStreamHandler(SubresourceHandler):
+    """exec and portforward: WebSocket sessions; a plain request only learns why it failed."""
+
+    streams: ClassVar[bool] = True
+
+    async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        raise errors.bad_request("Upgrade request required")  # kube's answer to a plain GET
+
+    async def create(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        # kubectl's SPDY retry after a refused WebSocket: it gets what the WebSocket got
+        assert target.name is not None and target.subresource is not None
+        access = scope.kubelets()
+        user = getattr(request.state, "user", None)
+        failed = access.failed_upgrades.recall(user.name if user else "", request.url.path, request.url.query)
+        if failed is not None:
+            raise failed
+        await access.check_stream(target.namespace, target.name, target.subresource, request.query_params)
+        raise errors.bad_request(
+            f"{res.plural}/{target.subresource} is served over WebSocket only (kubectl 1.31 or newer); "
+            "this server does not upgrade to SPDY"
+        )
+
+    async def open_stream(
+        self, scope: ResourceScope, target: ResourcePath, query: list[tuple[str, str]], protocols: Sequence[str]
+    ) -> aiohttp.ClientWebSocketResponse:
+        assert target.name is not None and target.subresource is not None
+        return await scope.kubelets().pod_stream(
+            target.namespace, target.name, target.subresource, query, list(protocols)
+        )
+
+
+class NodeProxyHandler(SubresourceHandler):
+    async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        assert target.name is not None
+        return await scope.kubelets().node_proxy(target.name, target.subpath, request.url.query)
