@@ -12,6 +12,7 @@ import asyncio
 import itertools
 from typing import Generic
 
+from components.client.workqueue.delegating import DelegatingQueue
 from components.client.workqueue.queue import K, WorkQueue
 from machinery.clock import Clock, SystemClock
 
@@ -89,7 +90,7 @@ class _DueHeap(Generic[K]):
             i = smallest
 
 
-class DelayingQueue(Generic[K]):
+class DelayingQueue(DelegatingQueue[K]):
     """A `WorkQueue` plus `add_after`; everything else is delegated to the wrapped queue.
 
     `add_after` must be called from within the running event loop (it may start the timer task).
@@ -127,39 +128,6 @@ class DelayingQueue(Generic[K]):
     def due_of(self, key: K) -> float | None:
         """When a waiting `key` reaches the queue, on the clock's scale; None if it is not waiting."""
         return self._heap.due_of(key)
-
-    # The work queue's interface, delegated.
-
-    def add(self, key: K) -> None:
-        self.queue.add(key)
-
-    async def get(self) -> K:
-        return await self.queue.get()
-
-    def done(self, key: K) -> None:
-        self.queue.done(key)
-
-    def len(self) -> int:
-        return self.queue.len()
-
-    def __len__(self) -> int:
-        return self.queue.len()
-
-    @property
-    def depth(self) -> int:
-        return self.queue.depth
-
-    @property
-    def adds(self) -> int:
-        return self.queue.adds
-
-    @property
-    def retries(self) -> int:
-        return self.queue.retries
-
-    @property
-    def shutting_down(self) -> bool:
-        return self.queue.shutting_down
 
     def shut_down(self, *, drain: bool = True) -> None:
         """Shut the work queue down (see `WorkQueue.shut_down`); keys still waiting are dropped."""

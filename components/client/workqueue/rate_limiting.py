@@ -13,6 +13,7 @@ from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
 from components.client.workqueue.delaying import DelayingQueue
+from components.client.workqueue.delegating import DelegatingQueue
 from components.client.workqueue.queue import K, WorkQueue
 from machinery.clock import Clock, SystemClock
 
@@ -115,7 +116,7 @@ def default_controller_rate_limiter(clock: Clock | None = None) -> MaxOfRateLimi
     )
 
 
-class RateLimitingQueue(Generic[K]):
+class RateLimitingQueue(DelegatingQueue[K]):
     """A `DelayingQueue` plus `add_rate_limited`; everything else is delegated."""
 
     def __init__(
@@ -143,41 +144,5 @@ class RateLimitingQueue(Generic[K]):
     def num_requeues(self, key: K) -> int:
         return self.limiter.num_requeues(key)
 
-    # The delaying queue's interface, delegated.
-
     def add_after(self, key: K, seconds: float) -> None:
         self.queue.add_after(key, seconds)
-
-    def add(self, key: K) -> None:
-        self.queue.add(key)
-
-    async def get(self) -> K:
-        return await self.queue.get()
-
-    def done(self, key: K) -> None:
-        self.queue.done(key)
-
-    def len(self) -> int:
-        return self.queue.len()
-
-    def __len__(self) -> int:
-        return self.queue.len()
-
-    @property
-    def depth(self) -> int:
-        return self.queue.depth
-
-    @property
-    def adds(self) -> int:
-        return self.queue.adds
-
-    @property
-    def retries(self) -> int:
-        return self.queue.retries
-
-    @property
-    def shutting_down(self) -> bool:
-        return self.queue.shutting_down
-
-    def shut_down(self, *, drain: bool = True) -> None:
-        self.queue.shut_down(drain=drain)
