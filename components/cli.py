@@ -20,13 +20,14 @@ from components import cluster_cli, controller_manager, parts_cli, user_cli
 from components.kubelet import hollow
 from components.kubelet import main as kubelet_main
 from components.scheduler import main as scheduler_main
+from machinery.process.command import UsageError
+from machinery.process.config import ConfigError
+from machinery.process.launch import LauncherError
 from store.chaos import cli as chaos_cli
 from store.cli import cluster as store_cli
 from store.cli import kv as kv_cli
-from store.cli.common import ClusterError, UsageError
+from store.cli.common import ClusterError
 from store.cli.locate import LocateError
-from store.config import ConfigError
-from store.launcher import LauncherError
 
 
 def _version() -> str:

@@ -40,12 +40,14 @@ from components.kubelet.process_runtime import ProcessRuntime
 from components.launcher import PID_FILE, LocalComponent, local_kubelets
 from components.supervisor import Part, Supervisor
 from components.up_view import LiveStatus, MergedLog
-from store import pki
+from machinery.process import pki
+from machinery.process.command import DEFAULT_DATA_DIR, UsageError
+from machinery.process.launch import LauncherError, free_ports, stopped_on_purpose
 from store.cli import locate
 from store.cli.cluster import start_store, status_rows, store_settings
-from store.cli.common import UsageError, print_json, table
+from store.cli.common import print_json, table
 from store.config import StoreSettings
-from store.launcher import LauncherError, LocalCluster, free_ports, stopped_on_purpose
+from store.launcher import LocalCluster
 
 UP_COMPONENTS = ("controller-manager", "scheduler")
 HOLLOW = "hollow-nodes"
@@ -83,7 +85,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data-dir",
         type=Path,
-        help=f"the cluster's data dir (default ${locate.DATA_DIR_ENV}, ./{locate.DEFAULT_DATA_DIR}/, or the last up's)",
+        help=f"the cluster's data dir (default ${locate.DATA_DIR_ENV}, ./{DEFAULT_DATA_DIR}/, or the last up's)",
     )
     p.add_argument("-o", "--output", choices=("human", "json"), default="human", help="output format")
 

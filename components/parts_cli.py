@@ -25,9 +25,10 @@ from pathlib import Path
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import LocalApiserver
 from components.launcher import COMPONENTS, LocalComponent, local_kubelets
+from machinery.process.command import UsageError
+from machinery.process.launch import LauncherError
 from store.cli import locate
-from store.cli.common import UsageError
-from store.launcher import LauncherError, LocalCluster
+from store.launcher import LocalCluster
 
 FOLLOW_POLL_S = 0.2
 HEALTHY_TIMEOUT_S = 60.0
@@ -144,7 +145,7 @@ def cmd_part(args: argparse.Namespace) -> int:
 
 
 def _stop(data_dir: Path, name: str) -> None:
-    """Stop it on purpose (store.launcher marks it so)."""
+    """Stop it on purpose (machinery.process.launch marks it so)."""
     if name.startswith("store-"):
         LocalCluster(data_dir).stop_member(int(name.removeprefix("store-")))
     elif name == "apiserver":

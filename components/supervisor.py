@@ -19,7 +19,7 @@ restarts static pods with back-off.  Ours is the `raftkube up` process that star
   controller-manager, the scheduler, kubelets, hollow nodes), and a store member added later
   once it has been seen running, when its process is gone and it was not stopped on purpose.
   `raftkube down`, `restart`, `stop`, `store kill`, `store member remove` (every stop through
-  store.launcher) mark the part stopped on purpose (`pid.stopped` by its pid file) until
+  machinery.process.launch) mark the part stopped on purpose (`pid.stopped` by its pid file) until
   something starts it again (`raftkube start`/`restart PART`, `store start`/`restart`): a
   chaos user's `store kill 2` leaves member 2 down, as it did, while a `kill -9` of its pid,
   an OOM kill or a crash is undone.  A paused part (`store pause`) is alive: left alone.
@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store import disk
-from store.launcher import LauncherError, child_env, exit_code, part_lock, read_pid, stopped_on_purpose
+from machinery.process import disk
+from machinery.process.launch import LauncherError, child_env, exit_code, part_lock, read_pid, stopped_on_purpose
 
 BACKOFF_INITIAL_S = 1.0
 BACKOFF_MAX_S = 30.0

@@ -23,5 +23,8 @@ Modules, one meaning each:
 - `duration`: Go's time.ParseDuration and Duration.String();
 - `cron`: CronJob schedules (robfig/cron's standard parser, kube's CronJob grammar) and when
   they fire;
-- `clock`: time as an injected dependency, so back-offs, leases and bookmarks are testable.
+- `clock`: time as an injected dependency, so back-offs, leases and bookmarks are testable;
+- `process/`: not API semantics but what every raftkube process needs from its host (durable
+  private files, the cluster's PKI, processes by pid file, cluster.toml settings); see its
+  docstring for why it lives here.
 """

@@ -38,7 +38,7 @@ from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
 from components.kubelet.process_runtime import ProcessRuntime
 from components.kubelet.server import KubeletServer
-from store import pki
+from machinery.process import pki
 
 log = logging.getLogger("raftkube.kubelet")
 POD_NETWORKS = ("host", "netns")

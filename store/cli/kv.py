@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from machinery.process.command import UsageError
 from store.api import methods as M
 from store.api.cluster import EMPTY
 from store.api.errors import CompactedError, FutureRevisionError, LeaseNotFoundError, Outcome, StoreError
@@ -63,7 +64,7 @@ from store.api.kv import (
 from store.api.lease import LeaseGrantRequest, LeaseIdRequest, LeaseTimeToLiveRequest
 from store.api.protocol import Header, split_url
 from store.api.watch import WatchFilter, WatchResponse
-from store.cli.common import UsageError, add_cluster_arguments, endpoints, make_client
+from store.cli.common import add_cluster_arguments, endpoints, make_client
 from store.client.client import Client
 
 _SORT_TARGETS = {

@@ -26,7 +26,7 @@ from apiserver.admission.webhook.mutating import MutatingWebhook
 from apiserver.admission.webhook.validating import ValidatingWebhook
 from apiserver.auth.authn import Authenticator
 from apiserver.http.app import Api, build_app
-from store import pki
+from machinery.process import pki
 from tests.apiserver.gates_support import ADMIN
 from tests.apiserver.memstorage import MemStorage
 

@@ -19,9 +19,10 @@ from typing import Any, TypeVar
 
 import pytest
 
+from machinery.process.launch import free_ports
 from store.api.kv import Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest
 from store.cli.kv import lease_ref, parse_txn
-from store.launcher import LocalCluster, free_ports
+from store.launcher import LocalCluster
 from tests.support.cli import raftkube, raftkube_interactive
 from tests.support.cluster import running_cluster
 
