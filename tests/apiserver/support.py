@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from apiserver.launcher import Endpoint, LocalApiserver
-from components.launcher import COMPONENTS, LocalComponent
+from components.cli.launcher import COMPONENTS, LocalComponent
 from machinery.process.launch import free_ports
 from store.launcher import LocalCluster
 from tests.mvcc.etcd import running_etcd

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from components.cli import build_parser
+from components.cli.main import build_parser
 from machinery.process.command import UsageError
 from store.api.cluster import MemberInfo
 from store.api.protocol import split_url

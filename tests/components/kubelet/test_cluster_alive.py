@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 import pytest
 
-from components.launcher import LocalComponent
+from components.cli.launcher import LocalComponent
 from machinery.process import launch
 from machinery.process.launch import free_ports
 from tests.apiserver.kubectl_support import kubectl_running

@@ -1,4 +1,4 @@
-"""`raftkube up` brings back what dies (components.supervisor), in the foreground and with
+"""`raftkube up` brings back what dies (components.cli.supervisor), in the foreground and with
 --detach, and the cluster commands find the cluster from another directory (store.cli.locate).
 
 Real `up` processes: the controller-manager and the scheduler are SIGKILLed by pid and must
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from apiserver.launcher import LocalApiserver
-from components import supervisor
-from components.launcher import LocalComponent
-from components.supervisor import BACKOFF_INITIAL_S, BACKOFF_MAX_S, Part, Supervisor
+from components.cli import supervisor
+from components.cli.launcher import LocalComponent
+from components.cli.supervisor import BACKOFF_INITIAL_S, BACKOFF_MAX_S, Part, Supervisor
 from machinery.process import launch
 from store.cli import locate
 from store.launcher import LocalCluster

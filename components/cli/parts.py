@@ -8,7 +8,7 @@ local cluster, found from any directory (store.cli.locate).
 `restart` stops the process (SIGTERM, SIGKILL after 10 s) and starts it again as it was
 started: same ports, same flags (a component's are kept in its directory), and waits until
 it is healthy.  A kubelet's containers keep running across its restart; it adopts them.
-`stop` stops it on purpose: the supervising `up` leaves it down (components.supervisor) until
+`stop` stops it on purpose: the supervising `up` leaves it down (components.cli.supervisor) until
 `start` or `restart` starts it again.  An unknown part is a usage error (exit 2) that lists
 the known ones.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import LocalApiserver
-from components.launcher import COMPONENTS, LocalComponent, local_kubelets
+from components.cli.launcher import COMPONENTS, LocalComponent, local_kubelets
 from machinery.process.command import UsageError
 from machinery.process.launch import LauncherError
 from store.cli import locate

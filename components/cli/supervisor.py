@@ -10,7 +10,7 @@ restarts static pods with back-off.  Ours is the `raftkube up` process that star
   `<data_dir>/supervisor/supervisor.log`) in its own session, waits until that one says the
   cluster is ready (a pipe), prints the table and returns: the detached `up` is the parent of
   every part, so it learns each exit status, and there is one code path for both modes.  Its
-  pid is in `<data_dir>/up.lock`, which it holds (components.up_lock): a second `up` is
+  pid is in `<data_dir>/up.lock`, which it holds (components.cli.up_lock): a second `up` is
   refused, and `raftkube down` asks it to let go (SIGUSR1) and waits for that before it
   stops the parts, so nothing is brought back while `down` stops it.  SIGTERM or Ctrl-C to
   either `up` stops the whole cluster, as before.  Not systemd or cron: a user's cluster in
