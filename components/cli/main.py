@@ -23,8 +23,8 @@ from machinery.process.config import ConfigError
 from machinery.process.launch import LauncherError
 from store.chaos import cli as chaos_cli
 from store.cli import cluster as store_cli
-from store.cli import kv as kv_cli
 from store.cli.common import ClusterError
+from store.cli.kv import commands as kv_cli
 from store.cli.locate import LocateError
 
 
