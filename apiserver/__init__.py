@@ -1,1 +1,2 @@
-"""The Kubernetes API server on top of the raftkube store (not built yet: see the issues)."""
+"""The Kubernetes API server on top of the raftkube store: HTTP API, authentication and
+authorization, admission, registry and strategies, the storage layer and the watch cache."""

@@ -6,8 +6,9 @@ the larger is small, one unit after), because the Age column kubectl shows comes
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
+
+from machinery.timestamps import parse_time
 
 
 def human_duration(seconds: float) -> str:
@@ -43,29 +44,7 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def parse_time(value: Any) -> float | None:
-    """Seconds since the epoch for an RFC 3339 timestamp (`2024-05-01T10:00:00Z`, with or without
-    fractional seconds, `Z` or an offset); None when absent or unreadable."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
-
-
 def since(timestamp: Any, now: float) -> str:
     """kubectl's `translateTimestampSince`: the age of a timestamp, `<unknown>` when there is none."""
     at = parse_time(timestamp)
     return "<unknown>" if at is None else human_duration(now - at)
-
-
-def format_time(seconds: float) -> str:
-    """RFC 3339 in UTC to the second, as Kubernetes writes `metav1.Time`."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -7,11 +7,9 @@ key's mod revision, which only exists once the write has committed, so readers p
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def for_storage(obj: Obj) -> bytes:

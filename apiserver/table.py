@@ -13,7 +13,8 @@ from typing import Any
 
 from apiserver.duration import since
 from apiserver.errors import bad_request
-from apiserver.resources.base import Column, Obj, ResourceDef
+from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, metadata
 
 NAME_DESCRIPTION = (
     "Name must be unique within a namespace. Is required when creating resources, although some resources "
@@ -51,15 +52,10 @@ def columns(resource: ResourceDef) -> list[Column]:
     return cols
 
 
-def _meta(obj: Obj) -> Obj:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def cells(resource: ResourceDef, obj: Obj, now: float) -> list[Any]:
     """One row's cells, aligned with `columns(resource)`.  A stored object the row function cannot
     read (it should not happen: stored objects were validated) shows `<unknown>` cells, never a 500."""
-    meta = _meta(obj)
+    meta = metadata(obj)
     width = len(resource.columns)
     try:
         own = list(resource.row(obj, now)) if resource.row is not None else []
@@ -74,7 +70,7 @@ def cells(resource: ResourceDef, obj: Obj, now: float) -> list[Any]:
 
 
 def partial_object_metadata(obj: Obj) -> Obj:
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": _meta(obj)}
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata(obj)}
 
 
 def row(resource: ResourceDef, obj: Obj, *, now: float, include_object: str = "Metadata") -> Obj:

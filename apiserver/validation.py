@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeGuard
 
 from apiserver.errors import Cause
-
-Obj = dict[str, Any]
+from machinery.objects import Obj, get
 
 # ---------------------------------------------------------------------------------------------
 # Causes, with apimachinery's bodies
@@ -91,15 +90,6 @@ def index(base: str, i: int) -> str:
 
 def key(base: str, k: str) -> str:
     return f"{base}[{k}]"
-
-
-def lookup(obj: Any, path: str) -> Any:
-    """`lookup(pod, "spec.nodeName")`: the value at a dotted path, or None when any step is missing."""
-    for part in path.split("."):
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
 
 
 def as_dict(value: Any, field: str, causes: list[Cause]) -> Obj:
@@ -407,7 +397,7 @@ def validate_object_meta(obj: Obj, *, namespaced: bool, name_fn: NameFunc, old: 
 
 def validate_required(obj: Any, path: str) -> list[Cause]:
     """A dotted path that must hold something other than None, "", [] or {}."""
-    value = lookup(obj, path)
+    value = get(obj, path)
     return [required(path)] if value in (None, "", [], {}) else []
 
 
@@ -448,8 +438,8 @@ def validate_immutable(new: Obj, old: Obj | None, path: str) -> list[Cause]:
     """`field is immutable` when an update changes the value at `path`."""
     if old is None:
         return []
-    value = lookup(new, path)
-    return [immutable(path, value)] if value != lookup(old, path) else []
+    value = get(new, path)
+    return [immutable(path, value)] if value != get(old, path) else []
 
 
 def validate_unique(values: Iterable[tuple[str, Any]]) -> list[Cause]:

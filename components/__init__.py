@@ -1,2 +1,2 @@
-"""Clients of the control plane: the `raftkube` command line, and (to come) the API client,
-informers, scheduler, controllers and kubelets."""
+"""Clients of the control plane: the `raftkube` command line, the API client and informers,
+the scheduler, the controller-manager's controllers and the kubelets."""

@@ -4,7 +4,8 @@ It talks only to the apiserver (the kubeconfig's server, with the kubeconfig's i
 leader election on (the default) it campaigns for the Lease `kube-system/kube-controller-manager`
 and runs the controllers only while it leads, so a standby can wait beside it; losing the lease
 stops the controllers and ends the process with status 1 (a supervisor restarts it, as kube's
-does).  SIGTERM/SIGINT stop it cleanly: controllers stop, the lease is released, status 0.
+does).  SIGTERM/SIGINT stop it cleanly: controllers stop, the lease is released, status 0
+(`components.runner`).
 The CA published in every namespace's `kube-root-ca.crt` is `--root-ca-file`, or else the one
 the kubeconfig trusts the apiserver by (kube's default): the CA that signed the serving certificate.
 """
@@ -13,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
 import logging
-import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,13 +27,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from components.client import kubeconfig
-from components.client.leaderelection import LeaderElector
 from components.client.rest import RestClient
 from components.controllers.base import Controller
 from components.controllers.registry import CONTROLLERS, select
 from components.controllers.rootcacertpublisher import RootCACertPublisher
 from components.controllers.runner import ControllerMaker, running
 from components.health import HealthServer
+from components.runner import LeaderElection, run_component
 
 log = logging.getLogger("raftkube.controller-manager")
 LEASE_NAME = "kube-controller-manager"
@@ -162,18 +161,6 @@ async def serve(opts: Options, config: kubeconfig.ClientConfig, makers: list[Con
     registry = CollectorRegistry()
     registry.register(metrics)
     health = HealthServer(opts.health_port, registry, lambda: None)
-    main = asyncio.current_task()
-    assert main is not None
-    loop = asyncio.get_running_loop()
-    stopping = False
-
-    def stop() -> None:
-        nonlocal stopping
-        stopping = True
-        main.cancel()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop)
     async with RestClient(config, user_agent="raftkube-controller-manager") as client:
 
         async def lead() -> None:
@@ -185,29 +172,14 @@ async def serve(opts: Options, config: kubeconfig.ClientConfig, makers: list[Con
                 finally:
                     metrics.controllers = []
 
-        try:
-            await health.start()
-            if not opts.leader_elect:
-                await lead()
-                return 0
-            elector = LeaderElector(
+        election = None
+        if opts.leader_elect:
+            election = LeaderElection(
                 client,
                 LEASE_NAME,
                 lease_duration=opts.lease_duration,
                 renew_deadline=opts.renew_deadline,
                 retry_period=opts.retry_period,
-                on_started_leading=lead,
                 on_new_leader=lambda who: log.warning("leader: %s", who),
             )
-            await elector.run()
-            log.error("leadership lost; exiting")
-            return 1
-        except asyncio.CancelledError:
-            if stopping:
-                return 0
-            raise
-        finally:
-            with contextlib.suppress(Exception):
-                await health.stop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
+        return await run_component("the controllers", lead, log, health, election)

@@ -24,6 +24,24 @@ Modules, one meaning each:
 - `cron`: CronJob schedules (robfig/cron's standard parser, kube's CronJob grammar) and when
   they fire;
 - `clock`: time as an injected dependency, so back-offs, leases and bookmarks are testable;
+- `quantity`: resource quantities (`500m`, `1.5Gi`) parsed, compared, summed and printed as
+  apimachinery's resource.Quantity does, so quota admission, the quota controller, the kubelet
+  and the scheduler agree on what a request is worth;
+- `objects`: the `Obj` type (an API object as decoded JSON) and the tolerant readers of its
+  fields and metadata (name, namespace, labels, owner references, ...);
+- `qos`: a pod's QoS class, which the apiserver writes and the kubelet reports;
+- `pods`: whether a pod is ready or terminating (podutil.IsPodReady), as evictions, budgets,
+  workloads and endpoints count it;
+- `disruption`: which PodDisruptionBudgets guard a pod, for evictions and the disruption
+  controller alike;
+- `pod_log_options`: `pods/log` query options, as the apiserver checks them and the kubelet
+  serves them;
+- `podresources`: a pod's effective requests and limits (resource.PodRequests);
+- `quota`: what a ResourceQuota counts (each object's usage, scopes), for admission's charges
+  and the quota controller's recount alike;
+- `resources`: the built-in resources by group and plural (version, kind, scope), for
+  components that must name kinds without importing the apiserver's catalog;
+- `timestamps`: metav1.Time, written to the second in UTC and read back tolerantly;
 - `process/`: not API semantics but what every raftkube process needs from its host (durable
   private files, the cluster's PKI, processes by pid file, cluster.toml settings); see its
   docstring for why it lives here.

@@ -91,27 +91,6 @@ def within(module: str, *packages: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-# ---------------------------------------------------------------------- known violations
-KNOWN_VIOLATIONS = {
-    # Semantics the components still import from the apiserver; branch h23-machinery moves them
-    # into machinery/ (quantity, qos_class, pod log options, eviction's budget selection, quota
-    # usage) and removes these imports.  Delete this list when it is merged: every entry must
-    # then be gone (test_known_violations_still_exist fails on one that is).
-    ("components.controllers._disruption_budget", "apiserver.registry.eviction"),
-    ("components.controllers._infra_quota", "apiserver.admission.resourcequota"),
-    ("components.controllers._infra_quota", "apiserver.quantity"),
-    ("components.controllers._infra_quota", "apiserver.resources"),
-    ("components.controllers._infra_quota", "apiserver.resources.base"),
-    ("components.controllers.resourcequota", "apiserver.quantity"),
-    ("components.kubelet.envvars", "apiserver.quantity"),
-    ("components.kubelet.limits", "apiserver.quantity"),
-    ("components.kubelet.nodestatus", "apiserver.quantity"),
-    ("components.kubelet.podworker", "apiserver.resources.core_pods"),
-    ("components.kubelet.server", "apiserver.resources.pod_log_options"),
-    ("components.scheduler.resources", "apiserver.quantity"),
-}
-
-
 # ---------------------------------------------------------------------- the rules
 @dataclass(frozen=True)
 class Rule:
@@ -174,14 +153,8 @@ def violations() -> list[tuple[Rule, Import]]:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
 def test_layers_import_only_downward(rule: Rule) -> None:
-    broken = [str(imp) for r, imp in violations() if r is rule and (imp.importer, imp.module) not in KNOWN_VIOLATIONS]
+    broken = [str(imp) for r, imp in violations() if r is rule]
     assert broken == [], f"{rule.name}:\n" + "\n".join(broken)
-
-
-def test_known_violations_still_exist() -> None:
-    """The list only shrinks: an import removed must leave it, so it cannot hide a new one."""
-    present = {(imp.importer, imp.module) for _, imp in violations()}
-    assert sorted(KNOWN_VIOLATIONS - present) == []
 
 
 def test_every_layer_is_scanned() -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from apiserver.auth.user import User
 from apiserver.resources.base import ResourceDef
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 
 

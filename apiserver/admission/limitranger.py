@@ -17,11 +17,11 @@ from typing import Any
 from apiserver import errors
 from apiserver.admission.by_version import KEPT, ByVersion
 from apiserver.admission.interface import AdmissionRequest, is_pod_create
-from apiserver.admission.podresources import all_containers, container_resources, pod_resources
-from apiserver.quantity import Quantity, QuantityError, canonical, parse_quantity
-from apiserver.resources.core_pods import qos_class
+from machinery.objects import Obj
+from machinery.podresources import all_containers, container_resources, pod_resources
+from machinery.qos import qos_class
+from machinery.quantity import Quantity, QuantityError, canonical, parse_quantity
 
-Obj = dict[str, Any]
 ANNOTATION = "kubernetes.io/limit-ranger"
 # namespace -> the LimitRange objects in it
 LimitRanges = Callable[[str], Iterable[Obj]]

@@ -5,11 +5,11 @@ plugins make the same live lookup)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from apiserver import errors
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 NamespaceGetter = Callable[[str], Awaitable[Obj | None]]
 
 

@@ -17,8 +17,8 @@ from apiserver import errors
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.refusal import forbidden
 from apiserver.authz.node import LEASE_NAMESPACE, NODE_PREFIX, NODES_GROUP
+from machinery.objects import Obj, as_dict, metadata
 
-Obj = dict[str, Any]
 NodeByName = Callable[[str], Obj | None]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -41,20 +41,12 @@ KUBELET_LABELS = frozenset(
 KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _meta(obj: Obj | None) -> Obj:
-    return _dict((obj or {}).get("metadata"))
-
-
 def _spec(obj: Obj | None) -> Obj:
-    return _dict((obj or {}).get("spec"))
+    return as_dict((obj or {}).get("spec"))
 
 
 def _in_domain(prefix: str, domain: str) -> bool:
@@ -79,20 +71,20 @@ def _kubelet_label(key: str, prefix: str) -> bool:
 
 def _secret_names(spec: Obj) -> Iterator[str]:
     for ref in _list(spec.get("imagePullSecrets")):
-        yield str(_dict(ref).get("name", ""))
+        yield str(as_dict(ref).get("name", ""))
     for c in _containers(spec):
         for source in _list(c.get("envFrom")):
-            if _dict(source).get("secretRef") is not None:
+            if as_dict(source).get("secretRef") is not None:
                 yield "envFrom"
         for env in _list(c.get("env")):
-            if _dict(_dict(env).get("valueFrom")).get("secretKeyRef") is not None:
+            if as_dict(as_dict(env).get("valueFrom")).get("secretKeyRef") is not None:
                 yield "env"
     for vol in _list(spec.get("volumes")):
-        vol = _dict(vol)
+        vol = as_dict(vol)
         if vol.get("secret") is not None:
             yield "volume"
-        for source in _list(_dict(vol.get("projected")).get("sources")):
-            if _dict(source).get("secret") is not None:
+        for source in _list(as_dict(vol.get("projected")).get("sources")):
+            if as_dict(source).get("secret") is not None:
                 yield "projected"
         for kind, body in vol.items():
             if isinstance(body, dict) and kind != "projected":
@@ -103,17 +95,17 @@ def _secret_names(spec: Obj) -> Iterator[str]:
 def _configmap_names(spec: Obj) -> Iterator[str]:
     for c in _containers(spec):
         for source in _list(c.get("envFrom")):
-            if _dict(source).get("configMapRef") is not None:
+            if as_dict(source).get("configMapRef") is not None:
                 yield "envFrom"
         for env in _list(c.get("env")):
-            if _dict(_dict(env).get("valueFrom")).get("configMapKeyRef") is not None:
+            if as_dict(as_dict(env).get("valueFrom")).get("configMapKeyRef") is not None:
                 yield "env"
     for vol in _list(spec.get("volumes")):
-        vol = _dict(vol)
+        vol = as_dict(vol)
         if vol.get("configMap") is not None:
             yield "volume"
-        for source in _list(_dict(vol.get("projected")).get("sources")):
-            if _dict(source).get("configMap") is not None:
+        for source in _list(as_dict(vol.get("projected")).get("sources")):
+            if as_dict(source).get("configMap") is not None:
                 yield "projected"
 
 
@@ -157,7 +149,7 @@ class NodeRestriction:
                 raise forbidden(
                     request, f'node "{node}" can only update pod status for pods with spec.nodeName set to itself'
                 )
-            if (_meta(request.object).get("labels") or {}) != (_meta(request.old_object).get("labels") or {}):
+            if (metadata(request.object).get("labels") or {}) != (metadata(request.old_object).get("labels") or {}):
                 raise forbidden(request, f'node "{node}" cannot update labels through pod status')
             return
         if sub:
@@ -174,8 +166,8 @@ class NodeRestriction:
 
     def _mirror_pod(self, request: AdmissionRequest, node: str) -> None:
         pod = request.object or {}
-        meta, spec = _meta(pod), _spec(pod)
-        if MIRROR_ANNOTATION not in _dict(meta.get("annotations")):
+        meta, spec = metadata(pod), _spec(pod)
+        if MIRROR_ANNOTATION not in as_dict(meta.get("annotations")):
             raise forbidden(
                 request,
                 f'pod does not have "{MIRROR_ANNOTATION}" annotation, node "{node}" can only create mirror pods',
@@ -185,7 +177,7 @@ class NodeRestriction:
         owners = _list(meta.get("ownerReferences"))
         if len(owners) > 1:
             raise forbidden(request, f'node "{node}" can only create pods with a single owner reference set to itself')
-        owner = _dict(owners[0]) if owners else None
+        owner = as_dict(owners[0]) if owners else None
         if owner is None or (owner.get("apiVersion"), owner.get("kind"), owner.get("name")) != ("v1", "Node", node):
             raise forbidden(request, f'node "{node}" can only create pods with an owner reference set to itself')
         if owner.get("controller") is not True:
@@ -197,7 +189,7 @@ class NodeRestriction:
         found = self._node_by_name(node)
         if found is None:
             raise errors.not_found("node", node)
-        uid = _meta(found).get("uid")
+        uid = metadata(found).get("uid")
         if owner.get("uid") != uid:
             raise forbidden(request, f"node {node} UID mismatch: expected {owner.get('uid')} got {uid}")
         if spec.get("serviceAccountName"):
@@ -207,20 +199,20 @@ class NodeRestriction:
         if any(True for _ in _configmap_names(spec)):
             raise forbidden(request, f'node "{node}" can not create pods that reference configmaps')
         for vol in _list(spec.get("volumes")):
-            for source in _list(_dict(_dict(vol).get("projected")).get("sources")):
-                if _dict(source).get("clusterTrustBundle") is not None:
+            for source in _list(as_dict(as_dict(vol).get("projected")).get("sources")):
+                if as_dict(source).get("clusterTrustBundle") is not None:
                     raise forbidden(request, f'node "{node}" can not create pods that reference clustertrustbundles')
-        if any(_dict(vol).get("persistentVolumeClaim") is not None for vol in _list(spec.get("volumes"))):
+        if any(as_dict(vol).get("persistentVolumeClaim") is not None for vol in _list(spec.get("volumes"))):
             raise forbidden(request, f'node "{node}" can not create pods that reference persistentvolumeclaims')
 
     def _node(self, request: AdmissionRequest, node: str) -> None:
-        name = request.name or str(_meta(request.object).get("name", ""))
+        name = request.name or str(metadata(request.object).get("name", ""))
         if name != node:
             raise forbidden(request, f'node "{node}" is not allowed to modify node "{name}"')
         if request.operation == "CREATE":
             if _spec(request.object).get("configSource") is not None:
                 raise forbidden(request, f'node "{node}" is not allowed to create pods with a non-nil configSource')
-            bad = forbidden_labels(_dict(_meta(request.object).get("labels")), {})
+            bad = forbidden_labels(as_dict(metadata(request.object).get("labels")), {})
             if bad:
                 raise forbidden(request, f'node "{node}" is not allowed to set the following labels: {", ".join(bad)}')
         elif request.operation == "UPDATE":
@@ -232,7 +224,7 @@ class NodeRestriction:
             if (new.get("taints") or []) != (old.get("taints") or []):
                 raise forbidden(request, f'node "{node}" is not allowed to modify taints')
             bad = forbidden_labels(
-                _dict(_meta(request.object).get("labels")), _dict(_meta(request.old_object).get("labels"))
+                as_dict(metadata(request.object).get("labels")), as_dict(metadata(request.old_object).get("labels"))
             )
             if bad:
                 raise forbidden(request, f"is not allowed to modify labels: {', '.join(bad)}")
@@ -240,6 +232,6 @@ class NodeRestriction:
     def _lease(self, request: AdmissionRequest, node: str) -> None:
         if request.namespace != LEASE_NAMESPACE:
             raise forbidden(request, f'can only access leases in the "{LEASE_NAMESPACE}" system namespace')
-        name = str(_meta(request.object).get("name", "")) if request.operation == "CREATE" else request.name
+        name = str(metadata(request.object).get("name", "")) if request.operation == "CREATE" else request.name
         if name != node:
             raise forbidden(request, "can only access node lease with the same name as the requesting node")

@@ -20,8 +20,9 @@ from typing import Any, Protocol
 
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.refusal import forbidden
+from machinery import objects
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 SCHEDULING = "scheduling.k8s.io"
 PREEMPT_LOWER = "PreemptLowerPriority"
 BUILT_IN: dict[str, int] = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
@@ -37,11 +38,6 @@ class PriorityClasses(Protocol):
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _name(obj: Obj) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
 
 
 ClassFetcher = Callable[[str], Awaitable[Obj | None]]
@@ -83,7 +79,7 @@ class Priority:
             return "", 0, PREEMPT_LOWER
         policy = best.get("preemptionPolicy")
         return (
-            _name(best),
+            objects.name(best),
             _int(best.get("value")) or 0,
             policy if isinstance(policy, str) and policy else PREEMPT_LOWER,
         )
@@ -135,7 +131,8 @@ class Priority:
         if request.object.get("globalDefault") is not True or self._classes is None:
             return
         for pc in self._classes.objects():
-            if pc.get("globalDefault") is True and _name(pc) != request.name:
+            if pc.get("globalDefault") is True and objects.name(pc) != request.name:
                 raise forbidden(
-                    request, f"PriorityClass {_name(pc)} is already marked as default. Only one default can exist"
+                    request,
+                    f"PriorityClass {objects.name(pc)} is already marked as default. Only one default can exist",
                 )

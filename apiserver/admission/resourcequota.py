@@ -8,9 +8,8 @@ quota's revision.  A delete releases the charge once the object is gone (`releas
 whose `status.used` does not name a resource yet is first filled from the objects the cache
 holds (the work kube's quota controller does).
 
-Counted: object counts (`pods`, `services`, `secrets`, `configmaps`, `count/<resource>[.<group>]`,
-...), and pods' `requests.*`/`limits.*` (`cpu` and `memory` meaning requests), with the scopes
-Terminating, NotTerminating, BestEffort, NotBestEffort.  Refusals are kube's 403:
+What an object uses and which quotas' scopes select it is machinery.quota's (the quota
+controller recounts by the same rules).  Refusals are kube's 403:
 `exceeded quota: q, requested: pods=1, used: pods=10, limited: pods=10`.
 """
 
@@ -25,83 +24,19 @@ from typing import Any
 from apiserver import errors
 from apiserver.admission.by_version import ByVersion
 from apiserver.admission.interface import AdmissionRequest
-from apiserver.admission.podresources import all_containers, container_resources, pod_resources
-from apiserver.quantity import Quantity, QuantityError, canonical, parse_quantity
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
-from apiserver.resources.core_pods import qos_class
+from machinery.objects import Obj
+from machinery.podresources import all_containers, container_resources
+from machinery.quantity import Quantity, QuantityError, canonical, parse_quantity
+from machinery.quota import in_scope, usage
 
 log = logging.getLogger("raftkube.apiserver")
-Obj = dict[str, Any]
-ONE = parse_quantity(1)
 WRITTEN_KEPT = 10_000  # quotas whose last write is remembered
-# the old names kube still counts core objects by
-_CORE_COUNTS = {
-    "pods": "pods",
-    "services": "services",
-    "secrets": "secrets",
-    "configmaps": "configmaps",
-    "persistentvolumeclaims": "persistentvolumeclaims",
-    "replicationcontrollers": "replicationcontrollers",
-    "resourcequotas": "resourcequotas",
-}
 # (namespace, ResourceDef) -> the objects of that kind in the namespace (for a first fill)
 ObjectsIn = Callable[[str, ResourceDef], Iterable[Obj]]
 # a quota -> its parsed spec.hard
 HardOf = Callable[[Mapping[str, Any]], Mapping[str, Quantity]]
-
-
-def _terminal(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status")
-    return isinstance(status, Mapping) and status.get("phase") in ("Succeeded", "Failed")
-
-
-def usage(resource: ResourceDef, obj: Mapping[str, Any]) -> dict[str, Quantity]:
-    """What one object uses, in quota resource names."""
-    out: dict[str, Quantity] = {}
-    count = f"count/{resource.plural}" + (f".{resource.group}" if resource.group else "")
-    out[count] = ONE
-    if resource.group == "" and resource.plural in _CORE_COUNTS:
-        out[_CORE_COUNTS[resource.plural]] = ONE
-    if resource.group == "" and resource.plural == "pods":
-        if _terminal(obj):
-            return {}
-        spec = obj.get("spec")
-        spec = spec if isinstance(spec, Mapping) else {}
-        for name, q in pod_resources(spec, "requests").items():
-            out[f"requests.{name}"] = q
-            if name in ("cpu", "memory", "ephemeral-storage"):
-                out[name] = q
-        for name, q in pod_resources(spec, "limits").items():
-            out[f"limits.{name}"] = q
-    if resource.group == "" and resource.plural == "services":
-        kind = (obj.get("spec") or {}).get("type") if isinstance(obj.get("spec"), Mapping) else None
-        if kind == "LoadBalancer":
-            out["services.loadbalancers"] = ONE
-        if kind in ("LoadBalancer", "NodePort"):
-            out["services.nodeports"] = ONE
-    return out
-
-
-def in_scope(quota: Mapping[str, Any], resource: ResourceDef, obj: Mapping[str, Any]) -> bool:
-    """Whether the quota's scopes select the object (scopes select pods only)."""
-    spec = quota.get("spec")
-    scopes = spec.get("scopes") if isinstance(spec, Mapping) else None
-    if not scopes:
-        return True
-    if not (resource.group == "" and resource.plural == "pods"):
-        return False
-    pod_spec = obj.get("spec")
-    pod_spec = pod_spec if isinstance(pod_spec, Mapping) else {}
-    terminating = pod_spec.get("activeDeadlineSeconds") is not None
-    best_effort = qos_class(dict(pod_spec)) == "BestEffort"
-    wanted = {
-        "Terminating": terminating,
-        "NotTerminating": not terminating,
-        "BestEffort": best_effort,
-        "NotBestEffort": not best_effort,
-    }
-    return all(wanted.get(str(scope), False) for scope in scopes)
 
 
 def _hard(quota: Mapping[str, Any]) -> dict[str, Quantity]:

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from apiserver import errors
 from apiserver.admission.interface import AdmissionRequest, is_pod_create
+from machinery.objects import Obj
 
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOKEN_SECONDS = 3607  # kube's bound-token lifetime for pods (an hour, plus a little to spread refreshes)
 _SUFFIX_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
 
-Obj = dict[str, Any]
 # (namespace, name) -> the ServiceAccount, or None when it does not exist
 AccountLookup = Callable[[str, str], Obj | None]
 # the same, read from storage: for an account the cache has not seen yet (just created)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -21,8 +20,7 @@ from apiserver.auth.serviceaccount_tokens import (
     TokenIssuer,
 )
 from apiserver.auth.token_request import Getter, TokenRequests
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 @dataclass(frozen=True)

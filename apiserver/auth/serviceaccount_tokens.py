@@ -32,9 +32,8 @@ import orjson
 
 from apiserver.auth import jws
 from apiserver.auth.user import AUTHENTICATED_GROUP, User, service_account_groups, service_account_user
-from apiserver.duration import parse_time
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
+from machinery.timestamps import parse_time
 
 DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 LEEWAY_SECONDS = 60

@@ -32,9 +32,9 @@ from apiserver.auth.serviceaccount_tokens import (
     SERVICE_ACCOUNTS,
     TokenIssuer,
 )
-from apiserver.duration import format_time
+from machinery.objects import Obj
+from machinery.timestamps import format_time
 
-Obj = dict[str, Any]
 GROUP = "authentication.k8s.io"
 API_VERSION = f"{GROUP}/v1"
 KIND = "TokenRequest"

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from apiserver import errors
 from apiserver.registry.generic import Registry
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.apiserver")
-Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
 AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
 READ = ["get", "list", "watch"]

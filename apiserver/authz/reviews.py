@@ -17,8 +17,8 @@ from apiserver.authz.interface import Authorizer, Decision
 from apiserver.authz.node import node_of
 from apiserver.authz.rbac.policy import PolicySnapshot
 from apiserver.errors import Cause
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 AUTHZ = "authorization.k8s.io"
 
 

@@ -26,10 +26,10 @@ import aiohttp
 from starlette.responses import Response, StreamingResponse
 
 from apiserver import errors
-from apiserver.resources import pod_log_options
+from machinery import pod_log_options
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.apiserver.kubelet")
-Obj = dict[str, Any]
 CONNECT_TIMEOUT_S = 5.0
 KUBELET_ERROR_HEADER = "Kubelet-Error"
 MAX_MESSAGE = 1 << 20

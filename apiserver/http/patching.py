@@ -19,10 +19,9 @@ from apiserver.patch.errors import PatchError
 from apiserver.patch.json_patch import apply_json_patch
 from apiserver.patch.merge_patch import apply_merge_patch
 from apiserver.patch.strategic import apply_strategic_merge_patch
-from apiserver.registry.meta import rfc3339
 from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
+from machinery.timestamps import format_time
 
 
 def _gv(group: str, version: str) -> str:
@@ -37,7 +36,7 @@ def apply_patch(
         if content_type == negotiation.APPLY_PATCH:
             meta = schema.meta_for(group, version, kind)
             try:
-                return ssa.server_side_apply(old, body, w.field_manager, w.force, meta, rfc3339(time.time()))
+                return ssa.server_side_apply(old, body, w.field_manager, w.force, meta, format_time(time.time()))
             except ssa.ApplyConflict as e:
                 raise e.to_status_error() from None
         assert old is not None
@@ -66,7 +65,7 @@ def track_fields(old: Obj | None, new: Obj, manager: str, subresource: str = "")
     /status is its manager's own entry (`subresource: status`), as kube records it."""
     if not manager:
         return new
-    return ssa.record_update(old, new, manager, rfc3339(time.time()), subresource=subresource)
+    return ssa.record_update(old, new, manager, format_time(time.time()), subresource=subresource)
 
 
 def prune_body(res: ResourceDef, obj: Obj, validation: str, kind: str = "", group: str | None = None) -> list[str]:

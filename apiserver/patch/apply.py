@@ -42,8 +42,7 @@ from apiserver.patch.managed import (
     key_for,
 )
 from apiserver.patch.schema import Meta, meta_for_object
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 BEFORE_FIRST_APPLY = "before-first-apply"
 

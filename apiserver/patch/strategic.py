@@ -27,13 +27,13 @@ from typing import Any
 from apiserver.patch.errors import PatchError
 from apiserver.patch.jsonvalue import check_depth, check_result, deep_copy, hashable, kind_of
 from apiserver.patch.schema import Meta
+from machinery.objects import Obj
 
 DIRECTIVE = "$patch"
 RETAIN_KEYS = "$retainKeys"
 DELETE_FROM_LIST = "$deleteFromPrimitiveList/"
 SET_ORDER = "$setElementOrder/"
 
-Obj = dict[str, Any]
 Ident = Callable[[Any], Hashable]
 
 

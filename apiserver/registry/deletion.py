@@ -19,10 +19,9 @@ from typing import Any, Literal
 
 from apiserver import errors
 from apiserver.patch.jsonvalue import deep_copy
-from apiserver.registry.meta import rfc3339
 from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
+from machinery.timestamps import format_time
 
 POLICIES = ("Orphan", "Background", "Foreground")
 
@@ -133,7 +132,7 @@ def _start_terminating(obj: Obj, finalizers: list[Any], now: float) -> Plan:
     """A namespace's first DELETE: Terminating, kept until the namespace controller finalizes it."""
     new = deep_copy(obj)
     new_meta = new["metadata"]
-    new_meta["deletionTimestamp"] = rfc3339(now)
+    new_meta["deletionTimestamp"] = format_time(now)
     if finalizers:
         new_meta["finalizers"] = finalizers
     status = new.get("status")
@@ -161,14 +160,14 @@ def plan_delete(resource: ResourceDef, obj: Obj, options: DeleteOptions, now: fl
         if isinstance(current, int) and grace < current:
             new = deep_copy(obj)
             new["metadata"]["deletionGracePeriodSeconds"] = grace
-            new["metadata"]["deletionTimestamp"] = rfc3339(now + grace)
+            new["metadata"]["deletionTimestamp"] = format_time(now + grace)
             return Plan("update", new)
         return Plan("nothing", obj)
     if not finalizers and grace == 0:
         return Plan("delete", obj)
     new = deep_copy(obj)
     new_meta = new["metadata"]
-    new_meta["deletionTimestamp"] = rfc3339(now + grace)
+    new_meta["deletionTimestamp"] = format_time(now + grace)
     new_meta["deletionGracePeriodSeconds"] = grace
     if finalizers:
         new_meta["finalizers"] = finalizers

@@ -15,11 +15,10 @@ from typing import Any
 from apiserver import errors
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
-from apiserver.registry.meta import rfc3339
-from apiserver.resources._workload import validate_label_selector
-from machinery.selectors import label_selector_matches
-
-Obj = dict[str, Any]
+from machinery.disruption import budget_selects
+from machinery.objects import Obj, as_dict
+from machinery.pods import is_ready, is_terminating
+from machinery.timestamps import format_time
 
 DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 # more evictions than this not yet seen by the disruption controller: refuse (kube's MaxDisruptedPodSize)
@@ -30,43 +29,18 @@ VIOLATES = "Cannot evict pod as it would violate the pod's disruption budget."
 SEVERAL = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 def _count(value: Any) -> int:
     """A status count, 0 when absent or of the wrong type (the safe reading: nothing allowed)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _is_ready(pod: Obj) -> bool:
-    conditions = _dict(pod.get("status")).get("conditions")
-    for cond in conditions if isinstance(conditions, list) else ():
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
-
-
-def _is_deleting(pod: Obj) -> bool:
-    return bool(_dict(pod.get("metadata")).get("deletionTimestamp"))
-
-
 def _phase(pod: Obj) -> Any:
-    return _dict(pod.get("status")).get("phase")
+    return as_dict(pod.get("status")).get("phase")
 
 
 def _budget_ignorable(pod: Obj) -> bool:
     """Finished, not yet running, or already going: evicting it disrupts nothing (kube's canIgnorePDB)."""
-    return _phase(pod) in ("Succeeded", "Failed", "Pending") or _is_deleting(pod)
-
-
-def budget_selects(pdb: Obj, pod: Obj) -> bool:
-    """policy/v1: a null selector selects nothing, an empty one every pod; an invalid one nothing."""
-    selector = _dict(pdb.get("spec")).get("selector")
-    if selector is None or validate_label_selector(selector, "spec.selector"):
-        return False
-    labels = _dict(_dict(pod.get("metadata")).get("labels"))
-    return label_selector_matches(selector, {str(k): v for k, v in labels.items()})
+    return _phase(pod) in ("Succeeded", "Failed", "Pending") or is_terminating(pod)
 
 
 def _still_processing(pdb_name: Any) -> errors.StatusError:
@@ -80,8 +54,8 @@ def charged(pdb: Obj, pod_name: str, now: float, *, record: bool = True) -> Obj:
     """The PDB with one disruption charged for `pod_name` (a copy), or the refusal kube gives:
     429 while the controller has not seen the PDB's spec or no disruption is allowed, 403 when the
     status is impossible.  `record`: add the pod to disruptedPods (not for a dry run)."""
-    meta = _dict(pdb.get("metadata"))
-    status = _dict(pdb.get("status"))
+    meta = as_dict(pdb.get("metadata"))
+    status = as_dict(pdb.get("status"))
     name = meta.get("name")
     if _count(status.get("observedGeneration")) < _count(meta.get("generation")):
         raise _still_processing(name)
@@ -90,7 +64,7 @@ def charged(pdb: Obj, pod_name: str, now: float, *, record: bool = True) -> Obj:
         raise errors.forbidden(
             f'poddisruptionbudgets.policy "{name}" is forbidden: pdb disruptions allowed is negative'
         )
-    disrupted = _dict(status.get("disruptedPods"))
+    disrupted = as_dict(status.get("disruptedPods"))
     if len(disrupted) > MAX_DISRUPTED_PODS:
         raise errors.forbidden(
             f'poddisruptionbudgets.policy "{name}" is forbidden: DisruptedPods map too big - too many evictions '
@@ -104,12 +78,12 @@ def charged(pdb: Obj, pod_name: str, now: float, *, record: bool = True) -> Obj:
         )
         raise errors.too_many_requests_because(VIOLATES, [errors.Cause(DISRUPTION_BUDGET_CAUSE, needs)])
     out = copy.deepcopy(pdb)
-    new_status = out["status"] = _dict(out.get("status"))
+    new_status = out["status"] = as_dict(out.get("status"))
     new_status["disruptionsAllowed"] = allowed - 1
     if allowed - 1 == 0:
         new_status["conditions"] = _insufficient(new_status.get("conditions"), now)
     if record:
-        new_status["disruptedPods"] = {**disrupted, pod_name: rfc3339(now)}
+        new_status["disruptedPods"] = {**disrupted, pod_name: format_time(now)}
     return out
 
 
@@ -119,14 +93,14 @@ def _insufficient(held: Any, now: float) -> list[Obj]:
     for cond in conditions:
         if cond.get("type") == "DisruptionAllowed":
             if cond.get("status") != "False" or not isinstance(cond.get("lastTransitionTime"), str):
-                cond["lastTransitionTime"] = rfc3339(now)
+                cond["lastTransitionTime"] = format_time(now)
             cond.update({"status": "False", "reason": "InsufficientPods", "message": ""})
             return conditions
     conditions.append(
         {
             "type": "DisruptionAllowed",
             "status": "False",
-            "lastTransitionTime": rfc3339(now),
+            "lastTransitionTime": format_time(now),
             "reason": "InsufficientPods",
             "message": "",
         }
@@ -153,7 +127,7 @@ def _pinned(options: DeleteOptions, pod: Obj) -> DeleteOptions:
     the pod must not have become ready (and budgeted) since we decided."""
     if options.precondition_resource_version:
         return options
-    rv = _dict(pod.get("metadata")).get("resourceVersion")
+    rv = as_dict(pod.get("metadata")).get("resourceVersion")
     return dataclasses.replace(options, precondition_resource_version=rv)
 
 
@@ -178,7 +152,7 @@ async def evict(
     for _ in range(_DELETE_ATTEMPTS):
         if not _budget_ignorable(pod):
             break
-        enforce = _phase(pod) not in ("Succeeded", "Failed") and not _is_deleting(pod)
+        enforce = _phase(pod) not in ("Succeeded", "Failed") and not is_terminating(pod)
         try:
             await registry.delete(namespace, name, _pinned(options, pod) if enforce else options)
             return
@@ -196,10 +170,10 @@ async def evict(
         await registry.delete(namespace, name, options)
         return
     pdb = matching[0]
-    pdb_name = _dict(pdb.get("metadata")).get("name")
-    if not _is_ready(pod):
-        policy = _dict(pdb.get("spec")).get("unhealthyPodEvictionPolicy")
-        status = _dict(pdb.get("status"))
+    pdb_name = as_dict(pdb.get("metadata")).get("name")
+    if not is_ready(pod):
+        policy = as_dict(pdb.get("spec")).get("unhealthyPodEvictionPolicy")
+        status = as_dict(pdb.get("status"))
         desired = _count(status.get("desiredHealthy"))
         if policy == "AlwaysAllow" or _count(status.get("currentHealthy")) >= desired > 0:
             # an unready pod is no part of the healthy count: deleting it disrupts nothing
@@ -223,7 +197,7 @@ async def _charge(
     if dry_run:
         charged(pdb, pod_name, now, record=False)
         return
-    pdb_name = str(_dict(pdb.get("metadata")).get("name", ""))
+    pdb_name = str(as_dict(pdb.get("metadata")).get("name", ""))
 
     def charge(old: Obj | None) -> Obj:
         assert old is not None

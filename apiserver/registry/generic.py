@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from apiserver import errors, objects
 from apiserver.admission.interface import NO_ADMISSION, AdmissionChain, AdmissionRequest, Operation
@@ -25,9 +24,9 @@ from apiserver.registry.storage_errors import as_status
 from apiserver.request_context import current_user
 from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import KeyExistsError, KeyNotFoundError, RevisionConflictError, Storage
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.apiserver")
-Obj = dict[str, Any]
 # Given the current object (None when absent and creating is allowed), the object to write.
 Mutation = Callable[[Obj | None], Awaitable[Obj] | Obj]
 # Hooks around a write: validation beyond the resource's own, managedFields bookkeeping

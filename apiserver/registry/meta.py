@@ -11,26 +11,17 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from apiserver import errors
 from apiserver.errors import Cause
 from apiserver.patch.jsonvalue import deep_copy
 from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
+from machinery.timestamps import format_time
 
 # generateName suffixes use kube's alphabet: no vowels, no look-alike digits
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
 def generated_name(prefix: str) -> str:
@@ -86,7 +77,7 @@ def prepare_create(
         if isinstance(prefix, str) and prefix:
             meta["name"] = generated_name(prefix)
     meta["uid"] = str(uuid.uuid4())
-    meta["creationTimestamp"] = rfc3339(clock())
+    meta["creationTimestamp"] = format_time(clock())
     for server_owned in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(server_owned, None)
     if resource.bumps_generation:

@@ -5,7 +5,6 @@ reads etcd too).  Pages carry the same continue tokens as the cache's, at one re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from apiserver.errors import gone
 from apiserver.registry.storage_errors import as_status
@@ -13,9 +12,9 @@ from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import CompactedError, Storage
 from apiserver.watchcache import continuation
 from apiserver.watchcache.cacher import CacheList
+from machinery.objects import Obj
 from machinery.selectors import FieldSelector, LabelSelector
 
-Obj = dict[str, Any]
 PAGE = 500
 
 

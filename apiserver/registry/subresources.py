@@ -4,13 +4,10 @@ once); `pods/eviction` lives in `eviction`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from apiserver import errors
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def scale_of(resource: ResourceDef, obj: Obj) -> Obj:

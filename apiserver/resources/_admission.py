@@ -11,9 +11,10 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, dicts, ensure, get
+from apiserver.resources._shared import ensure
 from apiserver.resources._workload import validate_label_selector
 from apiserver.resources.base import Column
+from machinery.objects import Obj, dicts, get
 
 OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 SCOPES = ("*", "Cluster", "Namespaced")

@@ -9,8 +9,8 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, get, mapping, number, text
 from apiserver.resources.base import Column
+from machinery.objects import Obj, get, mapping, number, text
 
 TYPES = ("Normal", "Warning")
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, ensure, mapping
+from apiserver.resources._shared import ensure
+from machinery.objects import Obj, mapping
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
@@ -94,22 +95,17 @@ def _default_volume(vol: Obj) -> None:
         body = vol.get(source)
         if isinstance(body, dict) and body.get("defaultMode") is None:
             body["defaultMode"] = _DEFAULT_MODE
-    for item in _dicts(_dict_at(vol, "downwardAPI").get("items")):
+    for item in _dicts(mapping(vol, "downwardAPI").get("items")):
         _default_field_ref(item)
     host_path = vol.get("hostPath")
     if isinstance(host_path, dict) and host_path.get("type") is None:
         host_path["type"] = ""
-    for projection in _dicts(_dict_at(vol, "projected").get("sources")):
+    for projection in _dicts(mapping(vol, "projected").get("sources")):
         token = projection.get("serviceAccountToken")
         if isinstance(token, dict) and token.get("expirationSeconds") is None:
             token["expirationSeconds"] = _TOKEN_SECONDS
-        for item in _dicts(_dict_at(projection, "downwardAPI").get("items")):
+        for item in _dicts(mapping(projection, "downwardAPI").get("items")):
             _default_field_ref(item)
-
-
-def _dict_at(obj: Obj, key: str) -> Obj:
-    found = obj.get(key)
-    return found if isinstance(found, dict) else {}
 
 
 def default_pod_spec(spec: Obj) -> None:

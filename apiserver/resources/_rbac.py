@@ -1,5 +1,5 @@
 """What the four RBAC kinds share: policy rules, role references and subjects, and their columns.
-Stored now; enforced by the authorizer (a later issue)."""
+Enforced by the RBAC authorizer (apiserver/authz/rbac/)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, dicts, get, mapping, text
 from apiserver.resources.base import Column
+from machinery.objects import Obj, dicts, get, mapping, text
 
 GROUP = "rbac.authorization.k8s.io"
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.quantity import Quantity, QuantityError, canonical, parse_quantity
-from apiserver.resources._shared import Obj
+from machinery.objects import Obj
+from machinery.quantity import Quantity, QuantityError, canonical, parse_quantity
 
 # the names a quota may count without a domain prefix (helper.IsStandardQuotaResourceName)
 STANDARD_QUOTA_RESOURCES = frozenset(

@@ -1,46 +1,13 @@
-"""Small readers shared by the resource declarations: tolerant getters, label-selector text and
-container cells.  Stored objects were validated, but a row function must still never
-raise on a field of an unexpected type, so every getter falls back to a neutral value."""
+"""Small helpers shared by the resource declarations: defaulting, label-selector text and
+container cells.  Stored objects were validated, but a row function must still never raise on a
+field of an unexpected type, so they read through machinery.objects' tolerant getters."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from machinery.objects import Obj, dicts, text
 from machinery.selectors import LabelSelector, SelectorError
-
-Obj = dict[str, Any]
-
-
-def get(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
-
-
-def text(obj: Any, path: str) -> str:
-    value = get(obj, path)
-    return value if isinstance(value, str) else ""
-
-
-def number(obj: Any, path: str) -> int:
-    value = get(obj, path)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def items(obj: Any, path: str) -> list[Any]:
-    value = get(obj, path)
-    return value if isinstance(value, list) else []
-
-
-def dicts(obj: Any, path: str) -> list[Obj]:
-    return [x for x in items(obj, path) if isinstance(x, dict)]
-
-
-def mapping(obj: Any, path: str) -> Obj:
-    value = get(obj, path)
-    return value if isinstance(value, dict) else {}
 
 
 def ensure(obj: Obj, name: str) -> Obj | None:

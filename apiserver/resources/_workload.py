@@ -7,7 +7,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, get, mapping
+from machinery.objects import Obj, get, mapping
 from machinery.selectors import label_selector_matches
 
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")

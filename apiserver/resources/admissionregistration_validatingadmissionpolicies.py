@@ -10,8 +10,8 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources import _admission
-from apiserver.resources._shared import Obj, get, items, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, get, items, text
 
 REASONS = ("Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized")
 _IDENTIFIER = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")

@@ -8,9 +8,10 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources import _admission
-from apiserver.resources._shared import Obj, get, selector_string, text
+from apiserver.resources._shared import selector_string
 from apiserver.resources._workload import validate_label_selector
 from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, get, text
 
 ACTIONS = ("Audit", "Deny", "Warn")
 NOT_FOUND_ACTIONS = ("Allow", "Deny")

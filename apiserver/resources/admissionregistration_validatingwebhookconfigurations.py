@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from apiserver.errors import Cause
 from apiserver.resources import _admission
-from apiserver.resources._shared import Obj
 from apiserver.resources.base import ResourceDef
+from machinery.objects import Obj
 
 
 def default(config: Obj) -> None:

@@ -7,18 +7,10 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_template, validate_template
-from apiserver.resources._shared import (
-    Obj,
-    container_cells,
-    ensure,
-    format_label_selector,
-    get,
-    mapping,
-    number,
-    selector_string,
-)
+from apiserver.resources._shared import container_cells, ensure, format_label_selector, selector_string
 from apiserver.resources._workload import validate_selector
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, get, mapping, number
 
 
 def default(rs: Obj) -> None:

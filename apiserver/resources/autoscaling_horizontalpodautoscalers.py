@@ -21,8 +21,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, dicts, get, mapping, number, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, dicts, get, mapping, number, text
 
 SOURCE_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
 _SOURCE_FIELD = {

@@ -16,10 +16,11 @@ from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_pod_spec
-from apiserver.resources._shared import Obj, container_cells, ensure, format_label_selector, get, items, mapping
+from apiserver.resources._shared import container_cells, ensure, format_label_selector
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from apiserver.resources.batch_jobs import validate_job_spec
 from machinery.cron import schedule_error
+from machinery.objects import Obj, get, items, mapping
 
 CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
 MAX_NAME = 52  # the Jobs it creates append an 11-character suffix to a DNS-1035 label

@@ -10,21 +10,14 @@ import uuid
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import human_duration, parse_time
+from apiserver.duration import human_duration
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_template, validate_template
-from apiserver.resources._shared import (
-    Obj,
-    container_cells,
-    ensure,
-    format_label_selector,
-    get,
-    has_condition,
-    mapping,
-    number,
-)
+from apiserver.resources._shared import container_cells, ensure, format_label_selector, has_condition
 from apiserver.resources._workload import validate_selector
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, get, mapping, number
+from machinery.timestamps import parse_time
 
 COMPLETION_MODES = ("NonIndexed", "Indexed")
 REPLACEMENT_POLICIES = ("TerminatingOrFailed", "Failed")

@@ -6,8 +6,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, mapping, text
 from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, mapping, text
 
 
 def validate(lease: Obj, old: Obj | None) -> list[Cause]:

@@ -6,8 +6,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, mapping
 from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, mapping
 
 MAX_SIZE = 1024 * 1024
 

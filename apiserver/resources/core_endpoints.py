@@ -8,8 +8,8 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources._podspec import PROTOCOLS
-from apiserver.resources._shared import Obj, dicts, number, text
 from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, dicts, number, text
 
 
 def default(ep: Obj) -> None:

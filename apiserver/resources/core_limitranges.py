@@ -11,7 +11,6 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.quantity import Quantity
 from apiserver.resources._resourcelists import (
     NameCheck,
     canonicalize,
@@ -19,8 +18,9 @@ from apiserver.resources._resourcelists import (
     check_resource_name,
     resource_list,
 )
-from apiserver.resources._shared import Obj, dicts, mapping, text
 from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, dicts, mapping, text
+from machinery.quantity import Quantity
 
 LIMIT_TYPES = ("Container", "Pod", "PersistentVolumeClaim")  # the types kube's plugins act on
 BOUNDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")

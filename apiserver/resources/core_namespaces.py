@@ -1,9 +1,9 @@
 """core/v1 Namespace: the scope of every namespaced object; `Active` until it is deleted.
 
 A DELETE marks it Terminating and keeps it while `spec.finalizers` holds `kubernetes`: the
-namespace controller (a later issue) empties it, removes that finalizer through `/finalize` and
-deletes it again.  Until that controller exists, `kubectl delete namespace` leaves the
-namespace Terminating, as a kube cluster whose controller manager is down does."""
+namespace controller (components/controllers/namespace.py) empties it, removes that finalizer
+through `/finalize` and deletes it again.  Without a running controller-manager, `kubectl delete
+namespace` leaves the namespace Terminating, as a kube cluster whose controller manager is down does."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, ensure, get, text
+from apiserver.resources._shared import ensure
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, get, text
 
 NAME_LABEL = "kubernetes.io/metadata.name"
 

@@ -9,9 +9,10 @@ from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
 from apiserver.resources._podspec import TAINT_EFFECTS
-from apiserver.resources._shared import Obj, dicts, ensure, get, mapping, text
+from apiserver.resources._shared import ensure
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from apiserver.table import AGE_COLUMN
+from machinery.objects import Obj, dicts, get, mapping, text
 
 ADDRESS_TYPES = ("Hostname", "InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS")
 

@@ -5,33 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import human_duration, parse_time
+from apiserver.duration import human_duration
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
-from apiserver.resources._shared import Obj, dicts, ensure, get, has_condition, mapping, number, text
+from apiserver.resources._shared import ensure, has_condition
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, dicts, get, mapping, number, text
+from machinery.qos import qos_class
+from machinery.timestamps import parse_time
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
-_QOS_RESOURCES = ("cpu", "memory")
-
-
-def qos_class(spec: Obj) -> str:
-    """BestEffort without any cpu/memory request or limit; Guaranteed when every container limits
-    both and requests (defaulting to the limits) equal them; Burstable otherwise."""
-    containers = dicts(spec, "containers") + dicts(spec, "initContainers")
-    any_set = False
-    guaranteed = True
-    for c in containers:
-        requests = mapping(c, "resources.requests")
-        limits = mapping(c, "resources.limits")
-        if any(r in requests or r in limits for r in _QOS_RESOURCES):
-            any_set = True
-        for r in _QOS_RESOURCES:
-            if r not in limits or requests.get(r, limits[r]) != limits[r]:
-                guaranteed = False
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def default(pod: Obj) -> None:

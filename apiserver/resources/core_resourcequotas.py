@@ -10,9 +10,9 @@ from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
 from apiserver.resources._resourcelists import canonicalize, check_quota_resource_name, quantity_cell, resource_list
-from apiserver.resources._shared import Obj, get, mapping
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from apiserver.table import AGE_COLUMN
+from machinery.objects import Obj, get, mapping
 
 SCOPES = (
     "Terminating",

@@ -11,9 +11,9 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, mapping, text
 from apiserver.resources.base import Column, ResourceDef
 from apiserver.resources.core_configmaps import validate_immutable_data
+from machinery.objects import Obj, mapping, text
 
 MAX_SIZE = 1024 * 1024
 REDACTED = "<secret contents redacted>"

@@ -6,8 +6,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, items
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, items
 
 
 def validate(sa: Obj, old: Obj | None) -> list[Cause]:

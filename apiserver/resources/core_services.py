@@ -9,8 +9,9 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources._podspec import PROTOCOLS
-from apiserver.resources._shared import Obj, dicts, ensure, format_labels, get, items, mapping, number, text
+from apiserver.resources._shared import ensure, format_labels
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, dicts, get, items, mapping, number, text
 
 TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 AFFINITIES = ("ClientIP", "None")

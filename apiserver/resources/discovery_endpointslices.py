@@ -7,8 +7,8 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources._podspec import PROTOCOLS
-from apiserver.resources._shared import Obj, dicts, get, items, text
 from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, dicts, get, items, text
 
 ADDRESS_TYPES = ("IPv4", "IPv6", "FQDN")
 

@@ -11,8 +11,8 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources import _events
-from apiserver.resources._shared import Obj
 from apiserver.resources.base import ResourceDef
+from machinery.objects import Obj
 
 
 def validate(event: Obj, old: Obj | None) -> list[Cause]:

@@ -8,8 +8,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, get, text
 from apiserver.resources.base import Column, ResourceDef
+from machinery.objects import Obj, get, text
 
 MAX_CONTROLLER = 250
 SCOPES = ("Cluster", "Namespace")

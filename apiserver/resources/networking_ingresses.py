@@ -9,8 +9,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, dicts, get, text
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, dicts, get, text
 
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 _WILDCARD_FMT = r"\*\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"

@@ -7,10 +7,10 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, get, number
 from apiserver.resources._workload import validate_label_selector
 from apiserver.resources.apps_deployments import validate_int_or_percent
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.objects import Obj, get, number
 
 EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 STATUS_COUNTS = ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods", "observedGeneration")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources import _rbac
-from apiserver.resources._shared import Obj
 from apiserver.resources.base import ResourceDef
+from machinery.objects import Obj
 
 
 def validate(obj: Obj, old: Obj | None) -> list[Cause]:

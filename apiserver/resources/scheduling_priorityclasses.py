@@ -9,9 +9,9 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.duration import since
 from apiserver.errors import Cause
-from apiserver.resources._shared import Obj, get, text
 from apiserver.resources.base import Column, ResourceDef
 from apiserver.table import AGE_COLUMN
+from machinery.objects import Obj, get, text
 
 PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
 SYSTEM_PREFIX = "system-"

@@ -22,13 +22,14 @@ from apiserver.objects import from_storage
 from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import CompactedError, Progress, Storage, StorageError, StorageEvent, Stored
 from apiserver.watchcache import continuation
-from apiserver.watchcache.events import CacheEvent, Entry, Obj, WatchEvent, at_revision, make_entry
+from apiserver.watchcache.events import CacheEvent, Entry, WatchEvent, at_revision, make_entry
 from apiserver.watchcache.filter import FieldMatcher, Filter, LabelMatcher
 from apiserver.watchcache.history import History
 from apiserver.watchcache.index import WatcherIndex
 from apiserver.watchcache.state import State
 from apiserver.watchcache.watcher import CacheWatcher, initial_backlog, replay_backlog
 from machinery.clock import Clock, SystemClock
+from machinery.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,12 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from bench.apiserver.backends import BackendError
 from bench.apiserver.http11 import Connection, HTTPError, Response, Target
+from machinery.objects import Obj
 
 NAMESPACE = "bench-sched"
 NODE_PREFIX = "sched-node"
@@ -29,8 +29,6 @@ POD_CPU = "10m"
 POD_MEMORY = "16Mi"
 WORKERS = 32
 """Requests in flight while the cluster is built (the apiserver has one worker process)."""
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

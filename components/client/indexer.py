@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-Obj = dict[str, Any]
+from machinery.objects import Obj
+
 IndexFunc = Callable[[Obj], Iterable[str]]
 
 NAMESPACE_INDEX = "namespace"

@@ -19,16 +19,15 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from components.client.indexer import Indexer, IndexFunc, key_of, resource_version
 from components.client.listwatch import ListWatch, Resource, RestListWatch
 from components.client.reflector import Reflector
 from components.client.rest import RestClient
 from machinery.clock import Clock, SystemClock
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.client")
-Obj = dict[str, Any]
 TOMBSTONES_KEPT = 10_000  # deletions remembered (to refuse late re-adds); cleared by a re-list
 
 

@@ -52,13 +52,13 @@ from components.client.rest import (
     ApiError,
     ConflictError,
     NotFoundError,
-    Obj,
     ServerError,
     TooManyRequestsError,
     TransportError,
     path_of,
 )
 from machinery.clock import Clock, SystemClock
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.client.leaderelection")
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from components.client.rest import RestClient, WatchEvent, path_of
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 PAGE_SIZE = 500
 
 

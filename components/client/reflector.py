@@ -20,10 +20,11 @@ from typing import Any, Protocol
 
 from components.client.listwatch import ListWatch
 from components.client.rest import ApiError, BadRequestError, GoneError, TransportError, WatchEvent
+from machinery import objects
 from machinery.clock import Clock, SystemClock
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.client")
-Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MIN_WATCH_TIMEOUT_S = 300  # each watch asks the server to end it after 5-10 min (spreads re-watches)
 BACKOFF_INITIAL_S = 0.8
@@ -127,7 +128,7 @@ class Reflector:
         state: list[Obj] | None = [] if initial else None
         try:
             async for event in stream:
-                rv = _rv(event.object)
+                rv = objects.resource_version(event.object)
                 if event.type == "BOOKMARK":
                     if state is not None and _initial_events_end(event.object):
                         self.sink.replace(state, rv)
@@ -148,11 +149,6 @@ class Reflector:
             raise TransportError(f"{self.name}: the watch ended before the initial events did")
 
 
-def _rv(obj: Obj) -> str:
-    rv = (obj.get("metadata") or {}).get("resourceVersion")
-    return rv if isinstance(rv, str) else ""
-
-
 def _newer(rv: str, than: str) -> bool:
     """Whether to resume from `rv` rather than `than`: a late, older copy never moves it back."""
     if not rv:
@@ -163,8 +159,7 @@ def _newer(rv: str, than: str) -> bool:
 
 
 def _initial_events_end(obj: Obj) -> bool:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return isinstance(annotations, dict) and annotations.get(INITIAL_EVENTS_END) == "true"
+    return objects.annotations(obj).get(INITIAL_EVENTS_END) == "true"
 
 
 async def _close(stream: Any) -> None:

@@ -19,8 +19,8 @@ import aiohttp
 import orjson
 
 from components.client.kubeconfig import ClientConfig
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 Params = Mapping[str, str | int | bool]
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # one watch event (the apiserver caps request bodies far below)

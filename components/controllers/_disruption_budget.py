@@ -14,14 +14,11 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from apiserver.registry.eviction import budget_selects
-
-Obj = dict[str, Any]
-# which pods a budget selects: the one policy/v1 rule, shared with the apiserver's eviction
-selects = budget_selects
+from machinery.objects import Obj, as_dict
+from machinery.pods import is_ready, is_terminating
+from machinery.timestamps import format_time, parse_time
 
 # How long an eviction's entry in `disruptedPods` keeps its pod out of the healthy count while the
 # pod is not yet seen deleting (kube's DeletionTimeout).
@@ -50,44 +47,9 @@ class Computed:
 # -- small readers ----------------------------------------------------------------------------
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 def _count(value: Any) -> int:
     """A non-negative integer field, 0 when absent or of the wrong type."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
-
-
-# -- which pods -------------------------------------------------------------------------------
-
-
-def is_deleting(pod: Mapping[str, Any]) -> bool:
-    return bool(_dict(pod.get("metadata")).get("deletionTimestamp"))
-
-
-def is_ready(pod: Mapping[str, Any]) -> bool:
-    conditions = _dict(pod.get("status")).get("conditions")
-    for cond in conditions if isinstance(conditions, list) else ():
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
 
 
 # -- expectedPods and desiredHealthy ----------------------------------------------------------
@@ -138,12 +100,12 @@ def expected_and_desired(spec: Mapping[str, Any], matched: int, scale: Callable[
 def live_disruptions(held: Any, pods: Iterable[Mapping[str, Any]], now: float) -> tuple[dict[str, Any], float | None]:
     """The `disruptedPods` entries to keep: the pod is still there, not yet deleting, and its
     eviction is under DELETION_TIMEOUT_S old.  Also when the first kept entry expires."""
-    entries = _dict(held)
+    entries = as_dict(held)
     kept: dict[str, Any] = {}
     recheck: float | None = None
     for pod in pods:
-        name = _dict(pod.get("metadata")).get("name")
-        if not isinstance(name, str) or name not in entries or is_deleting(pod):
+        name = as_dict(pod.get("metadata")).get("name")
+        if not isinstance(name, str) or name not in entries or is_terminating(pod):
             continue
         at = parse_time(entries[name])
         if at is None or at + DELETION_TIMEOUT_S < now:
@@ -159,7 +121,7 @@ def current_healthy(pods: Iterable[Mapping[str, Any]], disrupted: Mapping[str, A
     return sum(
         1
         for pod in pods
-        if not is_deleting(pod) and _dict(pod.get("metadata")).get("name") not in disrupted and is_ready(pod)
+        if not is_terminating(pod) and as_dict(pod.get("metadata")).get("name") not in disrupted and is_ready(pod)
     )
 
 
@@ -182,10 +144,10 @@ def with_condition(held: Any, status: str, reason: str, message: str, generation
     for i, old in enumerate(conditions):
         if old.get("type") == CONDITION:
             same = old.get("status") == status and isinstance(old.get("lastTransitionTime"), str)
-            cond["lastTransitionTime"] = old["lastTransitionTime"] if same else rfc3339(now)
+            cond["lastTransitionTime"] = old["lastTransitionTime"] if same else format_time(now)
             conditions[i] = _ordered(cond)
             return conditions
-    cond["lastTransitionTime"] = rfc3339(now)
+    cond["lastTransitionTime"] = format_time(now)
     conditions.append(_ordered(cond))
     return conditions
 
@@ -196,15 +158,15 @@ def _ordered(cond: Obj) -> Obj:
 
 
 def generation_of(pdb: Mapping[str, Any]) -> int:
-    return _count(_dict(pdb.get("metadata")).get("generation"))
+    return _count(as_dict(pdb.get("metadata")).get("generation"))
 
 
 def compute(pdb: Mapping[str, Any], pods: list[Obj], now: float, scale: Callable[[list[Obj]], int]) -> Computed:
     """The status the PDB should hold given the pods it selects.  When the budget cannot be worked
     out (a pod's controller is unknown, a malformed spec) the held status is kept but
     disruptionsAllowed is 0 and DisruptionAllowed is False/SyncFailed (kube's failSafe)."""
-    held = _dict(pdb.get("status"))
-    spec = _dict(pdb.get("spec"))
+    held = as_dict(pdb.get("status"))
+    spec = as_dict(pdb.get("spec"))
     generation = generation_of(pdb)
     try:
         expected, desired = expected_and_desired(spec, len(pods), lambda: scale(pods))

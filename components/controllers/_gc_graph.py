@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.client.listwatch import Resource
+from machinery.objects import Obj, owner_references
 
-Obj = dict[str, Any]
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 
@@ -40,10 +40,9 @@ class Node:
 
 
 def owner_refs(obj: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     out = []
-    for r in refs:
-        if isinstance(r, dict) and isinstance(r.get("uid"), str) and r["uid"]:
+    for r in owner_references(obj):
+        if isinstance(r.get("uid"), str) and r["uid"]:
             out.append(
                 OwnerRef(
                     r["uid"],

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-Obj = dict[str, Any]
+from machinery.objects import Obj, as_dict
+from machinery.pods import is_ready, is_terminating
+
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"
@@ -20,34 +22,19 @@ HEADLESS_LABEL = "service.kubernetes.io/headless"
 MAX_ENDPOINTS_PER_SLICE = 100
 
 
-def _d(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def selector_of(service: Mapping[str, Any]) -> dict[str, str]:
     """The service's selector (empty: the service is not the controllers' to fill)."""
-    sel = _d(service.get("spec")).get("selector")
+    sel = as_dict(service.get("spec")).get("selector")
     return {str(k): str(v) for k, v in sel.items()} if isinstance(sel, Mapping) else {}
 
 
 def selects(selector: Mapping[str, str], pod: Mapping[str, Any]) -> bool:
-    labels = _d(_d(pod.get("metadata")).get("labels"))
+    labels = as_dict(as_dict(pod.get("metadata")).get("labels"))
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
-def pod_ready(pod: Mapping[str, Any]) -> bool:
-    for c in _d(pod.get("status")).get("conditions") or []:
-        if isinstance(c, Mapping) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
-
-
-def terminating(pod: Mapping[str, Any]) -> bool:
-    return bool(_d(pod.get("metadata")).get("deletionTimestamp"))
-
-
 def _counts(pod: Mapping[str, Any]) -> bool:
-    status = _d(pod.get("status"))
+    status = as_dict(pod.get("status"))
     return bool(status.get("podIP")) and status.get("phase") not in ("Succeeded", "Failed")
 
 
@@ -59,10 +46,10 @@ def find_port(pod: Mapping[str, Any], service_port: Mapping[str, Any]) -> int | 
     if isinstance(target, str) and target.isdigit():
         return int(target)
     protocol = service_port.get("protocol") or "TCP"
-    spec = _d(pod.get("spec"))
+    spec = as_dict(pod.get("spec"))
     for container in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
-        for p in _d(container).get("ports") or []:
-            p = _d(p)
+        for p in as_dict(container).get("ports") or []:
+            p = as_dict(p)
             if p.get("name") == target and (p.get("protocol") or "TCP") == protocol:
                 port = p.get("containerPort")
                 return port if isinstance(port, int) else None
@@ -70,7 +57,7 @@ def find_port(pod: Mapping[str, Any], service_port: Mapping[str, Any]) -> int | 
 
 
 def _target_ref(pod: Mapping[str, Any]) -> Obj:
-    meta = _d(pod.get("metadata"))
+    meta = as_dict(pod.get("metadata"))
     return {
         "kind": "Pod",
         "namespace": meta.get("namespace", ""),
@@ -80,8 +67,8 @@ def _target_ref(pod: Mapping[str, Any]) -> Obj:
 
 
 def _address(service: Mapping[str, Any], pod: Mapping[str, Any]) -> Obj:
-    spec, svc_name = _d(pod.get("spec")), _d(service.get("metadata")).get("name")
-    addr: Obj = {"ip": _d(pod.get("status"))["podIP"]}
+    spec, svc_name = as_dict(pod.get("spec")), as_dict(service.get("metadata")).get("name")
+    addr: Obj = {"ip": as_dict(pod.get("status"))["podIP"]}
     if spec.get("hostname") and spec.get("subdomain") == svc_name:
         addr["hostname"] = spec["hostname"]
     if spec.get("nodeName"):
@@ -105,26 +92,26 @@ def _port_key(ports: list[Obj]) -> tuple[tuple[str, int, str], ...]:
 
 def _resolved_ports(service: Mapping[str, Any], pod: Mapping[str, Any]) -> list[Obj]:
     out = []
-    for sp in _d(service.get("spec")).get("ports") or []:
-        number = find_port(pod, _d(sp))
+    for sp in as_dict(service.get("spec")).get("ports") or []:
+        number = find_port(pod, as_dict(sp))
         if number is not None:
-            out.append(_endpoint_port(_d(sp), number))
+            out.append(_endpoint_port(as_dict(sp), number))
     return out
 
 
 def endpoints_subsets(service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[Obj]:
     """The Endpoints `subsets`: one per distinct port set, addresses sorted by IP (kube repacks)."""
-    publish = bool(_d(service.get("spec")).get("publishNotReadyAddresses"))
-    has_ports = bool(_d(service.get("spec")).get("ports"))
+    publish = bool(as_dict(service.get("spec")).get("publishNotReadyAddresses"))
+    has_ports = bool(as_dict(service.get("spec")).get("ports"))
     groups: dict[tuple[tuple[str, int, str], ...], tuple[list[Obj], list[Obj], list[Obj]]] = {}
     for pod in pods:
-        if not _counts(pod) or (terminating(pod) and not publish):
+        if not _counts(pod) or (is_terminating(pod) and not publish):
             continue
         ports = _resolved_ports(service, pod)
         if has_ports and not ports:
             continue
         entry = groups.setdefault(_port_key(ports), (ports, [], []))
-        (entry[1] if publish or pod_ready(pod) else entry[2]).append(_address(service, pod))
+        (entry[1] if publish or is_ready(pod) else entry[2]).append(_address(service, pod))
     subsets = []
     for key in sorted(groups):
         ports, ready, not_ready = groups[key]
@@ -141,8 +128,8 @@ def endpoints_subsets(service: Mapping[str, Any], pods: Iterable[Mapping[str, An
 
 def managed_labels(service: Mapping[str, Any]) -> dict[str, str]:
     """The labels the controllers put on an Endpoints object: the service's, plus headless."""
-    labels = {str(k): str(v) for k, v in _d(_d(service.get("metadata")).get("labels")).items()}
-    if _d(service.get("spec")).get("clusterIP") == "None":
+    labels = {str(k): str(v) for k, v in as_dict(as_dict(service.get("metadata")).get("labels")).items()}
+    if as_dict(service.get("spec")).get("clusterIP") == "None":
         labels[HEADLESS_LABEL] = ""
     else:
         labels.pop(HEADLESS_LABEL, None)
@@ -150,7 +137,7 @@ def managed_labels(service: Mapping[str, Any]) -> dict[str, str]:
 
 
 def address_type(service: Mapping[str, Any]) -> str:
-    families = _d(service.get("spec")).get("ipFamilies") or ["IPv4"]
+    families = as_dict(service.get("spec")).get("ipFamilies") or ["IPv4"]
     return "IPv6" if families[0] == "IPv6" else "IPv4"
 
 
@@ -158,26 +145,26 @@ def slice_endpoints(
     service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
 ) -> dict[tuple[tuple[str, int, str], ...], tuple[list[Obj], list[Obj]]]:
     """Per distinct port set: (ports, endpoints) for slices, endpoints sorted by address."""
-    publish = bool(_d(service.get("spec")).get("publishNotReadyAddresses"))
-    has_ports = bool(_d(service.get("spec")).get("ports"))
+    publish = bool(as_dict(service.get("spec")).get("publishNotReadyAddresses"))
+    has_ports = bool(as_dict(service.get("spec")).get("ports"))
     family_v6 = address_type(service) == "IPv6"
     groups: dict[tuple[tuple[str, int, str], ...], tuple[list[Obj], list[Obj]]] = {}
     for pod in pods:
-        if not _counts(pod) or (":" in str(_d(pod.get("status"))["podIP"])) != family_v6:
+        if not _counts(pod) or (":" in str(as_dict(pod.get("status"))["podIP"])) != family_v6:
             continue
         ports = _resolved_ports(service, pod)
         if has_ports and not ports:
             continue
-        ready, ending = pod_ready(pod), terminating(pod)
-        spec = _d(pod.get("spec"))
+        ready, ending = is_ready(pod), is_terminating(pod)
+        spec = as_dict(pod.get("spec"))
         ep: Obj = {
-            "addresses": [_d(pod.get("status"))["podIP"]],
+            "addresses": [as_dict(pod.get("status"))["podIP"]],
             "conditions": {"ready": publish or (ready and not ending), "serving": ready, "terminating": ending},
             "targetRef": _target_ref(pod),
         }
         if spec.get("nodeName"):
             ep["nodeName"] = spec["nodeName"]
-        if spec.get("hostname") and spec.get("subdomain") == _d(service.get("metadata")).get("name"):
+        if spec.get("hostname") and spec.get("subdomain") == as_dict(service.get("metadata")).get("name"):
             ep["hostname"] = spec["hostname"]
         entry = groups.setdefault(_port_key(ports), (ports, []))
         entry[1].append(ep)

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = dict[str, Any]
+from machinery.objects import Obj
+
 FINALIZER = "kubernetes"
 
 DISCOVERY = "NamespaceDeletionDiscoveryFailure"

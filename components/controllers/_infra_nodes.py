@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from machinery.objects import Obj
 from machinery.taints import tolerates
 
-Obj = dict[str, Any]
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 MANAGED = (NOT_READY, UNREACHABLE)

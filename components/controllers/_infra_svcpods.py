@@ -7,7 +7,9 @@ from components.client.indexer import NAMESPACE_INDEX, key_of
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.controllers._infra_endpoints import selector_of, selects
-from components.controllers.base import Controller, Obj
+from components.controllers.base import Controller
+from machinery import objects
+from machinery.objects import Obj
 
 SERVICES = Resource("", "v1", "services", kind="Service")
 PODS = Resource("", "v1", "pods", kind="Pod")
@@ -31,13 +33,13 @@ class ServicePodsController(Controller):
         )
 
     def _pod_changed(self, pod: Obj, old: Obj | None) -> None:
-        namespace = (pod.get("metadata") or {}).get("namespace") or ""
+        namespace = objects.namespace(pod)
         for svc in self.services.indexer.by_index(NAMESPACE_INDEX, namespace):
             sel = selector_of(svc)
             if selects(sel, pod) or (old is not None and selects(sel, old)):
                 self.queue.add(key_of(svc))
 
     def selected_pods(self, service: Obj) -> list[Obj]:
-        namespace = (service.get("metadata") or {}).get("namespace") or ""
+        namespace = objects.namespace(service)
         sel = selector_of(service)
         return [p for p in self.pods.indexer.by_index(NAMESPACE_INDEX, namespace) if selects(sel, p)]

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-Obj = dict[str, Any]
 DEFAULT_BACKOFF_LIMIT = 6
 BACKOFF_BASE_S = 10.0  # kube's pod failure back-off: 10 s, 20 s, 40 s ... capped at 6 min
 BACKOFF_CAP_S = 360.0

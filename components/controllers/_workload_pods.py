@@ -8,44 +8,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
+from machinery.objects import Obj, metadata, spec, status
+from machinery.pods import is_ready, ready_condition
 from machinery.selectors import label_selector_matches
+from machinery.timestamps import parse_time
 
-Obj = dict[str, Any]
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
-
-
-def meta(obj: Mapping[str, Any]) -> Obj:
-    m = obj.get("metadata")
-    return m if isinstance(m, dict) else {}
-
-
-def spec(obj: Mapping[str, Any]) -> Obj:
-    s = obj.get("spec")
-    return s if isinstance(s, dict) else {}
-
-
-def status(obj: Mapping[str, Any]) -> Obj:
-    s = obj.get("status")
-    return s if isinstance(s, dict) else {}
-
-
-def labels(obj: Mapping[str, Any]) -> dict[str, str]:
-    found = meta(obj).get("labels")
-    return dict(found) if isinstance(found, dict) else {}
-
-
-def timestamp(value: Any) -> float | None:
-    """An RFC 3339 time as epoch seconds (None when absent or malformed)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 # -- selectors ------------------------------------------------------------------------------
@@ -65,16 +36,9 @@ def selector_matches(selector: Any, obj_labels: Mapping[str, str]) -> bool:
 # -- ownership ------------------------------------------------------------------------------
 
 
-def controller_ref(obj: Mapping[str, Any]) -> Obj | None:
-    for ref in meta(obj).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller"):
-            return ref
-    return None
-
-
 def owner_ref(owner: Mapping[str, Any], kind: str, api_version: str = "apps/v1") -> Obj:
     """The ownerReference a controller sets on what it makes or adopts."""
-    m = meta(owner)
+    m = metadata(owner)
     return {
         "apiVersion": api_version,
         "kind": kind,
@@ -90,26 +54,14 @@ def owner_ref(owner: Mapping[str, Any], kind: str, api_version: str = "apps/v1")
 
 def is_active(pod: Mapping[str, Any]) -> bool:
     """Neither finished nor being deleted (kube's FilterActivePods)."""
-    return status(pod).get("phase") not in ("Succeeded", "Failed") and not meta(pod).get("deletionTimestamp")
-
-
-def ready_condition(pod: Mapping[str, Any]) -> Obj | None:
-    for cond in status(pod).get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond
-    return None
-
-
-def is_ready(pod: Mapping[str, Any]) -> bool:
-    cond = ready_condition(pod)
-    return cond is not None and cond.get("status") == "True"
+    return status(pod).get("phase") not in ("Succeeded", "Failed") and not metadata(pod).get("deletionTimestamp")
 
 
 def ready_since(pod: Mapping[str, Any]) -> float | None:
     cond = ready_condition(pod)
     if cond is None or cond.get("status") != "True":
         return None
-    return timestamp(cond.get("lastTransitionTime"))
+    return parse_time(cond.get("lastTransitionTime"))
 
 
 def is_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> bool:
@@ -138,7 +90,7 @@ def restarts(pod: Mapping[str, Any]) -> int:
 
 
 def deletion_cost(pod: Mapping[str, Any]) -> int:
-    raw = (meta(pod).get("annotations") or {}).get(POD_DELETION_COST)
+    raw = (metadata(pod).get("annotations") or {}).get(POD_DELETION_COST)
     try:
         return int(raw) if raw is not None else 0
     except (TypeError, ValueError):
@@ -169,8 +121,8 @@ def deletion_order_key(pod: Obj, rank: int, now: float) -> tuple[Any, ...]:
         -rank,
         _log_age(ready_since(pod), now) if ready else 0.0,
         -restarts(pod),
-        _log_age(timestamp(meta(pod).get("creationTimestamp")), now),
-        str(meta(pod).get("uid") or ""),
+        _log_age(parse_time(metadata(pod).get("creationTimestamp")), now),
+        str(metadata(pod).get("uid") or ""),
     )
 
 

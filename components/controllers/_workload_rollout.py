@@ -12,9 +12,9 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from components.controllers._workload_pods import meta, spec, status, timestamp
+from machinery.objects import Obj, metadata, spec, status
+from machinery.timestamps import parse_time
 
-Obj = dict[str, Any]
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -99,7 +99,7 @@ def max_unavailable(d: Obj) -> int:
 
 
 def by_creation(rss: Iterable[Obj]) -> list[Obj]:
-    return sorted(rss, key=lambda rs: (str(meta(rs).get("creationTimestamp") or ""), str(meta(rs).get("name"))))
+    return sorted(rss, key=lambda rs: (str(metadata(rs).get("creationTimestamp") or ""), str(metadata(rs).get("name"))))
 
 
 def active(rss: Iterable[Obj | None]) -> list[Obj]:
@@ -117,7 +117,7 @@ def pods_total(rss: Iterable[Obj | None]) -> int:
 
 
 def revision(obj: Obj | None) -> int:
-    raw = (meta(obj).get("annotations") or {}).get(REVISION) if obj is not None else None
+    raw = (metadata(obj).get("annotations") or {}).get(REVISION) if obj is not None else None
     try:
         return int(raw) if raw is not None else 0
     except (TypeError, ValueError):
@@ -211,10 +211,10 @@ def old_scale_down(d: Obj, old_rss: Sequence[Obj], new_rs: Obj | None) -> list[t
         return []
     plan: dict[str, int] = {}
     olds = by_creation(old_rss)
-    size = {str(meta(rs).get("name")): replicas_of(rs) for rs in olds}
+    size = {str(metadata(rs).get("name")): replicas_of(rs) for rs in olds}
     cleaned = 0
     for rs in olds:  # unhealthy pods first
-        name = str(meta(rs).get("name"))
+        name = str(metadata(rs).get("name"))
         unhealthy = size[name] - status_int(rs, "availableReplicas")
         if cleaned >= max_scaled_down or size[name] == 0 or unhealthy <= 0:
             continue
@@ -226,7 +226,7 @@ def old_scale_down(d: Obj, old_rss: Sequence[Obj], new_rs: Obj | None) -> list[t
     budget = available - min_available
     scaled = 0
     for rs in olds:
-        name = str(meta(rs).get("name"))
+        name = str(metadata(rs).get("name"))
         if scaled >= budget:
             break
         if size[name] == 0:
@@ -235,13 +235,13 @@ def old_scale_down(d: Obj, old_rss: Sequence[Obj], new_rs: Obj | None) -> list[t
         size[name] -= cut
         plan[name] = size[name]
         scaled += cut
-    return [(rs, plan[str(meta(rs).get("name"))]) for rs in olds if str(meta(rs).get("name")) in plan]
+    return [(rs, plan[str(metadata(rs).get("name"))]) for rs in olds if str(metadata(rs).get("name")) in plan]
 
 
 def is_scaling_event(d: Obj, rss: Sequence[Obj]) -> bool:
     """Some active replicaset was sized for another deployment size (kube's isScalingEvent)."""
     for rs in active(rss):
-        desired = (meta(rs).get("annotations") or {}).get(DESIRED_REPLICAS)
+        desired = (metadata(rs).get("annotations") or {}).get(DESIRED_REPLICAS)
         if desired is not None and str(desired) != str(replicas_of(d)):
             return True
     return False
@@ -252,7 +252,7 @@ def proportional_sizes(d: Obj, new_rs: Obj | None, old_rss: Sequence[Obj]) -> li
     a lone active replicaset takes the size; a saturated new one leaves the old ones at 0;
     otherwise the change is spread in proportion to each replicaset's share."""
     desired = replicas_of(d)
-    olds = sorted(old_rss, key=lambda rs: str(meta(rs).get("creationTimestamp") or ""), reverse=True)
+    olds = sorted(old_rss, key=lambda rs: str(metadata(rs).get("creationTimestamp") or ""), reverse=True)
     everything = active([*olds, new_rs])
     if len(everything) <= 1:
         lone = everything[0] if everything else new_rs if new_rs is not None else (olds[0] if olds else None)
@@ -266,7 +266,9 @@ def proportional_sizes(d: Obj, new_rs: Obj | None, old_rss: Sequence[Obj]) -> li
     if to_add > 0:  # bigger first, then newer
         ordered = sorted(everything, key=lambda rs: (-replicas_of(rs), _neg_time(rs)))
     elif to_add < 0:  # bigger first, then older
-        ordered = sorted(everything, key=lambda rs: (-replicas_of(rs), str(meta(rs).get("creationTimestamp") or "")))
+        ordered = sorted(
+            everything, key=lambda rs: (-replicas_of(rs), str(metadata(rs).get("creationTimestamp") or ""))
+        )
     else:
         ordered = everything
     sizes: list[int] = []
@@ -281,7 +283,7 @@ def proportional_sizes(d: Obj, new_rs: Obj | None, old_rss: Sequence[Obj]) -> li
 
 
 def _neg_time(rs: Obj) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in str(meta(rs).get("creationTimestamp") or ""))
+    return tuple(-ord(c) for c in str(metadata(rs).get("creationTimestamp") or ""))
 
 
 def _proportion(rs: Obj, d: Obj, to_add: int, added: int) -> int:
@@ -296,7 +298,7 @@ def _fraction(rs: Obj, d: Obj) -> int:
     if replicas_of(d) == 0:
         return -replicas_of(rs)
     deployment_replicas = replicas_of(d) + max_surge(d)
-    raw = (meta(rs).get("annotations") or {}).get(MAX_REPLICAS)
+    raw = (metadata(rs).get("annotations") or {}).get(MAX_REPLICAS)
     try:
         annotated = int(raw) if raw is not None else status_int(d, "replicas")
     except ValueError:
@@ -308,7 +310,7 @@ def _fraction(rs: Obj, d: Obj) -> int:
 
 
 def is_saturated(d: Obj, rs: Obj) -> bool:
-    desired = (meta(rs).get("annotations") or {}).get(DESIRED_REPLICAS)
+    desired = (metadata(rs).get("annotations") or {}).get(DESIRED_REPLICAS)
     return (
         replicas_of(rs) == replicas_of(d)
         and str(desired) == str(replicas_of(d))
@@ -325,7 +327,7 @@ def new_rs_annotations(d: Obj, rs_annotations: dict[str, str], new_revision: int
     revision (raised, never lowered; the old one kept in revision-history), and, on a
     replicaset being made, the replica annotations (kube's SetNewReplicaSetAnnotations)."""
     out = dict(rs_annotations)
-    for k, v in (meta(d).get("annotations") or {}).items():
+    for k, v in (metadata(d).get("annotations") or {}).items():
         if k not in SKIP_COPY:
             out[k] = v
     old = out.get(REVISION)
@@ -348,7 +350,7 @@ def calculate_status(d: Obj, all_rss: Sequence[Obj | None], new_rs: Obj | None, 
     available = sum(status_int(rs, "availableReplicas") for rs in rss)
     total = spec_total(rss)
     out: Obj = {
-        "observedGeneration": meta(d).get("generation") or 0,
+        "observedGeneration": metadata(d).get("generation") or 0,
         "replicas": sum(status_int(rs, "replicas") for rs in rss),
         "updatedReplicas": status_int(new_rs, "replicas"),
         "readyReplicas": sum(status_int(rs, "readyReplicas") for rs in rss),
@@ -411,7 +413,7 @@ def complete(d: Obj, st: Obj) -> bool:
         st.get("updatedReplicas") == desired
         and st.get("replicas") == desired
         and st.get("availableReplicas") == desired
-        and int(st.get("observedGeneration") or 0) >= int(meta(d).get("generation") or 0)
+        and int(st.get("observedGeneration") or 0) >= int(metadata(d).get("generation") or 0)
     )
 
 
@@ -431,7 +433,7 @@ def rollout_status(
     """The status after a rollout step and when to look again for the progress deadline
     (kube's syncRolloutStatus and requeueStuckDeployment)."""
     st = calculate_status(d, all_rss, new_rs, now_text)
-    name = meta(new_rs).get("name") if new_rs is not None else None
+    name = metadata(new_rs).get("name") if new_rs is not None else None
     if not has_deadline(d):
         remove_condition(st, "Progressing")
         return st, None
@@ -462,7 +464,7 @@ def rollout_status(
     cond = get_condition(st, "Progressing")
     if cond is None or complete(d, st) or cond.get("reason") in (TIMED_OUT, NEW_RS_AVAILABLE):
         return st, None
-    since = timestamp(cond.get("lastUpdateTime"))
+    since = parse_time(cond.get("lastUpdateTime"))
     if since is None:
         return st, None
     after = since + int(spec(d)["progressDeadlineSeconds"]) - now
@@ -475,5 +477,5 @@ def timed_out(d: Obj, now: float) -> bool:
         return False
     if cond.get("reason") == TIMED_OUT:
         return True
-    since = timestamp(cond.get("lastUpdateTime"))
+    since = parse_time(cond.get("lastUpdateTime"))
     return since is not None and since + int(spec(d)["progressDeadlineSeconds"]) < now

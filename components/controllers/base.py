@@ -12,16 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
 from components.client.indexer import key_of
 from components.client.informer import InformerFactory
 from components.client.rest import ApiError, ConflictError, RestClient, TransportError
 from components.client.workqueue import RateLimitingQueue, ShutDown, default_controller_rate_limiter
 from machinery.clock import Clock, SystemClock
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.controllers")
-Obj = dict[str, Any]
 
 
 class Requeue(Exception):

@@ -23,9 +23,10 @@ from components.client.indexer import OWNER_UID_INDEX
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, NotFoundError
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
 from components.controllers.job import JOBS
 from machinery.cron import CronError, parse
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.controllers")
 CRONJOBS = Resource("batch", "v1", "cronjobs", kind="CronJob")

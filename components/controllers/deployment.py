@@ -19,7 +19,6 @@ import contextlib
 import copy
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from components.client.indexer import NAMESPACE_INDEX, OWNER_UID_INDEX
@@ -27,23 +26,13 @@ from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, NotFoundError
 from components.controllers import _workload_rollout as ro
-from components.controllers._workload_pods import (
-    controller_ref,
-    labels,
-    meta,
-    owner_ref,
-    selector_matches,
-    spec,
-    status,
-)
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers._workload_pods import owner_ref, selector_matches
+from components.controllers.base import Controller, Requeue
 from components.controllers.replicaset import PODS, REPLICA_SETS
+from machinery.objects import Obj, controller_ref, labels, metadata, spec, status
+from machinery.timestamps import format_time
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", kind="Deployment")
-
-
-def rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class DeploymentController(Controller):
@@ -69,16 +58,16 @@ class DeploymentController(Controller):
         ref = controller_ref(obj)
         if ref is None or ref.get("kind") != kind:
             return None
-        key = f"{meta(obj).get('namespace')}/{ref.get('name')}"
+        key = f"{metadata(obj).get('namespace')}/{ref.get('name')}"
         owner = informer_get(key)
-        return key if owner is not None and meta(owner).get("uid") == ref.get("uid") else None
+        return key if owner is not None and metadata(owner).get("uid") == ref.get("uid") else None
 
     def _rs_changed(self, rs: Obj) -> None:
         key = self._owner_key(rs, "Deployment", self.deployments.indexer.get)
         if key is not None:
             self.queue.add(key)
         elif controller_ref(rs) is None:  # an orphan: whoever might adopt it
-            for d in self.deployments.indexer.by_index(NAMESPACE_INDEX, meta(rs).get("namespace") or ""):
+            for d in self.deployments.indexer.by_index(NAMESPACE_INDEX, metadata(rs).get("namespace") or ""):
                 if selector_matches(spec(d).get("selector"), labels(rs)):
                     self.enqueue(d)
 
@@ -106,7 +95,7 @@ class DeploymentController(Controller):
         if not spec(d).get("selector"):
             return
         rss = await self._claim(d)
-        if meta(d).get("deletionTimestamp"):
+        if metadata(d).get("deletionTimestamp"):
             new_rs, olds = self._split(d, rss)
             await self._write_status(d, ro.calculate_status(d, [*olds, new_rs], new_rs, self._now_text()))
             return
@@ -120,10 +109,10 @@ class DeploymentController(Controller):
             await self._recreate(d, rss)
 
     def _now_text(self) -> str:
-        return rfc3339(self.wall())
+        return format_time(self.wall())
 
     async def _claim(self, d: Obj) -> list[Obj]:
-        m = meta(d)
+        m = metadata(d)
         uid, selector, deleting = m.get("uid"), spec(d).get("selector"), bool(m.get("deletionTimestamp"))
         owned: list[Obj] = []
         for rs in self.replicasets.indexer.by_index(NAMESPACE_INDEX, m.get("namespace") or ""):
@@ -134,17 +123,17 @@ class DeploymentController(Controller):
                     owned.append(rs)
                 else:
                     await self._set_owners(
-                        rs, [r for r in meta(rs).get("ownerReferences") or () if r.get("uid") != uid]
+                        rs, [r for r in metadata(rs).get("ownerReferences") or () if r.get("uid") != uid]
                     )
-            elif ref is None and matches and not deleting and not meta(rs).get("deletionTimestamp"):
-                refs = [*(meta(rs).get("ownerReferences") or ()), owner_ref(d, "Deployment")]
+            elif ref is None and matches and not deleting and not metadata(rs).get("deletionTimestamp"):
+                refs = [*(metadata(rs).get("ownerReferences") or ()), owner_ref(d, "Deployment")]
                 adopted = await self._set_owners(rs, refs)
                 if adopted is not None:
                     owned.append(adopted)
         return owned
 
     async def _set_owners(self, rs: Obj, refs: list[Any]) -> Obj | None:
-        m = meta(rs)
+        m = metadata(rs)
         patch = [
             {"op": "test", "path": "/metadata/uid", "value": m.get("uid")},
             {"op": "test", "path": "/metadata/resourceVersion", "value": m.get("resourceVersion")},
@@ -157,7 +146,7 @@ class DeploymentController(Controller):
 
     def _split(self, d: Obj, rss: list[Obj]) -> tuple[Obj | None, list[Obj]]:
         new_rs = ro.find_new(d, rss)
-        return new_rs, [rs for rs in rss if new_rs is None or meta(rs).get("uid") != meta(new_rs).get("uid")]
+        return new_rs, [rs for rs in rss if new_rs is None or metadata(rs).get("uid") != metadata(new_rs).get("uid")]
 
     # -- strategies ---------------------------------------------------------------------------
 
@@ -213,7 +202,7 @@ class DeploymentController(Controller):
         if sum(ro.status_int(rs, "replicas") for rs in olds) > 0:
             return True
         for rs in olds:
-            for pod in self.pods.indexer.by_index(OWNER_UID_INDEX, str(meta(rs).get("uid"))):
+            for pod in self.pods.indexer.by_index(OWNER_UID_INDEX, str(metadata(rs).get("uid"))):
                 if status(pod).get("phase") not in ("Failed", "Succeeded"):
                     return True
         return False
@@ -225,23 +214,25 @@ class DeploymentController(Controller):
         (kube's getAllReplicaSetsAndSyncRevision)."""
         existing, olds = self._split(d, rss)
         new_revision = max((ro.revision(rs) for rs in olds), default=0) + 1
-        ns = meta(d).get("namespace")
+        ns = metadata(d).get("namespace")
         if existing is not None:
             rs = existing
-            annotations = ro.new_rs_annotations(d, dict(meta(rs).get("annotations") or {}), new_revision, exists=True)
+            annotations = ro.new_rs_annotations(
+                d, dict(metadata(rs).get("annotations") or {}), new_revision, exists=True
+            )
             min_ready = spec(d).get("minReadySeconds") or 0
             if (
-                annotations != (meta(rs).get("annotations") or {})
+                annotations != (metadata(rs).get("annotations") or {})
                 or (spec(rs).get("minReadySeconds") or 0) != min_ready
             ):
                 body = copy.deepcopy(rs)
                 body["metadata"]["annotations"] = annotations
                 body["spec"]["minReadySeconds"] = min_ready
-                rs = await self.client.replace(REPLICA_SETS.path(ns, meta(rs).get("name")), body)
+                rs = await self.client.replace(REPLICA_SETS.path(ns, metadata(rs).get("name")), body)
             await self._set_revision(d, str(ro.revision(rs)))
             if ro.has_deadline(d) and ro.get_condition(status(d), "Progressing") is None:
                 st = copy.deepcopy(status(d))
-                msg = f'Found new replica set "{meta(rs).get("name")}"'
+                msg = f'Found new replica set "{metadata(rs).get("name")}"'
                 ro.set_condition(st, "Progressing", "True", ro.FOUND_NEW_RS, msg, self._now_text())
                 await self._write_status(d, st)
             return rs, olds
@@ -256,7 +247,7 @@ class DeploymentController(Controller):
         template.setdefault("metadata", {}).setdefault("labels", {})[ro.HASH_LABEL] = hash_
         selector = copy.deepcopy(spec(d).get("selector") or {})
         selector.setdefault("matchLabels", {})[ro.HASH_LABEL] = hash_
-        ns, name = meta(d).get("namespace"), f"{meta(d).get('name')}-{hash_}"
+        ns, name = metadata(d).get("namespace"), f"{metadata(d).get('name')}-{hash_}"
         rs: Obj = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
@@ -279,7 +270,7 @@ class DeploymentController(Controller):
             made = await self.client.create(REPLICA_SETS.path(ns), rs)
         except AlreadyExistsError:
             found = await self.client.get(REPLICA_SETS.path(ns, name))
-            ours = (controller_ref(found) or {}).get("uid") == meta(d).get("uid")
+            ours = (controller_ref(found) or {}).get("uid") == metadata(d).get("uid")
             if ours and ro.equal_ignore_hash(spec(found).get("template"), spec(d).get("template")):
                 return found  # made by an earlier reconcile the informer has not shown yet
             st = copy.deepcopy(status(d))
@@ -299,39 +290,41 @@ class DeploymentController(Controller):
 
     async def _scale(self, d: Obj, rs: Obj, size: int) -> Obj:
         """Size and replica annotations of one replicaset (kube's scaleReplicaSet)."""
-        annotations = {**(meta(rs).get("annotations") or {}), **ro.replicas_annotations(d)}
-        if ro.replicas_of(rs) == size and annotations == (meta(rs).get("annotations") or {}):
+        annotations = {**(metadata(rs).get("annotations") or {}), **ro.replicas_annotations(d)}
+        if ro.replicas_of(rs) == size and annotations == (metadata(rs).get("annotations") or {}):
             return rs
         body = copy.deepcopy(rs)
         body["metadata"]["annotations"] = annotations
         body["spec"]["replicas"] = size
-        return await self.client.replace(REPLICA_SETS.path(meta(rs).get("namespace"), meta(rs).get("name")), body)
+        return await self.client.replace(
+            REPLICA_SETS.path(metadata(rs).get("namespace"), metadata(rs).get("name")), body
+        )
 
     async def _set_revision(self, d: Obj, revision: str) -> None:
-        annotations = meta(d).setdefault("annotations", {})
+        annotations = metadata(d).setdefault("annotations", {})
         if annotations.get(ro.REVISION) == revision:
             return
-        path = DEPLOYMENTS.path(meta(d).get("namespace"), meta(d).get("name"))
+        path = DEPLOYMENTS.path(metadata(d).get("namespace"), metadata(d).get("name"))
         patch = {
-            "metadata": {"annotations": {ro.REVISION: revision}, "resourceVersion": meta(d).get("resourceVersion")}
+            "metadata": {"annotations": {ro.REVISION: revision}, "resourceVersion": metadata(d).get("resourceVersion")}
         }
         updated = await self.client.patch(path, patch, "merge")
         annotations[ro.REVISION] = revision
-        meta(d)["resourceVersion"] = meta(updated).get("resourceVersion")
+        metadata(d)["resourceVersion"] = metadata(updated).get("resourceVersion")
 
     async def _write_status(self, d: Obj, st: Obj) -> None:
         if st == status(d):
             return
         body = {**d, "status": st}
         updated = await self.client.replace(
-            DEPLOYMENTS.path(meta(d).get("namespace"), meta(d).get("name"), "status"), body
+            DEPLOYMENTS.path(metadata(d).get("namespace"), metadata(d).get("name"), "status"), body
         )
         d["status"] = st
-        meta(d)["resourceVersion"] = meta(updated).get("resourceVersion")
+        metadata(d)["resourceVersion"] = metadata(updated).get("resourceVersion")
 
     async def _rollout_status(self, d: Obj, all_rss: list[Obj | None], new_rs: Obj | None) -> None:
         now = self.wall()
-        st, after = ro.rollout_status(d, all_rss, new_rs, now, rfc3339(now))
+        st, after = ro.rollout_status(d, all_rss, new_rs, now, format_time(now))
         await self._write_status(d, st)
         if after is not None:
             raise Requeue(after=after)
@@ -356,13 +349,13 @@ class DeploymentController(Controller):
         limit = spec(d).get("revisionHistoryLimit")
         if not isinstance(limit, int):
             return
-        alive = [rs for rs in olds if not meta(rs).get("deletionTimestamp")]
+        alive = [rs for rs in olds if not metadata(rs).get("deletionTimestamp")]
         extra = len(alive) - limit
         if extra <= 0:
             return
-        ordered = sorted(alive, key=lambda rs: (ro.revision(rs), str(meta(rs).get("creationTimestamp") or "")))
+        ordered = sorted(alive, key=lambda rs: (ro.revision(rs), str(metadata(rs).get("creationTimestamp") or "")))
         for rs in ordered[:extra]:
-            m = meta(rs)
+            m = metadata(rs)
             if ro.status_int(rs, "replicas") != 0 or ro.replicas_of(rs) != 0:
                 continue
             if int(m.get("generation") or 0) > int(status(rs).get("observedGeneration") or 0):
@@ -374,7 +367,7 @@ class DeploymentController(Controller):
 
 
 def _replace_in(updated: Obj, new_rs: Obj | None, olds: list[Obj]) -> tuple[Obj | None, list[Obj]]:
-    uid = meta(updated).get("uid")
-    if new_rs is not None and meta(new_rs).get("uid") == uid:
+    uid = metadata(updated).get("uid")
+    if new_rs is not None and metadata(new_rs).get("uid") == uid:
         return updated, olds
-    return new_rs, [updated if meta(rs).get("uid") == uid else rs for rs in olds]
+    return new_rs, [updated if metadata(rs).get("uid") == uid else rs for rs in olds]

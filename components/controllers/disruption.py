@@ -18,9 +18,10 @@ import logging
 from components.client.indexer import NAMESPACE_INDEX, key_of, split_key
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
-from components.controllers._disruption_budget import BudgetError, compute, needs_scale, selects
-from components.controllers._workload_pods import controller_ref, meta, spec
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers._disruption_budget import BudgetError, compute, needs_scale
+from components.controllers.base import Controller, Requeue
+from machinery.disruption import budget_selects
+from machinery.objects import Obj, controller_ref, metadata, spec
 
 log = logging.getLogger("raftkube.controllers")
 
@@ -40,7 +41,7 @@ def _replicas(obj: Obj) -> int:
     """spec.replicas (1 when unset, the apiserver's default); malformed: the budget cannot be known."""
     replicas = spec(obj).get("replicas", 1)
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        m = meta(obj)
+        m = metadata(obj)
         raise BudgetError(f"{obj.get('kind', 'controller')} {m.get('name')!r} has an invalid spec.replicas")
     return replicas
 
@@ -72,13 +73,13 @@ class DisruptionController(Controller):
         )
 
     def _pod_changed(self, pod: Obj, old: Obj | None) -> None:
-        namespace = meta(pod).get("namespace") or ""
+        namespace = metadata(pod).get("namespace") or ""
         for pdb in self.pdbs.indexer.by_index(NAMESPACE_INDEX, namespace):
-            if selects(pdb, pod) or (old is not None and selects(pdb, old)):
+            if budget_selects(pdb, pod) or (old is not None and budget_selects(pdb, old)):
                 self.queue.add(key_of(pdb))
 
     def _scale_changed(self, owner: Obj) -> None:
-        namespace = meta(owner).get("namespace") or ""
+        namespace = metadata(owner).get("namespace") or ""
         for pdb in self.pdbs.indexer.by_index(NAMESPACE_INDEX, namespace):
             if needs_scale(spec(pdb)):
                 self.queue.add(key_of(pdb))
@@ -97,7 +98,7 @@ class DisruptionController(Controller):
         if kind != "ReplicaSet":
             return None
         rs = self.replicasets.indexer.get(f"{namespace}/{name}")
-        if rs is None or meta(rs).get("uid") != uid:
+        if rs is None or metadata(rs).get("uid") != uid:
             return None
         owner = controller_ref(rs)
         if owner is not None and owner.get("kind") == "Deployment" and _group(owner) == "apps":
@@ -108,7 +109,7 @@ class DisruptionController(Controller):
 
     @staticmethod
     def _owned(obj: Obj | None, uid: object) -> tuple[str, int] | None:
-        if obj is None or meta(obj).get("uid") != uid or not isinstance(uid, str):
+        if obj is None or metadata(obj).get("uid") != uid or not isinstance(uid, str):
             return None
         return uid, _replicas(obj)
 
@@ -123,9 +124,9 @@ class DisruptionController(Controller):
                 continue
             if ref.get("uid") in scales:
                 continue
-            found = self._controller_scale(ref, meta(pod).get("namespace") or "")
+            found = self._controller_scale(ref, metadata(pod).get("namespace") or "")
             if found is None:
-                raise BudgetError(f'found no controllers for pod "{meta(pod).get("name")}"')
+                raise BudgetError(f'found no controllers for pod "{metadata(pod).get("name")}"')
             scales[found[0]] = found[1]
         return sum(scales.values())
 
@@ -136,7 +137,7 @@ class DisruptionController(Controller):
         pdb = self.pdbs.indexer.get(key)
         if pdb is None or namespace is None:
             return
-        pods = [p for p in self.pods.indexer.by_index(NAMESPACE_INDEX, namespace) if selects(pdb, p)]
+        pods = [p for p in self.pods.indexer.by_index(NAMESPACE_INDEX, namespace) if budget_selects(pdb, p)]
         now = self.clock.now()
         computed = compute(pdb, pods, now, self._scale)
         if needs_scale(spec(pdb)) and any(controller_ref(p) is None for p in pods):

@@ -13,7 +13,7 @@ from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, NotFoundError
 from components.controllers._infra_endpoints import endpoints_subsets, managed_labels, selector_of
 from components.controllers._infra_svcpods import ServicePodsController
-from components.controllers.base import Obj
+from machinery.objects import Obj
 
 ENDPOINTS = Resource("", "v1", "endpoints", kind="Endpoints")
 

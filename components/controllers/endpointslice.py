@@ -24,7 +24,8 @@ from components.controllers._infra_endpoints import (
     selector_of,
 )
 from components.controllers._infra_svcpods import ServicePodsController
-from components.controllers.base import Obj
+from machinery import objects
+from machinery.objects import Obj
 
 SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", kind="EndpointSlice")
 
@@ -33,7 +34,7 @@ def _same(held: Obj, want: Obj) -> bool:
     return (
         all((held.get(f) or []) == (want.get(f) or []) for f in ("endpoints", "ports"))
         and held.get("addressType") == want.get("addressType")
-        and ((held.get("metadata") or {}).get("labels") or {}) == want["metadata"]["labels"]
+        and objects.labels(held) == want["metadata"]["labels"]
     )
 
 
@@ -58,7 +59,7 @@ class EndpointSliceController(ServicePodsController):
             s
             for s in self.slices.indexer.by_index(LABEL_INDEX, f"{SERVICE_NAME_LABEL}={name}")
             if (s.get("metadata") or {}).get("namespace") == namespace
-            and ((s.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+            and objects.labels(s).get(MANAGED_BY_LABEL) == MANAGED_BY
         ]
 
     async def reconcile(self, key: str) -> None:

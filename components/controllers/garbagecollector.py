@@ -22,7 +22,8 @@ from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import ApiError, NotFoundError
 from components.controllers._gc_graph import FOREGROUND, ORPHAN, Graph, Node, OwnerRef, dangling_split
-from components.controllers.base import Controller, Obj
+from components.controllers.base import Controller
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.controllers")
 IGNORED = {("", "events"), ("events.k8s.io", "events")}

@@ -28,7 +28,9 @@ from components.controllers._job_status import (
     job_verdict,
     pods_wanted,
 )
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
+from machinery.objects import Obj
+from machinery.pods import is_ready
 
 JOBS = Resource("batch", "v1", "jobs", kind="Job")
 PODS = Resource("", "v1", "pods", kind="Pod")
@@ -158,7 +160,7 @@ class JobController(Controller):
             await self._finish(job, status, verdict)
             return
         await self._scale(key, job, active, counts)
-        ready = sum(1 for p in active if _ready(p))
+        ready = sum(1 for p in active if is_ready(p))
         if status.get("active", 0) != len(active) or status.get("ready", 0) != ready:
             status["active"], status["ready"] = len(active), ready
             await self._write_status(job, status)
@@ -292,10 +294,3 @@ class JobController(Controller):
 
 def _phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
-
-
-def _ready(pod: Obj) -> bool:
-    for c in (pod.get("status") or {}).get("conditions") or ():
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False

@@ -18,7 +18,8 @@ from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import ApiError, ConflictError, NotFoundError, TransportError
 from components.controllers._infra_namespace import FINALIZER, Outcome, Target, conditions, preferred_once, targets
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
+from machinery.objects import Obj
 
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
 CONTENT_RECHECK_S = 1.0  # content remaining (graceful deletions, finalizers): look again

@@ -17,8 +17,9 @@ from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import NotFoundError, RestClient
 from components.controllers._infra_nodes import UNKNOWN_REASON, condition, eviction_at, silenced, wanted_taints
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
 from machinery.clock import Clock
+from machinery.objects import Obj
 
 NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", kind="Lease")

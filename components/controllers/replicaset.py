@@ -22,19 +22,15 @@ from components.client.rest import ApiError, ForbiddenError, NotFoundError
 from components.controllers._workload_expectations import Expectations
 from components.controllers._workload_pods import (
     available_in,
-    controller_ref,
     is_active,
     is_available,
-    is_ready,
-    labels,
-    meta,
     owner_ref,
     pods_to_delete,
     selector_matches,
-    spec,
-    status,
 )
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers.base import Controller, Requeue
+from machinery.objects import Obj, controller_ref, labels, metadata, spec, status
+from machinery.pods import is_ready
 
 REPLICA_SETS = Resource("apps", "v1", "replicasets", kind="ReplicaSet")
 PODS = Resource("", "v1", "pods", kind="Pod")
@@ -86,13 +82,13 @@ class ReplicaSetController(Controller):
         """The key of the ReplicaSet `ref` names, when it is one we hold (same UID)."""
         if ref is None or ref.get("kind") != "ReplicaSet":
             return None
-        key = f"{meta(pod).get('namespace')}/{ref.get('name')}"
+        key = f"{metadata(pod).get('namespace')}/{ref.get('name')}"
         rs = self.replicasets.indexer.get(key)
-        return key if rs is not None and meta(rs).get("uid") == ref.get("uid") else None
+        return key if rs is not None and metadata(rs).get("uid") == ref.get("uid") else None
 
     def _matching(self, pod: Obj) -> list[str]:
         """Keys of the ReplicaSets in the pod's namespace whose selector matches it (for orphans)."""
-        ns, found = meta(pod).get("namespace") or "", labels(pod)
+        ns, found = metadata(pod).get("namespace") or "", labels(pod)
         return [
             key_of(rs)
             for rs in self.replicasets.indexer.by_index(NAMESPACE_INDEX, ns)
@@ -100,7 +96,7 @@ class ReplicaSetController(Controller):
         ]
 
     def _pod_added(self, pod: Obj) -> None:
-        if meta(pod).get("deletionTimestamp"):
+        if metadata(pod).get("deletionTimestamp"):
             self._pod_deleted(pod)  # a restarted controller sees a pod already going: a deletion
             return
         ref = controller_ref(pod)
@@ -114,10 +110,10 @@ class ReplicaSetController(Controller):
             self.queue.add(key)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
-        if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
+        if metadata(old).get("resourceVersion") == metadata(new).get("resourceVersion"):
             return
         label_changed = labels(old) != labels(new)
-        if meta(new).get("deletionTimestamp"):
+        if metadata(new).get("deletionTimestamp"):
             self._pod_deleted(new)
             if label_changed:
                 self._pod_deleted(old)
@@ -153,7 +149,7 @@ class ReplicaSetController(Controller):
         needs_sync = self.expectations.satisfied(key)
         pods = await self._claim(rs)
         error: Exception | None = None
-        if needs_sync and not meta(rs).get("deletionTimestamp"):
+        if needs_sync and not metadata(rs).get("deletionTimestamp"):
             error = await self._manage(key, rs, pods)
         now = self.wall()
         min_ready = int(spec(rs).get("minReadySeconds") or 0)
@@ -167,7 +163,7 @@ class ReplicaSetController(Controller):
     async def _claim(self, rs: Obj) -> list[Obj]:
         """The active pods this ReplicaSet owns after adopting matching orphans and releasing
         owned pods that no longer match (kube's ClaimPods)."""
-        m = meta(rs)
+        m = metadata(rs)
         ns, uid, selector = m.get("namespace") or "", m.get("uid"), spec(rs).get("selector")
         deleting = bool(m.get("deletionTimestamp"))
         owned: list[Obj] = []
@@ -181,17 +177,17 @@ class ReplicaSetController(Controller):
                     owned.append(pod)
                 elif not deleting:
                     await self._set_owners(
-                        pod, [r for r in meta(pod).get("ownerReferences") or () if r.get("uid") != uid]
+                        pod, [r for r in metadata(pod).get("ownerReferences") or () if r.get("uid") != uid]
                     )
             elif ref is None and matches and not deleting:
-                refs = [*(meta(pod).get("ownerReferences") or ()), owner_ref(rs, "ReplicaSet")]
+                refs = [*(metadata(pod).get("ownerReferences") or ()), owner_ref(rs, "ReplicaSet")]
                 if await self._set_owners(pod, refs):
                     owned.append(pod)
         return owned
 
     async def _set_owners(self, pod: Obj, refs: list[Any]) -> bool:
         """Replace the pod's ownerReferences if it is still the version we saw; False if it is gone."""
-        m = meta(pod)
+        m = metadata(pod)
         patch = [
             {"op": "test", "path": "/metadata/uid", "value": m.get("uid")},
             {"op": "test", "path": "/metadata/resourceVersion", "value": m.get("resourceVersion")},
@@ -228,9 +224,9 @@ class ReplicaSetController(Controller):
         owner = controller_ref(rs)
         if owner is None:
             return pods
-        ns = meta(rs).get("namespace") or ""
+        ns = metadata(rs).get("namespace") or ""
         siblings = [
-            meta(other).get("uid")
+            metadata(other).get("uid")
             for other in self.replicasets.indexer.by_index(NAMESPACE_INDEX, ns)
             if (controller_ref(other) or {}).get("uid") == owner.get("uid")
         ]
@@ -239,20 +235,23 @@ class ReplicaSetController(Controller):
     async def _create_pod(self, rs: Obj) -> None:
         template = spec(rs).get("template") or {}
         tmeta = template.get("metadata") or {}
-        body_meta: Obj = {"generateName": f"{meta(rs).get('name')}-", "ownerReferences": [owner_ref(rs, "ReplicaSet")]}
+        body_meta: Obj = {
+            "generateName": f"{metadata(rs).get('name')}-",
+            "ownerReferences": [owner_ref(rs, "ReplicaSet")],
+        }
         for field in ("labels", "annotations", "finalizers"):
             if tmeta.get(field):
                 body_meta[field] = copy.deepcopy(tmeta[field])
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": body_meta, "spec": copy.deepcopy(template.get("spec"))}
         try:
-            await self.client.create(PODS.path(meta(rs).get("namespace")), body)
+            await self.client.create(PODS.path(metadata(rs).get("namespace")), body)
         except ForbiddenError as e:
             if "being terminated" in e.message:
                 return  # the namespace is going: its pods are not wanted
             raise
 
     async def _delete_pod(self, key: str, pod: Obj) -> None:
-        m = meta(pod)
+        m = metadata(pod)
         try:
             await self.client.delete(
                 PODS.path(m.get("namespace"), m.get("name")), {"preconditions": {"uid": m.get("uid")}}
@@ -272,10 +271,10 @@ class ReplicaSetController(Controller):
             readyReplicas=sum(1 for p in pods if is_ready(p)),
             availableReplicas=sum(1 for p in pods if is_available(p, min_ready, now)),
         )
-        if meta(rs).get("generation") is not None:
-            new["observedGeneration"] = meta(rs)["generation"]
+        if metadata(rs).get("generation") is not None:
+            new["observedGeneration"] = metadata(rs)["generation"]
         if new == status(rs):
             return
         body = {**rs, "status": new}
-        m = meta(rs)
+        m = metadata(rs)
         await self.client.replace(REPLICA_SETS.path(m.get("namespace"), m.get("name"), "status"), body)

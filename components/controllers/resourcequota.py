@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apiserver.quantity import QuantityError, canonical, parse_quantity
 from components.client.indexer import NAMESPACE_INDEX, key_of, split_key
 from components.client.informer import EventHandler, SharedInformer
 from components.client.listwatch import Resource
-from components.controllers._infra_quota import GroupResource, hard_of, served, used, wanted
-from components.controllers.base import Controller, Obj, Requeue
+from components.controllers._infra_quota import hard_of, used, wanted
+from components.controllers.base import Controller, Requeue
+from machinery import objects
+from machinery.objects import Obj
+from machinery.quantity import QuantityError, canonical, parse_quantity
+from machinery.resources import NAMESPACED, GroupResource
 
 QUOTAS = Resource("", "v1", "resourcequotas", kind="ResourceQuota")
 WATCHED = (
@@ -47,13 +50,13 @@ class ResourceQuotaController(Controller):
         self.watched: dict[GroupResource, SharedInformer] = {}
         for r in (QUOTAS, *WATCHED):
             informer = self.factory.informer(r)
-            self.watched[(r.group, r.plural)] = informer
+            self.watched[GroupResource(r.group, r.plural)] = informer
             informer.add_handler(
                 EventHandler(on_add=self._changed, on_update=lambda _o, n: self._changed(n), on_delete=self._changed)
             )
 
     def _changed(self, obj: Obj) -> None:
-        namespace = (obj.get("metadata") or {}).get("namespace") or ""
+        namespace = objects.namespace(obj)
         for q in self.quotas.indexer.by_index(NAMESPACE_INDEX, namespace):
             self.queue.add(key_of(q))
 
@@ -63,13 +66,12 @@ class ResourceQuotaController(Controller):
         if quota is None or namespace is None:
             return
         listed: dict[GroupResource, list[Obj]] = {}
-        known = served()
         for gr in wanted([quota]):
             informer = self.watched.get(gr)
             if informer is not None:
                 listed[gr] = informer.indexer.by_index(NAMESPACE_INDEX, namespace)
             else:
-                r = known[gr]
+                r = NAMESPACED[gr]
                 path = Resource(r.group, r.version, r.plural).path(namespace)
                 listed[gr] = list((await self.client.get(path)).get("items") or [])
         want = {"hard": hard_of(quota), "used": used(quota, lambda gr: listed.get(gr, []))}

@@ -12,8 +12,10 @@ from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, ForbiddenError, NotFoundError, RestClient
 from components.controllers._infra_namespace import active
-from components.controllers.base import Controller, Obj
+from components.controllers.base import Controller
+from machinery import objects
 from machinery.clock import Clock
+from machinery.objects import Obj
 
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
 CONFIG_MAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
@@ -63,7 +65,7 @@ class RootCACertPublisher(Controller):
             self.queue.add(str(namespace))
 
     def _wanted(self, cm: Obj) -> bool:
-        annotations = (cm.get("metadata") or {}).get("annotations") or {}
+        annotations = objects.annotations(cm)
         return cm.get("data") == {CA_KEY: self.root_ca} and annotations.get(DESCRIPTION_ANNOTATION) == DESCRIPTION
 
     async def reconcile(self, key: str) -> None:

@@ -10,7 +10,8 @@ from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, ForbiddenError, NotFoundError
 from components.controllers._infra_namespace import active
-from components.controllers.base import Controller, Obj
+from components.controllers.base import Controller
+from machinery.objects import Obj
 
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", kind="ServiceAccount")

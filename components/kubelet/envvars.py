@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.quantity import QuantityError, parse_quantity
+from machinery.objects import Obj, as_dict
+from machinery.quantity import QuantityError, parse_quantity
 
-Obj = dict[str, Any]
 Lookup = Callable[[str, str], Obj | None]  # (namespace, name) -> the object, or None
 _VALID_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _LABEL_FIELD = re.compile(r"^metadata\.(labels|annotations)\['([^']*)'\]$")
@@ -121,7 +121,7 @@ def resource_ref(container: Obj, ref: Mapping[str, Any], where: str) -> str:
     which, _, name = resource.partition(".")
     if which not in ("limits", "requests") or name not in ("cpu", "memory", "ephemeral-storage"):
         raise EnvError(f"{where}.valueFrom.resourceFieldRef.resource: unsupported resource {resource!r}")
-    value = _dict(_dict(container.get("resources")).get(which)).get(name)
+    value = as_dict(as_dict(container.get("resources")).get(which)).get(name)
     if value is None:
         return "0"
     try:
@@ -161,10 +161,6 @@ def _list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise EnvError(f"{where}: must be a list, got {type(value).__name__}")
     return value
-
-
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def build(pod: Obj, container: Obj, sources: Sources, where: str = "container") -> Env:

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import ipaddress
 import logging
 import re
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -35,9 +33,11 @@ from components.client.informer import EventHandler, InformerFactory
 from components.client.rest import RestClient
 from components.health import HealthServer
 from components.kubelet.fake_runtime import FakeRuntime
-from components.kubelet.kubelet import PODS, Kubelet, Obj
+from components.kubelet.kubelet import PODS, Kubelet
 from components.kubelet.main import parse_pairs
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
+from components.runner import run_component
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.hollow")
 MAX_COUNT = 5000
@@ -159,18 +159,6 @@ async def _serve(
     health_port: int,
 ) -> int:
     health = HealthServer(health_port, CollectorRegistry(), lambda: None)
-    main = asyncio.current_task()
-    assert main is not None
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, main.cancel)
     async with RestClient(client_config, user_agent="raftkube-hollow-nodes", max_connections=64) as client:
-        try:
-            await health.start()
-            await HollowNodes(client, names, capacity, reserved, sync_period=sync_period).run()
-            return 1
-        except asyncio.CancelledError:
-            return 0
-        finally:
-            with contextlib.suppress(Exception):
-                await health.stop()
+        hollow = HollowNodes(client, names, capacity, reserved, sync_period=sync_period)
+        return await run_component("the hollow nodes", hollow.run, log, health)

@@ -39,9 +39,9 @@ from components.kubelet.podsources import PodSources
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 from machinery.clock import wait_event
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.kubelet")
-Obj = dict[str, Any]
 PODS = Resource("", "v1", "pods", True, "Pod")
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_S = 40

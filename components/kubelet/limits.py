@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from apiserver.quantity import Quantity, QuantityError, parse_quantity
 from components.kubelet import cgroupv2
+from machinery.quantity import Quantity, QuantityError, parse_quantity
 
 MEMORY, CPU = "memory", "cpu_millis"
 MOUNTINFO = Path("/proc/self/mountinfo")

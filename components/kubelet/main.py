@@ -10,8 +10,9 @@ runs its pods' containers as processes under D, and serves /healthz and /metrics
 port.  With the TLS flags it serves its HTTPS API on --address:--port (server.py: logs, exec,
 port-forward for the apiserver).  With `--pod-network netns` (root only) each pod gets a
 network namespace and an address of --pod-cidr (podnet.py); by default pods share the host's
-network and their IP is --address.  SIGTERM/SIGINT stop the kubelet, not the containers: a kubelet started again on the
-same root dir adopts them.  Bad flags exit with status 2, naming the flag.
+network and their IP is --address.  SIGTERM/SIGINT stop the kubelet (status 0), not the
+containers: a kubelet started again on the same root dir adopts them.  A kubelet that fails or
+ends exits with status 1 (`components.runner`).  Bad flags exit with status 2, naming the flag.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import ssl
 import sys
 from pathlib import Path
@@ -38,6 +38,7 @@ from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
 from components.kubelet.process_runtime import ProcessRuntime
 from components.kubelet.server import KubeletServer
+from components.runner import run_component
 from machinery.process import pki
 
 log = logging.getLogger("raftkube.kubelet")
@@ -179,37 +180,20 @@ async def serve(
     network: podnet.PodNetwork | None = None,
 ) -> int:
     health = HealthServer(health_port, CollectorRegistry(), lambda: None)
-    main = asyncio.current_task()
-    assert main is not None
-    loop = asyncio.get_running_loop()
-    stopping = False
-
-    def stop() -> None:
-        nonlocal stopping
-        stopping = True
-        main.cancel()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop)
     async with RestClient(client_config, user_agent=f"raftkube-kubelet/{config.name}") as client:
         runtime = ProcessRuntime(root)
         kubelet = Kubelet(client, config, runtime, network=network)
         server = KubeletServer(kubelet, runtime, tls) if tls is not None else None
-        try:
-            await health.start()
-            if server is not None:
-                await server.start(config.address, config.port)
-            await kubelet.run()
-            return 1
-        except asyncio.CancelledError:
-            if stopping:
-                return 0  # the containers keep running: the next kubelet on this root adopts them
-            raise
-        finally:
-            with contextlib.suppress(Exception):
-                await health.stop()
-            if server is not None:
-                with contextlib.suppress(Exception):
-                    await server.stop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
+
+        async def work() -> None:
+            # a stop leaves the containers running: the next kubelet on this root adopts them
+            try:
+                if server is not None:
+                    await server.start(config.address, config.port)
+                await kubelet.run()
+            finally:
+                if server is not None:
+                    with contextlib.suppress(Exception):
+                        await server.stop()
+
+        return await run_component("the kubelet", work, log, health)

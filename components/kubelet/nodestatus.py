@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiserver.quantity import QuantityError, canonical, parse_quantity
+from machinery.objects import Obj
+from machinery.quantity import QuantityError, canonical, parse_quantity
 
-Obj = dict[str, Any]
 STATUS_PERIOD_S = 60.0
 LEASE_RENEW_S = 10.0
 KUBELET_VERSION = "v1.33.0-raftkube"

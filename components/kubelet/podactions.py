@@ -27,8 +27,8 @@ from typing import Any
 import orjson
 
 from components.kubelet.backoff import CrashBackOff
-
-Obj = dict[str, Any]
+from machinery import objects
+from machinery.objects import Obj
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ def _containers(spec: Mapping[str, Any], kind: str) -> list[Obj]:
 class _Planner:
     def __init__(self, pod: Obj, seen: Mapping[str, Seen], backoff: CrashBackOff, now: float) -> None:
         self.pod, self.seen, self.backoff, self.now = pod, seen, backoff, now
-        self.uid = str((pod.get("metadata") or {}).get("uid") or "")
+        self.uid = objects.uid(pod)
         self.plan = Plan()
 
     def _wake(self, seconds: float) -> None:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from components.client.rest import ApiError, RestClient, path_of
 from components.kubelet.envvars import Sources
 from components.kubelet.tokens import TokenCache
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.kubelet")
-Obj = dict[str, Any]
 CACHE_TTL_S = 10.0
 CACHE_MAX = 10_000  # entries; past it the expired ones are dropped
 

@@ -21,8 +21,8 @@ from typing import Any
 from components.kubelet.envvars import Sources
 from components.kubelet.sandbox import Mount
 from components.kubelet.volumes import Files, VolumeError, check_path, files_of, write_atomically
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # a DNS label, as the apiserver checks it
 
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from apiserver.resources.core_pods import qos_class
 from components.kubelet import limits, podphase
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
@@ -29,8 +28,9 @@ from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
 from components.kubelet.sandbox import Sandbox
 from components.kubelet.volumes import VolumeError
+from machinery.objects import Obj
+from machinery.qos import qos_class
 
-Obj = dict[str, Any]
 DEFAULT_GRACE_S = 30.0
 
 

@@ -28,17 +28,17 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from apiserver.resources import pod_log_options
 from components.kubelet import containerlog, exec_session, portforward
 from components.kubelet.podworker import PodWorker
 from components.kubelet.process_runtime import ProcessRuntime
+from machinery import pod_log_options
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.kubelet.server")
 APISERVER_USER = "kube-apiserver-kubelet-client"
 MASTERS = "system:masters"
 FOLLOW_POLL_S = 0.2
 ERROR_HEADER = "Kubelet-Error"
-Obj = dict[str, Any]
 
 
 class Pods(Protocol):

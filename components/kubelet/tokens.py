@@ -14,8 +14,8 @@ from typing import Any
 
 from components.kubelet.containerlog import parse_timestamp
 from components.kubelet.volumes import DEFAULT_TOKEN_SECONDS
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 MAX_AGE_S = 24 * 3600.0
 Post = Callable[[str, Obj], Awaitable[Obj]]  # (path, body) -> the answer
 

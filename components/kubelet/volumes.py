@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from components.kubelet.envvars import EnvError, Sources, field_ref, resource_ref
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 Files = dict[str, tuple[bytes, int]]
 DEFAULT_MODE = 0o644
 DATA = "..data"

@@ -8,11 +8,8 @@ stable order; it is the cache's own state (cycles are synchronous, nothing chang
 
 from __future__ import annotations
 
-from typing import Any
-
 from components.scheduler.nodeinfo import NodeInfo, PodInfo, pod_key
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 class Cache:

@@ -11,13 +11,12 @@ import logging
 import uuid
 from collections import OrderedDict
 from datetime import UTC, datetime
-from typing import Any
 
 from components.client.rest import ApiError, NotFoundError, RestClient, TransportError, path_of
 from components.scheduler.nodeinfo import DEFAULT_SCHEDULER
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.scheduler.events")
-Obj = dict[str, Any]
 MAX_PENDING = 1000
 REMEMBERED = 4096
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from components.scheduler.nodeinfo import NodeInfo, PodInfo
-from components.scheduler.plugins import CycleState, Status, pre_filter, run_filters, score_nodes
+from components.scheduler.plugins import pre_filter, run_filters, score_nodes
+from components.scheduler.plugins.cycle import CycleState, Status
 
 NO_NODE_AVAILABLE = "0/{n} nodes are available"
 MIN_FEASIBLE_NODES = 100

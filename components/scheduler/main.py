@@ -1,27 +1,25 @@
-"""`raftkube scheduler`: flags, the leader election around the scheduler, /healthz and /metrics.
+"""`raftkube scheduler`: flags, the leader election around the scheduler, /healthz and /metrics
+(the scheduler's metrics registry).
 
-Exit codes: 0 after SIGTERM/SIGINT (the Lease is released first), 1 when leadership is lost
-(as kube-scheduler, which exits so that a supervisor restarts it), 2 for bad flags or an
-unusable kubeconfig.
+Exit codes (`components.runner`): 0 after SIGTERM/SIGINT (the Lease is released first), 1 when
+leadership is lost or the scheduler fails (as kube-scheduler, which exits so that a supervisor
+restarts it), 2 for bad flags or an unusable kubeconfig.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import signal
 import sys
 from typing import Any
-
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from components.client import kubeconfig
 from components.client.kubeconfig import KubeconfigError
 from components.client.leaderelection import LeaderElector, default_identity
 from components.client.rest import RestClient
+from components.health import HealthServer
+from components.runner import LeaderElection, run_component
 from components.scheduler.metrics import Metrics
 from components.scheduler.scheduler import Scheduler
 
@@ -102,66 +100,25 @@ class _NoClient:
 
 async def _main(args: argparse.Namespace, config: kubeconfig.ClientConfig, identity: str) -> int:
     metrics = Metrics()
+    health = HealthServer(args.health_port, metrics.registry, lambda: None)
     client = RestClient(config, user_agent="raftkube-scheduler")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    runner = await _serve_health(args.health_port, metrics) if args.health_port else None
-    code = 0
     try:
         scheduler = Scheduler(client, identity=identity, metrics=metrics)
+        election = None
         if args.leader_elect:
-            elector = LeaderElector(
+            election = LeaderElection(
                 client,
                 LEASE_NAME,
-                namespace=LEASE_NAMESPACE,
                 identity=identity,
+                namespace=LEASE_NAMESPACE,
                 lease_duration=args.lease_duration,
                 renew_deadline=args.renew_deadline,
                 retry_period=args.retry_period,
-                on_started_leading=scheduler.run,
                 on_new_leader=lambda who: log.info("the leader is now %s", who),
             )
-            work: asyncio.Task[None] = asyncio.create_task(elector.run())
-        else:
-            work = asyncio.create_task(scheduler.run())
-        stopper = asyncio.create_task(stop.wait())
-        await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        if work.done():
-            stopper.cancel()
-            exc = work.exception()
-            if exc is not None:
-                log.error("the scheduler failed: %r", exc)
-            else:
-                log.error("leadership lost")
-            code = 1
-        else:
-            log.info("stopping")
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
+        return await run_component("the scheduler", scheduler.run, log, health, election)
     finally:
-        if runner is not None:
-            await runner.cleanup()
         await client.close()
-    return code
-
-
-async def _serve_health(port: int, metrics: Metrics) -> web.AppRunner:
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def metrics_page(_: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    app = web.Application()
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics_page)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.scheduler.resources import ZERO, Resources, non_zero_requests, pod_requests, pods_of, resources_of
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 TAINT_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -135,7 +135,7 @@ class NodeInfo:
     pods_with_anti_affinity: int = 0
     owners: dict[str, int] = field(default_factory=dict)  # controller UID -> its pods here
     fit_memo: tuple[Any, Any] | None = None  # (the pod's `shape`, the fit verdict)
-    score_memo: tuple[Any, int] | None = None  # (the pod's non-zero requests, the resource score)
+    score_memo: tuple[Any, tuple[int, int]] | None = None  # (the pod's non-zero requests, the resource scores)
 
     @classmethod
     def of(cls, node: Obj, pods: Iterable[PodInfo] = ()) -> NodeInfo:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from components.scheduler.framework import Algorithm, Diagnosis, FitError
 from components.scheduler.nodeinfo import NodeInfo, PodInfo
-from components.scheduler.plugins import Status, pre_filter
+from components.scheduler.plugins import pre_filter
+from components.scheduler.plugins.cycle import Status
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"

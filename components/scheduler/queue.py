@@ -14,11 +14,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from components.scheduler.nodeinfo import pod_key, priority_of
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 INITIAL_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 10.0
 UNSCHEDULABLE_MAX_S = 300.0

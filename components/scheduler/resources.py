@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apiserver.quantity import QuantityError, parse_quantity
-
-Obj = dict[str, Any]
+from machinery.quantity import QuantityError, parse_quantity
 
 # kube's non-zero defaults, used only for scoring a pod that requests nothing
 DEFAULT_MILLI_CPU_REQUEST = 100

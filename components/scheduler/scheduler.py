@@ -25,9 +25,9 @@ from components.scheduler.nodeinfo import DEFAULT_SCHEDULER, PodInfo, pod_key
 from components.scheduler.preemption import preempt
 from components.scheduler.queue import QueuedPod, SchedulingQueue
 from machinery.clock import Clock, SystemClock, wait_event
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.scheduler")
-Obj = dict[str, Any]
 PODS = Resource("", "v1", "pods", True, "Pod")
 NODES = Resource("", "v1", "nodes", False, "Node")
 MAX_BINDINGS_IN_FLIGHT = 256

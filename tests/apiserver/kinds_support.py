@@ -15,9 +15,9 @@ from apiserver.registry.generic import Registry
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
 from apiserver.table import table
+from machinery.objects import Obj
 from tests.apiserver.memstorage import MemStorage
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 NOW = 1_700_000_000.0
 

@@ -10,8 +10,8 @@ from apiserver.admission.interface import AdmissionRequest, Operation
 from apiserver.auth.user import User
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 RESOURCES = {(r.group, r.plural): r for r in catalog()}
 DEPLOYMENTS = RESOURCES[("apps", "deployments")]
 PODS = RESOURCES[("", "pods")]

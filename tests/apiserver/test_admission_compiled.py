@@ -16,10 +16,10 @@ from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.limitranger import CompiledRanges, LimitRanger
 from apiserver.admission.podsecurity.plugin import PodSecurity
 from apiserver.auth.user import User
-from apiserver.quantity import parse_quantity
 from apiserver.resources import core_pods
+from machinery.objects import Obj
+from machinery.quantity import parse_quantity
 
-Obj = dict[str, Any]
 ANN = User("ann")
 
 

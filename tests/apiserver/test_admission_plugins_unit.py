@@ -17,8 +17,8 @@ from apiserver.admission.priority import Priority
 from apiserver.auth.user import User
 from apiserver.resources import core_pods
 from apiserver.resources._podspec import default_template
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 PODS = core_pods.RESOURCE
 KUBELET = User("system:node:n1", ("system:nodes",))
 

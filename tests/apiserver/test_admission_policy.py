@@ -23,6 +23,7 @@ from apiserver.admission.policy.source import LivePolicies, NoObjects
 from apiserver.admission.policy.wiring import from_caches, param_lookup
 from apiserver.auth.user import User
 from apiserver.errors import StatusError
+from machinery.objects import Obj
 from tests.apiserver.policy_support import (
     CONFIGMAPS,
     NAMESPACES,
@@ -35,7 +36,6 @@ from tests.apiserver.policy_support import (
     request,
 )
 
-Obj = dict[str, Any]
 REPLICAS = {"expression": "object.spec.replicas <= 5"}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apiserver.duration import format_time, human_duration, parse_time, since
+from apiserver.duration import human_duration, since
 
 
 @pytest.mark.parametrize(
@@ -37,10 +37,6 @@ def test_human_duration(seconds: float, shown: str) -> None:
     assert human_duration(seconds) == shown
 
 
-def test_timestamps() -> None:
-    at = parse_time("2024-05-01T10:00:00Z")
-    assert at is not None and format_time(at) == "2024-05-01T10:00:00Z"
-    assert parse_time("2024-05-01T10:00:00.123456Z") == pytest.approx(at + 0.123456)
-    assert parse_time("garbage") is None and parse_time(None) is None
+def test_since() -> None:
     assert since(None, 0.0) == "<unknown>"
-    assert since("2024-05-01T10:00:00Z", at + 65) == "65s"
+    assert since("2024-05-01T10:00:00Z", 1714557600.0 + 65) == "65s"

@@ -11,12 +11,12 @@ from apiserver import objects
 from apiserver.errors import StatusError
 from apiserver.registry import eviction
 from apiserver.registry.generic import Registry
-from apiserver.registry.meta import rfc3339
+from machinery.objects import Obj
+from machinery.timestamps import format_time
 from tests.apiserver.gates_support import in_process
 from tests.apiserver.kinds_support import NOW, find, registry, run
 from tests.apiserver.memstorage import MemStorage
 
-Obj = dict[str, Any]
 NS = "default"
 
 
@@ -97,12 +97,12 @@ def test_allowed_eviction_charges_the_budget() -> None:
         after = await c.budgets.get(NS, "b")
         assert int(after["metadata"]["resourceVersion"]) > int(before["metadata"]["resourceVersion"])
         assert after["status"]["disruptionsAllowed"] == 0
-        assert after["status"]["disruptedPods"] == {"p": rfc3339(NOW)}
+        assert after["status"]["disruptedPods"] == {"p": format_time(NOW)}
         cond = after["status"]["conditions"][0]
         assert (cond["status"], cond["reason"], cond["lastTransitionTime"]) == (
             "False",
             "InsufficientPods",
-            rfc3339(NOW),
+            format_time(NOW),
         )
 
     run(go())

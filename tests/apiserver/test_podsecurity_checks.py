@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from apiserver.admission.podsecurity import checks as c
 from apiserver.admission.podsecurity.evaluate import LevelVersion, checks_for, detail, evaluate
 from apiserver.admission.podsecurity.policy import Policy, policy_of
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def ctr(name: str = "c", **sc: Any) -> Obj:

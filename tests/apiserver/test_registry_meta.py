@@ -10,6 +10,7 @@ from apiserver.errors import StatusError
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.resources.base import ResourceDef
+from machinery.timestamps import format_time
 
 PODS = ResourceDef("", "v1", "Pod", "pods", "pod", True, status_subresource=True, extra={"graceful": True})
 MAPS = ResourceDef("", "v1", "ConfigMap", "configmaps", "configmap", True, bumps_generation=False)
@@ -92,7 +93,7 @@ def test_scheduled_pod_is_deleted_gracefully_then_confirmed_with_grace_zero() ->
     plan = deletion.plan_delete(PODS, obj, DeleteOptions(), NOW)
     assert plan.action == "update"
     assert plan.obj["metadata"]["deletionGracePeriodSeconds"] == 30
-    assert plan.obj["metadata"]["deletionTimestamp"] == meta.rfc3339(NOW + 30)
+    assert plan.obj["metadata"]["deletionTimestamp"] == format_time(NOW + 30)
     again = deletion.plan_delete(PODS, plan.obj, DeleteOptions(), NOW + 1)
     assert again.action == "nothing"
     assert deletion.plan_delete(PODS, plan.obj, DeleteOptions(grace_period_seconds=0), NOW + 2).action == "delete"
@@ -155,7 +156,7 @@ def namespace(**spec: Any) -> dict[str, Any]:
 def test_namespace_delete_marks_it_terminating_and_keeps_it_for_the_namespace_controller() -> None:
     plan = deletion.plan_delete(NAMESPACES, namespace(), DeleteOptions(propagation_policy="Background"), NOW)
     assert plan.action == "update" and plan.obj["status"]["phase"] == "Terminating"
-    assert plan.obj["metadata"]["deletionTimestamp"] == meta.rfc3339(NOW)
+    assert plan.obj["metadata"]["deletionTimestamp"] == format_time(NOW)
     assert "deletionGracePeriodSeconds" not in plan.obj["metadata"] and "finalizers" not in plan.obj["metadata"]
     assert deletion.plan_delete(NAMESPACES, plan.obj, DeleteOptions(), NOW + 1).action == "nothing"
     assert not deletion.finished(NAMESPACES, plan.obj)

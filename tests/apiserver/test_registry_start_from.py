@@ -6,10 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from machinery.objects import Obj
 from tests.apiserver.kinds_support import find, registry, run
 from tests.apiserver.memstorage import MemStorage
-
-Obj = dict[str, Any]
 
 
 class CountingStorage(MemStorage):

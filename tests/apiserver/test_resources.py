@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
 from apiserver.table import table
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 EXPECTED = {
     ("", "v1"): {

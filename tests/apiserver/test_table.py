@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from apiserver.duration import format_time
 from apiserver.errors import StatusError
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
 from apiserver.table import table
+from machinery.objects import Obj
+from machinery.timestamps import format_time
 
 NOW = 1_700_000_000.0
-Obj = dict[str, Any]
 
 
 def find(group: str, plural: str) -> ResourceDef:

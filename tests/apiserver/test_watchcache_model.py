@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from apiserver.errors import StatusError
 from apiserver.watchcache import Cacher, CacheWatcher, WatchEvent
+from machinery.objects import Obj
 from tests.apiserver.cache_support import PODS, Fields, Labels, enc, key, pod
 from tests.apiserver.memstorage import MemStorage
 
@@ -26,8 +27,6 @@ NAMESPACES = ("ns1", "ns2")
 NAMES = ("p0", "p1", "p2")
 APPS = ("", "web", "db")
 NODES = ("", "n1", "n2")
-
-Obj = dict[str, Any]
 
 
 @dataclass

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apiserver.admission.rules import Rule, Target, parse_rule
 from apiserver.admission.webhook.config import CompiledHooks, TLSContexts, compile_configurations
 from apiserver.admission.webhook.failures import CallFailure, rejected
 from apiserver.admission.webhook.review import parse_answer
-from apiserver.admission.webhook.rules import Rule, Target, parse_rule
 from apiserver.warnings import header_values
 
 OPS = ["CREATE", "UPDATE", "DELETE", "CONNECT"]

@@ -7,11 +7,11 @@ import asyncio
 import base64
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
+from machinery.objects import Obj
 from tests.apiserver.webhook_support import (
     TLS,
     Cluster,
@@ -23,7 +23,6 @@ from tests.apiserver.webhook_support import (
     webhook_server,
 )
 
-Obj = dict[str, Any]
 CM = "/api/v1/namespaces/default/configmaps"
 MWC, VWC = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
 

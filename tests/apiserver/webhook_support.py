@@ -26,11 +26,11 @@ from apiserver.admission.webhook.mutating import MutatingWebhook
 from apiserver.admission.webhook.validating import ValidatingWebhook
 from apiserver.auth.authn import Authenticator
 from apiserver.http.app import Api, build_app
+from machinery.objects import Obj
 from machinery.process import pki
 from tests.apiserver.gates_support import ADMIN
 from tests.apiserver.memstorage import MemStorage
 
-Obj = dict[str, Any]
 Answer = Obj | bytes
 Handler = Callable[[Obj], Awaitable[Answer] | Answer]
 REGISTRATION = "admissionregistration.k8s.io/v1"

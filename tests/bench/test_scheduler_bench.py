@@ -148,14 +148,14 @@ def test_profile_summary_counts_our_frames_not_the_entry_points() -> None:
         "<module> (/work/main/components/scheduler/__main__.py:7);"
         "_loop (/work/main/components/scheduler/scheduler.py:170);"
         "schedule (/work/main/components/scheduler/framework.py:120);"
-        "least_allocated (/work/main/components/scheduler/plugins.py:300) 30\n"
+        "least_allocated (/work/main/components/scheduler/plugins/noderesources.py:50) 30\n"
         "<module> (/work/main/components/scheduler/__main__.py:7);"
         "_run_once (/usr/lib/python3.11/asyncio/base_events.py:1900);"
         "read (/x/site-packages/aiohttp/streams.py:10) 10\n"
     )
     s = summarise(raw, seconds=1.0)
     assert s["samples"] == 40
-    assert s["self"][0] == {"frame": "least_allocated (components/scheduler/plugins.py)", "pct": 75.0}
+    assert s["self"][0] == {"frame": "least_allocated (components/scheduler/plugins/noderesources.py)", "pct": 75.0}
     inclusive = {f["frame"]: f["pct"] for f in s["inclusive"]}
     assert inclusive["schedule (components/scheduler/framework.py)"] == 75.0
     assert not any("__main__" in f for f in inclusive)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,8 +15,7 @@ from components.client.indexer import (
     key_of,
     split_key,
 )
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def pod(name: str, ns: str, node: str, owner: str, app: str) -> Obj:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -17,7 +16,6 @@ from components.client.rest import RestClient
 from tests.apiserver.support import ApiserverUnderTest
 
 CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
-Obj = dict[str, Any]
 
 
 async def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
-from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -17,9 +16,9 @@ from components.client.informer import EventHandler, SharedInformer
 from components.client.listwatch import ListResult
 from components.client.reflector import INITIAL_EVENTS_END
 from components.client.rest import GoneError, TransportError, WatchEvent
+from machinery.objects import Obj
 from tests.components.fakeclock import FakeClock
 
-Obj = dict[str, Any]
 NAMES = ["a", "b"]  # few names: the same object meets every kind of fault
 
 

@@ -26,9 +26,9 @@ from components.client.rest import (
     ServerError,
     TransportError,
 )
+from machinery.objects import Obj
 from tests.components.fakeclock import FakeClock
 
-Obj = dict[str, Any]
 TIMEOUT = 10.0  # real seconds: a hang fails the test instead of stalling the suite
 EPOCH = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"

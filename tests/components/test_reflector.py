@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
-from typing import Any
 
 from components.client.listwatch import ListResult
 from components.client.reflector import Backoff, Reflector
 from components.client.rest import BadRequestError, WatchEvent
+from machinery.objects import Obj
 from tests.components.fakeclock import FakeClock
-
-Obj = dict[str, Any]
 
 
 class Recorder:

@@ -39,5 +39,5 @@ def test_ruff_format() -> None:
 
 
 def test_mypy_strict() -> None:
-    """store/, apiserver/ and components/ type-check under mypy --strict (configured in pyproject.toml)."""
+    """store/, machinery/, apiserver/, components/ and bench/ type-check under mypy --strict (pyproject.toml)."""
     _run([*_tool("mypy")])

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-Obj = dict[str, Any]
+from machinery.objects import Obj, as_dict
 
 BASELINE = "baseline"
 RESTRICTED = "restricted"
@@ -50,10 +50,6 @@ class Check:
 # -- helpers over untrusted dicts ------------------------------------------------------------
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -71,7 +67,7 @@ def _name(c: Obj) -> str:
 
 
 def _sc(obj: Obj) -> Obj:
-    return _dict(obj.get("securityContext"))
+    return as_dict(obj.get("securityContext"))
 
 
 def _has_sc(obj: Obj, field: str) -> bool:
@@ -98,7 +94,7 @@ def _setters(pod_bad: bool, bad_containers: list[str]) -> list[str]:
 
 
 def _windows(spec: Obj) -> bool:
-    return _dict(spec.get("os")).get("name") == "windows"
+    return as_dict(spec.get("os")).get("name") == "windows"
 
 
 def _q(value: Any) -> str:
@@ -114,8 +110,8 @@ def _str(value: Any) -> str:
 
 
 def windows_host_process(meta: Obj, spec: Obj) -> Result | None:
-    bad = [_name(c) for c in containers(spec) if _dict(_sc(c).get("windowsOptions")).get("hostProcess") is True]
-    pod_bad = _dict(_sc(spec).get("windowsOptions")).get("hostProcess") is True
+    bad = [_name(c) for c in containers(spec) if as_dict(_sc(c).get("windowsOptions")).get("hostProcess") is True]
+    pod_bad = as_dict(_sc(spec).get("windowsOptions")).get("hostProcess") is True
     setters = _setters(pod_bad, bad)
     if setters:
         return Result(
@@ -156,7 +152,7 @@ BASELINE_CAPABILITIES = frozenset(
 
 
 def _added(c: Obj) -> list[str]:
-    return [str(a) for a in _list(_dict(_sc(c).get("capabilities")).get("add"))]
+    return [str(a) for a in _list(as_dict(_sc(c).get("capabilities")).get("add"))]
 
 
 def capabilities_baseline(meta: Obj, spec: Obj) -> Result | None:
@@ -233,7 +229,7 @@ def app_armor_profile(meta: Obj, spec: Obj) -> Result | None:
     shown = sorted(values)
     annotations = sorted(
         f"{k}={_q(v)}"
-        for k, v in _dict(meta.get("annotations")).items()
+        for k, v in as_dict(meta.get("annotations")).items()
         if str(k).startswith(APPARMOR_ANNOTATION_PREFIX)
         and not (v == "" or v == "runtime/default" or str(v).startswith("localhost/"))
     )
@@ -311,7 +307,7 @@ SECCOMP_CONTAINER_ANNOTATION_PREFIX = "container.seccomp.security.alpha.kubernet
 
 def seccomp_baseline_1_0(meta: Obj, spec: Obj) -> Result | None:
     """Before 1.19 the profile was an annotation."""
-    annotations = _dict(meta.get("annotations"))
+    annotations = as_dict(meta.get("annotations"))
     forbidden: set[str] = set()
 
     def judge(key: str) -> None:

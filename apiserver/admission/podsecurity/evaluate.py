@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from apiserver.admission.podsecurity.checks import BASELINE, CHECKS, RESTRICTED, Check, CheckFn, Obj, Result
+from apiserver.admission.podsecurity.checks import BASELINE, CHECKS, RESTRICTED, Check, CheckFn, Result
 from apiserver.version import KUBE_MINOR
+from machinery.objects import Obj
 
 LATEST_MINOR = int(KUBE_MINOR)  # `latest`, and any newer v1.x, evaluate as the version we serve
 PRIVILEGED = "privileged"

@@ -27,10 +27,10 @@ from apiserver.admission.podsecurity.evaluate import PRIVILEGED, LevelVersion, d
 from apiserver.admission.podsecurity.policy import MODES, PREFIX, Parsed, Policy, policy_of, stricter
 from apiserver.admission.refusal import forbidden
 from apiserver.warnings import add_warning
+from machinery.objects import Obj, as_dict, labels
 
 log = logging.getLogger("raftkube.apiserver.podsecurity")
 
-Obj = dict[str, Any]
 NamespaceGetter = Callable[[str], Awaitable[Obj | None]]
 PodsIn = Callable[[str], Iterable[Obj]]
 
@@ -57,14 +57,6 @@ class Exemptions:
     runtime_classes: frozenset[str] = frozenset()
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _labels(obj: Obj | None) -> dict[str, Any]:
-    return _dict(_dict((obj or {}).get("metadata")).get("labels"))
-
-
 def _images(spec: Obj, group: str) -> list[Any]:
     found = spec.get(group)
     return [c.get("image") if isinstance(c, dict) else c for c in (found if isinstance(found, list) else [])]
@@ -73,7 +65,7 @@ def _images(spec: Obj, group: str) -> list[Any]:
 def significant_pod_update(new: Obj, old: Obj) -> bool:
     """Whether an update can change the verdict: a changed image, a container more or fewer, a new
     or changed ephemeral container (everything else a pod update may change is not checked)."""
-    new_spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+    new_spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
     for group in ("containers", "initContainers"):
         if _images(new_spec, group) != _images(old_spec, group):
             return True
@@ -109,7 +101,7 @@ class PodSecurity:
         self._pods_in = pods_in
         self._exempt = exemptions or Exemptions()
         self._defaults = defaults or Policy()
-        self._policies = ByVersion(lambda ns: policy_of(_labels(dict(ns)), self._defaults))
+        self._policies = ByVersion(lambda ns: policy_of(labels(dict(ns)), self._defaults))
 
     def handles(self, request: AdmissionRequest) -> bool:
         if request.operation not in ("CREATE", "UPDATE"):
@@ -131,14 +123,14 @@ class PodSecurity:
     def _validate_namespace(self, request: AdmissionRequest) -> None:
         if request.subresource:
             return
-        new = policy_of(_labels(request.object), self._defaults)
+        new = policy_of(labels(request.object), self._defaults)
         if request.operation == "CREATE":
             if new.errors:
                 raise errors.invalid("Namespace", request.name, new.errors)
             if request.name in self._exempt.namespaces:
-                self._warn_exempt(request.name, new, _labels(request.object))
+                self._warn_exempt(request.name, new, labels(request.object))
             return
-        old = policy_of(_labels(request.old_object), self._defaults)
+        old = policy_of(labels(request.old_object), self._defaults)
         if new.errors and (not old.errors or new.errors != old.errors):
             raise errors.invalid("Namespace", request.name, new.errors)
         before, after = old.policy.enforce, new.policy.enforce
@@ -147,7 +139,7 @@ class PodSecurity:
         if after.minor == before.minor and not stricter(after, before):
             return
         if request.name in self._exempt.namespaces:
-            self._warn_exempt(request.name, new, _labels(request.object))
+            self._warn_exempt(request.name, new, labels(request.object))
             return
         for text in self.existing_pod_warnings(request.name, after):
             add_warning(text)
@@ -172,7 +164,7 @@ class PodSecurity:
         seen_controllers: set[str] = set()
         duplicates: list[Obj] = []
         for pod in self._pods_in(namespace):
-            spec = _dict(pod.get("spec"))
+            spec = as_dict(pod.get("spec"))
             if spec.get("runtimeClassName") in self._exempt.runtime_classes:
                 continue
             owner = _controller_uid(pod)
@@ -188,8 +180,8 @@ class PodSecurity:
         pods = pods[:MAX_PODS_TO_CHECK]
         by_reason: dict[str, tuple[str, int]] = {}
         for pod in pods:
-            meta = _dict(pod.get("metadata"))
-            failures = evaluate(enforce, meta, _dict(pod.get("spec")))
+            meta = as_dict(pod.get("metadata"))
+            failures = evaluate(enforce, meta, as_dict(pod.get("spec")))
             if failures:
                 why = reasons(failures)
                 name = str(meta.get("name", ""))
@@ -235,7 +227,7 @@ class PodSecurity:
         if request.operation == "UPDATE" and request.old_object is not None:
             if not significant_pod_update(pod, request.old_object):
                 return
-        self._evaluate(request, parsed, _dict(pod.get("metadata")), _dict(pod.get("spec")), enforce=True)
+        self._evaluate(request, parsed, as_dict(pod.get("metadata")), as_dict(pod.get("spec")), enforce=True)
 
     async def _validate_template(self, request: AdmissionRequest, path: tuple[str, ...]) -> None:
         if request.subresource or request.user.name in self._exempt.usernames:
@@ -249,7 +241,7 @@ class PodSecurity:
         template = _template(request.object or {}, path)
         if template is None:
             return
-        self._evaluate(request, parsed, _dict(template.get("metadata")), _dict(template.get("spec")), enforce=False)
+        self._evaluate(request, parsed, as_dict(template.get("metadata")), as_dict(template.get("spec")), enforce=False)
 
     def _evaluate(self, request: AdmissionRequest, parsed: Parsed, meta: Obj, spec: Obj, *, enforce: bool) -> None:
         if spec.get("runtimeClassName") in self._exempt.runtime_classes:
@@ -278,7 +270,7 @@ class PodSecurity:
 
 
 def _controller_uid(pod: Obj) -> str | None:
-    refs = _dict(pod.get("metadata")).get("ownerReferences")
+    refs = as_dict(pod.get("metadata")).get("ownerReferences")
     for ref in refs if isinstance(refs, list) else []:
         if isinstance(ref, dict) and ref.get("controller") is True:
             return str(ref.get("uid", ""))

@@ -6,11 +6,10 @@ Namespace itself is matched by its own labels; other cluster-scoped objects alwa
 `objectSelector` matches the new or the old object's labels; the request must match no
 `excludeResourceRules` and one `resourceRules` entry (none listed: every resource).  A rule
 matches on operation, group, version, resource (`*`, `*/*`, `pods/*`, `*/status`), scope and
-`resourceNames`.  This server serves one version of each resource, so `matchPolicy:
-Equivalent` finds no other version to convert to and matches as `Exact` does.
-
-The webhook admission plugin matches its rules the same way (apiserver/admission/webhook/);
-the two could share one matcher once both are on main.
+`resourceNames`: the matcher is apiserver/admission/rules.py, the one webhooks use; what is
+here is reading a policy's rules strictly (a malformed one is an error, not a rule matching
+nothing).  This server serves one version of each resource, so `matchPolicy: Equivalent` finds
+no other version to convert to and matches as `Exact` does.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver.admission.interface import AdmissionRequest
+from apiserver.admission.rules import Rule, Target, split_resource
 from machinery.selectors import LabelSelector, SelectorError
 
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT", "*")
@@ -65,65 +65,39 @@ def _labels(obj: Mapping[str, Any] | None) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in labels.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One NamedRuleWithOperations."""
-
-    operations: tuple[str, ...]
-    api_groups: tuple[str, ...]
-    api_versions: tuple[str, ...]
-    resources: tuple[str, ...]
-    scope: str = "*"
-    resource_names: tuple[str, ...] = ()
-
-    @classmethod
-    def parse(cls, value: Any, field: str) -> Rule:
-        if not isinstance(value, dict):
-            raise MatchError(field, "must be an object")
-        operations = _strings(value.get("operations"), f"{field}.operations")
-        for i, op in enumerate(operations):
-            if op not in OPERATIONS:
-                raise MatchError(f"{field}.operations[{i}]", f"unsupported operation {op!r}")
-        scope = value.get("scope") or "*"
-        if scope not in SCOPES:
-            raise MatchError(f"{field}.scope", f"unsupported scope {scope!r}")
-        return cls(
-            operations,
-            _strings(value.get("apiGroups"), f"{field}.apiGroups"),
-            _strings(value.get("apiVersions"), f"{field}.apiVersions"),
-            _strings(value.get("resources"), f"{field}.resources"),
-            scope,
-            _strings(value.get("resourceNames"), f"{field}.resourceNames"),
-        )
-
-    def matches(self, request: AdmissionRequest) -> bool:
-        res = request.resource
-        return (
-            _any(self.operations, request.operation)
-            and _any(self.api_groups, res.group)
-            and _any(self.api_versions, res.version)
-            and self._resource(res.plural, request.subresource)
-            and self._scope(request)
-            and (not self.resource_names or request.name in self.resource_names)
-        )
-
-    def _resource(self, plural: str, subresource: str) -> bool:
-        for entry in self.resources:
-            name, _, sub = entry.partition("/")
-            if (name in ("*", plural)) and (sub in ("*", subresource)):
-                return True
-        return False
-
-    def _scope(self, request: AdmissionRequest) -> bool:
-        if self.scope == "Namespaced":
-            return not _is_namespace(request) and bool(request.namespace)
-        if self.scope == "Cluster":
-            return _is_namespace(request) or not request.namespace
-        return True
+def parse_rule(value: Any, field: str) -> Rule:
+    """One NamedRuleWithOperations, refused (MatchError) when it is not one."""
+    if not isinstance(value, dict):
+        raise MatchError(field, "must be an object")
+    operations = _strings(value.get("operations"), f"{field}.operations")
+    for i, op in enumerate(operations):
+        if op not in OPERATIONS:
+            raise MatchError(f"{field}.operations[{i}]", f"unsupported operation {op!r}")
+    scope = value.get("scope") or "*"
+    if scope not in SCOPES:
+        raise MatchError(f"{field}.scope", f"unsupported scope {scope!r}")
+    return Rule(
+        operations=frozenset(operations),
+        api_groups=frozenset(_strings(value.get("apiGroups"), f"{field}.apiGroups")),
+        api_versions=frozenset(_strings(value.get("apiVersions"), f"{field}.apiVersions")),
+        resources=tuple(split_resource(r) for r in _strings(value.get("resources"), f"{field}.resources")),
+        scope=scope,
+        resource_names=frozenset(_strings(value.get("resourceNames"), f"{field}.resourceNames")),
+    )
 
 
-def _any(allowed: tuple[str, ...], value: str) -> bool:
-    return "*" in allowed or value in allowed
+def target_of(request: AdmissionRequest) -> Target:
+    """The request as rules see it (a policy's scope reads the request's own namespace)."""
+    res = request.resource
+    return Target(
+        request.operation,
+        res.group,
+        res.version,
+        res.plural,
+        request.subresource,
+        request.namespace or "",
+        request.name,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +124,7 @@ class MatchResources:
                 return ()
             if not isinstance(items, list):
                 raise MatchError(f"{field}.{key}", "must be a list")
-            return tuple(Rule.parse(r, f"{field}.{key}[{i}]") for i, r in enumerate(items))
+            return tuple(parse_rule(r, f"{field}.{key}[{i}]") for i, r in enumerate(items))
 
         policy = value.get("matchPolicy") or "Equivalent"
         if policy not in ("Exact", "Equivalent"):
@@ -166,9 +140,10 @@ class MatchResources:
     def matches(self, request: AdmissionRequest, namespace_labels: Callable[[str], Mapping[str, str]]) -> bool:
         if not self._namespace(request, namespace_labels) or not self._object(request):
             return False
-        if any(r.matches(request) for r in self.excluded):
+        target = target_of(request)
+        if any(r.matches(target) for r in self.excluded):
             return False
-        return not self.rules or any(r.matches(request) for r in self.rules)
+        return not self.rules or any(r.matches(target) for r in self.rules)
 
     def _namespace(self, request: AdmissionRequest, namespace_labels: Callable[[str], Mapping[str, str]]) -> bool:
         if self.namespace_selector.empty():

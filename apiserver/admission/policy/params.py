@@ -7,13 +7,12 @@ nothing, unless `parameterNotFoundAction: Deny` makes it a configuration error."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from apiserver.admission.policy.binding import ParamRef
 from apiserver.admission.policy.compiled import ParamKind
-
-Obj = dict[str, Any]
+from machinery.objects import Obj, labels
 
 
 class ParamSource(Protocol):
@@ -30,12 +29,6 @@ ParamLookup = Callable[[str, str], tuple[ParamSource, bool] | None]
 
 class ParamError(Exception):
     """A binding whose params cannot be found as configured (the failure policy decides)."""
-
-
-def _labels(obj: Obj) -> Mapping[str, str]:
-    meta = obj.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, dict) else None
-    return labels if isinstance(labels, dict) else {}
 
 
 def _namespace(obj: Obj) -> str:
@@ -70,7 +63,7 @@ def collect(
             for o in source.objects()
             if (where is None or _namespace(o) == where)
             and ref.selector is not None
-            and ref.selector.matches(_labels(o))
+            and ref.selector.matches(labels(o))
         ]
     if not params and ref.deny_when_missing:
         raise ParamError("no params found for policy binding with `Deny` parameterNotFoundAction")

@@ -25,8 +25,9 @@ from apiserver.admission.policy.evaluate import Decision, evaluate
 from apiserver.admission.policy.params import ParamError, ParamLookup, collect
 from apiserver.admission.policy.requestvars import namespace_variable, request_variable
 from apiserver.admission.policy.source import LivePolicies
+from machinery import objects
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 ADMISSION_GROUP = "admissionregistration.k8s.io"
 EXEMPT = frozenset(
     {
@@ -168,7 +169,7 @@ def refusal(
     bound = f" with binding '{binding.name}'" if binding is not None else ""
     why = f"ValidatingAdmissionPolicy '{policy.name}'{bound} denied request: {decision.message}"
     res = request.resource
-    name = request.name or _object_name(request.object)
+    name = request.name or objects.name(request.object)
     what = errors.qualified(res.plural, res.group)
     message = f'{what} "{name}" is forbidden: {why}' if name else f"{what} is forbidden: {why}"
     details: dict[str, Any] = {"kind": res.plural, "causes": [{"message": why}]}
@@ -178,8 +179,3 @@ def refusal(
         details["group"] = res.group
     reason = decision.reason if decision.reason in _CODES else "Invalid"
     return errors.StatusError(_CODES[reason], reason, message, details)
-
-
-def _object_name(obj: Obj | None) -> str:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return str(meta.get("name") or "") if isinstance(meta, dict) else ""

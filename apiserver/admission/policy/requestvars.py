@@ -5,11 +5,9 @@ fields kube exposes; null for cluster-scoped writes)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from apiserver.admission.interface import AdmissionRequest
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 _NAMESPACE_META = (
     "name",
     "generateName",

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from apiserver.admission.policy.binding import CompiledBinding, compile_binding
 from apiserver.admission.policy.compiled import CompiledPolicy, compile_policy
-
-Obj = dict[str, Any]
+from machinery.objects import Obj, metadata
 
 
 class Source(Protocol):
@@ -39,13 +38,8 @@ class PolicySet:
     pairs: tuple[tuple[CompiledPolicy, tuple[CompiledBinding, ...]], ...] = ()
 
 
-def _meta(obj: Obj) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def _compile_key(obj: Obj) -> Hashable:
-    meta = _meta(obj)
+    meta = metadata(obj)
     return (meta.get("name"), meta.get("uid"), meta.get("generation"), meta.get("resourceVersion"))
 
 

@@ -10,8 +10,7 @@ from typing import Any
 from apiserver.admission.policy.params import ParamLookup, ParamSource
 from apiserver.admission.policy.plugin import ADMISSION_GROUP, ValidatingAdmissionPolicy
 from apiserver.admission.policy.source import LivePolicies, NoObjects
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def param_lookup(caches: Mapping[tuple[str, str], Any]) -> ParamLookup:

@@ -2,9 +2,9 @@
 
 admissionregistration.k8s.io/v1 Mutating/ValidatingWebhookConfiguration objects name HTTPS
 endpoints; a write that matches a webhook's rules and selectors is sent to it as an
-AdmissionReview v1, and the answer allows, denies or (mutating) patches the object.
+AdmissionReview v1, and the answer allows, denies or (mutating) patches the object.  Which
+writes a rule covers is apiserver/admission/rules.py, shared with admission policies.
 
-    rules.py       which writes a rule covers (operations, groups, versions, resources, scope)
     config.py      configuration objects -> compiled hooks, rebuilt only when the source changes
     selection.py   namespaceSelector / objectSelector
     review.py      the AdmissionReview request, and checking the webhook's answer

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from apiserver.admission.webhook.rules import Rule, parse_rule
+from apiserver.admission.rules import Rule, parse_rule
+from machinery.objects import Obj
 from machinery.selectors import LabelSelector, SelectorError
 
 log = logging.getLogger("raftkube.admission.webhook")
 
-Obj = dict[str, Any]
 DEFAULT_TIMEOUT = 10
 MAX_TIMEOUT = 30
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import orjson
 
 from apiserver import errors
 from apiserver.admission.interface import AdmissionRequest
+from apiserver.admission.rules import Target
 from apiserver.admission.webhook.client import WebhookClient
 from apiserver.admission.webhook.config import CompiledHooks, Hook
 from apiserver.admission.webhook.failures import CallFailure, call_failed, dry_run_unsupported, internal_error
@@ -30,14 +30,13 @@ from apiserver.admission.webhook.review import (
     review_namespace,
     review_version,
 )
-from apiserver.admission.webhook.rules import Target
 from apiserver.admission.webhook.selection import NamespaceLabels, NamespaceLookup, namespace_matches, object_matches
 from apiserver.resources.base import ResourceDef
 from apiserver.warnings import add_warning
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.admission.webhook")
 
-Obj = dict[str, Any]
 REGISTRATION = "admissionregistration.k8s.io"
 EXEMPT = {
     "mutatingwebhookconfigurations",

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import orjson
 
-from apiserver.admission.interface import AdmissionRequest, Obj
+from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.webhook.config import Hook
 from apiserver.admission.webhook.dispatch import Dispatcher, convert, failure_status
 from apiserver.admission.webhook.failures import CallFailure, internal_error, rejected
 from apiserver.admission.webhook.review import Invocation
 from apiserver.patch.errors import PatchError
 from apiserver.patch.json_patch import apply_json_patch
+from machinery.objects import Obj
 
 _FIXED = (("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"))
 

@@ -12,15 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.webhook.failures import CallFailure
 from apiserver.resources.base import ResourceDef
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 GROUP = "admission.k8s.io"
 KNOWN_VERSIONS = ("v1", "v1beta1")
 _OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}

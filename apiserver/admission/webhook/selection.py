@@ -11,31 +11,22 @@ the old object's labels match.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from apiserver import errors
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.webhook.config import Hook
 from apiserver.admission.webhook.review import review_namespace
+from machinery.objects import Obj, labels
 
-Obj = dict[str, Any]
 # name -> the namespace object, or None when there is no such namespace
 NamespaceLookup = Callable[[str], Awaitable[Obj | None]]
-
-
-def labels_of(obj: Obj | None) -> Mapping[str, str]:
-    if not isinstance(obj, dict):
-        return {}
-    meta = obj.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, dict) else None
-    return labels if isinstance(labels, dict) else {}
 
 
 def object_matches(hook: Hook, request: AdmissionRequest) -> bool:
     selector = hook.object_selector
     if selector.empty():
         return True
-    return selector.matches(labels_of(request.object)) or selector.matches(labels_of(request.old_object))
+    return selector.matches(labels(request.object)) or selector.matches(labels(request.old_object))
 
 
 class NamespaceLabels:
@@ -55,12 +46,12 @@ class NamespaceLabels:
         req = self._request
         if req.resource.group == "" and req.resource.plural == "namespaces" and not req.subresource:
             if req.operation in ("CREATE", "UPDATE"):
-                return labels_of(req.object)
+                return labels(req.object)
         name = review_namespace(req)
         found = await self._lookup(name)
         if found is None:
             raise errors.not_found("namespaces", name)
-        return labels_of(found)
+        return labels(found)
 
 
 async def namespace_matches(hook: Hook, request: AdmissionRequest, labels: NamespaceLabels) -> bool:

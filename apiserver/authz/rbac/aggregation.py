@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
 from apiserver import errors
 from apiserver.authz.rbac.policy import PolicySnapshot
 from apiserver.registry.generic import Registry
+from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.apiserver")
-Obj = dict[str, Any]
 
 
 class RoleCache(Protocol):

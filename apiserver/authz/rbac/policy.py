@@ -15,6 +15,7 @@ from typing import Any
 
 from apiserver.auth.user import User
 from apiserver.authz.rbac.rules import Rule, parse_rules
+from machinery.objects import metadata
 from machinery.selectors import LabelSelector, SelectorError
 
 Obj = Mapping[str, Any]
@@ -32,11 +33,6 @@ class Binding:
     namespace: str  # "" for a ClusterRoleBinding
     name: str
     role: RoleRef
-
-
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _str(value: Any) -> str:
@@ -76,12 +72,12 @@ class PolicySnapshot:
     ) -> None:
         self._cluster_roles: dict[str, Obj] = {}
         for role in cluster_roles:
-            name = _str(_meta(role).get("name"))
+            name = _str(metadata(role).get("name"))
             if name:
                 self._cluster_roles[name] = role
         self._roles: dict[tuple[str, str], list[Rule]] = {}
         for role in roles:
-            meta = _meta(role)
+            meta = metadata(role)
             self._roles[(_str(meta.get("namespace")), _str(meta.get("name")))] = parse_rules(role.get("rules"))
         self._cluster_rules: dict[str, list[Rule]] = {}
         # subject key -> bindings: a user's bindings are a few dict lookups, not a scan
@@ -90,7 +86,7 @@ class PolicySnapshot:
         for obj in cluster_role_bindings:
             self._index(obj, "", self._cluster_bindings)
         for obj in role_bindings:
-            namespace = _str(_meta(obj).get("namespace"))
+            namespace = _str(metadata(obj).get("namespace"))
             if namespace:
                 self._index(obj, namespace, self._namespace_bindings.setdefault(namespace, {}))
 
@@ -102,7 +98,7 @@ class PolicySnapshot:
         kind, role_name = _str(ref.get("kind")), _str(ref.get("name"))
         if kind not in ("Role", "ClusterRole") or not role_name or (kind == "Role" and not namespace):
             return
-        binding = Binding(namespace, _str(_meta(obj).get("name")), RoleRef(kind, role_name))
+        binding = Binding(namespace, _str(metadata(obj).get("name")), RoleRef(kind, role_name))
         subjects = obj.get("subjects")
         for subject in subjects if isinstance(subjects, list) else []:
             for key in _subject_keys(subject, namespace):
@@ -137,7 +133,7 @@ class PolicySnapshot:
             if selector.empty():
                 continue  # an empty selector picks nothing, as kube's aggregation controller does
             for other_name, other in sorted(self._cluster_roles.items()):
-                labels = _meta(other).get("labels")
+                labels = metadata(other).get("labels")
                 if other_name == name or not selector.matches(labels if isinstance(labels, Mapping) else {}):
                     continue
                 for rule in self._resolve(other_name, visiting):

@@ -15,9 +15,8 @@ from components.client import kubeconfig
 from components.client.rest import RestClient
 from components.controllers.cronjob import CronJobController
 from components.controllers.runner import running
+from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
-
-Obj = dict[str, Any]
 
 
 class ShiftedCronJobs(CronJobController):

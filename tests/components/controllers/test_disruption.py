@@ -15,10 +15,10 @@ from components.client import kubeconfig
 from components.client.rest import RestClient, TooManyRequestsError
 from components.controllers.disruption import DisruptionController
 from components.controllers.runner import running
+from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest, kubectl_binary
 from tests.components.controllers.test_endpoints_support import namespace, pod, run, set_pod_status, until
 
-Obj = dict[str, Any]
 NS = "pdb-e2e"
 NODE = "pdb-node"
 VIOLATES = "Cannot evict pod as it would violate the pod's disruption budget."

@@ -1,4 +1,4 @@
-"""The disruption controller's arithmetic (pure): which pods a budget selects, expectedPods and
+"""The disruption controller's arithmetic (pure): expectedPods and
 desiredHealthy for each kind of budget, the healthy count with evictions not yet seen, the
 condition, and the safe answer when the budget cannot be worked out."""
 
@@ -18,20 +18,19 @@ from components.controllers._disruption_budget import (
     disruptions_allowed,
     expected_and_desired,
     live_disruptions,
-    rfc3339,
     scaled,
-    selects,
     with_condition,
 )
+from machinery.objects import Obj
+from machinery.timestamps import format_time
 
-Obj = dict[str, Any]
 NOW = 1_700_000_000.0
 
 
 def pod(name: str, *, ready: bool = True, deleting: bool = False, labels: dict[str, str] | None = None) -> Obj:
     meta: Obj = {"name": name, "namespace": "ns", "labels": labels if labels is not None else {"app": "web"}}
     if deleting:
-        meta["deletionTimestamp"] = rfc3339(NOW)
+        meta["deletionTimestamp"] = format_time(NOW)
     return {"metadata": meta, "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
@@ -46,17 +45,6 @@ def pdb(generation: int = 1, status: Any = None, **spec: Any) -> Obj:
 
 def no_scale(_pods: list[Obj]) -> int:
     raise AssertionError("an integer minAvailable needs no controller")
-
-
-def test_selectors_of_policy_v1() -> None:
-    assert selects(pdb(), pod("a"))
-    assert not selects(pdb(), pod("a", labels={"app": "db"}))
-    assert selects(pdb(selector={}), pod("a", labels={}))  # empty: every pod of the namespace
-    assert not selects(pdb(selector=None), pod("a"))  # null: none
-    bad = {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["web"]}]}
-    assert not selects(pdb(selector=bad), pod("a"))  # invalid: none (never "all")
-    assert not selects(pdb(selector="app=web"), pod("a"))
-    assert not selects({"spec": "x"}, pod("a"))
 
 
 def test_scaled_rounds_a_percent_up() -> None:
@@ -80,7 +68,7 @@ def test_expected_and_desired() -> None:
 
 
 def test_disrupted_pods_expire_and_keep_their_pods_out_of_the_count() -> None:
-    fresh, old = rfc3339(NOW - 10), rfc3339(NOW - DELETION_TIMEOUT_S - 1)
+    fresh, old = format_time(NOW - 10), format_time(NOW - DELETION_TIMEOUT_S - 1)
     held = {"a": fresh, "b": old, "c": fresh, "gone": fresh, "d": "not a time"}
     pods = [pod("a"), pod("b"), pod("c", deleting=True), pod("d"), pod("e")]
     kept, recheck = live_disruptions(held, pods, NOW)
@@ -110,7 +98,7 @@ def test_compute_min_available_int() -> None:
                 "type": "DisruptionAllowed",
                 "status": "True",
                 "observedGeneration": 1,
-                "lastTransitionTime": rfc3339(NOW),
+                "lastTransitionTime": format_time(NOW),
                 "reason": "SufficientPods",
                 "message": "",
             }
@@ -122,9 +110,9 @@ def test_compute_min_available_int() -> None:
 
 
 def test_compute_after_an_eviction() -> None:
-    held = {"disruptedPods": {"a": rfc3339(NOW - 5)}, "observedGeneration": 1}
+    held = {"disruptedPods": {"a": format_time(NOW - 5)}, "observedGeneration": 1}
     got = compute(pdb(minAvailable=2, status=held), [pod("a"), pod("b"), pod("c")], NOW, no_scale)
-    assert got.status["disruptedPods"] == {"a": rfc3339(NOW - 5)}
+    assert got.status["disruptedPods"] == {"a": format_time(NOW - 5)}
     assert (got.status["currentHealthy"], got.status["disruptionsAllowed"]) == (2, 0)
     cond = got.status["conditions"][0]
     assert (cond["status"], cond["reason"]) == ("False", "InsufficientPods")
@@ -160,9 +148,9 @@ def test_condition_transition_time_moves_only_with_its_status() -> None:
     first = with_condition(None, "True", "SufficientPods", "", 1, NOW)
     other = {"type": "Other", "status": "True"}
     same = with_condition([other, *first, "junk"], "True", "SufficientPods", "", 2, NOW + 60)
-    assert same[0] == other and same[1]["lastTransitionTime"] == rfc3339(NOW) and same[1]["observedGeneration"] == 2
+    assert same[0] == other and same[1]["lastTransitionTime"] == format_time(NOW) and same[1]["observedGeneration"] == 2
     flipped = with_condition(same, "False", "InsufficientPods", "", 2, NOW + 60)
-    assert flipped[1]["lastTransitionTime"] == rfc3339(NOW + 60)
+    assert flipped[1]["lastTransitionTime"] == format_time(NOW + 60)
 
 
 @given(
@@ -179,7 +167,7 @@ def test_allowed_is_never_negative_nor_more_than_healthy_minus_desired(
     readiness: list[tuple[bool, bool, bool]], budget: Obj, replicas: int
 ) -> None:
     pods = [pod(f"p{i}", ready=r, deleting=d) for i, (r, d, _) in enumerate(readiness)]
-    held = {"disruptedPods": {f"p{i}": rfc3339(NOW - 1) for i, (_, _, e) in enumerate(readiness) if e}}
+    held = {"disruptedPods": {f"p{i}": format_time(NOW - 1) for i, (_, _, e) in enumerate(readiness) if e}}
     status = compute(pdb(status=held, **budget), pods, NOW, lambda _p: replicas).status
     allowed, healthy, desired = status["disruptionsAllowed"], status["currentHealthy"], status["desiredHealthy"]
     assert 0 <= allowed <= max(0, healthy - desired)

@@ -5,17 +5,16 @@ selector are left alone, and a deleted service takes its Endpoints along."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from components.client import kubeconfig
 from components.client.rest import NotFoundError, RestClient
 from components.controllers.endpoints import EndpointsController
 from components.controllers.endpointslice import EndpointSliceController
 from components.controllers.runner import running
+from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_endpoints_support import namespace, pod, run, set_pod_status, until
 
-Obj = dict[str, Any]
 HTTP = [{"name": "http", "containerPort": 8080}]
 
 

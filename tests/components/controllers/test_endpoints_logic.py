@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.controllers._infra_endpoints import desired_slices, endpoints_subsets, find_port, managed_labels
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def svc(**spec: Any) -> Obj:

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from components.client.rest import AlreadyExistsError, RestClient
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 WAIT_S = 30.0
 
 

@@ -14,9 +14,9 @@ from components.client.rest import NotFoundError, RestClient
 from components.controllers._gc_graph import Graph
 from components.controllers.garbagecollector import GarbageCollector
 from components.controllers.runner import running
+from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
 
-Obj = dict[str, Any]
 CM = Resource("", "v1", "configmaps", kind="ConfigMap")
 
 

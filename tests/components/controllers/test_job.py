@@ -15,9 +15,8 @@ from components.client.rest import NotFoundError, RestClient
 from components.controllers._job_status import Counts, failure_backoff, job_verdict, pods_wanted
 from components.controllers.job import TRACKING, JobController
 from components.controllers.runner import running
+from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
-
-Obj = dict[str, Any]
 
 
 class FastJobs(JobController):

@@ -14,10 +14,9 @@ from components.client.rest import NotFoundError, RestClient
 from components.controllers._infra_nodes import UNREACHABLE, eviction_at, silenced, wanted_taints
 from components.controllers.nodelifecycle import NodeLifecycleController
 from components.controllers.runner import running
+from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_endpoints_support import namespace, pod, run, until
-
-Obj = dict[str, Any]
 
 
 def test_silenced_conditions_and_taints_by_ready() -> None:

@@ -8,13 +8,12 @@ from typing import Any
 
 from components.client import kubeconfig
 from components.client.rest import RestClient
-from components.controllers._infra_quota import counted_by, used
+from components.controllers._infra_quota import used
 from components.controllers.resourcequota import ResourceQuotaController
 from components.controllers.runner import running
+from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_endpoints_support import namespace, run, until
-
-Obj = dict[str, Any]
 
 
 def cpu_pod(cpu: str, phase: str = "Running", **spec: Any) -> Obj:
@@ -33,7 +32,6 @@ def test_used_follows_admissions_rules() -> None:
     }
     scoped: Obj = {"spec": {"hard": {"pods": "9"}, "scopes": ["Terminating"]}}
     assert used(scoped, lambda gr: [cpu_pod("1"), cpu_pod("1", activeDeadlineSeconds=5)]) == {"pods": "1"}
-    assert counted_by("services.nodeports") == ("", "services") and counted_by("requests.storage") is None
     assert used({"spec": {"hard": {"persistentvolumeclaims": "1"}}}, lambda gr: []) == {"persistentvolumeclaims": "0"}
 
 

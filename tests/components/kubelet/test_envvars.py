@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.kubelet.envvars import EnvError, Sources, build, expand
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 POD: Obj = {
     "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1", "labels": {"app": "web"}, "annotations": {}},
     "spec": {"nodeName": "n1", "serviceAccountName": "default"},

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from components.kubelet.backoff import CrashBackOff
 from components.kubelet.podactions import Kill, Seen, Start, plan, spec_hash
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def pod(*mains: str, inits: tuple[str, ...] = (), policy: str = "Always", **meta: Any) -> Obj:

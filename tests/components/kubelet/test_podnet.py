@@ -17,7 +17,6 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,11 +24,11 @@ from components.kubelet import podnet
 from components.kubelet.envvars import Sources
 from components.kubelet.podworker import PodWorker, ready_pod
 from components.kubelet.process_runtime import ProcessRuntime
+from machinery.objects import Obj
 from tests.support.wait import until
 
 # network namespaces need root and iproute2: where they are missing these tests fail, loudly
 
-Obj = dict[str, Any]
 NO_SOURCES = Sources(lambda ns, n: None, lambda ns, n: None)
 IP = shutil.which("ip") or "ip"
 SERVER = "import http.server as h; h.HTTPServer(('0.0.0.0', 8080), h.SimpleHTTPRequestHandler).serve_forever()"

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from components.kubelet import podphase as pp
 from components.kubelet.podphase import Condition
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def spec(*names: str, inits: tuple[str, ...] = (), policy: str = "Always", **extra: Any) -> Obj:

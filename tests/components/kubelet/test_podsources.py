@@ -7,12 +7,11 @@ real one."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from components.client.rest import NotFoundError
 from components.kubelet.podsources import CACHE_TTL_S, PodSources, references
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 POD: Obj = {
     "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
     "spec": {

@@ -27,9 +27,8 @@ from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 from components.kubelet.process_runtime import ProcessRuntime
 from components.kubelet.volumes import VolumeError
+from machinery.objects import Obj
 from tests.support.wait import until
-
-Obj = dict[str, Any]
 
 
 @pytest.fixture

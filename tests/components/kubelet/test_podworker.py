@@ -13,8 +13,8 @@ from components.kubelet.backoff import CrashBackOff
 from components.kubelet.envvars import Sources
 from components.kubelet.podworker import PodWorker, ready_pod
 from components.kubelet.process_runtime import ProcessRuntime
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 WAIT_S = 15.0
 NO_SOURCES = Sources(lambda ns, n: None, lambda ns, n: None)
 

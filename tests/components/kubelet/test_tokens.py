@@ -13,8 +13,7 @@ import pytest
 from components.kubelet.envvars import Sources
 from components.kubelet.tokens import TokenCache, requests_of
 from components.kubelet.volumes import VolumeError, files_of
-
-Obj = dict[str, Any]
+from machinery.objects import Obj
 
 
 def pod(*projections: Obj, account: str | None = "robot") -> Obj:

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from components.kubelet.envvars import Sources
 from components.kubelet.volumes import VolumeError, check_path, files_of, write_atomically
+from machinery.objects import Obj
 
-Obj = dict[str, Any]
 POD: Obj = {
     "metadata": {"name": "web-1", "namespace": "shop", "labels": {"app": "web", "tier": 'f"e'}},
     "spec": {"containers": [{"name": "app", "resources": {"limits": {"memory": "64Mi"}}}]},

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.scheduler.nodeinfo import NodeInfo, PodInfo
-
-Obj = dict[str, Any]
+from components.scheduler.plugins import pre_filter, run_filters
+from machinery.objects import Obj
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, ready: str = "True", **spec: Any) -> Obj:
@@ -36,3 +36,11 @@ def pod(name: str, cpu: str = "", memory: str = "", ns: str = "default", **spec:
 def infos(*nodes: Obj, placed: dict[str, list[Obj]] | None = None) -> list[NodeInfo]:
     placed = placed or {}
     return [NodeInfo.of(n, [PodInfo.of(p) for p in placed.get(n["metadata"]["name"], [])]) for n in nodes]
+
+
+def verdict(p: dict, n: dict, placed: list[dict] | None = None, others: list[NodeInfo] | None = None) -> str:
+    """The reasons the default filters give for placing `p` on `n` ("" when it fits)."""
+    ni = NodeInfo.of(n, [PodInfo.of(x) for x in placed or []])
+    state = pre_filter(PodInfo.of(p), [ni, *(others or [])])
+    s = run_filters(state, ni)
+    return "" if s is None else "; ".join(s.reasons)

@@ -9,7 +9,7 @@ import pytest
 from components.scheduler.cache import Cache
 from components.scheduler.framework import Algorithm, Diagnosis, FitError, feasible_nodes_to_find
 from components.scheduler.nodeinfo import PodInfo
-from components.scheduler.plugins import Status
+from components.scheduler.plugins.cycle import Status
 from components.scheduler.preemption import preempt
 from components.scheduler.queue import SchedulingQueue
 from tests.components.scheduler.support import infos, node, pod

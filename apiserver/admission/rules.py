@@ -1,10 +1,14 @@
-"""Which writes a webhook rule covers: admissionregistration/v1 RuleWithOperations, as kube reads it.
+"""Which writes an admission rule covers: admissionregistration/v1 RuleWithOperations (webhooks)
+and NamedRuleWithOperations (ValidatingAdmissionPolicy match constraints), as kube reads them.
 
 A rule matches when every part does: the operation (or `*`), the API group, the version, the
 resource (`pods`, `*`, `pods/status`, `*/status`, `pods/*`, `*/*`: the part after the slash is
-the subresource, and a plain `pods` matches only the main resource), and the scope (`Cluster`,
-`Namespaced`, `*`; namespace objects count as cluster-scoped).  Pure: compiled once per
-configuration change, evaluated per request.
+the subresource, and a plain `pods` matches only the main resource), the scope (`Cluster`,
+`Namespaced`, `*`; namespace objects count as cluster-scoped) and, for policies, the
+`resourceNames` (none: every name).  Webhooks and policies match by this one Rule (kube's
+admission/plugin/webhook/predicates/rules serves both); how each reads its configuration
+differs (a webhook's rule of an odd shape matches nothing, a policy's is an error), so the
+parsers stay with them.  Pure: compiled once per configuration change, evaluated per request.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ class Target:
     resource: str  # the plural
     subresource: str  # "" for the main resource
     namespace: str  # "" for cluster-scoped objects; a namespace object's own name for namespaces
+    name: str = ""  # the object's name, for `resourceNames`
 
     @property
     def is_namespace_object(self) -> bool:
-        return self.group == "" and self.version == "v1" and self.resource == "namespaces"
+        return self.group == "" and self.resource == "namespaces"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +44,7 @@ class Rule:
     api_versions: frozenset[str]
     resources: tuple[tuple[str, str], ...]  # (resource, subresource) pairs, either may be "*"
     scope: str = ANY  # "Cluster", "Namespaced" or "*"
+    resource_names: frozenset[str] = frozenset()  # none: every name
 
     def matches(self, t: Target) -> bool:
         return (
@@ -50,6 +56,7 @@ class Rule:
                 (res == ANY or res == t.resource) and (sub == ANY or sub == t.subresource)
                 for res, sub in self.resources
             )
+            and (not self.resource_names or t.name in self.resource_names)
         )
 
     def _scope(self, t: Target) -> bool:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apiserver.resources.pod_log_options import PodLogOptions, parse
+from machinery.pod_log_options import PodLogOptions, parse
 
 
 def test_what_kubectl_logs_sends() -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apiserver.quantity import (
+from machinery.quantity import (
     FORMAT_ERROR,
     MAX_VALUE,
     SUFFIX_ERROR,

@@ -1,21 +1,25 @@
 """What a pod asks for: its effective requests and limits per resource, as kube computes them
-for quota and limit ranges (the larger of the containers' sum and the largest init container,
-plus the pod overhead).  Quantities that do not parse count as nothing: validation refuses
-them before any plugin that counts them runs.  Objects are decoded JSON, so a mapping is a
-dict (the cheap isinstance: this runs several times per container of every pod create)."""
+for quota and limit ranges (component-helpers' resource.PodRequests: the larger of the
+containers' sum and the largest init container, plus the pod overhead).  Quota admission charges
+it and the quota controller recounts it, so both read it here.
+
+Quantities that do not parse count as nothing: validation refuses them before any plugin that
+counts them runs.  Objects are decoded JSON, so a mapping is a dict (the cheap isinstance: this
+runs several times per container of every pod create)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from apiserver.quantity import Quantity, QuantityError, parse_quantity
+from machinery.quantity import Quantity, QuantityError, parse_quantity
 
-Obj = Mapping[str, Any]
+# a pod spec or container as decoded (a machinery.objects.Obj), only read here
+JsonView = Mapping[str, Any]
 Resources = dict[str, Quantity]
 
 
-def _list(container: Obj, which: str) -> Resources:
+def _list(container: JsonView, which: str) -> Resources:
     resources = container.get("resources")
     values = resources.get(which) if isinstance(resources, dict) else None
     out: Resources = {}
@@ -27,7 +31,7 @@ def _list(container: Obj, which: str) -> Resources:
     return out
 
 
-def container_resources(container: Obj, which: str) -> Resources:
+def container_resources(container: JsonView, which: str) -> Resources:
     """`requests` or `limits` of one container (requests default to limits, as kube defaults them)."""
     got = _list(container, which)
     if which == "requests":
@@ -36,12 +40,12 @@ def container_resources(container: Obj, which: str) -> Resources:
     return got
 
 
-def _containers(spec: Obj, field: str) -> list[Obj]:
+def _containers(spec: JsonView, field: str) -> list[JsonView]:
     items = spec.get(field)
     return [c for c in items if isinstance(c, dict)] if isinstance(items, list) else []
 
 
-def pod_resources(spec: Obj, which: str) -> Resources:
+def pod_resources(spec: JsonView, which: str) -> Resources:
     """The pod's effective `requests` or `limits`."""
     total: Resources = {}
     for container in _containers(spec, "containers"):
@@ -62,5 +66,5 @@ def pod_resources(spec: Obj, which: str) -> Resources:
     return total
 
 
-def all_containers(spec: Obj) -> list[Obj]:
+def all_containers(spec: JsonView) -> list[JsonView]:
     return _containers(spec, "initContainers") + _containers(spec, "containers")
