@@ -1,19 +1,16 @@
 """The [apiserver] section of cluster.toml, and the `--storage` URL.
 
-Values are checked as [store]'s are (store.server.config.check_field): a wrong type, an
+Values are checked as [store]'s are (machinery.process.config): a wrong type, an
 out-of-range port or an unknown key is a ConfigError naming the file and key.
 """
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from apiserver.storage import parse_storage_url
-from store.config import ConfigError
-from store.server.config import SettingError, check_field
+from machinery.process.config import ConfigError, load_section
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,25 +59,7 @@ class ApiserverSettings:
 
 def load_apiserver_settings(path: Path) -> ApiserverSettings:
     """The [apiserver] section of `path`, with defaults for what it leaves out."""
-    try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    section = doc.get("apiserver", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [apiserver] must be a table")
-    known = {f.name: f for f in fields(ApiserverSettings)}
-    unknown = sorted(set(section) - set(known))
-    if unknown:
-        raise ConfigError(f"{path}: apiserver has unknown keys: {', '.join(unknown)}")
-    values: dict[str, Any] = {}
-    try:
-        for key, value in section.items():
-            values[key] = check_field(ApiserverSettings, known[key], value, f"{path}: apiserver.{key}")
-    except SettingError as e:
-        raise ConfigError(str(e)) from None
+    values = load_section(ApiserverSettings, path, "apiserver")
     if "storage" in values:
         try:
             parse_storage_url(values["storage"])

@@ -5,8 +5,8 @@
     <data_dir>/apiserver/apiserver.log    its stdout and stderr
     <data_dir>/apiserver/pki/, tokens.csv its credentials (apiserver.pki)
 
-The process is `raftkube apiserver ...`, started the way store.launcher starts members
-(`spawn`, `stop_process`), so that `raftkube down` finds it by its pid file.
+The process is `raftkube apiserver ...`, started as store members are (machinery.process.launch:
+`spawn`, `stop_process`), so that `raftkube down` finds it by its pid file.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import yaml
 
 from apiserver.endpoint import RECORD_FILE, Endpoint, RecordError, read_record
 from apiserver.pki import ApiserverPKI, kubeconfig_data
-from store import disk
-from store.launcher import LauncherError, port_free, read_pid, spawn, stop_process
+from machinery.process import disk
+from machinery.process.launch import LauncherError, port_free, read_pid, spawn, stop_process
 
 PID_FILE = "pid"
 LOG_FILE = "apiserver.log"

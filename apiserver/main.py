@@ -44,9 +44,10 @@ from apiserver.storage import open_storage, parse_storage_url
 from apiserver.storage.interface import Storage
 from apiserver.tls_scope import protocol_class, ws_protocol_class
 from machinery.duration import SECOND_NS, DurationError, parse_duration
-from store import pki
-from store.cli.common import DEFAULT_DATA_DIR, UsageError
-from store.launcher import LauncherError, LocalCluster, port_free
+from machinery.process import pki
+from machinery.process.command import DEFAULT_DATA_DIR, UsageError
+from machinery.process.launch import LauncherError, port_free
+from store.launcher import LocalCluster
 
 DEFAULT_PORT = 6443
 GRACEFUL_SHUTDOWN_SECONDS = 5

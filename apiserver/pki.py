@@ -22,7 +22,7 @@ node's is made on first ask.
 
 The CA is separate from the store's (`<data_dir>/store/pki/`): store credentials let a
 client write any key, API credentials go through the apiserver's checks.  Files are written
-as store.pki writes them (directories 0700, keys and the token file 0600, atomically).
+as machinery.process.pki writes them (directories 0700, keys and the token file 0600, atomically).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from cryptography import x509
 from apiserver.auth import jws
 from apiserver.auth.authn import load_token_file
 from apiserver.endpoint import RECORD_FILE, read_record
-from store import disk, pki
+from machinery.process import disk, pki
 
 APISERVER_DIR = "apiserver"
 PKI_DIR = "pki"

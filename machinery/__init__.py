@@ -41,5 +41,8 @@ Modules, one meaning each:
   and the quota controller's recount alike;
 - `resources`: the built-in resources by group and plural (version, kind, scope), for
   components that must name kinds without importing the apiserver's catalog;
-- `timestamps`: metav1.Time, written to the second in UTC and read back tolerantly.
+- `timestamps`: metav1.Time, written to the second in UTC and read back tolerantly;
+- `process/`: not API semantics but what every raftkube process needs from its host (durable
+  private files, the cluster's PKI, processes by pid file, cluster.toml settings); see its
+  docstring for why it lives here.
 """

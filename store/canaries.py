@@ -8,7 +8,7 @@ member start) fail; a member running any canary logs a loud warning.
 * `ack-before-fsync`: client writes are acknowledged but never fsynced (the WAL is fsynced
   only for the bootstrap snapshot, a new term or vote and conf changes; the member's own
   snapshot markers are written unsynced, and the snapshot file the durable marker names is
-  kept until a newer marker is durable); a crash that drops unsynced data (store.disk's
+  kept until a newer marker is durable); a crash that drops unsynced data (machinery.process.disk's
   crash simulation) loses them, while the consistent prefix that survives lets the cluster
   restart, so the lost writes can be seen missing.
 * `read-without-readindex`: linearizable reads skip ReadIndex and answer from local state,

@@ -15,41 +15,47 @@ Unless the cluster is created `insecure`, every member speaks only mutual TLS: p
 member certificates, clients with any certificate the cluster CA signed.
 
 Every directory the launcher or a member creates there is 0700 and every file 0600, whatever
-the umask (store.disk), but certificates (public, 0644: store.pki) in those 0700 directories;
+the umask (machinery.process.disk), but certificates (public, 0644: machinery.process.pki) in
+those 0700 directories;
 `store up` refuses a data dir, or its store/, that group or others can write (`check_private`).
 
 Each member runs in its own process group, so signals aimed at one member (kill, pause)
 never reach the launcher or the other members.
 
-Every process started here (members, and through this module the apiserver and components)
-has a pid file; next to it `pid.stopped` says it was stopped on purpose (`stop_process`,
-`kill_member`: `down`, `restart`, `store kill`) and stays until it is started again, so that
-a supervisor (components.supervisor) brings back what died on its own and leaves alone what a
-user stopped.  `pid.lock` serialises starting and stopping one part across processes.
+Members are started and stopped by pid file as every local process is
+(machinery.process.launch); `kill_member` marks the member stopped on purpose, so that a
+supervisor leaves it down until it is started again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import random
 import signal
-import socket
 import ssl
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from store import disk, pki
+from machinery.process import disk, pki
+from machinery.process.config import ConfigError
+from machinery.process.launch import (
+    LauncherError,
+    mark_stopped,
+    part_lock,
+    port_free,
+    read_pid,
+    reap,
+    spawn,
+    stop_process,
+)
 from store.api.cluster import MemberInfo
 from store.api.protocol import split_url
-from store.config import ConfigError, StoreSettings
+from store.config import StoreSettings
 from store.server.config import SETTINGS, MemberConfig, read_member_file, write_member_file
 
 CLUSTER_FILE = "cluster.json"
@@ -57,65 +63,6 @@ PKI_DIR = "pki"
 MEMBER_TLS_DIR = "tls"
 """In a member's directory; the member process reads the same name (store.server.member.TLS_DIR)."""
 CLIENT_NAME = "admin"
-
-_children: dict[int, subprocess.Popen[bytes]] = {}
-"""Members started by this process: kept so that they are reaped (no zombies, no warnings)."""
-_exit_codes: dict[int, int] = {}
-"""How reaped children ended (negative: killed by that signal), for tests."""
-
-
-class LauncherError(Exception):
-    """A cluster cannot be started, found or stopped; the message says why."""
-
-
-HANDED_OUT_KEPT = 4096
-"""Ports `free_ports` remembers having handed out (the most recent ones)."""
-_handed_out: dict[int, None] = {}  # insertion-ordered: the oldest is dropped first
-
-
-def _bind_any(host: str) -> socket.socket:
-    s = socket.socket()
-    s.bind((host, 0))
-    return s
-
-
-def free_ports(n: int, host: str = "127.0.0.1", bind_any: Callable[[str], socket.socket] = _bind_any) -> list[int]:
-    """`n` distinct ports that were free a moment ago, none of them handed out before by this
-    process.  A port is only reserved once its user binds it, and `up` starts a process per
-    port it picks (members, the apiserver, components) that binds a second or so later: the
-    kernel may hand a port that was released but not yet bound to the next caller, and two
-    parts of one cluster then fight over it.  `bind_any(host)` -> a socket bound to a port."""
-    socks = []
-    ports: list[int] = []
-    try:
-        for _ in range(50 * n):
-            if len(ports) == n:
-                break
-            s = bind_any(host)
-            socks.append(s)  # kept bound until the end, so that this call never sees it twice
-            port = s.getsockname()[1]
-            if port not in _handed_out:
-                ports.append(port)
-        if len(ports) < n:
-            raise LauncherError(f"no {n} free ports on {host} that this process has not handed out already")
-    finally:
-        for s in socks:
-            s.close()
-    for port in ports:
-        _handed_out[port] = None
-    while len(_handed_out) > HANDED_OUT_KEPT:
-        del _handed_out[next(iter(_handed_out))]
-    return ports
-
-
-def port_free(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 class LocalCluster:
@@ -133,7 +80,7 @@ class LocalCluster:
     def check_private(self) -> None:
         """Refuse a data dir (or its store/ dir) that group or others can write: they could
         replace or remove the members' files.  The user's directory is never chmod-ed behind
-        their back; those that the launcher creates itself are 0700 (store.disk.make_dirs)."""
+        their back; those that the launcher creates itself are 0700 (machinery.process.disk.make_dirs)."""
         for d in (self.data_dir, self.root):
             try:
                 mode = d.stat().st_mode & 0o777
@@ -331,7 +278,7 @@ class LocalCluster:
             pid = self.signal_member(member_id, signal.SIGKILL)
         deadline = time.monotonic() + 5
         while self.pid(member_id) is not None and time.monotonic() < deadline:
-            _reap(pid)
+            reap(pid)
             time.sleep(0.01)
         with contextlib.suppress(FileNotFoundError):
             (self.member_dir(member_id) / "pid").unlink()
@@ -346,166 +293,3 @@ class LocalCluster:
 
     def stop_all(self, timeout: float = 10.0) -> list[int]:
         return [mid for mid in self.member_ids() if self.stop_member(mid, timeout)]
-
-
-# ---------------------------------------------------------------------- processes by pid file
-def read_pid(pid_file: Path) -> int | None:
-    """The pid in `pid_file` if that process is alive (a stale pid file is ignored)."""
-    try:
-        pid = int(pid_file.read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
-    _reap(pid)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    # A zombie (exited, not yet reaped) is not alive.
-    with contextlib.suppress(FileNotFoundError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return None
-    return pid
-
-
-def stopped_file(pid_file: Path) -> Path:
-    """Present while the part was stopped on purpose (and not started since)."""
-    return pid_file.with_name(pid_file.name + ".stopped")
-
-
-def stopped_on_purpose(pid_file: Path) -> bool:
-    return stopped_file(pid_file).exists()
-
-
-def mark_stopped(pid_file: Path) -> None:
-    disk.write_private(stopped_file(pid_file), f"{time.time():.3f} by pid {os.getpid()}\n".encode())
-
-
-_held: dict[str, tuple[int, int]] = {}
-"""Part locks this process holds: path -> (fd, depth); re-entrant, so that a supervisor that
-holds one while it decides can call a start that takes it again."""
-
-
-@contextlib.contextmanager
-def part_lock(pid_file: Path, wait: bool = True) -> Iterator[bool]:
-    """Hold `pid.lock` next to `pid_file` (blocking, or False at once when `wait` is False
-    and another process holds it): one start or stop of a part at a time."""
-    path = os.fspath(pid_file.with_name(pid_file.name + ".lock"))
-    if path in _held:
-        fd, depth = _held[path]
-        _held[path] = (fd, depth + 1)
-        try:
-            yield True
-        finally:
-            _held[path] = (fd, _held[path][1] - 1)
-        return
-    disk.make_dirs(pid_file.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        _held[path] = (fd, 1)
-        try:
-            yield True
-        finally:
-            del _held[path]
-    finally:
-        os.close(fd)  # drops the lock
-
-
-def spawn(argv: list[str], log_file: Path, pid_file: Path, env: dict[str, str] | None = None) -> int:
-    """Start `argv` in its own process group (signals for it never reach us), stdout and
-    stderr appended to `log_file`, its pid written to `pid_file`; `env` adds to ours.  A part
-    already running under `pid_file` is refused; a mark of a stop on purpose is cleared once
-    the new pid is written (a supervisor never sees it dead and unmarked in between)."""
-    with part_lock(pid_file):
-        running = read_pid(pid_file)
-        if running is not None:
-            raise LauncherError(f"{pid_file.parent.name} is already running (pid {running})")
-        log = disk.open_log(log_file)  # handed to the child process
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=os.getcwd(),
-                env=child_env(env),
-            )
-        finally:
-            os.close(log)
-        _children[proc.pid] = proc
-        disk.write_private(pid_file, f"{proc.pid}\n".encode())
-        with contextlib.suppress(FileNotFoundError):
-            stopped_file(pid_file).unlink()
-    return proc.pid
-
-
-def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """Our environment, `env` on top, with this checkout first on the import path."""
-    return {
-        **os.environ,
-        **(env or {}),
-        "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    }
-
-
-def stop_process(pid_file: Path, timeout: float = 10.0) -> bool:
-    """SIGTERM the process group of the pid in `pid_file`, then SIGKILL after `timeout`;
-    remove the pid file; True if it was running.  The part is marked stopped on purpose (even
-    when it was already down: a supervisor must not bring it back after this)."""
-    if not pid_file.parent.is_dir():
-        return False
-    with part_lock(pid_file):
-        mark_stopped(pid_file)
-        return _stop(pid_file, timeout)
-
-
-def _stop(pid_file: Path, timeout: float) -> bool:
-    pid = read_pid(pid_file)
-    if pid is None:
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if read_pid(pid_file) is None:
-            break
-        _reap(pid)
-        time.sleep(0.02)
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-    _reap(pid)
-    with contextlib.suppress(FileNotFoundError):
-        pid_file.unlink()
-    return True
-
-
-def exit_code(pid: int) -> int | None:
-    """How a member started by this process ended (-9: SIGKILL), once reaped; else None."""
-    _reap(pid)
-    return _exit_codes.get(pid)
-
-
-def _reap(pid: int) -> None:
-    proc = _children.get(pid)
-    if proc is not None:
-        code = proc.poll()
-        if code is not None:
-            _exit_codes[pid] = code
-            del _children[pid]
-        return
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parents[1])

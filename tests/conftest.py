@@ -6,7 +6,7 @@
   `.raftkube/`, which the README's `raftkube up` creates), and $XDG_STATE_HOME at a temporary
   directory (not the developer's record of the last `up`: store.cli.locate).
 * No process a test module starts (store members, apiservers, components, through
-  store.launcher.spawn) may outlive that module.  One left running is killed by pid and the
+  store.launch.spawn) may outlive that module.  One left running is killed by pid and the
   module fails, naming it: a leaked process would load the machine for the rest of the run
   and hold ports and files."""
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from store import launcher
+from machinery.process import launch
 from store.cli import locate
 
 EXIT_GRACE_S = 10.0
@@ -50,22 +50,22 @@ def no_cluster_but_the_tests_own(tmp_path_factory: pytest.TempPathFactory) -> It
 
 @pytest.fixture(autouse=True, scope="module")
 def no_process_outlives_its_module() -> Iterator[None]:
-    before = set(launcher._children)
+    before = set(launch._children)
     yield
     leaked = []
-    for pid, proc in list(launcher._children.items()):
+    for pid, proc in list(launch._children.items()):
         if pid in before:
             continue
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=EXIT_GRACE_S)  # one told to stop may still be on its way out
         if proc.poll() is not None:
-            launcher._children.pop(pid, None)
+            launch._children.pop(pid, None)
             continue
         leaked.append(f"{pid}: {_command(pid)[:200]}")
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             proc.wait(timeout=10)
-        launcher._children.pop(pid, None)
+        launch._children.pop(pid, None)
     if leaked:
         pytest.fail("processes outlived their test module (killed now):\n" + "\n".join(leaked), pytrace=False)

@@ -20,7 +20,7 @@ from apiserver.launcher import Endpoint, LocalApiserver
 from bench.apiserver.http11 import Connection, HTTPError, Response, Target
 from bench.store import procs
 from bench.store.peers import EtcdPeer, Peer, RaftkubePeer, etcd_version
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 
 BACKENDS = ("raftkube", "etcd")
 MEMBERS = {"raftkube": 3, "etcd": 3}  # replicated on both sides: what a user would run

@@ -18,7 +18,7 @@ from pathlib import Path
 from apiserver.pki import component_kubeconfig
 from bench.scheduler.histogram import Sample, parse
 from bench.store import procs
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNCED = "informers synced"

@@ -32,7 +32,7 @@ from bench.store.loadrun import percentile
 from bench.store.progress import Progress
 from components.client import kubeconfig
 from components.client.rest import AlreadyExistsError, ApiError, RestClient, TransportError
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "hollow-"

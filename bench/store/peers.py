@@ -27,9 +27,10 @@ from apiserver.storage.etcd_client import EtcdClient, EtcdError
 from bench.store import procs
 from bench.store.syncobj_service import SyncobjClient, SyncobjError
 from bench.store.tls import ClientTLS, EtcdMemberTLS, etcd_pki
+from machinery.process.launch import free_ports, port_free
+from machinery.process.pki import CA_CERT
 from store.config import StoreSettings, load_store_settings
-from store.launcher import CLIENT_NAME, LocalCluster, free_ports, port_free
-from store.pki import CA_CERT
+from store.launcher import CLIENT_NAME, LocalCluster
 
 SYSTEMS = ("raftkube", "etcd", "pysyncobj")
 

@@ -1,6 +1,6 @@
 """TLS for the benchmark's clusters: the files a client uses, and etcd's certificates.
 
-Both systems get certificates from the same kind of CA (store.pki: EC P-256, one cluster CA
+Both systems get certificates from the same kind of CA (machinery.process.pki: EC P-256, one cluster CA
 per cluster): raftkube through its launcher (`LocalCluster.create(insecure=False)`), etcd
 from `etcd_pki` below, so that neither pays for a bigger key or a longer chain than the
 other.  Load generators are separate processes: they get the *paths* of the client files in
@@ -37,8 +37,8 @@ class ClientTLS:
         return ClientTLS(str(doc["ca"]), str(doc["cert"]), str(doc["key"]))
 
     def ssl_context(self) -> Any:
-        """An ssl.SSLContext for raftkube's client (store.pki's client context)."""
-        from store import pki
+        """An ssl.SSLContext for raftkube's client (machinery.process.pki's client context)."""
+        from machinery.process import pki
 
         return pki.client_context(Path(self.ca), Path(self.cert), Path(self.key))
 
@@ -60,7 +60,7 @@ def etcd_pki(root: Path, members: list[int]) -> tuple[dict[int, EtcdMemberTLS], 
     """A new CA under `root/pki`, a certificate per member (serverAuth + clientAuth, for
     127.0.0.1 and localhost) under `root/tls-m<N>`, and the load generators' client
     certificate (clientAuth) next to the CA."""
-    from store import pki
+    from machinery.process import pki
 
     ca = pki.create_ca(root / "pki", "raftkube bench etcd CA")
     out: dict[int, EtcdMemberTLS] = {}

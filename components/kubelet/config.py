@@ -8,13 +8,10 @@ ConfigError naming the file and key.  Nodes are named node-1 .. node-<count>; wi
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from store.config import ConfigError
-from store.server.config import SettingError, check_field
+from machinery.process.config import ConfigError, load_section
 
 MAX_KUBELETS = 10
 MAX_HOLLOW = 5000
@@ -46,26 +43,9 @@ class KubeletSettings:
 
 
 def load_kubelet_settings(path: Path) -> KubeletSettings:
-    """The [kubelets] section of `path`, with defaults for what it leaves out."""
-    try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        return KubeletSettings()
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    section = doc.get("kubelets", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [kubelets] must be a table")
-    known = {f.name: f for f in fields(KubeletSettings)}
-    unknown = sorted(set(section) - set(known))
-    if unknown:
-        raise ConfigError(f"{path}: kubelets has unknown keys: {', '.join(unknown)}")
-    values: dict[str, Any] = {}
-    try:
-        for key, value in section.items():
-            values[key] = check_field(KubeletSettings, known[key], value, f"{path}: kubelets.{key}")
-    except SettingError as e:
-        raise ConfigError(str(e)) from None
+    """The [kubelets] section of `path`, with defaults for what it leaves out (all of them
+    when there is no such file: kubelets need no cluster.toml)."""
+    values = load_section(KubeletSettings, path, "kubelets", missing_file_ok=True)
     network = values.get("pod_network", "host")
     if network not in POD_NETWORKS:
         raise ConfigError(f"{path}: kubelets.pod_network must be host or netns, got {network!r}")

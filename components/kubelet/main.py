@@ -39,7 +39,7 @@ from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatab
 from components.kubelet.process_runtime import ProcessRuntime
 from components.kubelet.server import KubeletServer
 from components.runner import run_component
-from store import pki
+from machinery.process import pki
 
 log = logging.getLogger("raftkube.kubelet")
 POD_NETWORKS = ("host", "netns")

@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+from machinery.process.command import UsageError
 from store.chaos.faults import FAULTS, GROUPS, expand
 from store.chaos.report import first_violation_hint, verdict_table, write_scenario, write_summary
 from store.chaos.scenario import CANARIES, PROFILES, Result, Scenario, run_scenario
-from store.cli.common import UsageError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -21,13 +21,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from store import disk
+from machinery.process import disk
+from machinery.process.launch import free_ports, port_free
 from store.api.cluster import MemberInfo
 from store.api.errors import StoreError
 from store.api.protocol import split_url
 from store.client.client import Client
 from store.config import StoreSettings
-from store.launcher import LocalCluster, free_ports, port_free
+from store.launcher import LocalCluster
 from store.server.apply_log import FILE as APPLY_LOG_FILE
 from store.server.apply_log import read_apply_log
 from store.wal.segment import list_segments

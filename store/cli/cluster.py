@@ -13,12 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from store import disk
+from machinery.process import disk
+from machinery.process.command import UsageError
+from machinery.process.launch import LauncherError, free_ports
 from store.api.cluster import MemberInfo
 from store.api.errors import StoreError
 from store.cli import locate
 from store.cli.common import (
-    UsageError,
     add_cluster_arguments,
     client_tls,
     data_dir,
@@ -30,7 +31,7 @@ from store.cli.common import (
 )
 from store.client.client import Client
 from store.config import StoreSettings, load_store_settings
-from store.launcher import LauncherError, LocalCluster, free_ports
+from store.launcher import LocalCluster
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

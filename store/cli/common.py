@@ -9,17 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from store import pki
+from machinery.process import pki
+from machinery.process.command import DEFAULT_DATA_DIR, UsageError
+from machinery.process.launch import LauncherError
 from store.api.errors import Outcome, StoreError
 from store.cli import locate
-from store.cli.locate import DEFAULT_DATA_DIR
 from store.client.client import Client
-from store.config import ConfigError
-from store.launcher import LauncherError, LocalCluster
-
-
-class UsageError(Exception):
-    """Bad usage or a refused request: printed as `raftkube: <message>`, exit status 2."""
+from store.launcher import LocalCluster
 
 
 class ClusterError(Exception):
@@ -133,10 +129,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 
 __all__ = [
-    "DEFAULT_DATA_DIR",
     "ClusterError",
-    "ConfigError",
-    "UsageError",
     "add_cluster_arguments",
     "client_tls",
     "data_dir",

@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from store import disk
+from machinery.process import disk
+from machinery.process.command import DEFAULT_DATA_DIR
 
-DEFAULT_DATA_DIR = Path(".raftkube")
 DATA_DIR_ENV = "RAFTKUBE_DATA_DIR"
 STATE_FILE = "current"
 MAX_STATE_BYTES = 4096
@@ -101,4 +101,4 @@ def _holds_cluster(d: Path) -> bool:
     return (d / "store" / "cluster.json").is_file() or (d / "apiserver" / "apiserver.json").is_file()
 
 
-__all__ = ["DATA_DIR_ENV", "DEFAULT_DATA_DIR", "LocateError", "find", "given", "recorded", "remember", "state_file"]
+__all__ = ["DATA_DIR_ENV", "LocateError", "find", "given", "recorded", "remember", "state_file"]

@@ -9,7 +9,7 @@ applied entry to `<data dir>/apply.log`:
 
 (entry type is raft's, or SNAPSHOT_INSTALLED / SNAPSHOT_LOADED for a state replaced whole).
 
-It is opened with `store.disk.open_log` (private, but untracked) and written with plain
+It is opened with `machinery.process.disk.open_log` (private, but untracked) and written with plain
 `os.write`, so a simulated crash that cuts store files back to their fsynced length leaves
 it whole: it says what was applied, even by a process that then lost it.  A member
 re-applying entries after a restart logs them again; the checker requires every copy of an
@@ -25,7 +25,7 @@ from typing import Any
 
 import msgpack
 
-from store import disk
+from machinery.process import disk
 
 ENV = "RAFTKUBE_APPLY_LOG"
 SNAPSHOT_INSTALLED = -1

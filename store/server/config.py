@@ -8,32 +8,21 @@ Every tunable setting is declared once, with its default, in `RaftSettings` (clu
 loader (store/config.py) fills them from cluster.toml; `MemberConfig` inherits both, so the
 launcher copies them into each member's member.json field by field and the member reads them
 back the same way.  member.json is a file a user can edit: reading it checks every field's
-type and range strictly and refuses keys it does not know, naming the field.
+type and range strictly (as every setting is: machinery.process.config) and refuses keys it
+does not know, naming the field.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import MISSING, Field, dataclass, field, fields
-from functools import cache
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
-from store import disk
+from machinery.process import disk
+from machinery.process.config import INT_MAX, SettingError, check_value, field_types
 from store.api.cluster import MemberInfo
 from store.api.protocol import MAX_REQUEST_BYTES, split_url
-
-INT_MAX = (1 << 63) - 1
-"""No integer setting or ID goes above this (msgpack's and the WAL's signed 64-bit range)."""
-
-
-class SettingError(ValueError):
-    """A setting (in cluster.toml or member.json) cannot be used; `field` names it."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,9 +87,9 @@ class MemberConfig(MemberSettings, RaftSettings):
     member_id: int
     name: str
     data_dir: Path
-    peer_url: str = field(metadata={"url": True})
-    client_url: str = field(metadata={"url": True})
-    http_url: str = field(metadata={"url": True})
+    peer_url: str = field(metadata={"check": split_url})
+    client_url: str = field(metadata={"check": split_url})
+    http_url: str = field(metadata={"check": split_url})
     initial_cluster: list[MemberInfo]
     cluster_id: int = field(metadata={"min": 0})
     join: bool = False
@@ -122,48 +111,6 @@ SETTINGS = tuple(f.name for f in (*fields(RaftSettings), *fields(MemberSettings)
 
 
 # ---------------------------------------------------------------------- checking values
-def check_value(f: Field[Any], kind: Any, value: Any, what: str) -> Any:
-    """`value` for the field `f` of declared type `kind`, or SettingError naming `what`.
-
-    Bools are not integers, floats are not integers, integers are positive (or at least
-    the field's metadata "min") and at most INT_MAX; numbers of seconds are finite and
-    positive (an integer is taken as seconds too); strings are not empty.
-    """
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise SettingError(f.name, f"{what} must be true or false, got {value!r}")
-        return value
-    if kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SettingError(f.name, f"{what} must be an integer, got {value!r}")
-        choices = f.metadata.get("choices")
-        if choices is not None and value not in choices:
-            raise SettingError(f.name, f"{what} must be {' or '.join(map(str, choices))}, got {value}")
-        lo: int = f.metadata.get("min", 1)
-        hi: int = f.metadata.get("max", INT_MAX)
-        if value < lo:
-            raise SettingError(f.name, f"{what} must be {'positive' if lo == 1 else f'at least {lo}'}, got {value}")
-        if value > hi:
-            raise SettingError(f.name, f"{what} must be at most {hi}, got {value}")
-        return value
-    if kind is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise SettingError(f.name, f"{what} must be a positive number of seconds, got {value!r}")
-        return float(value)
-    if kind is str or kind is Path:
-        may_be_empty = bool(f.metadata.get("empty"))  # a field that may be empty says so
-        if not isinstance(value, str) or not (value or may_be_empty):
-            kind_text = "a string" if may_be_empty else "a non-empty string"
-            raise SettingError(f.name, f"{what} must be {kind_text}, got {value!r}")
-        if f.metadata.get("url"):
-            try:
-                split_url(value)
-            except ValueError as e:
-                raise SettingError(f.name, f"{what}: {e}") from None
-        return Path(value) if kind is Path else value
-    raise TypeError(f"no check for settings of type {kind!r} ({what})")  # a programming error
-
-
 def _url(value: Any, name: str, what: str) -> str:
     if not isinstance(value, str):
         raise SettingError(name, f"{what} must be a string, got {value!r}")
@@ -217,14 +164,10 @@ def _peer_dial(value: Any, what: str) -> dict[int, str]:
     return out
 
 
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls)
-
-
-def check_field(cls: type, f: Field[Any], value: Any, what: str) -> Any:
-    """`value` for field `f` of the dataclass `cls`, checked as its declared type demands."""
-    kind = _hints(cls)[f.name]
+def _check_member_field(f: Field[Any], value: Any, what: str) -> Any:
+    """`value` for the MemberConfig field `f`: the cluster's members and peer URLs as
+    member.json spells them, every other field as any setting is checked."""
+    kind = field_types(MemberConfig)[f.name]
     if kind == list[MemberInfo]:
         return _members(value, what)
     if kind == dict[int, str]:
@@ -279,7 +222,7 @@ def read_member_file(member_dir: Path) -> MemberConfig:
     values: dict[str, Any] = {"data_dir": member_dir}
     for name, f in known.items():
         if name in doc:
-            values[name] = check_field(MemberConfig, f, doc[name], f"{path}: {name}")
+            values[name] = _check_member_field(f, doc[name], f"{path}: {name}")
         elif f.default is MISSING and f.default_factory is MISSING:
             raise SettingError(name, f"{path}: {name} is missing")
     cfg = MemberConfig(**values)

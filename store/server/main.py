@@ -17,7 +17,8 @@ import signal
 import sys
 from pathlib import Path
 
-from store import canaries, disk, failpoints, pki
+from machinery.process import disk, pki
+from store import canaries, failpoints
 from store.api.errors import StoreError
 from store.server.config import MemberConfig, read_member_file
 from store.server.member import Member

@@ -22,7 +22,8 @@ import random
 import resource
 import ssl
 
-from store import canaries, failpoints, pki
+from machinery.process import pki
+from store import canaries, failpoints
 from store.api import errors as E
 from store.api.cluster import MemberInfo
 from store.api.protocol import split_url

@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from store import canaries, disk, failpoints
+from machinery.process import disk
+from store import canaries, failpoints
 from store.raft import Ready
 from store.raft.storage import MemoryStorage
 from store.raft.types import EntryType, Snapshot

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from store import pki
+from machinery.process import pki
 from store.api.errors import ProtocolError
 from store.api.framing import FrameReader, encode_frame
 from store.api.wire import INT64_MAX

@@ -1,7 +1,7 @@
 """Durability: the write-ahead log, snapshot files, the data-dir lock, and restart.
 
 Layout of a member's data dir: `LOCK`, `wal/<seq>-<index>.wal`, `snap/<term>-<index>.snap`.
-Every file write goes through `store.disk`, so that tests can track and break it.
+Every file write goes through `machinery.process.disk`, so that tests can track and break it.
 
 Order for a Ready carrying a snapshot from the leader: `Snapshotter.save(snap)`, then
 `WAL.save(hs, entries, sync=True, snapshot=SnapshotMarker(index, term))`.  For a local

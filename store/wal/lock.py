@@ -12,7 +12,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from store import disk
+from machinery.process import disk
 from store.wal.errors import DataDirLockedError
 
 LOCK_NAME = "LOCK"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgpack
 
-from store import disk
+from machinery.process import disk
 from store.raft.types import ConfState, Snapshot, SnapshotMetadata
 from store.wal.errors import SnapshotCorruptError
 

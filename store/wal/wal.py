@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from store import disk
+from machinery.process import disk
 from store.raft.types import Entry, HardState
 from store.wal.errors import DiskWriteError
 from store.wal.reader import ReplayResult, replay

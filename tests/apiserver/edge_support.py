@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from apiserver.launcher import Endpoint, LocalApiserver
-from store import disk
-from store.launcher import LocalCluster, free_ports
+from machinery.process import disk
+from machinery.process.launch import free_ports
+from store.launcher import LocalCluster
 from tests.support.cli import raftkube
 
 USERS = ("eve", "bob")

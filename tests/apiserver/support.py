@@ -21,8 +21,9 @@ from typing import Any
 import httpx
 
 from apiserver.launcher import Endpoint, LocalApiserver
-from components.launcher import COMPONENTS, LocalComponent
-from store.launcher import LocalCluster, free_ports
+from components.cli.launcher import COMPONENTS, LocalComponent
+from machinery.process.launch import free_ports
+from store.launcher import LocalCluster
 from tests.mvcc.etcd import running_etcd
 from tests.support.cli import raftkube
 

@@ -10,7 +10,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings, parse_storage_url
 from apiserver.pki import ApiserverPKI, serving_hosts
-from store.config import ConfigError
+from machinery.process.config import ConfigError
 from tests.support.modes import mode, not_private, umask
 
 

@@ -21,7 +21,7 @@ from apiserver.auth.authn import (
     parse_token_file,
 )
 from apiserver.auth.user import User
-from store import pki
+from machinery.process import pki
 
 
 # ---------------------------------------------------------------- token file

@@ -25,8 +25,8 @@ from apiserver.pki import (
     component_kubeconfig,
     write_component_kubeconfigs,
 )
-from store.cli.common import UsageError
-from store.launcher import free_ports
+from machinery.process.command import UsageError
+from machinery.process.launch import free_ports
 from tests.support.modes import mode
 
 SERVER = "https://127.0.0.1:6443"

@@ -18,8 +18,8 @@ from apiserver.http.connection_limits import ConnectionLimits, guarded
 from apiserver.http.inflight import InFlightLimits
 from apiserver.main import add_arguments, edge_limits
 from apiserver.tls_scope import protocol_class
-from store.cli.common import UsageError
-from store.launcher import free_ports
+from machinery.process.command import UsageError
+from machinery.process.launch import free_ports
 
 LIMITS = ConnectionLimits(header_timeout=0.5, body_timeout=0.5, idle_timeout=0.3, max_connections=4)
 REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"

@@ -21,7 +21,7 @@ from apiserver.storage import h2grpc as h2
 from apiserver.storage.etcd import EtcdStorage
 from apiserver.storage.etcd_client import EtcdClient
 from apiserver.storage.interface import Progress, UnavailableError
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 from tests.mvcc.etcd import Etcd, running_etcd
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from apiserver.launcher import LocalApiserver
-from components.launcher import LocalComponent
+from components.cli.launcher import LocalComponent
 from store.launcher import LocalCluster
 from tests.apiserver.support import kubectl_binary
 from tests.support.cli import raftkube, raftkube_interactive
@@ -199,7 +199,7 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
         assert f"{d} is in use by `raftkube up` (pid {proc.pid})" in again.stderr
         assert LocalApiserver(d).pid() == pids[1]
         # what a part logs from now on shows up prefixed with its name; a part that dies is
-        # said, restarted (components.supervisor), and the status table comes back with it
+        # said, restarted (components.cli.supervisor), and the status table comes back with it
         with LocalComponent(d, "scheduler").log_file.open("a") as f:
             f.write("a line the scheduler wrote\n")
         scheduler = components[1]

@@ -41,7 +41,7 @@ from apiserver.storage.interface import (
 )
 from apiserver.storage.raftkube import RaftkubeStorage
 from apiserver.watchcache import Cacher
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 from tests.mvcc import etcd as etcd_mod
 from tests.mvcc.etcd import Etcd, running_etcd
 from tests.support.cluster import StoreCluster, running_cluster

@@ -20,8 +20,8 @@ from apiserver.auth.user import User
 from apiserver.main import _Server
 from apiserver.pki import ApiserverPKI
 from apiserver.tls_scope import TLSScopeH11Protocol, protocol_class
-from store import pki
-from store.launcher import free_ports
+from machinery.process import pki
+from machinery.process.launch import free_ports
 
 
 def _whoami(authenticator: Authenticator) -> object:

@@ -27,7 +27,7 @@ from apiserver.admission.webhook.validating import ValidatingWebhook
 from apiserver.auth.authn import Authenticator
 from apiserver.http.app import Api, build_app
 from machinery.objects import Obj
-from store import pki
+from machinery.process import pki
 from tests.apiserver.gates_support import ADMIN
 from tests.apiserver.memstorage import MemStorage
 

@@ -25,12 +25,14 @@ from typing import Any
 
 import pytest
 
-from store import disk, failpoints
+from machinery.process import disk
+from machinery.process.launch import exit_code, free_ports
+from store import failpoints
 from store.api import errors as E
 from store.api.kv import Event, EventType, RangeRequest
 from store.api.watch import WatchResponse
 from store.client.client import Client
-from store.launcher import LocalCluster, exit_code, free_ports
+from store.launcher import LocalCluster
 from store.wal.reader import replay
 from store.wal.restore import wal_dir
 from tests.support.cluster import StoreCluster, fast_settings, running_cluster

@@ -8,7 +8,8 @@ import pytest
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from components.kubelet.config import KubeletSettings, load_kubelet_settings
-from store.config import ConfigError, RaftSettings, StoreSettings, load_raft_settings, load_store_settings
+from machinery.process.config import ConfigError
+from store.config import RaftSettings, StoreSettings, load_raft_settings, load_store_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

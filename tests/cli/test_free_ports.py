@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from store import launcher
-from store.launcher import LauncherError, free_ports
+from machinery.process import launch
+from machinery.process.launch import LauncherError, free_ports
 
 
 class _Bound:
@@ -37,7 +37,7 @@ def _kernel_offering(ports: list[int]) -> Callable[[str], socket.socket]:
 
 @pytest.fixture(autouse=True)
 def _fresh_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(launcher, "_handed_out", {})
+    monkeypatch.setattr(launch, "_handed_out", {})
 
 
 def test_a_port_offered_again_is_skipped() -> None:
@@ -56,7 +56,7 @@ def test_a_process_that_has_handed_out_every_offered_port_gets_a_clear_error() -
 
 
 def test_the_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(launcher, "HANDED_OUT_KEPT", 3)
+    monkeypatch.setattr(launch, "HANDED_OUT_KEPT", 3)
     bind_any = _kernel_offering([1, 2, 3, 4, 1])
     assert [free_ports(1, bind_any=bind_any)[0] for _ in range(4)] == [1, 2, 3, 4]
     assert free_ports(1, bind_any=bind_any) == [1]  # the oldest was forgotten

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from machinery.process.command import DEFAULT_DATA_DIR
 from store.cli import locate
 from tests.support.cli import raftkube
 
@@ -30,14 +31,14 @@ def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_order_flag_env_cwd_state_default(user: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert locate.find(None) == locate.DEFAULT_DATA_DIR  # nothing anywhere
+    assert locate.find(None) == DEFAULT_DATA_DIR  # nothing anywhere
     recorded = _cluster(user / "far" / "rk")
     locate.remember(recorded)
     state = user / "state" / "raftkube" / "current"
     assert state.read_text() == f"{recorded}\n" and (state.stat().st_mode & 0o777) == 0o600
     assert locate.find(None) == recorded  # from any directory
     _cluster(Path(".raftkube"))
-    assert locate.find(None) == locate.DEFAULT_DATA_DIR  # the working directory's own comes first
+    assert locate.find(None) == DEFAULT_DATA_DIR  # the working directory's own comes first
     monkeypatch.setenv(locate.DATA_DIR_ENV, str(user / "env"))
     assert locate.find(None) == user / "env"
     assert locate.find(Path("flag")) == Path("flag")
@@ -45,7 +46,7 @@ def test_the_order_flag_env_cwd_state_default(user: Path, monkeypatch: pytest.Mo
 
 def test_a_recorded_dir_without_a_cluster_is_not_used(user: Path) -> None:
     locate.remember(user / "gone")
-    assert locate.find(None) == locate.DEFAULT_DATA_DIR
+    assert locate.find(None) == DEFAULT_DATA_DIR
 
 
 @pytest.mark.parametrize("content", [b"relative/path\n", b"\xff\xfe\n", b"/a\n/b\n", b"/" + b"x" * 5000])

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from components.cli import build_parser
+from components.cli.main import build_parser
+from machinery.process.command import UsageError
 from store.api.cluster import MemberInfo
 from store.api.protocol import split_url
 from store.cli import cluster as store_cli
-from store.cli.common import UsageError
 from store.config import StoreSettings, load_store_settings
 from store.launcher import LocalCluster
 from store.server.config import SETTINGS, MemberConfig, RaftSettings, read_member_file

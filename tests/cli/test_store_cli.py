@@ -223,7 +223,7 @@ def test_up_refuses_a_data_dir_others_can_write(tmp_path: Path, where: str, bits
 
 def test_up_watch_output_limit_flag_reaches_the_members_settings_and_is_checked(tmp_path: Path) -> None:
     """`store up --watch-output-limit` overrides cluster.toml for a new cluster; 0 exits 2."""
-    from components.cli import build_parser
+    from components.cli.main import build_parser
     from store.cli.cluster import store_settings
 
     args = build_parser().parse_args(

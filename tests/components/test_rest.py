@@ -25,7 +25,7 @@ from components.client.rest import (
     UnauthorizedError,
     path_of,
 )
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 from tests.apiserver.support import ApiserverUnderTest
 
 T = TypeVar("T")

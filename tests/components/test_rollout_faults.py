@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from components.client.rest import ApiError, RestClient, TransportError
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_controller_manager import start
 from tests.components.controllers.test_deployment import deploy_body, done, dpath, replicasets, set_image

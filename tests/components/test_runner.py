@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from components.health import HealthServer
 from components.runner import EXIT_FAILED, EXIT_STOPPED, LeaderElection, run_component
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 from tests.components.fakeclock import FakeClock
 from tests.components.test_leaderelection import LEASE, FakeApiserver
 

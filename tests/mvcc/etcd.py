@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from machinery.process.launch import free_ports
 from store.api.errors import StoreError
 from store.api.kv import (
     Compare,
@@ -41,7 +42,6 @@ from store.api.kv import (
     TxnRequest,
     TxnResponse,
 )
-from store.launcher import free_ports
 
 ETCD_ERRORS = {
     "etcdserver: mvcc: required revision has been compacted": "compacted",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from store import pki
+from machinery.process import pki
 from store.api.errors import StoreError
 from store.api.framing import encode_frame
 from store.api.protocol import ERROR, PROTOCOL, STREAM, split_url
@@ -151,7 +151,8 @@ def test_a_member_without_its_key_exits_2_naming_the_file(tmp_path: Path) -> Non
     import subprocess
     import sys
 
-    from store.launcher import LocalCluster, free_ports
+    from machinery.process.launch import free_ports
+    from store.launcher import LocalCluster
     from tests.support.cluster import fast_settings
 
     local = LocalCluster(tmp_path)

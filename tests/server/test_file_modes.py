@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from store.launcher import LauncherError, LocalCluster
+from machinery.process.launch import LauncherError
+from store.launcher import LocalCluster
 from store.raft import Ready
 from store.raft.types import ConfState, Entry, HardState, Snapshot, SnapshotMetadata
 from store.server.apply_log import ApplyLog

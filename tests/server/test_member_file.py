@@ -17,16 +17,9 @@ from typing import Any
 
 import pytest
 
+from machinery.process.config import SettingError
 from store.api.cluster import MemberInfo
-from store.server.config import (
-    MEMBER_FILE,
-    SETTINGS,
-    MemberConfig,
-    RaftSettings,
-    SettingError,
-    read_member_file,
-    write_member_file,
-)
+from store.server.config import MEMBER_FILE, SETTINGS, MemberConfig, RaftSettings, read_member_file, write_member_file
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from machinery.process.launch import free_ports
 from store.api import errors as E
 from store.api.cluster import MemberInfo
-from store.launcher import free_ports
 from store.server.state import ReplicatedState
 from tests.support.cluster import StoreCluster, fast_settings, running_cluster
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from store import pki
+from machinery.process import pki
 from store.api.framing import encode_frame
 from store.raft.types import Entry, Message, MessageType
 from store.server.raft_codec import message_to_wire

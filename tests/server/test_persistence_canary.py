@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from store import canaries, disk
+from machinery.process import disk
+from store import canaries
 from store.raft import Ready
 from store.raft.types import ConfState, Entry, HardState, Snapshot, SnapshotMetadata
 from store.server.persistence import SNAPSHOTS_KEPT, Persistence

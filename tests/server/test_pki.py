@@ -24,7 +24,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.pki import (
+from machinery.process.pki import (
     CLIENT_URI_PREFIX,
     MAX_MEMBER_ID,
     MEMBER_URI_PREFIX,

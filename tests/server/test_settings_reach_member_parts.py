@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from store.launcher import LocalCluster, free_ports
+from machinery.process.launch import free_ports
+from store.launcher import LocalCluster
 from store.server.config import SETTINGS, read_member_file
 from store.server.member import Member
 from tests.support.cluster import fast_settings

@@ -209,7 +209,8 @@ def test_idle_connections_cannot_take_the_descriptors_the_member_needs(tmp_path:
     import subprocess
     import sys
 
-    from store.launcher import LocalCluster, free_ports
+    from machinery.process.launch import free_ports
+    from store.launcher import LocalCluster
     from tests.support.cluster import fast_settings
 
     local = LocalCluster(tmp_path)

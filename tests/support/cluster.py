@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from store import disk
+from machinery.process import disk
+from machinery.process.launch import free_ports
 from store.api.errors import StoreError
 from store.client.client import Client
 from store.config import RaftSettings, StoreSettings
-from store.launcher import LocalCluster, free_ports
+from store.launcher import LocalCluster
 
 
 def fast_settings(data_dir: Path, members: int = 3, **changes: Any) -> StoreSettings:

@@ -11,8 +11,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from machinery.process.launch import free_ports
 from store.client.client import Client
-from store.launcher import LocalCluster, free_ports
+from store.launcher import LocalCluster
 from store.server.clock import SYSTEM_CLOCK, Clock
 from store.server.config import read_member_file
 from store.server.member import Member

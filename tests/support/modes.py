@@ -24,7 +24,7 @@ def mode(path: Path) -> int:
 
 
 PUBLIC_SUFFIXES = (".crt",)
-"""Certificates are public: store.pki writes them 0644 (by design, its keys 0600), and the
+"""Certificates are public: machinery.process.pki writes them 0644 (by design, its keys 0600), and the
 0700 directories around them keep other users out anyway."""
 
 

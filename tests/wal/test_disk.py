@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from store import disk
+from machinery.process import disk
 from store.wal import WAL, DiskWriteError, Snapshotter, replay
 from tests.wal.test_snapshotter import snap
 from tests.wal.util import ents, hs, segments

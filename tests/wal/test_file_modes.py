@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from store import disk
+from machinery.process import disk
 from store.wal import WAL, DataDirLock, Snapshotter
 from tests.support.modes import mode, not_private, umask
 from tests.wal.test_snapshotter import snap

@@ -308,7 +308,7 @@ def test_a_segment_cut_that_runs_out_of_descriptors_leaves_the_wal_usable(
     goes through once a descriptor is free."""
     import errno
 
-    from store import disk
+    from machinery.process import disk
     from store.wal.errors import DiskWriteError
 
     w = WAL.create(tmp_path, {}, segment_size=100)  # every save starts a segment

@@ -38,8 +38,8 @@ from bench.apiserver.http11 import Target
 from bench.apiserver.phases.fanout import split
 from bench.store import procs
 from bench.store.loadrun import LoadProcess, server_cpu, timing, wait_until
-from store import pki
-from store.launcher import free_ports
+from machinery.process import pki
+from machinery.process.launch import free_ports
 
 NAMESPACES = {"off": "gates-off", "on": "gates-on", "hook": "gates-hook"}
 HOOK_LABEL = "raftkube.io/bench-webhook"

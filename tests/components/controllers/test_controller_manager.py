@@ -21,7 +21,7 @@ from apiserver.pki import ApiserverPKI
 from components.client import kubeconfig
 from components.controller_manager import add_arguments, controller_makers, options
 from components.controllers.rootcacertpublisher import RootCACertPublisher
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 from tests.apiserver.support import ApiserverUnderTest
 
 

@@ -15,7 +15,7 @@ from components.client import kubeconfig
 from components.client.rest import NotFoundError, RestClient
 from components.controllers.rootcacertpublisher import DESCRIPTION, DESCRIPTION_ANNOTATION, RootCACertPublisher
 from components.controllers.runner import running
-from store import pki
+from machinery.process import pki
 from tests.apiserver.support import ApiserverUnderTest
 
 PATH = "/api/v1/namespaces/{}/configmaps/kube-root-ca.crt"

@@ -25,9 +25,9 @@ from typing import Any
 import orjson
 import pytest
 
-from components.launcher import LocalComponent
-from store import launcher
-from store.launcher import free_ports
+from components.cli.launcher import LocalComponent
+from machinery.process import launch
+from machinery.process.launch import free_ports
 from tests.apiserver.kubectl_support import kubectl_running
 from tests.apiserver.support import ApiserverUnderTest, kubectl_binary, running_apiserver
 from tests.support.cli import raftkube
@@ -323,7 +323,7 @@ def test_killing_a_kubelet_moves_its_pods(cluster: ApiserverUnderTest) -> None:
     kubelet = LocalComponent(cluster.data_dir, "kubelet-node-2")
     pid = kubelet.pid()
     assert pid is not None
-    launcher.mark_stopped(kubelet.root / "pid")  # gone for good: `up` would bring back a plain kill
+    launch.mark_stopped(kubelet.root / "pid")  # gone for good: `up` would bring back a plain kill
     os.killpg(pid, signal.SIGKILL)
 
     def node_2_not_ready() -> bool:

@@ -11,7 +11,7 @@ import pytest
 from components.kubelet import ipam, podnet
 from components.kubelet.config import KubeletSettings, load_kubelet_settings
 from components.kubelet.main import check_pod_network
-from store.config import ConfigError
+from machinery.process.config import ConfigError
 
 NET = ipam.parse_cidr("10.244.1.0/29")  # .0 network, .1 gateway, .2-.6 pods, .7 broadcast
 

@@ -23,8 +23,8 @@ import pytest
 
 from apiserver.pki import ApiserverPKI, component_kubeconfig, user_kubeconfig
 from components.kubelet import channels
-from store import pki
-from store.launcher import free_ports
+from machinery.process import pki
+from machinery.process.launch import free_ports
 from tests.apiserver.kubectl_support import finish, kubectl_running
 from tests.apiserver.support import ApiserverUnderTest, kubectl_binary
 from tests.support.wait import until as wait_until

@@ -23,7 +23,7 @@ from components.client import kubeconfig
 from components.client.rest import NotFoundError, RestClient
 from components.kubelet import podnet
 from components.kubelet.process_runtime import ProcessRuntime
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 from tests.apiserver.kubectl_support import kubectl_running
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.kubelet.test_kubelet_cluster import _absent, _get, eventually

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from components.kubelet.prober import Outcome, resolve_port, run
 from components.kubelet.probes import Probe
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 
 ENV = {"PATH": "/usr/bin:/bin"}
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from apiserver.pki import ApiserverPKI
-from store.launcher import free_ports
+from machinery.process.launch import free_ports
 from tests.apiserver.support import ApiserverUnderTest
 
 WAIT_S = 30.0

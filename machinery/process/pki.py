@@ -17,7 +17,7 @@ tools, but our own clients do not check them (see `client_context`).
 
 Every key is written 0600 and every directory created here 0700, whatever the umask; every
 file is written atomically (temporary file, fsync, rename, directory fsync) through
-`store.disk`, the layer all store writes go through.  A set of files is not written as one
+`machinery.process.disk`, the layer all durable writes go through.  A set of files is not written as one
 unit: a crash may leave a key without its certificate, which `load_files` then names.
 
 Problems with the files are `PKIError`s whose message names the file and what is wrong with
@@ -47,7 +47,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from store import disk
+from machinery.process import disk
 
 __all__ = [
     "CA_CERT",

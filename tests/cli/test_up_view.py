@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from components.up_view import MAX_LINE, LiveStatus, MergedLog
+from components.cli.up_view import MAX_LINE, LiveStatus, MergedLog
 
 
 def test_merged_log_shows_new_whole_lines_prefixed(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The one layer every store file write goes through, so that tests can see and break it.
+"""The one layer every durable file write goes through (the store's WAL and snapshots, and
+every process's pid, configuration and certificate files), so that tests can see and break it.
 
 Production: each function is a thin wrapper over `os` (one extra Python call, nothing else).
 
@@ -15,7 +16,7 @@ functions for tracking ones that:
   names the fault: `enospc` (default; a write fails with ENOSPC and writes nothing),
   `enospc-partial` (writes half, then fails), `eio-fsync` (fsync fails with EIO).
 
-Callers must use `disk.write(...)`, never `from store.disk import write`: enabling test mode
+Callers must use `disk.write(...)`, never `from machinery.process.disk import write`: enabling test mode
 rebinds the module attributes.  Reads do not go through this layer.
 
 Data files are private whatever the process umask: every file this layer creates is 0600

@@ -1,4 +1,4 @@
-"""`raftkube up` brings back what dies (components.supervisor), in the foreground and with
+"""`raftkube up` brings back what dies (components.cli.supervisor), in the foreground and with
 --detach, and the cluster commands find the cluster from another directory (store.cli.locate).
 
 Real `up` processes: the controller-manager and the scheduler are SIGKILLed by pid and must
@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from apiserver.launcher import LocalApiserver
-from components import supervisor
-from components.launcher import LocalComponent
-from components.supervisor import BACKOFF_INITIAL_S, BACKOFF_MAX_S, Part, Supervisor
-from store import launcher
+from components.cli import supervisor
+from components.cli.launcher import LocalComponent
+from components.cli.supervisor import BACKOFF_INITIAL_S, BACKOFF_MAX_S, Part, Supervisor
+from machinery.process import launch
 from store.cli import locate
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube, raftkube_interactive
@@ -235,7 +235,7 @@ def test_foreground_up_brings_back_a_killed_controller_manager(tmp_path: Path) -
 
 # ---------------------------------------------------------------------- the policy, on real processes
 def _exited(pid: int) -> Callable[[], bool]:
-    return lambda: launcher.exit_code(pid) is not None
+    return lambda: launch.exit_code(pid) is not None
 
 
 def test_back_off_doubles_to_the_cap_and_says_the_exit_code(tmp_path: Path) -> None:
@@ -243,7 +243,7 @@ def test_back_off_doubles_to_the_cap_and_says_the_exit_code(tmp_path: Path) -> N
     each exit said with its code and the last line of its log; capped at BACKOFF_MAX_S."""
     pid_file, log = tmp_path / "pid", tmp_path / "crashy.log"
     argv = [sys.executable, "-c", "print('about to fail', flush=True); raise SystemExit(3)"]
-    part = Part("crashy", pid_file, log, lambda: launcher.spawn(argv, log, pid_file))
+    part = Part("crashy", pid_file, log, lambda: launch.spawn(argv, log, pid_file))
     said: list[str] = []
     now = [0.0]
     guard = Supervisor(tmp_path, lambda: [part], said.append, clock=lambda: now[0])
@@ -259,7 +259,7 @@ def test_back_off_doubles_to_the_cap_and_says_the_exit_code(tmp_path: Path) -> N
         delays.append(due - now[0])
         now[0] = due
         guard.poll()  # restarted
-        new = launcher.read_pid(pid_file) or guard._states["crashy"].pid
+        new = launch.read_pid(pid_file) or guard._states["crashy"].pid
         assert new is not None and new != pid
         pid = new
     assert delays == [1.0, 2.0, 4.0, 8.0, 16.0, BACKOFF_MAX_S, BACKOFF_MAX_S]
@@ -276,14 +276,14 @@ def test_a_part_stopped_on_purpose_is_left_down_and_ends_the_supervision(tmp_pat
         "sleepy",
         pid_file,
         log,
-        lambda: launcher.spawn([sys.executable, "-c", "import time; time.sleep(60)"], log, pid_file),
+        lambda: launch.spawn([sys.executable, "-c", "import time; time.sleep(60)"], log, pid_file),
     )
     said: list[str] = []
     guard = Supervisor(tmp_path, lambda: [part], said.append)
     part.start()
     guard.poll()
     assert not guard.finished()
-    assert launcher.stop_process(pid_file, timeout=5)
+    assert launch.stop_process(pid_file, timeout=5)
     guard.poll()
-    assert launcher.read_pid(pid_file) is None and guard.finished()
+    assert launch.read_pid(pid_file) is None and guard.finished()
     assert said == ["sleepy was stopped on purpose; not restarting it (`raftkube start sleepy`)"]

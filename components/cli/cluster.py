@@ -4,10 +4,10 @@ controller-manager and scheduler).
 `up` starts the store as `raftkube store up` does (store.cli.cluster.start_store), then the
 apiserver (apiserver.launcher), waits for its /readyz as admin, writes the kubeconfig (and one
 per component, each its own identity: apiserver.pki.write_component_kubeconfigs), starts the
-components with those (components.launcher), waits for their /healthz and prints the status
+components with those (components.cli.launcher), waits for their /healthz and prints the status
 table.  In the foreground Ctrl-C (or SIGTERM) stops the components, then the apiserver, then
 the store; `--detach` returns and `down` stops them later by their pid files.  In both modes
-a `raftkube up` process stays to restart any part that exits (components.supervisor: with
+a `raftkube up` process stays to restart any part that exits (components.cli.supervisor: with
 `--detach` a detached `up`), and `status` shows its restarts.  `down`, `status` find the
 cluster from any directory (store.cli.locate); `up` records it there.
 The apiserver's host and port are fixed when it first starts in a data dir (recorded in
@@ -32,20 +32,22 @@ from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import PID_FILE as APISERVER_PID
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
-from components import supervisor, up_lock
+from components.cli import supervisor, up_lock
+from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets
+from components.cli.supervisor import Part, Supervisor
+from components.cli.up_view import LiveStatus, MergedLog
 from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
 from components.kubelet.hollow import HOLLOW_LABEL
 from components.kubelet.podnet import PodNetError
 from components.kubelet.process_runtime import ProcessRuntime
-from components.launcher import PID_FILE, LocalComponent, local_kubelets
-from components.supervisor import Part, Supervisor
-from components.up_view import LiveStatus, MergedLog
-from store import pki
+from machinery.process import pki
+from machinery.process.command import DEFAULT_DATA_DIR, UsageError
+from machinery.process.launch import LauncherError, free_ports, stopped_on_purpose
 from store.cli import locate
 from store.cli.cluster import start_store, status_rows, store_settings
-from store.cli.common import UsageError, print_json, table
+from store.cli.common import print_json, table
 from store.config import StoreSettings
-from store.launcher import LauncherError, LocalCluster, free_ports, stopped_on_purpose
+from store.launcher import LocalCluster
 
 UP_COMPONENTS = ("controller-manager", "scheduler")
 HOLLOW = "hollow-nodes"
@@ -83,7 +85,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data-dir",
         type=Path,
-        help=f"the cluster's data dir (default ${locate.DATA_DIR_ENV}, ./{locate.DEFAULT_DATA_DIR}/, or the last up's)",
+        help=f"the cluster's data dir (default ${locate.DATA_DIR_ENV}, ./{DEFAULT_DATA_DIR}/, or the last up's)",
     )
     p.add_argument("-o", "--output", choices=("human", "json"), default="human", help="output format")
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from store.launcher import read_pid
+from machinery.process.launch import read_pid
 
 LOCK_FILE = "up.lock"
 RELEASE_SIGNAL = signal.SIGUSR1

@@ -8,7 +8,7 @@ local cluster, found from any directory (store.cli.locate).
 `restart` stops the process (SIGTERM, SIGKILL after 10 s) and starts it again as it was
 started: same ports, same flags (a component's are kept in its directory), and waits until
 it is healthy.  A kubelet's containers keep running across its restart; it adopts them.
-`stop` stops it on purpose: the supervising `up` leaves it down (components.supervisor) until
+`stop` stops it on purpose: the supervising `up` leaves it down (components.cli.supervisor) until
 `start` or `restart` starts it again.  An unknown part is a usage error (exit 2) that lists
 the known ones.
 """
@@ -24,10 +24,11 @@ from pathlib import Path
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import LocalApiserver
-from components.launcher import COMPONENTS, LocalComponent, local_kubelets
+from components.cli.launcher import COMPONENTS, LocalComponent, local_kubelets
+from machinery.process.command import UsageError
+from machinery.process.launch import LauncherError
 from store.cli import locate
-from store.cli.common import UsageError
-from store.launcher import LauncherError, LocalCluster
+from store.launcher import LocalCluster
 
 FOLLOW_POLL_S = 0.2
 HEALTHY_TIMEOUT_S = 60.0
@@ -144,7 +145,7 @@ def cmd_part(args: argparse.Namespace) -> int:
 
 
 def _stop(data_dir: Path, name: str) -> None:
-    """Stop it on purpose (store.launcher marks it so)."""
+    """Stop it on purpose (machinery.process.launch marks it so)."""
     if name.startswith("store-"):
         LocalCluster(data_dir).stop_member(int(name.removeprefix("store-")))
     elif name == "apiserver":

@@ -10,7 +10,7 @@ restarts static pods with back-off.  Ours is the `raftkube up` process that star
   `<data_dir>/supervisor/supervisor.log`) in its own session, waits until that one says the
   cluster is ready (a pipe), prints the table and returns: the detached `up` is the parent of
   every part, so it learns each exit status, and there is one code path for both modes.  Its
-  pid is in `<data_dir>/up.lock`, which it holds (components.up_lock): a second `up` is
+  pid is in `<data_dir>/up.lock`, which it holds (components.cli.up_lock): a second `up` is
   refused, and `raftkube down` asks it to let go (SIGUSR1) and waits for that before it
   stops the parts, so nothing is brought back while `down` stops it.  SIGTERM or Ctrl-C to
   either `up` stops the whole cluster, as before.  Not systemd or cron: a user's cluster in
@@ -19,7 +19,7 @@ restarts static pods with back-off.  Ours is the `raftkube up` process that star
   controller-manager, the scheduler, kubelets, hollow nodes), and a store member added later
   once it has been seen running, when its process is gone and it was not stopped on purpose.
   `raftkube down`, `restart`, `stop`, `store kill`, `store member remove` (every stop through
-  store.launcher) mark the part stopped on purpose (`pid.stopped` by its pid file) until
+  machinery.process.launch) mark the part stopped on purpose (`pid.stopped` by its pid file) until
   something starts it again (`raftkube start`/`restart PART`, `store start`/`restart`): a
   chaos user's `store kill 2` leaves member 2 down, as it did, while a `kill -9` of its pid,
   an OOM kill or a crash is undone.  A paused part (`store pause`) is alive: left alone.
@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store import disk
-from store.launcher import LauncherError, child_env, exit_code, part_lock, read_pid, stopped_on_purpose
+from machinery.process import disk
+from machinery.process.launch import LauncherError, child_env, exit_code, part_lock, read_pid, stopped_on_purpose
 
 BACKOFF_INITIAL_S = 1.0
 BACKOFF_MAX_S = 30.0

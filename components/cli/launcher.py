@@ -21,8 +21,8 @@ import urllib.request
 from pathlib import Path
 
 from apiserver.pki import ApiserverPKI
-from store import disk
-from store.launcher import LauncherError, free_ports, read_pid, spawn, stop_process
+from machinery.process import disk
+from machinery.process.launch import LauncherError, free_ports, read_pid, spawn, stop_process
 
 COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes")
 KUBELET = re.compile(r"^kubelet-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")

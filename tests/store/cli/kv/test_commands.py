@@ -6,7 +6,6 @@ refused request or bad input exits 2 with a message naming the error.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import signal
@@ -19,13 +18,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from store.api.kv import Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest
-from store.cli.kv import lease_ref, parse_txn
-from store.launcher import LocalCluster, free_ports
+from machinery.process.launch import free_ports
+from store.launcher import LocalCluster
 from tests.support.cli import raftkube, raftkube_interactive
 from tests.support.cluster import running_cluster
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 HEADER_KEYS = {"cluster_id", "member_id", "revision", "raft_term"}
 KV_KEYS = ["key", "value", "create_revision", "mod_revision", "version", "lease"]
 NOWHERE = ["--endpoints", "tcp://127.0.0.1:1"]
@@ -432,40 +430,3 @@ def test_unreachable_cluster_exits_1_with_a_clear_message() -> None:
     assert proc.stderr.startswith(f"raftkube: unavailable: cannot connect to tcp://127.0.0.1:{port}")
     proc = raftkube("kv", "get", "k", "--endpoints", "nonsense")
     assert proc.returncode == 2 and "not a host:port address" in proc.stderr
-
-
-# ---------------------------------------------------------------------- parsing (in-process, no cluster)
-def test_txn_parser_reads_etcdctl_syntax_with_quotes_and_escapes() -> None:
-    req = parse_txn(
-        'mod("a b") > "5"\n'
-        'value(`k`) != "x\\x00\\u00e9\\n"\n'
-        'lease("k") = "694d77aa9e38260f"\n'
-        "ver(k) = 0\n"
-        "\n"
-        'put "a b" "c\\"d"\n'
-        "get k z\n"
-        "\n"
-        "del p --prefix --prev-kv\n"
-        'get "" --from-key --count-only --limit=3\n'
-    )
-    assert req.compare == [
-        Compare(CompareResult.GREATER, CompareTarget.MOD, b"a b", 5),
-        Compare(CompareResult.NOT_EQUAL, CompareTarget.VALUE, b"k", b"x\x00\xc3\xa9\n"),
-        Compare(CompareResult.EQUAL, CompareTarget.LEASE, b"k", 0x694D77AA9E38260F),
-        Compare(CompareResult.EQUAL, CompareTarget.VERSION, b"k", 0),
-    ]
-    assert req.success == [PutRequest(b"a b", b'c"d'), RangeRequest(b"k", b"z")]
-    assert req.failure == [
-        DeleteRangeRequest(b"p", b"q", True),
-        RangeRequest(b"\0", b"\0", limit=3, count_only=True),
-    ]
-
-
-def test_lease_ids_are_hex_or_decimal() -> None:
-    assert lease_ref("0x10").candidates == (16,)
-    assert lease_ref("694d77aa9e38260f").candidates == (0x694D77AA9E38260F,)
-    assert lease_ref("7").candidates == (7,)
-    assert lease_ref("10").candidates == (10, 16)  # digits only: resolved against the lease list
-    for bad in ("", "-5", "0x", "12g", "1" * 30):
-        with pytest.raises(argparse.ArgumentTypeError):
-            lease_ref(bad)

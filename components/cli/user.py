@@ -14,8 +14,8 @@ import argparse
 from pathlib import Path
 
 from apiserver.pki import user_kubeconfig
+from machinery.process.command import UsageError
 from store.cli import locate
-from store.cli.common import UsageError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,0 +1,248 @@
+"""Local processes by pid file: spawning one in its own process group, finding it again,
+stopping it, and the free ports it will bind.
+
+Every process `raftkube` starts for a local cluster (store members, the apiserver, the
+components and kubelets) goes through here, whichever layer owns it: the store's launcher,
+the apiserver's and the CLI's.  Each has a pid file; next to it `pid.stopped` says it was
+stopped on purpose (`stop_process`, `mark_stopped`: `down`, `restart`, `store kill`) and
+stays until it is started again, so that a supervisor brings back what died on its own and
+leaves alone what a user stopped.  `pid.lock` serialises starting and stopping one part
+across processes.  Each child runs in its own process group, so signals aimed at one part
+(kill, pause) never reach the launcher or the other parts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from machinery.process import disk
+
+_children: dict[int, subprocess.Popen[bytes]] = {}
+"""Processes started by this process: kept so that they are reaped (no zombies, no warnings)."""
+_exit_codes: dict[int, int] = {}
+"""How reaped children ended (negative: killed by that signal), for tests."""
+
+
+class LauncherError(Exception):
+    """A local process or cluster cannot be started, found or stopped; the message says why."""
+
+
+HANDED_OUT_KEPT = 4096
+"""Ports `free_ports` remembers having handed out (the most recent ones)."""
+_handed_out: dict[int, None] = {}  # insertion-ordered: the oldest is dropped first
+
+
+def _bind_any(host: str) -> socket.socket:
+    s = socket.socket()
+    s.bind((host, 0))
+    return s
+
+
+def free_ports(n: int, host: str = "127.0.0.1", bind_any: Callable[[str], socket.socket] = _bind_any) -> list[int]:
+    """`n` distinct ports that were free a moment ago, none of them handed out before by this
+    process.  A port is only reserved once its user binds it, and `up` starts a process per
+    port it picks (members, the apiserver, components) that binds a second or so later: the
+    kernel may hand a port that was released but not yet bound to the next caller, and two
+    parts of one cluster then fight over it.  `bind_any(host)` -> a socket bound to a port."""
+    socks = []
+    ports: list[int] = []
+    try:
+        for _ in range(50 * n):
+            if len(ports) == n:
+                break
+            s = bind_any(host)
+            socks.append(s)  # kept bound until the end, so that this call never sees it twice
+            port = s.getsockname()[1]
+            if port not in _handed_out:
+                ports.append(port)
+        if len(ports) < n:
+            raise LauncherError(f"no {n} free ports on {host} that this process has not handed out already")
+    finally:
+        for s in socks:
+            s.close()
+    for port in ports:
+        _handed_out[port] = None
+    while len(_handed_out) > HANDED_OUT_KEPT:
+        del _handed_out[next(iter(_handed_out))]
+    return ports
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def read_pid(pid_file: Path) -> int | None:
+    """The pid in `pid_file` if that process is alive (a stale pid file is ignored)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    reap(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    # A zombie (exited, not yet reaped) is not alive.
+    with contextlib.suppress(FileNotFoundError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return None
+    return pid
+
+
+def stopped_file(pid_file: Path) -> Path:
+    """Present while the part was stopped on purpose (and not started since)."""
+    return pid_file.with_name(pid_file.name + ".stopped")
+
+
+def stopped_on_purpose(pid_file: Path) -> bool:
+    return stopped_file(pid_file).exists()
+
+
+def mark_stopped(pid_file: Path) -> None:
+    disk.write_private(stopped_file(pid_file), f"{time.time():.3f} by pid {os.getpid()}\n".encode())
+
+
+_held: dict[str, tuple[int, int]] = {}
+"""Part locks this process holds: path -> (fd, depth); re-entrant, so that a supervisor that
+holds one while it decides can call a start that takes it again."""
+
+
+@contextlib.contextmanager
+def part_lock(pid_file: Path, wait: bool = True) -> Iterator[bool]:
+    """Hold `pid.lock` next to `pid_file` (blocking, or False at once when `wait` is False
+    and another process holds it): one start or stop of a part at a time."""
+    path = os.fspath(pid_file.with_name(pid_file.name + ".lock"))
+    if path in _held:
+        fd, depth = _held[path]
+        _held[path] = (fd, depth + 1)
+        try:
+            yield True
+        finally:
+            _held[path] = (fd, _held[path][1] - 1)
+        return
+    disk.make_dirs(pid_file.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        _held[path] = (fd, 1)
+        try:
+            yield True
+        finally:
+            del _held[path]
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def spawn(argv: list[str], log_file: Path, pid_file: Path, env: dict[str, str] | None = None) -> int:
+    """Start `argv` in its own process group (signals for it never reach us), stdout and
+    stderr appended to `log_file`, its pid written to `pid_file`; `env` adds to ours.  A part
+    already running under `pid_file` is refused; a mark of a stop on purpose is cleared once
+    the new pid is written (a supervisor never sees it dead and unmarked in between)."""
+    with part_lock(pid_file):
+        running = read_pid(pid_file)
+        if running is not None:
+            raise LauncherError(f"{pid_file.parent.name} is already running (pid {running})")
+        log = disk.open_log(log_file)  # handed to the child process
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=os.getcwd(),
+                env=child_env(env),
+            )
+        finally:
+            os.close(log)
+        _children[proc.pid] = proc
+        disk.write_private(pid_file, f"{proc.pid}\n".encode())
+        with contextlib.suppress(FileNotFoundError):
+            stopped_file(pid_file).unlink()
+    return proc.pid
+
+
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Our environment, `env` on top, with this checkout first on the import path."""
+    return {
+        **os.environ,
+        **(env or {}),
+        "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+
+
+def stop_process(pid_file: Path, timeout: float = 10.0) -> bool:
+    """SIGTERM the process group of the pid in `pid_file`, then SIGKILL after `timeout`;
+    remove the pid file; True if it was running.  The part is marked stopped on purpose (even
+    when it was already down: a supervisor must not bring it back after this)."""
+    if not pid_file.parent.is_dir():
+        return False
+    with part_lock(pid_file):
+        mark_stopped(pid_file)
+        return _stop(pid_file, timeout)
+
+
+def _stop(pid_file: Path, timeout: float) -> bool:
+    pid = read_pid(pid_file)
+    if pid is None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if read_pid(pid_file) is None:
+            break
+        reap(pid)
+        time.sleep(0.02)
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    reap(pid)
+    with contextlib.suppress(FileNotFoundError):
+        pid_file.unlink()
+    return True
+
+
+def exit_code(pid: int) -> int | None:
+    """How a process started by this process ended (-9: SIGKILL), once reaped; else None."""
+    reap(pid)
+    return _exit_codes.get(pid)
+
+
+def reap(pid: int) -> None:
+    """Collect `pid` if it is a child that has exited (no zombies), keeping how it ended."""
+    proc = _children.get(pid)
+    if proc is not None:
+        code = proc.poll()
+        if code is not None:
+            _exit_codes[pid] = code
+            del _children[pid]
+        return
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parents[2])

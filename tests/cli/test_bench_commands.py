@@ -1,0 +1,70 @@
+"""Benchmark commands are loaded only when run (components.cli.bench): importing the CLI,
+building its parser and running any other command import no `bench` module."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.cli.bench import BENCHMARKS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench_modules_after(code: str) -> list[str]:
+    """The `bench` modules a fresh interpreter holds after running `code`."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'bench')))"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
+    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_importing_the_cli_imports_no_benchmark() -> None:
+    assert bench_modules_after("import components.cli") == []
+
+
+def test_parsing_another_command_imports_no_benchmark() -> None:
+    code = (
+        "from components.cli.main import build_parser\n"
+        "build_parser().parse_args(['status'])\n"
+        "build_parser().parse_args(['kv', 'get', 'k'])"
+    )
+    assert bench_modules_after(code) == []
+
+
+def test_the_benchmark_parsed_is_the_only_one_imported() -> None:
+    code = (
+        "from components.cli.main import build_parser\n"
+        "args = build_parser().parse_args(['bench', 'raft-core', '--seconds', '0.1'])\n"
+        "assert args.run.__module__ == 'bench.raft_core' and args.seconds == 0.1"
+    )
+    assert bench_modules_after(code) == ["bench", "bench.raft_core"]
+
+
+@pytest.mark.parametrize(("name", "module"), [(name, module) for name, module, _ in BENCHMARKS])
+def test_every_benchmark_declares_its_arguments_and_runs(name: str, module: str) -> None:
+    """Each listed module has what the lazy parser calls, and its help is reachable."""
+    __import__(module)
+    bench = sys.modules[module]
+    assert callable(bench.add_arguments) and callable(bench.run)
+    from components.cli.main import build_parser
+
+    args = build_parser().parse_args(["bench", name])
+    assert args.run is bench.run
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args(["bench", name, "--help"])
+    assert done.value.code == 0
+
+
+def test_help_lists_every_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
+    from components.cli.main import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "--help"])
+    listed = capsys.readouterr().out
+    assert all(name in listed for name, _, _ in BENCHMARKS)
