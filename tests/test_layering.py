@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 PROJECT = ("store", "apiserver", "components", "machinery", "bench", "tests")
 """The top-level packages of this repository; imports of anything else are not ours to check."""
 

@@ -12,6 +12,7 @@ from apiserver.config import ApiserverSettings, load_apiserver_settings, parse_s
 from apiserver.pki import ApiserverPKI, serving_hosts
 from machinery.process.config import ConfigError
 from tests.support.modes import mode, not_private, umask
+from tests.support.paths import ROOT
 
 
 def _cert(path: Path) -> x509.Certificate:
@@ -97,5 +98,4 @@ def test_storage_urls() -> None:
 
 
 def test_the_repository_cluster_toml_has_the_defaults() -> None:
-    root = Path(__file__).resolve().parents[2]
-    assert load_apiserver_settings(root / "cluster.toml") == ApiserverSettings()
+    assert load_apiserver_settings(ROOT / "cluster.toml") == ApiserverSettings()

@@ -45,6 +45,7 @@ from machinery.process.launch import free_ports
 from tests.mvcc import etcd as etcd_mod
 from tests.mvcc.etcd import Etcd, running_etcd
 from tests.support.cluster import StoreCluster, running_cluster
+from tests.support.paths import ROOT
 
 T = TypeVar("T")
 Factory = Callable[[], Storage]
@@ -751,6 +752,5 @@ def test_without_grpcio_only_the_etcd_backend_is_missing() -> None:
         "except ImportError as e:\n"
         "    print(e)\n"
     )
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     assert "pip install grpcio" in out.stdout, out.stdout + out.stderr

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def _numbers(d: dict[str, Any], *keys: str) -> None:

@@ -19,8 +19,8 @@ import pytest
 
 from bench.scheduler import histogram
 from bench.scheduler.profile import summarise
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, "-m", "components.cli", "bench", "scheduler"]
 
 

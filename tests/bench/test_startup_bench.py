@@ -14,8 +14,8 @@ import pytest
 from bench.startup import report
 from bench.startup.watch import LeaseWatch
 from tests.bench.test_scheduler_bench import _processes_mentioning
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, "-m", "components.cli", "bench", "startup"]
 
 

@@ -36,6 +36,7 @@ from store.launcher import LocalCluster
 from store.wal.reader import replay
 from store.wal.restore import wal_dir
 from tests.support.cluster import StoreCluster, fast_settings, running_cluster
+from tests.support.paths import ROOT
 
 HTTP_ON = {failpoints.HTTP_ENV: "1"}
 
@@ -122,7 +123,7 @@ def test_disabled_by_default_and_every_site_name_is_known() -> None:
     code = "from store import failpoints, canaries; print(failpoints.ENABLED, failpoints.HTTP_ENABLED, canaries.ACTIVE)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "False False ()"
-    root = Path(__file__).resolve().parents[2] / "store"
+    root = ROOT / "store"
     used = set()
     for path in root.rglob("*.py"):
         text = path.read_text()

@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from components.cli.bench import BENCHMARKS
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def bench_modules_after(code: str) -> list[str]:

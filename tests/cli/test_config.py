@@ -10,8 +10,7 @@ from apiserver.config import ApiserverSettings, load_apiserver_settings
 from components.kubelet.config import KubeletSettings, load_kubelet_settings
 from machinery.process.config import ConfigError
 from store.config import RaftSettings, StoreSettings, load_raft_settings, load_store_settings
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def test_repository_cluster_toml_loads() -> None:

@@ -27,8 +27,8 @@ from store.cli import cluster as store_cli
 from store.config import StoreSettings, load_store_settings
 from store.launcher import LocalCluster
 from store.server.config import SETTINGS, MemberConfig, RaftSettings, read_member_file
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TOML = tomllib.loads((ROOT / "cluster.toml").read_text())
 STORE = {k: v for k, v in TOML["store"].items() if k != "raft"}
 RAFT = TOML["store"]["raft"]

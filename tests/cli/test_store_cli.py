@@ -18,8 +18,7 @@ from store.client.client import Client
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube
 from tests.support.modes import not_private, umask
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 @pytest.fixture(scope="module")

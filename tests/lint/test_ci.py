@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def test_readme_test_command_is_the_ci_script() -> None:

@@ -8,9 +8,10 @@ any use of the `random` module's global functions.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-RAFT_DIR = Path(__file__).resolve().parents[2] / "store" / "raft"
+from tests.support.paths import ROOT
+
+RAFT_DIR = ROOT / "store" / "raft"
 
 FORBIDDEN = {
     "asyncio",

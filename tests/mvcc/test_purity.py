@@ -4,13 +4,13 @@ apply loop, so they must not do I/O, read clocks, start threads or draw random n
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
 from tests.lint.test_raft_purity import FORBIDDEN, imported_roots
+from tests.support.paths import ROOT
 
-STORE = Path(__file__).resolve().parents[2] / "store"
+STORE = ROOT / "store"
 
 
 @pytest.mark.parametrize("package", ["mvcc", "watch", "lease"])

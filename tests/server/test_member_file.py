@@ -20,8 +20,7 @@ import pytest
 from machinery.process.config import SettingError
 from store.api.cluster import MemberInfo
 from store.server.config import MEMBER_FILE, SETTINGS, MemberConfig, RaftSettings, read_member_file, write_member_file
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def _cfg(tmp_path: Path, **kw: Any) -> MemberConfig:

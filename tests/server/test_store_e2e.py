@@ -14,7 +14,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,8 +21,7 @@ from store.api import errors as E
 from store.api.kv import Compare, CompareResult, CompareTarget, PutRequest, RangeRequest, TxnRequest
 from store.api.protocol import split_url
 from tests.support.cluster import StoreCluster, running_cluster
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,9 @@ import hashlib
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.sim.sweep import run_schedule, schedule
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def _trace_digest(seed: int) -> str:

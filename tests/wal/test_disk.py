@@ -15,10 +15,9 @@ import pytest
 
 from machinery.process import disk
 from store.wal import WAL, DiskWriteError, Snapshotter, replay
+from tests.support.paths import ROOT
 from tests.wal.test_snapshotter import snap
 from tests.wal.util import ents, hs, segments
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

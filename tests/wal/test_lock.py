@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from store.wal import DataDirLock, DataDirLockedError
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 HOLDER = """
 import sys, time

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -20,9 +20,9 @@ import pytest
 from apiserver.pki import ApiserverPKI
 from machinery.process.launch import free_ports
 from tests.apiserver.support import ApiserverUnderTest
+from tests.support.paths import ROOT
 
 WAIT_S = 30.0
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def until(what: str, check: Callable[[], Any], limit: float = WAIT_S) -> Any:

@@ -22,8 +22,8 @@ from machinery.process.launch import free_ports
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube, raftkube_interactive
 from tests.support.cluster import running_cluster
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[4]
 HEADER_KEYS = {"cluster_id", "member_id", "revision", "raft_term"}
 KV_KEYS = ["key", "value", "create_revision", "mod_revision", "version", "lease"]
 NOWHERE = ["--endpoints", "tcp://127.0.0.1:1"]
