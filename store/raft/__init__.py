@@ -2,7 +2,7 @@
 
 Inputs are ticks and messages; outputs are `Ready` batches the application must carry out
 (persist, then send, then apply, then `advance`).  See `rawnode` for the contract and
-`raft` for the protocol.  Because nothing here touches the outside world, `tests/sim`
+`raft` for the protocol.  Because nothing here touches the outside world, `tests/store/sim`
 can run many nodes over a simulated network and disk from a single seed.
 """
 

@@ -24,7 +24,7 @@ from apiserver.launcher import Endpoint, LocalApiserver
 from components.cli.launcher import COMPONENTS, LocalComponent
 from machinery.process.launch import free_ports
 from store.launcher import LocalCluster
-from tests.mvcc.etcd import running_etcd
+from tests.store.mvcc.etcd import running_etcd
 from tests.support.cli import raftkube
 
 # Where the versioned kubectl binaries live beside the gcloud dispatcher; PATH is looked at first.

@@ -22,7 +22,7 @@ from apiserver.storage.etcd import EtcdStorage
 from apiserver.storage.etcd_client import EtcdClient
 from apiserver.storage.interface import Progress, UnavailableError
 from machinery.process.launch import free_ports
-from tests.mvcc.etcd import Etcd, running_etcd
+from tests.store.mvcc.etcd import Etcd, running_etcd
 
 
 def data(payload: bytes, flags: int = 0, stream: int = h2.STREAM) -> bytes:

@@ -42,8 +42,8 @@ from apiserver.storage.interface import (
 from apiserver.storage.raftkube import RaftkubeStorage
 from apiserver.watchcache import Cacher
 from machinery.process.launch import free_ports
-from tests.mvcc import etcd as etcd_mod
-from tests.mvcc.etcd import Etcd, running_etcd
+from tests.store.mvcc import etcd as etcd_mod
+from tests.store.mvcc.etcd import Etcd, running_etcd
 from tests.support.cluster import StoreCluster, running_cluster
 from tests.support.paths import ROOT
 
