@@ -9,8 +9,8 @@ Layers import only downward:
     machinery         -> nothing of the project's
 
 and nothing but the benchmarks themselves and the tests imports `bench` at load time: the CLI
-imports a benchmark's module when that benchmark runs (components.cli.bench; tests/cli/
-test_bench_commands.py checks it at run time).
+imports a benchmark's module when that benchmark runs (components.cli.bench;
+tests/components/cli/test_bench_commands.py checks it at run time).
 
 Each rule is an allowlist of the project packages a layer may import, checked on every
 `import` statement (module level or inside a function, absolute or relative) of every module
