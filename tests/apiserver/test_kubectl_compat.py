@@ -533,7 +533,7 @@ def test_namespace_delete_stays_terminating_until_finalized(k: Kubectl, api: htt
 
 
 # -- protobuf: kubectl 1.32+ `create <kind>` ------------------------------------------------
-# (test_protobuf_kubectl.py compares what each generator stores with what 1.31's JSON stores)
+# (protobuf/test_protobuf_kubectl.py compares what each generator stores with what 1.31's JSON stores)
 
 
 @pytest.mark.parametrize(

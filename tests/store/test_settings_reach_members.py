@@ -5,7 +5,7 @@ reach a member (or, for the launcher's own keys, the layout) makes this fail.  F
 the test writes a copy of cluster.toml with only that key changed, lays the cluster out as
 `raftkube store up` does (load_store_settings, then LocalCluster.create writing member.json),
 and reads each member.json back as the member process does.  What a member then does with
-each setting is the member's business; test_raft_limits_e2e.py checks one through a process.
+each setting is the member's business; server/test_raft_limits_e2e.py checks one through a process.
 """
 
 from __future__ import annotations

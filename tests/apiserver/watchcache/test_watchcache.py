@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from apiserver.errors import StatusError
 from apiserver.watchcache import INITIAL_EVENTS_END, Cacher, WatchEvent, continuation
-from tests.apiserver.cache_support import PODS, FakeClock, Fields, Labels, drain, enc, key, pod, summary
 from tests.apiserver.memstorage import MemStorage
+from tests.apiserver.watchcache.cache_support import PODS, FakeClock, Fields, Labels, drain, enc, key, pod, summary
 
 
 def run(test: Callable[[], Awaitable[None]]) -> None:

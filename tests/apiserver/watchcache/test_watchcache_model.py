@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from apiserver.errors import StatusError
 from apiserver.watchcache import Cacher, CacheWatcher, WatchEvent
 from machinery.objects import Obj
-from tests.apiserver.cache_support import PODS, Fields, Labels, enc, key, pod
 from tests.apiserver.memstorage import MemStorage
+from tests.apiserver.watchcache.cache_support import PODS, Fields, Labels, enc, key, pod
 
 NAMESPACES = ("ns1", "ns2")
 NAMES = ("p0", "p1", "p2")

@@ -24,7 +24,7 @@ from apiserver.admission.policy.wiring import from_caches, param_lookup
 from apiserver.auth.user import User
 from apiserver.errors import StatusError
 from machinery.objects import Obj
-from tests.apiserver.policy_support import (
+from tests.apiserver.admission.policy_support import (
     CONFIGMAPS,
     NAMESPACES,
     PODS,

@@ -16,8 +16,8 @@ from apiserver.admission import assembly
 from apiserver.admission.policy.plugin import ValidatingAdmissionPolicy
 from apiserver.admission.policy.source import LivePolicies
 from apiserver.admission.policy.wiring import param_lookup
+from tests.apiserver.admission.policy_support import Objects, binding, policy
 from tests.apiserver.gates_support import ClientFor, in_process
-from tests.apiserver.policy_support import Objects, binding, policy
 
 ON = "/api/v1/namespaces/on/configmaps"
 CONFIGMAP_RULES = [
