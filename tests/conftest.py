@@ -4,7 +4,11 @@
   subprocess, which inherits the environment) finds no cluster unless a test names one with
   --data-dir: $RAFTKUBE_DATA_DIR points at an empty temporary path (not the checkout's
   `.raftkube/`, which the README's `raftkube up` creates), and $XDG_STATE_HOME at a temporary
-  directory (not the developer's record of the last `up`: store.cli.locate).
+  directory (not the developer's record of the last `up`: store.cli.locate).  A module that
+  creates a cluster at that "no data dir given" path fails: a cluster there lends its
+  certificates to every later command that names no data dir, and fails them in whatever
+  order the modules run (a `store up` without --data-dir made `kv --endpoints` of a later module
+  use the wrong CA).
 * No process a test module starts (store members, apiservers, components, through
   store.launch.spawn) may outlive that module.  One left running is killed by pid and the
   module fails, naming it: a leaked process would load the machine for the rest of the run
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -25,6 +30,7 @@ from machinery.process import launch
 from store.cli import locate
 
 EXIT_GRACE_S = 10.0
+NO_DATA_DIR = "no-data-dir-given"
 
 
 def _command(pid: int) -> str:
@@ -38,7 +44,7 @@ def _command(pid: int) -> str:
 def no_cluster_but_the_tests_own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     base = tmp_path_factory.mktemp("isolated")
     saved = {k: os.environ.get(k) for k in (locate.DATA_DIR_ENV, "XDG_STATE_HOME")}
-    os.environ[locate.DATA_DIR_ENV] = str(base / "no-data-dir-given")
+    os.environ[locate.DATA_DIR_ENV] = str(base / NO_DATA_DIR)
     os.environ["XDG_STATE_HOME"] = str(base / "state")
     yield
     for k, v in saved.items():
@@ -46,6 +52,16 @@ def no_cluster_but_the_tests_own(tmp_path_factory: pytest.TempPathFactory) -> It
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_cluster_where_none_was_given() -> Iterator[None]:
+    yield
+    unnamed = Path(os.environ.get(locate.DATA_DIR_ENV, ""))
+    if unnamed.name == NO_DATA_DIR and unnamed.exists():
+        made = sorted(str(p.relative_to(unnamed)) for p in unnamed.iterdir())
+        shutil.rmtree(unnamed, ignore_errors=True)
+        pytest.fail(f"this module made {made} in $RAFTKUBE_DATA_DIR (name a --data-dir): removed now", pytrace=False)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -121,7 +121,8 @@ def _check_startup_timeout(tmp_path: Path, s: StoreSettings, new: Any) -> None:
     mp.setattr(store_cli, "_wait_ready", wait_ready)
     mp.setattr(LocalCluster, "start_all", lambda self, env=None: {})
     try:
-        args = build_parser().parse_args(["store", "up", "--config", str(tmp_path / "cluster.toml"), "--detach"])
+        argv = ["store", "up", "--config", str(tmp_path / "cluster.toml"), "--data-dir", str(tmp_path / "up")]
+        args = build_parser().parse_args([*argv, "--detach"])
         with pytest.raises(UsageError, match="stop here"):
             args.run(args)
     finally:
