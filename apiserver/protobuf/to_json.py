@@ -118,10 +118,16 @@ def _field(schema: Schema, msg: Any, f: Field, path: str, budget: _Budget) -> An
         if not len(entries):
             return _absent(f)
         budget.spend(len(entries))
+        try:
+            pairs = list(entries.items())
+        except UnicodeDecodeError:
+            # protobuf decodes a map's string keys only when they are read: a key that is not
+            # UTF-8 has no JSON spelling, so the body is refused as a string field's would be
+            raise errors.bad_request(f"the protobuf body's {path} has a key that is not valid UTF-8") from None
         value_desc = msg.DESCRIPTOR.fields_by_name[f.name].message_type.fields_by_name["value"]
         if value_desc.message_type is not None:
-            return {k: _message(schema, v, f"{path}[{k}]", budget) for k, v in entries.items()}
-        return {k: _scalar(v) for k, v in entries.items()}
+            return {k: _message(schema, v, f"{path}[{k}]", budget) for k, v in pairs}
+        return {k: _scalar(v) for k, v in pairs}
     if f.repeated:
         items = getattr(msg, f.name)
         if not len(items):
