@@ -68,7 +68,10 @@ def run(directory: Path, started_w: int | None = None) -> int:
         log.write("stderr", note.encode())
     cwd = spec.get("cwd") or None
     # a test lever (as the store's failpoints): a slow start, to show that the runtime waits for it
-    delay = float(os.environ.get(START_DELAY_ENV) or 0)
+    try:
+        delay = float(os.environ.get(START_DELAY_ENV) or 0)
+    except ValueError:  # a malformed lever must not keep a container from starting
+        delay = 0.0
     if delay > 0:
         time.sleep(min(delay, 5.0))
     report, report_w = os.pipe()
