@@ -1,0 +1,47 @@
+"""Where the upstream peers live once built: kube-apiserver, kube-controller-manager,
+kube-scheduler, e2e.test, ginkgo, agnhost, etcd and etcdctl 3.6.
+
+The peers are yardsticks (tests, conformance, benchmarks), never runtime dependencies, so
+they live in the user's cache, outside the repository, one folder per pinned version:
+``$XDG_CACHE_HOME/raftkube/peers/kubernetes-v1.33.13/kube-apiserver``.  A version in the
+folder name means a new pin never picks up an old binary.  `raftkube peers build` fills the
+folders; the kubelet's image table (agnhost), the conformance runner and the benchmarks read
+them through `peer_path`, so the layout is written down once, here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+KUBERNETES_VERSION = "v1.33.13"
+"""The newest v1.33 patch release the Go module proxy serves (kubectl here reaches 1.33, and
+our apiserver reports 1.33)."""
+
+ETCD_VERSION = "v3.6.17"
+"""The newest etcd 3.6 patch release the Go module proxy serves."""
+
+KUBERNETES_PEERS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "e2e.test", "ginkgo", "agnhost")
+ETCD_PEERS = ("etcd", "etcdctl")
+
+
+def peers_root() -> Path:
+    """The cache folder holding every built peer: `$XDG_CACHE_HOME/raftkube/peers`
+    (`~/.cache/...` when XDG_CACHE_HOME is unset or empty, as the XDG spec says)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or ""
+    base = Path(cache) if cache else Path.home() / ".cache"
+    return base / "raftkube" / "peers"
+
+
+def version_dir(peer: str) -> Path:
+    """The folder of the pinned version that provides `peer` (kubernetes-<v> or etcd-<v>)."""
+    if peer in KUBERNETES_PEERS:
+        return peers_root() / f"kubernetes-{KUBERNETES_VERSION}"
+    if peer in ETCD_PEERS:
+        return peers_root() / f"etcd-{ETCD_VERSION}"
+    raise ValueError(f"unknown peer {peer!r}: one of {', '.join(KUBERNETES_PEERS + ETCD_PEERS)}")
+
+
+def peer_path(peer: str) -> Path:
+    """Where the binary `peer` is (or will be, once built)."""
+    return version_dir(peer) / peer
