@@ -33,15 +33,16 @@ def peers_root() -> Path:
     return base / "raftkube" / "peers"
 
 
-def version_dir(peer: str) -> Path:
-    """The folder of the pinned version that provides `peer` (kubernetes-<v> or etcd-<v>)."""
+def version_dir(peer: str, version: str | None = None) -> Path:
+    """The folder of the version that provides `peer` (kubernetes-<v> or etcd-<v>): the
+    pinned one unless `version` names another (`raftkube peers build --kubernetes v1.33.N`)."""
     if peer in KUBERNETES_PEERS:
-        return peers_root() / f"kubernetes-{KUBERNETES_VERSION}"
+        return peers_root() / f"kubernetes-{version or KUBERNETES_VERSION}"
     if peer in ETCD_PEERS:
-        return peers_root() / f"etcd-{ETCD_VERSION}"
+        return peers_root() / f"etcd-{version or ETCD_VERSION}"
     raise ValueError(f"unknown peer {peer!r}: one of {', '.join(KUBERNETES_PEERS + ETCD_PEERS)}")
 
 
-def peer_path(peer: str) -> Path:
+def peer_path(peer: str, version: str | None = None) -> Path:
     """Where the binary `peer` is (or will be, once built)."""
-    return version_dir(peer) / peer
+    return version_dir(peer, version) / peer

@@ -1,0 +1,251 @@
+"""`raftkube peers build`: each peer from its generated module, skipped when already built.
+
+Kubernetes' binaries come from one generated module (bench.peers.gomod) after one `go get` of
+the packages wanted, each with its `--version` set as Kubernetes' release build sets it
+(ldflags into k8s.io/component-base/version); agnhost carries its own image version (its
+VERSION file, as its Makefile sets it); ginkgo is the CLI at the version Kubernetes' go.mod
+pins (`go install`, since ginkgo has no replace directives); etcd and etcdctl come from a
+module requiring both and carry their own versions.  Each binary is built under a temporary
+name, asked its version (the build fails if it does not answer with the release asked
+for), hashed, renamed into place and recorded in the manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.peers.go import BuildError, Go, find_go
+from bench.peers.gomod import GINKGO_MODULE, etcd_module, kubernetes_module, required_version
+from bench.peers.manifest import Entry, Manifest, State, sha256_of
+from machinery.process import peers
+from machinery.process.command import UsageError
+
+KUBE = "k8s.io/kubernetes"
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    package: str
+    how: str
+    """`build`, `test` (a test binary: `go test -c`) or `install` (`go install pkg@version`)."""
+    version_args: tuple[str, ...]
+    """What makes it print its version."""
+
+
+PEERS: dict[str, Peer] = {
+    p.name: p
+    for p in (
+        Peer("kube-apiserver", f"{KUBE}/cmd/kube-apiserver", "build", ("--version",)),
+        Peer("kube-controller-manager", f"{KUBE}/cmd/kube-controller-manager", "build", ("--version",)),
+        Peer("kube-scheduler", f"{KUBE}/cmd/kube-scheduler", "build", ("--version",)),
+        Peer("e2e.test", f"{KUBE}/test/e2e", "test", ("--version",)),
+        Peer("ginkgo", f"{GINKGO_MODULE}/ginkgo", "install", ("version",)),
+        Peer("agnhost", f"{KUBE}/test/images/agnhost", "build", ("--version",)),
+        Peer("etcd", "go.etcd.io/etcd/server/v3", "build", ("--version",)),
+        Peer("etcdctl", "go.etcd.io/etcd/etcdctl/v3", "build", ("version",)),
+    )
+}
+assert tuple(PEERS) == peers.KUBERNETES_PEERS + peers.ETCD_PEERS
+
+
+def kube_ldflags(version: str) -> str:
+    """What Kubernetes' release build (hack/lib/version.sh) stamps into component-base."""
+    major, minor = version.lstrip("v").split(".")[:2]
+    base = "k8s.io/component-base/version"
+    return (
+        f"-s -w -X {base}.gitVersion={version} -X {base}.gitMajor={major} -X {base}.gitMinor={minor}"
+        f" -X {base}.gitTreeState=clean"
+    )
+
+
+def check_version(flag: str, value: str, pattern: str, example: str) -> str:
+    if not re.fullmatch(pattern, value):
+        raise UsageError(f"{flag} {value!r}: want a release of that line, like {example}")
+    return value
+
+
+def selected(only: str | None) -> list[str]:
+    """The peers `--only a,b` names, in build order (all of them without it)."""
+    if not only:
+        return list(PEERS)
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PEERS]
+    if unknown or not names:
+        raise UsageError(f"--only {only!r}: unknown peer {', '.join(unknown) or '(none)'}; one of {', '.join(PEERS)}")
+    return [n for n in PEERS if n in names]
+
+
+class Builder:
+    """Builds the chosen peers of one Kubernetes and one etcd release, saying each step."""
+
+    def __init__(self, go: Go, kubernetes: str, etcd: str, say: Callable[[str], None]) -> None:
+        self.go = go
+        self.versions = {**dict.fromkeys(peers.KUBERNETES_PEERS, kubernetes), **dict.fromkeys(peers.ETCD_PEERS, etcd)}
+        self.say = say
+        self.kube_gomod: str | None = None
+        self.kube_source_dir: Path | None = None
+
+    def workdir(self, peer: str) -> Path:
+        return peers.peers_root() / "build" / peers.version_dir(peer, self.versions[peer]).name
+
+    def build_all(self, names: list[str]) -> None:
+        manifests: dict[Path, Manifest] = {}
+        todo = []
+        for name in names:
+            folder = peers.version_dir(name, self.versions[name])
+            manifest = manifests.setdefault(folder, Manifest(folder))
+            state = manifest.state(name, self.versions[name])
+            if state is State.PRESENT:
+                sha = manifest.entries[name].sha256[:12]
+                self.say(f"{name:<24} {self.versions[name]:<9} skipped: built ({sha})")
+            else:
+                todo.append((name, manifest, state))
+        prepared: set[Path] = set()
+        for name, manifest, state in todo:
+            workdir = self.workdir(name)
+            if workdir not in prepared:
+                self.prepare(workdir, [n for n, _, _ in todo if self.workdir(n) == workdir])
+                prepared.add(workdir)
+            self.build_one(PEERS[name], manifest, state)
+
+    def prepare(self, workdir: Path, names: list[str]) -> None:
+        """Write the module `names` are built in and fetch what they import."""
+        started = time.monotonic()
+        version = self.versions[names[0]]
+        if names[0] in peers.ETCD_PEERS:
+            self.say(f"{'(etcd module)':<24} {version:<9} resolving in {workdir} ...")
+            workdir.mkdir(parents=True, exist_ok=True)
+            (workdir / "go.mod").write_text(etcd_module(version))
+            self.go.run(["get", *(f"{PEERS[n].package}@{version}" for n in names)], workdir, {"GOFLAGS": "-mod=mod"})
+        else:
+            self.say(f"{'(kubernetes module)':<24} {version:<9} resolving in {workdir} ...")
+            workdir.mkdir(parents=True, exist_ok=True)
+            # Outside any module (the build folder's parent has no go.mod), so a stale generated
+            # module cannot get in the way of reading Kubernetes' own go.mod.
+            info = json.loads(self.go.run(["mod", "download", "-json", f"{KUBE}@{version}"], workdir.parent))
+            self.kube_gomod = Path(info["GoMod"]).read_text()
+            self.kube_source_dir = Path(info["Dir"]) if info.get("Dir") else None
+            (workdir / "go.mod").write_text(kubernetes_module(self.kube_gomod, version))
+            wanted = [f"{PEERS[n].package}@{version}" for n in names if PEERS[n].how != "install"]
+            if wanted:
+                self.go.run(["get", *wanted], workdir, {"GOFLAGS": "-mod=mod"})
+        self.say(f"{'':<24} {'':<9} resolved in {time.monotonic() - started:.0f} s")
+
+    def build_one(self, peer: Peer, manifest: Manifest, state: State) -> None:
+        version = self.versions[peer.name]
+        why = "" if state is State.MISSING else f" (was {state.value})"
+        self.say(f"{peer.name:<24} {version:<9} building{why} ...")
+        started = time.monotonic()
+        workdir = self.workdir(peer.name)
+        manifest.folder.mkdir(parents=True, exist_ok=True)
+        part = manifest.folder / f".{peer.name}.part"
+        source, expect = f"{peer.package}@{version}", version.lstrip("v")
+        if peer.how == "install":
+            pinned = required_version(self.kube_gomod or "", GINKGO_MODULE)
+            if pinned is None:
+                raise BuildError(f"k8s.io/kubernetes {version}'s go.mod pins no {GINKGO_MODULE}")
+            source, expect = f"{peer.package}@{pinned}", pinned.lstrip("v")
+            with tempfile.TemporaryDirectory(dir=manifest.folder, prefix=".gobin-") as gobin:
+                self.go.run(
+                    ["install", "-trimpath", "-ldflags=-s -w", source], workdir, {"GOBIN": gobin, "GOFLAGS": ""}
+                )
+                Path(gobin, "ginkgo").replace(part)
+        else:
+            ldflags = "-s -w"
+            if peer.package.startswith(KUBE + "/cmd/") or peer.how == "test":
+                ldflags = kube_ldflags(version)
+            elif peer.name == "agnhost":
+                expect = self.agnhost_version()
+                ldflags = f"-s -w -X main.Version={expect}"
+            verb = ["test", "-c"] if peer.how == "test" else ["build"]
+            args = [
+                *verb,
+                "-mod=mod",
+                "-buildvcs=false",
+                "-trimpath",
+                "-ldflags",
+                ldflags,
+                "-o",
+                str(part),
+                peer.package,
+            ]
+            self.go.run(args, workdir)
+        reports = self.version_of(part, peer, expect)
+        sha = sha256_of(part)
+        part.replace(manifest.folder / peer.name)
+        seconds = round(time.monotonic() - started, 1)
+        built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        manifest.record(Entry(peer.name, version, source, sha, built_at, seconds, self.go.version, reports))
+        self.say(f"{peer.name:<24} {version:<9} built in {seconds:.0f} s ({sha[:12]})")
+
+    def agnhost_version(self) -> str:
+        """agnhost's own image version (test/images/agnhost/VERSION), which its Makefile stamps."""
+        try:
+            return (
+                (self.kube_source_dir or Path("/nonexistent"))
+                .joinpath("test/images/agnhost/VERSION")
+                .read_text()
+                .strip()
+            )
+        except OSError:
+            return "unknown"
+
+    def version_of(self, binary: Path, peer: Peer, expect: str) -> str:
+        """The first line `binary` answers its version command with; it must name `expect`."""
+        try:
+            proc = subprocess.run(
+                [str(binary), *peer.version_args],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                errors="replace",
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise BuildError(f"the built {peer.name} does not run ({e})") from e
+        answer = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0 or expect not in answer:
+            raise BuildError(
+                f"the built {peer.name} answers `{' '.join(peer.version_args)}` with exit {proc.returncode} and "
+                f"{answer[:300]!r}, not with its version {expect}"
+            )
+        return answer.splitlines()[0][:200]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Build the upstream peers (kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo, "
+        f"agnhost, etcd, etcdctl) with the machine's go through the Go module proxy into {peers.peers_root()}/; "
+        "what is already built (manifest.json, sha256) is skipped."
+    )
+    parser.add_argument("--kubernetes", default=peers.KUBERNETES_VERSION, metavar="v1.33.N", help="Kubernetes release")
+    parser.add_argument("--etcd", default=peers.ETCD_VERSION, metavar="v3.6.N", help="etcd release")
+    parser.add_argument("--only", metavar="PEER,...", help=f"build only these: {', '.join(PEERS)}")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    kubernetes = check_version("--kubernetes", args.kubernetes, r"v1\.33\.\d+", peers.KUBERNETES_VERSION)
+    etcd = check_version("--etcd", args.etcd, r"v3\.6\.\d+", peers.ETCD_VERSION)
+    names = selected(args.only)
+    go = find_go()
+    started = time.monotonic()
+    print(f"peers: {go.version}, GOPROXY={go.proxy}, into {peers.peers_root()}", flush=True)
+    try:
+        Builder(go, kubernetes, etcd, lambda line: print(line, flush=True)).build_all(names)
+    except BuildError as e:
+        print(f"raftkube: peers build failed: {e}", file=sys.stderr)
+        return 1
+    print(f"peers: done in {time.monotonic() - started:.0f} s", flush=True)
+    return 0

@@ -1,0 +1,32 @@
+#!/bin/sh
+# A stand-in for `go` (tests/bench/peers/test_peers_build.py): it records each call's arguments
+# in $FAKE_GO_LOG and answers as go would, enough for `raftkube peers build` to run offline.
+# What it "builds" is a script that prints the build's arguments and the module's go.mod, so
+# the version a real build stamps (ldflags, module versions) is what the binary answers.
+echo "$*" >> "$FAKE_GO_LOG"
+case "$1" in
+env)
+    printf '{"GOVERSION": "go1.99-fake", "GOPROXY": "%s"}\n' "${FAKE_GOPROXY-https://proxy.golang.org,direct}"
+    exit 0 ;;
+mod)
+    printf '{"Path": "k8s.io/kubernetes", "GoMod": "%s", "Dir": "%s"}\n' "$FAKE_KUBE_GOMOD" "$FAKE_KUBE_DIR"
+    exit 0 ;;
+esac
+if [ "$1" = "${FAKE_GO_FAIL-none}" ]; then
+    i=0
+    while [ $i -lt 60 ]; do echo "fake compile noise line $i"; i=$((i + 1)); done
+    echo "${FAKE_GO_FAIL_LINE-fake.go:1:1: undefined: everything}"
+    exit 1
+fi
+case "$1" in
+build|test|install)
+    out="$GOBIN/ginkgo"
+    prev=""
+    for a in "$@"; do
+        if [ "$prev" = "-o" ]; then out="$a"; fi
+        prev="$a"
+    done
+    { echo '#!/bin/sh'; echo "cat <<'END'"; echo "$*"; cat go.mod 2>/dev/null; echo 'END'; } > "$out"
+    chmod +x "$out" ;;
+esac
+exit 0

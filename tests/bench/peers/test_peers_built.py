@@ -1,0 +1,48 @@
+"""The real peers, as `raftkube peers build` left them: `raftkube peers status` says every one
+is present, and each answers its version command with the pinned release.  Deselected by
+default (the `peers` marker; CI does not build peers): `.ci/run -m peers` runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from bench.peers.build import PEERS
+from bench.peers.manifest import Manifest
+from machinery.process import peers
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.peers
+
+
+def test_status_says_every_peer_is_present() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "components.cli", "peers", "status"],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (
+        f"peers are missing; build them with `raftkube peers build`:\n{proc.stdout}{proc.stderr}"
+    )
+    assert proc.stdout.count(" present ") == len(PEERS)
+
+
+@pytest.mark.parametrize("name", list(PEERS))
+def test_each_peer_answers_its_pinned_version(name: str) -> None:
+    path = peers.peer_path(name)
+    if not path.is_file():
+        pytest.fail(f"{path} is not built: run `raftkube peers build --only {name}`")
+    expect = (peers.ETCD_VERSION if name in peers.ETCD_PEERS else peers.KUBERNETES_VERSION).lstrip("v")
+    if name == "ginkgo":
+        expect = Manifest(path.parent).entries[name].source.rsplit("@v", 1)[1]  # the version Kubernetes pins
+    if name == "agnhost":
+        expect = "2."  # agnhost reports its own image version (test/images/agnhost/VERSION)
+    proc = subprocess.run(
+        [str(path), *PEERS[name].version_args], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and expect in proc.stdout + proc.stderr, proc.stdout + proc.stderr
