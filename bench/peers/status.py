@@ -12,7 +12,7 @@ from machinery.process import peers
 
 
 def rows(kubernetes: str, etcd: str) -> list[tuple[str, str, State, str, str]]:
-    """(peer, version, state, sha256 prefix, path) for every peer."""
+    """(peer, version built, state, sha256 prefix, path) for every peer."""
     out = []
     manifests: dict[str, Manifest] = {}
     for name in PEERS:
@@ -22,7 +22,9 @@ def rows(kubernetes: str, etcd: str) -> list[tuple[str, str, State, str, str]]:
         state = manifest.state(name, version)
         entry = manifest.entries.get(name)
         sha = entry.sha256[:12] if entry and state is not State.MISSING else "-"
-        out.append((name, version, state, sha, str(folder / name)))
+        # ginkgo's own release (the one Kubernetes pins) says more than its folder's
+        shown = entry.source.rsplit("@", 1)[-1] if entry and state is State.PRESENT else version
+        out.append((name, shown, state, sha, str(folder / name)))
     return out
 
 

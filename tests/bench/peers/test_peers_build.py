@@ -73,6 +73,9 @@ def test_builds_every_peer_stamped_and_recorded(fake_go: FakeGo, capsys: pytest.
     assert "install -trimpath -ldflags=-s -w github.com/onsi/ginkgo/v2/ginkgo@v2.21.0" in builds
     gomod = (peers.peers_root() / "build/kubernetes-v1.33.13/go.mod").read_text()
     assert "k8s.io/client-go => k8s.io/client-go v0.33.13" in gomod
+    assert main(["peers", "status"]) == 0
+    status = capsys.readouterr().out.splitlines()
+    assert next(line for line in status if line.startswith("ginkgo ")).split()[1:3] == ["v2.21.0", "present"]
 
 
 def test_a_second_build_skips_everything(fake_go: FakeGo, capsys: pytest.CaptureFixture[str]) -> None:
