@@ -24,8 +24,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.peers.go import BuildError, Go, find_go
-from bench.peers.gomod import GINKGO_MODULE, etcd_module, kubernetes_module, required_version
+from bench.peers.go import BuildError, Go, find_go, json_objects
+from bench.peers.gomod import (
+    GINKGO_MODULE,
+    etcd_module,
+    kubernetes_module,
+    newest_patch_before,
+    required_version,
+    staging_modules,
+    staging_version,
+)
 from bench.peers.manifest import Entry, Manifest, State, sha256_of
 from machinery.process import peers
 from machinery.process.command import UsageError
@@ -136,11 +144,37 @@ class Builder:
             info = json.loads(self.go.run(["mod", "download", "-json", f"{KUBE}@{version}"], workdir.parent))
             self.kube_gomod = Path(info["GoMod"]).read_text()
             self.kube_source_dir = Path(info["Dir"]) if info.get("Dir") else None
-            (workdir / "go.mod").write_text(kubernetes_module(self.kube_gomod, version))
+            overrides = self.unserved_staging(workdir.parent, self.kube_gomod, version)
+            (workdir / "go.mod").write_text(kubernetes_module(self.kube_gomod, version, overrides))
             wanted = [f"{PEERS[n].package}@{version}" for n in names if PEERS[n].how != "install"]
             if wanted:
                 self.go.run(["get", *wanted], workdir, {"GOFLAGS": "-mod=mod"})
         self.say(f"{'':<24} {'':<9} resolved in {time.monotonic() - started:.0f} s")
+
+    def unserved_staging(self, cwd: Path, kubernetes_gomod: str, version: str) -> dict[str, str]:
+        """Each staging module the proxy does not serve at Kubernetes' matching release, and the
+        newest older patch release of it that stands in.  (The proxy answers 403 "not available"
+        for k8s.io/sample-apiserver v0.33.13's source, which e2e.test imports.)"""
+        staged = staging_version(version)
+        wanted = [f"{m}@{staged}" for m in staging_modules(kubernetes_gomod)]
+        overrides: dict[str, str] = {}
+        for info in json_objects(self.go.run(["mod", "download", "-json", *wanted], cwd, check=False)):
+            error = str(info.get("Error") or "")
+            if not error:
+                continue
+            module = str(info.get("Path"))
+            listing = json_objects(self.go.run(["list", "-m", "-versions", "-json", module], cwd, check=False))
+            versions = listing[0].get("Versions") if listing else None
+            stand_in = newest_patch_before([str(v) for v in versions] if isinstance(versions, list) else [], staged)
+            reason = error.splitlines()[0].rsplit(": ", 1)[-1]  # "403 Forbidden"
+            said = f"{'':<24} {'':<9} {module}@{staged} is not served ({reason})"
+            if stand_in is None:
+                # Left as it is: only a peer that imports it fails, with go's own message.
+                self.say(f"{said}, nor an older patch: left at {staged}")
+                continue
+            self.say(f"{said}: using {stand_in}")
+            overrides[module] = stand_in
+        return overrides
 
     def build_one(self, peer: Peer, manifest: Manifest, state: State) -> None:
         version = self.versions[peer.name]

@@ -18,7 +18,7 @@ from pathlib import Path
 from machinery.process.command import UsageError
 
 TAIL_LINES = 25
-PROXY_TROUBLE = ("proxy.golang.org", "dial tcp", "no such host", "i/o timeout", "connection refused", "TLS handshake")
+PROXY_TROUBLE = ("dial tcp", "no such host", "i/o timeout", "connection refused", "TLS handshake")
 
 
 class BuildError(Exception):
@@ -32,8 +32,9 @@ class Go:
     """`go env GOVERSION`, recorded with each binary."""
     proxy: str
 
-    def run(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
-        """Run `go args` in `cwd` and return its output (stdout and stderr together)."""
+    def run(self, args: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True) -> str:
+        """Run `go args` in `cwd` and return its output (stdout and stderr together); unless
+        `check` is false, a failure is a BuildError."""
         cwd.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(
             [self.exe, *args],
@@ -45,7 +46,7 @@ class Go:
             text=True,
             errors="replace",
         )
-        if proc.returncode != 0:
+        if check and proc.returncode != 0:
             raise BuildError(failure(["go", *args], proc.returncode, proc.stdout, self.proxy))
         return proc.stdout
 
@@ -88,3 +89,18 @@ def find_go() -> Go:
             "set it with `go env -w GOPROXY=https://proxy.golang.org,direct`"
         )
     return Go(exe=exe, version=str(settings.get("GOVERSION", "unknown")), proxy=proxy)
+
+
+def json_objects(output: str) -> list[dict[str, object]]:
+    """The JSON objects `go ... -json` printed one after another (anything else is skipped)."""
+    decoder, found, at = json.JSONDecoder(), [], output.find("{")
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(output, at)
+        except ValueError:
+            at = output.find("{", at + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        at = output.find("{", end)
+    return found

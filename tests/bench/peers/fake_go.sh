@@ -9,7 +9,24 @@ env)
     printf '{"GOVERSION": "go1.99-fake", "GOPROXY": "%s"}\n' "${FAKE_GOPROXY-https://proxy.golang.org,direct}"
     exit 0 ;;
 mod)
-    printf '{"Path": "k8s.io/kubernetes", "GoMod": "%s", "Dir": "%s"}\n' "$FAKE_KUBE_GOMOD" "$FAKE_KUBE_DIR"
+    case "$4" in
+    k8s.io/kubernetes@*)
+        printf '{"Path": "k8s.io/kubernetes", "GoMod": "%s", "Dir": "%s"}\n' "$FAKE_KUBE_GOMOD" "$FAKE_KUBE_DIR"
+        exit 0 ;;
+    esac
+    shift 3
+    status=0
+    for a in "$@"; do
+        if [ "${a%@*}" = "${FAKE_GO_UNSERVED-none}" ]; then
+            printf '{"Path": "%s", "Version": "%s", "Error": "403 Forbidden"}\n' "${a%@*}" "${a#*@}"
+            status=1
+        else
+            printf '{"Path": "%s", "Version": "%s"}\n' "${a%@*}" "${a#*@}"
+        fi
+    done
+    exit $status ;;
+list)
+    printf '{"Path": "%s", "Versions": ["v0.32.3", "v0.33.3", "v0.33.5"]}\n' "$5"
     exit 0 ;;
 esac
 if [ "$1" = "${FAKE_GO_FAIL-none}" ]; then

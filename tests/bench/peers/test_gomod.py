@@ -11,6 +11,7 @@ from bench.peers.gomod import (
     GINKGO_MODULE,
     etcd_module,
     kubernetes_module,
+    newest_patch_before,
     required_version,
     staging_modules,
     staging_version,
@@ -56,3 +57,12 @@ def test_versions() -> None:
 def test_etcd_module_requires_server_and_etcdctl_at_one_release() -> None:
     text = etcd_module("v3.6.17")
     assert "go.etcd.io/etcd/server/v3 v3.6.17" in text and "go.etcd.io/etcd/etcdctl/v3 v3.6.17" in text
+
+
+def test_a_staging_module_the_proxy_lacks_stands_in_at_an_older_patch() -> None:
+    """The proxy does not serve k8s.io/sample-apiserver v0.33.13 (403), which e2e.test imports."""
+    assert newest_patch_before(["v0.32.3", "v0.33.3", "v0.33.5", "v0.34.0", "v0.33.13"], "v0.33.13") == "v0.33.5"
+    assert newest_patch_before(["v0.32.3", "v0.33.13"], "v0.33.13") is None
+    text = kubernetes_module(RECORDED, "v1.33.13", {"k8s.io/sample-apiserver": "v0.33.5"})
+    assert "\tk8s.io/sample-apiserver => k8s.io/sample-apiserver v0.33.5\n" in text
+    assert "\tk8s.io/api => k8s.io/api v0.33.13\n" in text

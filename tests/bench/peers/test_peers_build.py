@@ -115,7 +115,8 @@ def test_another_release_builds_into_its_own_folder(fake_go: FakeGo, capsys: pyt
     assert main(["peers", "build", "--only", "kube-apiserver", "--kubernetes", "v1.33.2"]) == 0
     assert "skipped" not in capsys.readouterr().out
     assert peers.peer_path("kube-apiserver", "v1.33.2").is_file() and peers.peer_path("kube-apiserver").is_file()
-    assert "k8s.io/kubernetes@v1.33.2" in fake_go.calls()[-3]  # mod download, get, build
+    assert "mod download -json k8s.io/kubernetes@v1.33.2" in fake_go.calls()
+    assert fake_go.calls()[-1].endswith("cmd/kube-apiserver") and "gitVersion=v1.33.2 " in fake_go.calls()[-1]
 
 
 def test_no_go_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -176,3 +177,14 @@ def test_the_peers_commands_are_loaded_only_when_run() -> None:
         "args = build_parser().parse_args(['peers', 'status'])\nassert args.run.__module__ == 'bench.peers.status'\n"
     )
     subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True, timeout=120)
+
+
+def test_an_unserved_staging_module_stands_in_at_an_older_patch(
+    fake_go: FakeGo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FAKE_GO_UNSERVED", "k8s.io/sample-apiserver")
+    assert main(["peers", "build", "--only", "e2e.test"]) == 0
+    assert "k8s.io/sample-apiserver@v0.33.13 is not served" in capsys.readouterr().out
+    gomod = (peers.peers_root() / "build/kubernetes-v1.33.13/go.mod").read_text()
+    assert "k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.33.5\n" in gomod
+    assert "k8s.io/client-go => k8s.io/client-go v0.33.13\n" in gomod
