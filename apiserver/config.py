@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR, first_address
 from apiserver.storage import parse_storage_url
 from machinery.process.config import ConfigError, load_section
 
@@ -23,6 +24,8 @@ class ApiserverSettings:
     """A storage URL (`raftkube://host:port,...` or `etcd://host:port,...`); empty: the data dir's store."""
     startup_timeout: float = 30.0
     """Seconds `raftkube up` waits for /readyz."""
+    service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
+    """The Services' CIDR; its first address is the `default/kubernetes` Service's ClusterIP."""
     # The edge (apiserver.http.connection_limits, apiserver.http.inflight): each is a flag of
     # `raftkube apiserver` of the same name with dashes, which `up` passes on.
     max_requests_inflight: int = 400
@@ -56,6 +59,10 @@ class ApiserverSettings:
         )
         return tuple(part for name in names for part in ("--" + name.replace("_", "-"), str(getattr(self, name))))
 
+    def flags(self) -> tuple[str, ...]:
+        """Every setting `up` passes on to `raftkube apiserver` as a flag."""
+        return (*self.edge_flags(), "--service-cluster-ip-range", self.service_cluster_ip_range)
+
 
 def load_apiserver_settings(path: Path) -> ApiserverSettings:
     """The [apiserver] section of `path`, with defaults for what it leaves out."""
@@ -65,4 +72,9 @@ def load_apiserver_settings(path: Path) -> ApiserverSettings:
             parse_storage_url(values["storage"])
         except ValueError as e:
             raise ConfigError(f"{path}: apiserver.storage: {e}") from None
+    if "service_cluster_ip_range" in values:
+        try:
+            first_address(values["service_cluster_ip_range"])
+        except ValueError as e:
+            raise ConfigError(f"{path}: apiserver.service_cluster_ip_range: {e}") from None
     return ApiserverSettings(**values)

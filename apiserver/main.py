@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import ipaddress
 import logging
 import signal
 import socket
@@ -38,6 +39,7 @@ from apiserver.heap import HeapKeeper
 from apiserver.http.app import build_app
 from apiserver.http.connection_limits import ConnectionLimits, guarded
 from apiserver.http.inflight import InFlightLimits
+from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR, KubernetesService
 from apiserver.malloc import fix_mmap_threshold
 from apiserver.pki import ApiserverPKI
 from apiserver.storage import open_storage, parse_storage_url
@@ -68,6 +70,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="raftkube://host:port,... or etcd://host:port,... (default: the data dir's store)",
     )
     p.add_argument("--insecure-store", action="store_true", help="talk to a raftkube store in plaintext")
+    p.add_argument(
+        "--service-cluster-ip-range",
+        default=DEFAULT_SERVICE_CIDR,
+        help=f"the Services' CIDR; its first address is default/kubernetes's IP (default {DEFAULT_SERVICE_CIDR})",
+    )
+    p.add_argument(
+        "--advertise-address",
+        help="the address default/kubernetes's endpoints name (default: --host, or 127.0.0.1 when it is a wildcard)",
+    )
     p.add_argument("--tls-cert-file", type=Path, help="serving certificate (default: generated in the data dir)")
     p.add_argument("--tls-private-key-file", type=Path, help="its private key")
     p.add_argument("--client-ca-file", type=Path, help="CA bundle that signs client certificates")
@@ -211,6 +222,7 @@ class ServeOptions:
     admission_plugins: tuple[str, ...] | None = None
     service_accounts: ServiceAccountTokenSettings | None = None
     kubelet_tls: ssl.SSLContext | None = None
+    kubernetes_service: KubernetesService | None = None
     connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     inflight_limits: InFlightLimits = field(default_factory=InFlightLimits)
 
@@ -230,6 +242,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
     except ValueError as e:
         raise UsageError(f"--disable-admission-plugins: {e}") from e
     connection_limits, inflight_limits = edge_limits(args)
+    kubernetes_service = kubernetes_service_of(args)
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         raise UsageError("give --tls-cert-file and --tls-private-key-file together")
     data_dir: Path = args.data_dir
@@ -268,9 +281,24 @@ def options(args: argparse.Namespace) -> ServeOptions:
         plugins,
         service_accounts,
         kubelet,
+        kubernetes_service,
         connection_limits,
         inflight_limits,
     )
+
+
+def kubernetes_service_of(args: argparse.Namespace) -> KubernetesService:
+    """`default/kubernetes` from --service-cluster-ip-range and the advertised address."""
+    address = args.advertise_address or args.host
+    try:
+        if ipaddress.ip_address(address).is_unspecified:
+            address = "127.0.0.1"
+    except ValueError:
+        raise UsageError(f"--advertise-address: {address!r} is not an IP address") from None
+    try:
+        return KubernetesService.of(args.service_cluster_ip_range, address, args.port)
+    except ValueError as e:
+        raise UsageError(f"--service-cluster-ip-range: {e}") from None
 
 
 def edge_limits(args: argparse.Namespace) -> tuple[ConnectionLimits, InFlightLimits]:
@@ -481,6 +509,7 @@ async def serve(
             service_accounts=opts.service_accounts,
             kubelet_tls=opts.kubelet_tls,
             inflight_limits=opts.inflight_limits,
+            kubernetes_service=opts.kubernetes_service,
         )
         config = uvicorn.Config(
             app,

@@ -48,6 +48,7 @@ from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess, relay
 from apiserver.http.metrics import Metrics, request_labels
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.router import find_subresource, route
+from apiserver.kubernetes_service import KubernetesService, keep_forever
 from apiserver.request_context import reset_user, set_user
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
@@ -88,8 +89,11 @@ class Api:
         service_accounts: ServiceAccountTokenSettings | None = None,
         kubelet_tls: ssl.SSLContext | None = None,
         inflight_limits: InFlightLimits | None = None,
+        kubernetes_service: KubernetesService | None = None,
     ) -> None:
         self.storage = storage
+        self.kubernetes_service = kubernetes_service
+        self._service_keeper: asyncio.Task[None] | None = None
         if admission_plugins is None:
             admission_plugins = plugin_names()
         self.compaction_interval = compaction_interval
@@ -163,16 +167,20 @@ class Api:
             )
         if self.compaction_interval > 0:
             self._compactor = asyncio.create_task(compact_forever(self.storage, self.compaction_interval))
+        kept = [self.scope.by_path.get(p) for p in (("", "v1", "services"), ("", "v1", "endpoints"))]
+        kept.append(self.scope.by_path.get(("discovery.k8s.io", "v1", "endpointslices")))
+        if self.kubernetes_service is not None and all(r is not None and r in self.scope.registries for r in kept):
+            services, endpoints, slices = (self.scope.registries[r] for r in kept if r is not None)
+            self._service_keeper = asyncio.create_task(
+                keep_forever(self.kubernetes_service, services, endpoints, slices)
+            )
 
     async def stop(self) -> None:
-        if self._aggregator is not None:
-            self._aggregator.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._aggregator
-        if self._compactor is not None:
-            self._compactor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._compactor
+        for task in (self._aggregator, self._compactor, self._service_keeper):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.admission.close()
         await self.kubelets.close()
         await self.scope.stop()
@@ -195,6 +203,7 @@ def build_app(
     service_accounts: ServiceAccountTokenSettings | None = None,
     kubelet_tls: ssl.SSLContext | None = None,
     inflight_limits: InFlightLimits | None = None,
+    kubernetes_service: KubernetesService | None = None,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
@@ -206,7 +215,8 @@ def build_app(
     made up for this process); their authenticator is asked after `authenticator`.
     `kubelet_tls`: how to reach kubelets (the apiserver's client certificate and the kubelets'
     CA); without it pods/log, exec, portforward and nodes/proxy answer 503.  `inflight_limits`:
-    the seats of requests and watches each priority level has (apiserver.http.inflight)."""
+    the seats of requests and watches each priority level has (apiserver.http.inflight).
+    `kubernetes_service`: where `default/kubernetes` points (None: no such Service is kept)."""
     api = Api(
         storage,
         resources if resources is not None else catalog(),
@@ -218,6 +228,7 @@ def build_app(
         service_accounts,
         kubelet_tls,
         inflight_limits,
+        kubernetes_service,
     )
     authenticator = Union(authenticator, [api.service_accounts.authenticator])
 

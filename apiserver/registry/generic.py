@@ -63,9 +63,7 @@ class Registry:
     # -- encoding: a resource stored in another group's shape converts on the way -----------
 
     def decode(self, value: bytes, revision: int) -> Obj:
-        obj = objects.from_storage(value, revision)
-        convert = self.resource.from_storage
-        return convert(obj) if convert is not None else obj
+        return self.resource.read_view(objects.from_storage(value, revision))
 
     def _encode(self, obj: Obj) -> bytes:
         convert = self.resource.to_storage
@@ -130,6 +128,7 @@ class Registry:
         self._typed(obj)
         meta.prepare_create(self.resource, obj, namespace, self.clock)
         self.resource.default(obj)
+        self.resource.with_status(obj)
         name = str(obj["metadata"].get("name", ""))
         if manager:
             # what the manager sent (defaulted), before admission adds its own fields: kube's
@@ -212,6 +211,7 @@ class Registry:
             prepared = meta.prepare_update(self.resource, new, old, subresource)
             if subresource != "status":
                 self.resource.default(prepared)
+            self.resource.with_status(prepared)
             if track:  # before admission, as for a create
                 prepared = self._tracked(old, prepared, manager, subresource or "")
             prepared = await self._admitted(

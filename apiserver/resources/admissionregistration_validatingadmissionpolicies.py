@@ -96,6 +96,7 @@ RESOURCE = ResourceDef(
     plural="validatingadmissionpolicies",
     singular="validatingadmissionpolicy",
     namespaced=False,
+    empty_status={},
     categories=_admission.CATEGORIES,
     subresources=(Subresource("status", "ValidatingAdmissionPolicy", handler=OBJECT_VIEW),),
     default=default,

@@ -115,6 +115,7 @@ RESOURCE = ResourceDef(
     plural="deployments",
     singular="deployment",
     namespaced=True,
+    empty_status={},
     short_names=("deploy",),
     categories=("all",),
     subresources=(

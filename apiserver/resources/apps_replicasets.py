@@ -59,6 +59,7 @@ RESOURCE = ResourceDef(
     plural="replicasets",
     singular="replicaset",
     namespaced=True,
+    empty_status={"replicas": 0},
     short_names=("rs",),
     categories=("all",),
     subresources=(

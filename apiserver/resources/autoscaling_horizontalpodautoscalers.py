@@ -401,6 +401,8 @@ V2 = ResourceDef(
     plural="horizontalpodautoscalers",
     singular="horizontalpodautoscaler",
     namespaced=True,
+    # currentMetrics is not omitempty either: kube writes null, which reads as absent
+    empty_status={"desiredReplicas": 0},
     short_names=("hpa",),
     categories=("all",),
     subresources=(Subresource("status", "HorizontalPodAutoscaler", handler=OBJECT_VIEW),),
@@ -417,6 +419,7 @@ V1 = ResourceDef(
     plural="horizontalpodautoscalers",
     singular="horizontalpodautoscaler",
     namespaced=True,
+    empty_status={"currentReplicas": 0, "desiredReplicas": 0},
     short_names=("hpa",),
     categories=("all",),
     subresources=(Subresource("status", "HorizontalPodAutoscaler", handler=OBJECT_VIEW),),

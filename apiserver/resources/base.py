@@ -13,7 +13,8 @@ Adding a resource is adding one module under `apiserver/resources/` that defines
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +130,12 @@ class ResourceDef:
     # Not stored at all: a create is answered by the handler registered under this name
     # (access reviews, SelfSubjectReview); such a resource has no registry and no watch cache.
     virtual: str | None = None
+    # The status every object carries, as kube's JSON always has one: a Go type whose `Status`
+    # is a struct (not a pointer) encodes it even when empty (`omitempty` does not omit a
+    # struct), with its members that are not `omitempty` at their zero value (ReplicaSet:
+    # `{"replicas": 0}`).  None: the kind has no status (ConfigMap) or a pointer one.  Clients
+    # generated from the Go types read `d.status.observed_generation` right after a create.
+    empty_status: Mapping[str, Any] | None = None
 
     @property
     def group_version(self) -> str:
@@ -151,6 +158,21 @@ class ResourceDef:
         labels/annotations), as a CRD's `subresources.status` does."""
         return self.subresource("status") is not None
 
+    def with_status(self, obj: Obj) -> Obj:
+        """`obj` (changed in place) carrying `empty_status` under what it already has: every
+        write and every read goes through here, so objects stored before a kind declared its
+        status read as kube's do.  A status that is not an object is left to validation."""
+        if self.empty_status is not None:
+            if obj.get("status") is None:
+                obj["status"] = {}
+            _fill(obj["status"], self.empty_status)
+        return obj
+
+    def read_view(self, obj: Obj) -> Obj:
+        """A stored object (decoded) as this resource serves it: its shape, then its status."""
+        convert = self.from_storage
+        return self.with_status(convert(obj) if convert is not None else obj)
+
     def subresource(self, name: str) -> Subresource | None:
         """The declared subresource called `name`, None when the resource has none by that name."""
         return next((s for s in self.subresources if s.name == name), None)
@@ -163,6 +185,17 @@ class ResourceDef:
 
     def key(self, namespace: str | None, name: str) -> str:
         return f"{self.key_prefix(namespace if self.namespaced else None)}{name}"
+
+
+def _fill(into: Any, defaults: Mapping[str, Any]) -> None:
+    """Each member of `defaults` that `into` lacks (or holds as null), recursively."""
+    if not isinstance(into, dict):
+        return
+    for key, value in defaults.items():
+        if into.get(key) is None:
+            into[key] = copy.deepcopy(value)
+        elif isinstance(value, Mapping):
+            _fill(into[key], value)
 
 
 def object_fields(resource: ResourceDef, obj: dict[str, Any]) -> dict[str, str]:

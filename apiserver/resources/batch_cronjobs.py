@@ -156,6 +156,7 @@ RESOURCE = ResourceDef(
     plural="cronjobs",
     singular="cronjob",
     namespaced=True,
+    empty_status={},
     short_names=("cj",),
     categories=("all",),
     subresources=(Subresource("status", "CronJob", handler=OBJECT_VIEW),),

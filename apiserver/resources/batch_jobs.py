@@ -131,6 +131,7 @@ RESOURCE = ResourceDef(
     plural="jobs",
     singular="job",
     namespaced=True,
+    empty_status={},
     categories=("all",),
     subresources=(Subresource("status", "Job", handler=OBJECT_VIEW),),
     default=default,

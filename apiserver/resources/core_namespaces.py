@@ -64,6 +64,7 @@ RESOURCE = ResourceDef(
     plural="namespaces",
     singular="namespace",
     namespaced=False,
+    empty_status={},
     short_names=("ns",),
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
     subresources=(

@@ -16,6 +16,26 @@ from apiserver.resources.base import Column, ResourceDef, Subresource
 from apiserver.table import AGE_COLUMN
 from machinery.objects import Obj, dicts, get, mapping, text
 
+# NodeStatus's members that are structs with members that are not omitempty: kube's JSON has
+# them on every node, zero-valued until the kubelet reports
+NODE_STATUS: dict[str, Any] = {
+    "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+    "nodeInfo": dict.fromkeys(
+        (
+            "machineID",
+            "systemUUID",
+            "bootID",
+            "kernelVersion",
+            "osImage",
+            "containerRuntimeVersion",
+            "kubeletVersion",
+            "kubeProxyVersion",
+            "operatingSystem",
+            "architecture",
+        ),
+        "",
+    ),
+}
 ADDRESS_TYPES = ("Hostname", "InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS")
 
 
@@ -106,6 +126,7 @@ RESOURCE = ResourceDef(
     plural="nodes",
     singular="node",
     namespaced=False,
+    empty_status=NODE_STATUS,
     short_names=("no",),
     subresources=(
         Subresource("proxy", "NodeProxyOptions", verbs=("get",), handler=NodeProxyHandler()),

@@ -217,6 +217,7 @@ RESOURCE = ResourceDef(
     plural="pods",
     singular="pod",
     namespaced=True,
+    empty_status={},
     short_names=("po",),
     categories=("all",),
     subresources=(

@@ -140,6 +140,7 @@ RESOURCE = ResourceDef(
     plural="resourcequotas",
     singular="resourcequota",
     namespaced=True,
+    empty_status={},
     short_names=("quota",),
     subresources=(Subresource("status", "ResourceQuota", handler=OBJECT_VIEW),),
     bumps_generation=False,

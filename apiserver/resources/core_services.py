@@ -143,6 +143,7 @@ RESOURCE = ResourceDef(
     plural="services",
     singular="service",
     namespaced=True,
+    empty_status={"loadBalancer": {}},
     short_names=("svc",),
     categories=("all",),
     subresources=(Subresource("status", "Service", handler=OBJECT_VIEW),),

@@ -200,6 +200,7 @@ RESOURCE = ResourceDef(
     plural="ingresses",
     singular="ingress",
     namespaced=True,
+    empty_status={"loadBalancer": {}},
     short_names=("ing",),
     subresources=(Subresource("status", "Ingress", handler=OBJECT_VIEW),),
     validate=validate,

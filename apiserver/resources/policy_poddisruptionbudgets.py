@@ -57,6 +57,7 @@ RESOURCE = ResourceDef(
     plural="poddisruptionbudgets",
     singular="poddisruptionbudget",
     namespaced=True,
+    empty_status={"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
     short_names=("pdb",),
     subresources=(Subresource("status", "PodDisruptionBudget", handler=OBJECT_VIEW),),
     validate=validate,

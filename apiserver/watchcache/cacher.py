@@ -259,10 +259,7 @@ class Cacher:
 
     def _decode(self, item: Stored) -> Entry | None:
         try:
-            obj = from_storage(item.value, item.revision)
-            convert = self.resource.from_storage
-            if convert is not None:
-                obj = convert(obj)
+            obj = self.resource.read_view(from_storage(item.value, item.revision))
         except ValueError:
             log.error("watch cache %s: %s holds no JSON object; left out", self._prefix, item.key)
             return None

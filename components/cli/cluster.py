@@ -194,7 +194,7 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
     try:
         if apiserver.pid() is None:
-            apiserver.start(endpoint, insecure_store=cluster.insecure(), extra_args=a.edge_flags())
+            apiserver.start(endpoint, insecure_store=cluster.insecure(), extra_args=a.flags())
         apiserver.wait_ready(endpoint, a.startup_timeout)
         kubeconfig = apiserver.write_kubeconfig(endpoint)
         # node-1..3 always (a kubelet may be started by hand), and every node `up` runs

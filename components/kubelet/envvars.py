@@ -8,8 +8,19 @@ key, or a resource limit or request (`resourceFieldRef`, with its divisor).  A s
 missing fails the container start (kube's CreateContainerConfigError) unless it is optional;
 keys that are not valid variable names are skipped and reported.
 
-The ConfigMaps and Secrets come through `Sources` (the kubelet's informer caches); nothing
-here does I/O.
+Every container also gets the `kubernetes` Service's variables (`service_env`, kube's
+pkg/kubelet/envvars: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_PORT,
+KUBERNETES_PORT_443_TCP*, KUBERNETES_SERVICE_PORT_HTTPS), below anything the pod defines and
+usable in its `$(VAR)` references.  One decision differs from kube, on purpose: kube's values are
+the Service's ClusterIP and port, which a node's service proxy (kube-proxy) forwards.  Our pods
+share the host's network and no service proxy exists yet (issue 26), so a ClusterIP would be
+unreachable; the values are the address and port of the Service's endpoints instead (the
+apiserver itself), so in-cluster clients work today.  The variable names stay the Service's
+(`KUBERNETES_PORT_443_TCP` even when the apiserver listens on 6443), as clients look them up by
+those names.  Without endpoints the values fall back to the ClusterIP, as kube's.
+
+The ConfigMaps, Secrets, the Service and its Endpoints come through `Sources` (read by the
+kubelet's client); nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +54,7 @@ class Sources:
     config_map: Lookup
     secret: Lookup
     token: Callable[[str, int], str | None] = _no_token  # (audience, seconds) -> the pod's token
+    service_env: Mapping[str, str] = field(default_factory=dict)  # service_env() of `kubernetes`
 
 
 @dataclass(slots=True)
@@ -76,6 +89,49 @@ def expand(text: str, defined: Mapping[str, str]) -> str:
             out.append(c)
             i += 1
     return "".join(out)
+
+
+def _endpoint_of(endpoints: Obj | None, port_name: str) -> tuple[str, int] | None:
+    """The first ready address of `endpoints` with the port named `port_name` (the only port when
+    the Service names none)."""
+    for subset in (endpoints or {}).get("subsets") or ():
+        if not isinstance(subset, dict):
+            continue
+        ports = [p for p in subset.get("ports") or () if isinstance(p, dict)]
+        port = next((p.get("port") for p in ports if str(p.get("name") or "") == port_name), None)
+        if port is None and len(ports) == 1 and not port_name:
+            port = ports[0].get("port")
+        ips = [a.get("ip") for a in subset.get("addresses") or () if isinstance(a, dict)]
+        if isinstance(port, int) and ips and isinstance(ips[0], str) and ips[0]:
+            return ips[0], port
+    return None
+
+
+def service_env(service: Obj, endpoints: Obj | None) -> dict[str, str]:
+    """kube's service link variables of one Service, with its endpoints' address and port as the
+    values while no service proxy runs (see the module's docstring).  A Service without a
+    ClusterIP (headless) or without ports has none."""
+    spec = as_dict(service.get("spec"))
+    cluster_ip = str(spec.get("clusterIP") or "")
+    ports = [p for p in spec.get("ports") or () if isinstance(p, dict) and isinstance(p.get("port"), int)]
+    if not cluster_ip or cluster_ip == "None" or not ports:
+        return {}
+    prefix = str(as_dict(service.get("metadata")).get("name") or "").upper().replace("-", "_")
+    out: dict[str, str] = {}
+    for i, port in enumerate(ports):
+        name = str(port.get("name") or "")
+        proto = str(port.get("protocol") or "TCP")
+        host, number = _endpoint_of(endpoints, name) or (cluster_ip, int(port["port"]))
+        url = f"{proto.lower()}://{host}:{number}"
+        if i == 0:
+            out[f"{prefix}_SERVICE_HOST"] = host
+            out[f"{prefix}_SERVICE_PORT"] = str(number)
+            out[f"{prefix}_PORT"] = url
+        if name:
+            out[f"{prefix}_SERVICE_PORT_{name.upper().replace('-', '_')}"] = str(number)
+        link = f"{prefix}_PORT_{port['port']}_{proto.upper()}"
+        out |= {link: url, f"{link}_PROTO": proto.lower(), f"{link}_PORT": str(number), f"{link}_ADDR": host}
+    return out
 
 
 def _data(obj: Obj, secret: bool) -> dict[str, str]:
@@ -197,7 +253,7 @@ def build(pod: Obj, container: Obj, sources: Sources, where: str = "container") 
         name = entry["name"]
         source = entry.get("valueFrom")
         if source is None:
-            env.values[name] = expand(str(entry.get("value") or ""), env.values)
+            env.values[name] = expand(str(entry.get("value") or ""), ChainMap(env.values, dict(sources.service_env)))
             continue
         if not isinstance(source, Mapping):
             raise EnvError(f"{here}.valueFrom: must be an object")
@@ -213,4 +269,6 @@ def build(pod: Obj, container: Obj, sources: Sources, where: str = "container") 
                 env.values[name] = found
         else:
             raise EnvError(f"{here}.valueFrom: names no source")
+    for name, value in sources.service_env.items():  # what the pod defines wins, as kube's
+        env.values.setdefault(name, value)
     return env

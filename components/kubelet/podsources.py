@@ -1,4 +1,5 @@
 """What a pod's environment and volumes read from the apiserver, read again at each sync: the
+`default/kubernetes` Service and its Endpoints (every container's KUBERNETES_* variables), the
 ConfigMaps and Secrets it names (the Node authorizer lets a kubelet get those of its own pods,
 never list them all) and its service account tokens (tokens.py).  A missing object reads as
 None; the pod's env or volume code decides whether that stops a container.
@@ -16,13 +17,14 @@ import time
 from collections.abc import Callable
 
 from components.client.rest import ApiError, RestClient, path_of
-from components.kubelet.envvars import Sources
+from components.kubelet.envvars import Sources, service_env
 from components.kubelet.tokens import TokenCache
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.kubelet")
 CACHE_TTL_S = 10.0
 CACHE_MAX = 10_000  # entries; past it the expired ones are dropped
+API_SERVICE = ("default", "kubernetes")  # the Service every container's environment points at
 
 
 def references(pod: Obj) -> tuple[set[str], set[str]]:
@@ -88,7 +90,16 @@ class PodSources:
             lambda _ns, name: found.get(("configmaps", name)),
             lambda _ns, name: found.get(("secrets", name)),
             lambda audience, seconds: held.get((audience, seconds)),
+            await self._api_service_env(),
         )
+
+    async def _api_service_env(self) -> dict[str, str]:
+        """The `default/kubernetes` Service's variables, from it and its Endpoints (read as the
+        ConfigMaps are, so cached for CACHE_TTL_S); none while the Service is missing."""
+        service = await self._get("services", API_SERVICE[0], API_SERVICE[1])
+        if service is None:
+            return {}
+        return service_env(service, await self._get("endpoints", API_SERVICE[0], API_SERVICE[1]))
 
     async def _get(self, kind: str, ns: str, name: str) -> Obj | None:
         key, now = (kind, ns, name), self.clock()

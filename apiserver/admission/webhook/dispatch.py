@@ -69,9 +69,8 @@ def convert(obj: Obj | None, source: ResourceDef, target: ResourceDef) -> Obj | 
     if obj is None or source is target:
         return obj
     to_storage = source.to_storage
-    from_storage = target.from_storage
     stored = to_storage(obj) if to_storage is not None else dict(obj)
-    out: Obj = from_storage(stored) if from_storage is not None else stored
+    out: Obj = target.read_view(stored)
     out["apiVersion"], out["kind"] = target.group_version, target.kind
     return out
 

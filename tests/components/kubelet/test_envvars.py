@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.kubelet.envvars import EnvError, Sources, build, expand
+from components.kubelet.envvars import EnvError, Sources, build, expand, service_env
 from machinery.objects import Obj
 
 POD: Obj = {
@@ -153,3 +153,51 @@ junk = st.recursive(
 def test_a_container_of_any_shape_gives_an_env_or_an_env_error(env: Any, env_from: Any, resources: Any) -> None:
     with contextlib.suppress(EnvError):  # anything else fails the test
         build(POD, {"env": env, "envFrom": env_from, "resources": resources}, SOURCES)
+
+
+API_SERVICE: Obj = {
+    "metadata": {"name": "kubernetes", "namespace": "default"},
+    "spec": {
+        "clusterIP": "10.96.0.1",
+        "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+    },
+}
+API_ENDPOINTS: Obj = {
+    "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}]
+}
+
+
+def test_kubernetes_service_variables_point_at_its_endpoints() -> None:
+    """kube's names (pkg/kubelet/envvars), the endpoints' address and port as values: no service
+    proxy runs, so the ClusterIP would be unreachable from our host-network pods."""
+    assert service_env(API_SERVICE, API_ENDPOINTS) == {
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": "6443",
+        "KUBERNETES_PORT": "tcp://127.0.0.1:6443",
+        "KUBERNETES_SERVICE_PORT_HTTPS": "6443",
+        "KUBERNETES_PORT_443_TCP": "tcp://127.0.0.1:6443",
+        "KUBERNETES_PORT_443_TCP_PROTO": "tcp",
+        "KUBERNETES_PORT_443_TCP_PORT": "6443",
+        "KUBERNETES_PORT_443_TCP_ADDR": "127.0.0.1",
+    }
+    # no endpoints yet: the ClusterIP and the Service's port, as kube's kubelet gives them
+    assert service_env(API_SERVICE, None)["KUBERNETES_SERVICE_HOST"] == "10.96.0.1"
+    assert service_env(API_SERVICE, {"subsets": [{"addresses": [], "ports": []}]})["KUBERNETES_PORT"] == (
+        "tcp://10.96.0.1:443"
+    )
+    headless = {"metadata": {"name": "kubernetes"}, "spec": {"clusterIP": "None", "ports": [{"port": 443}]}}
+    assert service_env(headless, API_ENDPOINTS) == {}
+
+
+def test_service_variables_sit_below_the_pods_own_and_expand_in_them() -> None:
+    sources = Sources(lambda ns, n: None, lambda ns, n: None, service_env=service_env(API_SERVICE, API_ENDPOINTS))
+    container = {
+        "name": "c",
+        "env": [
+            {"name": "KUBERNETES_SERVICE_PORT", "value": "1"},
+            {"name": "API", "value": "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_PORT_443_TCP_PORT)"},
+        ],
+    }
+    got = build({"metadata": {"name": "p", "namespace": "ns"}}, container, sources).values
+    assert got["KUBERNETES_SERVICE_PORT"] == "1" and got["API"] == "https://127.0.0.1:6443"
+    assert got["KUBERNETES_SERVICE_HOST"] == "127.0.0.1" and list(got)[:2] == ["KUBERNETES_SERVICE_PORT", "API"]

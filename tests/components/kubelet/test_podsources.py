@@ -46,11 +46,29 @@ def test_references_include_projected_sources() -> None:
 def test_each_source_is_read_once_per_ttl_and_a_missing_one_is_none() -> None:
     api, now = Apiserver(), [0.0]
     sources = PodSources(api, clock=lambda: now[0])  # type: ignore[arg-type]
-    for _ in range(5):  # five syncs within the TTL: three GETs
+    for _ in range(5):  # five syncs within the TTL: four GETs (the kubernetes Service, missing here)
         got = asyncio.run(sources.read(POD, tokens=False))
-    assert len(api.gets) == 3
+    assert len(api.gets) == 4 and got.service_env == {}
     assert got.config_map("ns", "env") == {"data": {"A": "1"}} and got.secret("ns", "creds") is None
     api.objects["/api/v1/namespaces/ns/configmaps/env"] = {"data": {"A": "2"}}
     now[0] = CACHE_TTL_S  # expired: read again, the update seen
     got = asyncio.run(sources.read(POD, tokens=False))
-    assert len(api.gets) == 6 and got.config_map("ns", "env") == {"data": {"A": "2"}}
+    assert len(api.gets) == 8 and got.config_map("ns", "env") == {"data": {"A": "2"}}
+
+
+def test_kubernetes_service_variables_come_from_its_endpoints() -> None:
+    """The kubelet reads default/kubernetes and its Endpoints through its client, once per TTL."""
+    api = Apiserver()
+    api.objects["/api/v1/namespaces/default/services/kubernetes"] = {
+        "metadata": {"name": "kubernetes"},
+        "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "protocol": "TCP"}]},
+    }
+    api.objects["/api/v1/namespaces/default/endpoints/kubernetes"] = {
+        "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": 6443}]}]
+    }
+    sources = PodSources(api)  # type: ignore[arg-type]
+    for _ in range(3):
+        got = asyncio.run(sources.read(POD, tokens=False))
+    assert got.service_env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    assert got.service_env["KUBERNETES_SERVICE_PORT"] == "6443"
+    assert sum("kubernetes" in path for path in api.gets) == 2

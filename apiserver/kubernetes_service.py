@@ -1,0 +1,194 @@
+"""The `default/kubernetes` Service, its Endpoints and its EndpointSlice, kept by the apiserver
+as kube-apiserver's bootstrap controller keeps them (pkg/controlplane/controller/kubernetesservice
+and the endpoint reconciler): in-cluster clients find the API there.
+
+The Service's ClusterIP is the first address of the service CIDR (10.96.0.1 for 10.96.0.0/16),
+its port 443 named `https` targets the apiserver's secure port; the Endpoints and the slice hold
+the apiserver's advertise address and port.  The loop makes them when missing, puts back the
+fields it owns when someone changed them, and leaves everything else (other labels,
+annotations) alone.  Allocating ClusterIPs for other Services is issue 26: this only takes the
+first address, which an allocator reserves for it as kube's does.
+
+It writes through the registries, so admission and validation see these writes as any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from apiserver import errors
+from apiserver.patch.jsonvalue import deep_copy
+from apiserver.registry.generic import Registry
+from machinery.objects import Obj
+
+log = logging.getLogger("raftkube.apiserver")
+
+NAMESPACE = "default"
+NAME = "kubernetes"
+SERVICE_PORT = 443
+PORT_NAME = "https"
+MANAGER = "kube-apiserver"
+DEFAULT_SERVICE_CIDR = "10.96.0.0/16"
+INTERVAL_SECONDS = 10.0  # kube's EndpointReconcilerInterval
+ATTEMPTS = 3  # writes per object a round, on conflicts (another writer raced us)
+# set when the Service is made, never fixed: the ClusterIP is immutable (kube's reconciler leaves
+# a Service with another one as it is, too)
+CREATE_ONLY = ("clusterIP", "clusterIPs")
+SERVICE_LABELS = {"component": "apiserver", "provider": "kubernetes"}
+# the label kube's reconciler puts on the slice it manages
+SLICE_LABELS = {"kubernetes.io/service-name": NAME, "endpointslice.kubernetes.io/managed-by": "kube-apiserver"}
+
+
+def first_address(cidr: str) -> str:
+    """The first usable address of a service CIDR: the `kubernetes` Service's ClusterIP.
+    ValueError for a CIDR that is not one (host bits set, too small to hold an address)."""
+    net = ipaddress.ip_network(cidr, strict=True)
+    if net.num_addresses < 4:  # kube: the network, the kubernetes Service, one more, the broadcast
+        raise ValueError(f"{cidr}: too small for a service range (at least /30 or /126)")
+    return str(net.network_address + 1)
+
+
+@dataclass(frozen=True)
+class KubernetesService:
+    """Where the API is: the Service's ClusterIP and the apiserver's advertised address and port."""
+
+    cluster_ip: str
+    address: str
+    port: int
+
+    @classmethod
+    def of(cls, service_cidr: str, address: str, port: int) -> KubernetesService:
+        return cls(first_address(service_cidr), address, port)
+
+    @property
+    def family(self) -> str:
+        return "IPv6" if ipaddress.ip_address(self.address).version == 6 else "IPv4"
+
+    def service(self) -> Obj:
+        return {
+            "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": dict(SERVICE_LABELS)},
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": self.cluster_ip,
+                "clusterIPs": [self.cluster_ip],
+                "sessionAffinity": "None",
+                "ports": [{"name": PORT_NAME, "port": SERVICE_PORT, "protocol": "TCP", "targetPort": self.port}],
+            },
+        }
+
+    def endpoints(self) -> Obj:
+        return {
+            "metadata": {
+                "name": NAME,
+                "namespace": NAMESPACE,
+                "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"},
+            },
+            "subsets": [
+                {
+                    "addresses": [{"ip": self.address}],
+                    "ports": [{"name": PORT_NAME, "port": self.port, "protocol": "TCP"}],
+                }
+            ],
+        }
+
+    def endpoint_slice(self) -> Obj:
+        return {
+            "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": dict(SLICE_LABELS)},
+            "addressType": self.family,
+            "endpoints": [{"addresses": [self.address], "conditions": {"ready": True}}],
+            "ports": [{"name": PORT_NAME, "port": self.port, "protocol": "TCP"}],
+        }
+
+
+def _owned(want: Obj, have: Obj) -> Obj | None:
+    """`have` with the fields `want` sets put back (labels merged), or None when nothing differs."""
+    out = dict(have)
+    changed = False
+    for key, value in want.items():
+        if key == "metadata":
+            meta = dict(have.get("metadata") or {})
+            labels = meta.get("labels")
+            labels = labels if isinstance(labels, dict) else {}
+            merged = {**labels, **value.get("labels", {})}
+            if merged != labels:
+                meta["labels"] = merged
+                out["metadata"] = meta
+                changed = True
+        elif key == "spec":
+            spec = dict(have.get("spec") or {}) if isinstance(have.get("spec"), dict) else {}
+            for field, wanted in value.items():
+                if field not in CREATE_ONLY and spec.get(field) != wanted:
+                    spec[field] = wanted
+                    changed = True
+            out["spec"] = spec
+        elif have.get(key) != value:
+            out[key] = value
+            changed = True
+    return out if changed else None
+
+
+async def _keep(registry: Registry, want: Obj) -> str:
+    """Make `want` exist with its owned fields; returns what was done (for the log)."""
+    for _ in range(ATTEMPTS):
+        try:
+            have = await registry.get(NAMESPACE, NAME)
+        except errors.StatusError as e:
+            if e.code != 404:
+                raise
+            try:
+                await registry.create(NAMESPACE, deep_copy(want), manager=MANAGER)
+                return "created"
+            except errors.StatusError as e2:
+                if e2.code == 409:  # made meanwhile: look again
+                    continue
+                raise
+        fixed = _owned(want, have)
+        if fixed is None:
+            return ""
+        try:
+            await registry.update(NAMESPACE, NAME, fixed, manager=MANAGER)
+            return "fixed"
+        except errors.StatusError as e:
+            if e.code not in (404, 409):
+                raise
+    return "raced"
+
+
+async def reconcile(target: KubernetesService, services: Registry, endpoints: Registry, slices: Registry) -> None:
+    """One round: each of the three objects made or fixed; a failure is logged, not raised, so one
+    broken object does not keep the others from being kept."""
+    for registry, want in (
+        (services, target.service()),
+        (endpoints, target.endpoints()),
+        (slices, target.endpoint_slice()),
+    ):
+        what = registry.resource.plural
+        try:
+            done = await _keep(registry, want)
+        except errors.StatusError as e:
+            log.warning("default/kubernetes %s: could not keep it: %s", what, e.message)
+            continue
+        if done:
+            log.info("default/kubernetes %s: %s", what, done)
+
+
+async def keep_forever(
+    target: KubernetesService,
+    services: Registry,
+    endpoints: Registry,
+    slices: Registry,
+    interval: float = INTERVAL_SECONDS,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Reconcile now and every `interval` seconds until cancelled: a deleted object is back
+    within one interval, as kube's reconciler brings it back."""
+    while True:
+        try:
+            await reconcile(target, services, endpoints, slices)
+        except Exception:  # the loop outlives any one round's surprise; it is logged
+            log.exception("default/kubernetes: reconcile round failed")
+        await sleep(interval)
