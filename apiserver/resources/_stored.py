@@ -14,7 +14,6 @@ from functools import cache
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import since
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.http.subresources.scale import ScaleHandler
@@ -40,32 +39,6 @@ def _no_default(obj: Obj) -> None:
 
 def _no_rules(new: Obj, old: Obj | None) -> list[Cause]:
     return []
-
-
-def path_cells(*paths: str) -> RowFunc:
-    """A row of the given dotted paths, each shown as kube's printers show a plain field:
-    the value, `<none>` when unset, lists comma-joined."""
-
-    def row(obj: Obj, now: float) -> list[Any]:
-        cells: list[Any] = []
-        for path in paths:
-            value = get(obj, path)
-            if value is None or value == "" or value == []:
-                cells.append("<none>")
-            elif isinstance(value, list):
-                cells.append(",".join(str(x) for x in value))
-            elif isinstance(value, bool):
-                cells.append("true" if value else "false")
-            else:
-                cells.append(value)
-        return cells
-
-    return row
-
-
-def age_of(obj: Obj, path: str, now: float) -> str:
-    """A timestamp field as kube's translateTimestampSince: `<unknown>` when unset."""
-    return since(get(obj, path), now)
 
 
 def scale_selector(obj: Obj) -> str:

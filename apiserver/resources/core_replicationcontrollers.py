@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, format_labels
@@ -31,7 +32,10 @@ def default(rc: Obj) -> None:
 
 
 def rules(rc: Obj, old: Obj | None) -> list[Cause]:
-    return validate_template(rc)
+    causes = validate_template(rc)
+    causes += v.validate_non_negative(get(rc, "spec.replicas"), "spec.replicas")
+    causes += v.validate_non_negative(get(rc, "spec.minReadySeconds"), "spec.minReadySeconds")
+    return causes
 
 
 def row(rc: Obj, now: float) -> list[Any]:

@@ -16,51 +16,9 @@ from apiserver.auth.user import User
 from apiserver.http.app import build_app
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
-from machinery.objects import Obj
 from tests.apiserver.kinds_support import causes, cells, create, find, headers, rejected
 from tests.apiserver.memstorage import MemStorage
-
-POD_SPEC = {"containers": [{"name": "c", "image": "busybox:1.36"}]}
-TEMPLATE = {"metadata": {"labels": {"app": "a"}}, "spec": POD_SPEC}
-SELECTOR = {"matchLabels": {"app": "a"}}
-CSR_REQUEST = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K"
-
-# (group, plural) -> a minimal valid object of the kind
-SAMPLES: dict[tuple[str, str], Obj] = {
-    ("", "replicationcontrollers"): {"spec": {"selector": {"app": "a"}, "template": TEMPLATE}},
-    ("", "podtemplates"): {"template": TEMPLATE},
-    ("", "persistentvolumes"): {
-        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/v"}}
-    },
-    ("", "persistentvolumeclaims"): {
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-    },
-    ("storage.k8s.io", "storageclasses"): {"provisioner": "example.com/disk"},
-    ("storage.k8s.io", "csinodes"): {"spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n1"}]}},
-    ("storage.k8s.io", "csidrivers"): {"spec": {}},
-    ("storage.k8s.io", "csistoragecapacities"): {"storageClassName": "standard", "capacity": "10Gi"},
-    ("storage.k8s.io", "volumeattachments"): {
-        "spec": {"attacher": "csi.example.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}
-    },
-    ("apps", "statefulsets"): {"spec": {"selector": SELECTOR, "serviceName": "s", "template": TEMPLATE}},
-    ("apps", "daemonsets"): {"spec": {"selector": SELECTOR, "template": TEMPLATE}},
-    ("apps", "controllerrevisions"): {"revision": 1, "data": {"spec": {}}},
-    ("certificates.k8s.io", "certificatesigningrequests"): {
-        "spec": {"request": CSR_REQUEST, "signerName": "example.com/signer", "usages": ["digital signature"]}
-    },
-    ("networking.k8s.io", "networkpolicies"): {"spec": {"podSelector": {}}},
-    ("networking.k8s.io", "ipaddresses"): {
-        "spec": {"parentRef": {"group": "", "resource": "services", "namespace": "default", "name": "kubernetes"}}
-    },
-    ("networking.k8s.io", "servicecidrs"): {"spec": {"cidrs": ["10.96.0.0/24"]}},
-    ("node.k8s.io", "runtimeclasses"): {"handler": "runc"},
-    ("flowcontrol.apiserver.k8s.io", "flowschemas"): {
-        "spec": {"priorityLevelConfiguration": {"name": "global-default"}}
-    },
-    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): {
-        "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}
-    },
-}
+from tests.apiserver.resources.stored_samples import SAMPLES, TEMPLATE
 
 
 def _url(res: ResourceDef, name: str = "") -> str:
