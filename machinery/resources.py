@@ -43,15 +43,22 @@ def _core(plural: str, kind: str, namespaced: bool = True) -> BuiltIn:
 
 
 _ADMISSION = "admissionregistration.k8s.io"
+_FLOWCONTROL = "flowcontrol.apiserver.k8s.io"
+_STORAGE = "storage.k8s.io"
 
 BUILT_IN: tuple[BuiltIn, ...] = (
+    _core("componentstatuses", "ComponentStatus", namespaced=False),
     _core("configmaps", "ConfigMap"),
     _core("endpoints", "Endpoints"),
     _core("events", "Event"),
     _core("limitranges", "LimitRange"),
     _core("namespaces", "Namespace", namespaced=False),
     _core("nodes", "Node", namespaced=False),
+    _core("persistentvolumeclaims", "PersistentVolumeClaim"),
+    _core("persistentvolumes", "PersistentVolume", namespaced=False),
     _core("pods", "Pod"),
+    _core("podtemplates", "PodTemplate"),
+    _core("replicationcontrollers", "ReplicationController"),
     _core("resourcequotas", "ResourceQuota"),
     _core("secrets", "Secret"),
     _core("serviceaccounts", "ServiceAccount"),
@@ -60,8 +67,11 @@ BUILT_IN: tuple[BuiltIn, ...] = (
     BuiltIn(_ADMISSION, "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False),
     BuiltIn(_ADMISSION, "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", False),
     BuiltIn(_ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False),
+    BuiltIn("apps", "v1", "controllerrevisions", "ControllerRevision", True),
+    BuiltIn("apps", "v1", "daemonsets", "DaemonSet", True),
     BuiltIn("apps", "v1", "deployments", "Deployment", True),
     BuiltIn("apps", "v1", "replicasets", "ReplicaSet", True),
+    BuiltIn("apps", "v1", "statefulsets", "StatefulSet", True),
     BuiltIn("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False),
     BuiltIn("authorization.k8s.io", "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", True),
     BuiltIn("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False),
@@ -70,17 +80,29 @@ BUILT_IN: tuple[BuiltIn, ...] = (
     BuiltIn("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True),
     BuiltIn("batch", "v1", "cronjobs", "CronJob", True),
     BuiltIn("batch", "v1", "jobs", "Job", True),
+    BuiltIn("certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", False),
     BuiltIn("coordination.k8s.io", "v1", "leases", "Lease", True),
     BuiltIn("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
     BuiltIn("events.k8s.io", "v1", "events", "Event", True),
+    BuiltIn(_FLOWCONTROL, "v1", "flowschemas", "FlowSchema", False),
+    BuiltIn(_FLOWCONTROL, "v1", "prioritylevelconfigurations", "PriorityLevelConfiguration", False),
     BuiltIn("networking.k8s.io", "v1", "ingressclasses", "IngressClass", False),
     BuiltIn("networking.k8s.io", "v1", "ingresses", "Ingress", True),
+    BuiltIn("networking.k8s.io", "v1", "ipaddresses", "IPAddress", False),
+    BuiltIn("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True),
+    BuiltIn("networking.k8s.io", "v1", "servicecidrs", "ServiceCIDR", False),
+    BuiltIn("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
     BuiltIn("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     BuiltIn("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     BuiltIn("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     BuiltIn("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     BuiltIn("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     BuiltIn("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
+    BuiltIn(_STORAGE, "v1", "csidrivers", "CSIDriver", False),
+    BuiltIn(_STORAGE, "v1", "csinodes", "CSINode", False),
+    BuiltIn(_STORAGE, "v1", "csistoragecapacities", "CSIStorageCapacity", True),
+    BuiltIn(_STORAGE, "v1", "storageclasses", "StorageClass", False),
+    BuiltIn(_STORAGE, "v1", "volumeattachments", "VolumeAttachment", False),
 )
 
 NAMESPACED: dict[GroupResource, BuiltIn] = {r.group_resource: r for r in BUILT_IN if r.namespaced}

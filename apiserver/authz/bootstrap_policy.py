@@ -67,7 +67,15 @@ def binding(name: str, role: str, subjects: list[tuple[str, str]]) -> Obj:
 
 _WORKLOADS_CORE = ["pods", "replicationcontrollers", "replicationcontrollers/scale", "persistentvolumeclaims"]
 _CONFIG_CORE = ["configmaps", "endpoints", "services", "services/proxy", "serviceaccounts"]
-_APPS = ["deployments", "deployments/scale", "replicasets", "replicasets/scale", "statefulsets", "daemonsets"]
+_APPS = [
+    "deployments",
+    "deployments/scale",
+    "replicasets",
+    "replicasets/scale",
+    "statefulsets",
+    "statefulsets/scale",
+    "daemonsets",
+]
 _VIEW_ONLY = [
     (
         "",
@@ -83,9 +91,11 @@ _VIEW_ONLY = [
             "namespaces/status",
             "bindings",
             "replicationcontrollers/status",
+            "persistentvolumeclaims/status",
         ],
     ),
     ("apps", ["deployments/status", "replicasets/status", "statefulsets/status", "daemonsets/status"]),
+    ("apps", ["controllerrevisions"]),
     ("batch", ["jobs/status", "cronjobs/status"]),
     ("policy", ["poddisruptionbudgets/status"]),
     ("networking.k8s.io", ["ingresses/status"]),
@@ -152,6 +162,7 @@ def _component_roles() -> list[Obj]:
         ),
         rule(READ, ["apps"], ["replicasets", "statefulsets"]),
         rule(READ, ["policy"], ["poddisruptionbudgets"]),
+        rule(READ, ["storage.k8s.io"], ["storageclasses", "csinodes", "csidrivers", "csistoragecapacities"]),
         rule(READ, ["scheduling.k8s.io"], ["priorityclasses"]),
         rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
         rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
@@ -171,6 +182,8 @@ def _component_roles() -> list[Obj]:
                 "coordination.k8s.io",
                 "events.k8s.io",
                 "networking.k8s.io",
+                "storage.k8s.io",
+                "certificates.k8s.io",
             ],
             ["*"],
         ),

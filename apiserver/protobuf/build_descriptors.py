@@ -51,6 +51,10 @@ ROOTS: tuple[tuple[str, str], ...] = (
     ("api", "admissionregistration/v1"),
     ("api", "authentication/v1"),
     ("api", "authorization/v1"),
+    ("api", "storage/v1"),
+    ("api", "certificates/v1"),
+    ("api", "node/v1"),
+    ("api", "flowcontrol/v1"),
     ("apimachinery", "pkg/apis/meta/v1"),
 )
 

@@ -48,6 +48,10 @@ GROUP_PACKAGES = {
     "admissionregistration.k8s.io": "k8s.io.api.admissionregistration",
     "authentication.k8s.io": "k8s.io.api.authentication",
     "authorization.k8s.io": "k8s.io.api.authorization",
+    "storage.k8s.io": "k8s.io.api.storage",
+    "certificates.k8s.io": "k8s.io.api.certificates",
+    "node.k8s.io": "k8s.io.api.node",
+    "flowcontrol.apiserver.k8s.io": "k8s.io.api.flowcontrol",
     "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta",
 }
 

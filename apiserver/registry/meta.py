@@ -97,6 +97,8 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
     old_meta = old.get("metadata") or {}
     if subresource == "finalize":
         return _finalize(new, old)
+    if subresource == "approval":
+        return _approval(new, old)
     if subresource == "status":
         result: Obj = deep_copy(old)
         if "status" in new:
@@ -150,6 +152,20 @@ def _spec_finalizers(obj: Obj) -> list[Any]:
     spec = obj.get("spec")
     found = spec.get("finalizers") if isinstance(spec, dict) else None
     return list(found) if isinstance(found, list) else []
+
+
+def _approval(new: Obj, old: Obj) -> Obj:
+    """`certificatesigningrequests/approval`: the CSR as stored with the body's status.conditions
+    only (kube's ApprovalREST: approving or denying touches nothing else, not even the certificate)."""
+    result: Obj = deep_copy(old)
+    new_status = new.get("status")
+    conditions = new_status.get("conditions") if isinstance(new_status, dict) else None
+    status = result.get("status")
+    result["status"] = {**(status if isinstance(status, dict) else {}), "conditions": conditions or []}
+    new_meta = metadata(new)
+    if new_meta.get("resourceVersion"):
+        metadata(result)["resourceVersion"] = new_meta["resourceVersion"]
+    return result
 
 
 def _finalize(new: Obj, old: Obj) -> Obj:

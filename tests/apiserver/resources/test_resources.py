@@ -14,6 +14,7 @@ from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
 from apiserver.table import table
 from machinery.objects import Obj
+from tests.apiserver.resources.stored_samples import BAD, SAMPLES
 
 EXPECTED = {
     ("", "v1"): {
@@ -28,6 +29,11 @@ EXPECTED = {
         "events",
         "limitranges",
         "resourcequotas",
+        "componentstatuses",
+        "persistentvolumes",
+        "persistentvolumeclaims",
+        "podtemplates",
+        "replicationcontrollers",
     },
     ("admissionregistration.k8s.io", "v1"): {
         "mutatingwebhookconfigurations",
@@ -35,14 +41,18 @@ EXPECTED = {
         "validatingadmissionpolicies",
         "validatingadmissionpolicybindings",
     },
-    ("apps", "v1"): {"deployments", "replicasets"},
+    ("apps", "v1"): {"deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"},
     ("autoscaling", "v1"): {"horizontalpodautoscalers"},
     ("autoscaling", "v2"): {"horizontalpodautoscalers"},
     ("batch", "v1"): {"jobs", "cronjobs"},
     ("coordination.k8s.io", "v1"): {"leases"},
     ("discovery.k8s.io", "v1"): {"endpointslices"},
     ("events.k8s.io", "v1"): {"events"},
-    ("networking.k8s.io", "v1"): {"ingresses", "ingressclasses"},
+    ("networking.k8s.io", "v1"): {"ingresses", "ingressclasses", "networkpolicies", "ipaddresses", "servicecidrs"},
+    ("certificates.k8s.io", "v1"): {"certificatesigningrequests"},
+    ("flowcontrol.apiserver.k8s.io", "v1"): {"flowschemas", "prioritylevelconfigurations"},
+    ("node.k8s.io", "v1"): {"runtimeclasses"},
+    ("storage.k8s.io", "v1"): {"storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"},
     ("policy", "v1"): {"poddisruptionbudgets"},
     ("rbac.authorization.k8s.io", "v1"): {"roles", "rolebindings", "clusterroles", "clusterrolebindings"},
     ("scheduling.k8s.io", "v1"): {"priorityclasses"},
@@ -106,6 +116,9 @@ def test_discovery_details_as_kube() -> None:
         "jobs",
         "cronjobs",
         "horizontalpodautoscalers",
+        "replicationcontrollers",
+        "statefulsets",
+        "daemonsets",
     }
     assert find("events.k8s.io", "events").store_name == "events" == find("", "events").store_name
 
@@ -455,6 +468,19 @@ CASES: dict[tuple[str, str], tuple[Obj, Obj, set[str]]] = {
         {"roleRef.kind", "subjects[0].namespace"},
     ),
 }
+
+
+def _stored_cases() -> dict[tuple[str, str], tuple[Obj, Obj, set[str]]]:
+    cases = {}
+    for (group, plural), (bad, fields) in BAD.items():
+        res = find(group, plural)
+        m = meta("10.0.0.5" if plural == "ipaddresses" else "x1", "default" if res.namespaced else None)
+        good = SAMPLES.get((group, plural), {})
+        cases[(group, plural)] = ({"metadata": m, **copy.deepcopy(good)}, {"metadata": dict(m), **bad}, fields)
+    return cases
+
+
+CASES.update(_stored_cases())
 
 
 def test_every_resource_has_a_case() -> None:
