@@ -205,6 +205,8 @@ async def _absent(client: RestClient, path: str) -> bool:
         (["--node-name", "n", "--root-dir", "/tmp/x", "--capacity", "cpu"], "--capacity: expected name=quantity"),
         (["--node-name", "n", "--root-dir", "/tmp/x", "--system-reserved", "gpu=1"], "reserved.gpu: not a resource"),
         (["--node-name", "n", "--root-dir", "/tmp/x", "--port", "0"], "--port must be from 1 to 65535"),
+        (["--node-name", "n", "--root-dir", "/tmp/x", "--images", "[{"], "--images: not JSON"),
+        (["--node-name", "n", "--root-dir", "/tmp/x", "--images", '[{"image": "x"}]'], "--images[0] runs nothing"),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(args: list[str], says: str) -> None:
