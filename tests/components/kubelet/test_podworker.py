@@ -5,10 +5,13 @@ container is killed by pid at the end."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from components.kubelet import containerlog
 from components.kubelet.backoff import CrashBackOff
@@ -145,10 +148,21 @@ def test_the_pause_image_runs_idle_with_an_image_id(runtime: ProcessRuntime) -> 
     pause = state(status, "pause")
     assert pause["image"] == "registry.k8s.io/pause:3.10" and "running" in pause["state"]
     assert pause["imageID"].startswith("registry.k8s.io/pause@sha256:") and len(pause["imageID"]) == 29 + 64
+    state_file = runtime.root / "containers" / "img" / "pause" / "0" / "state.json"
+    pid = int(orjson.loads(state_file.read_bytes())["pid"])
+    # Ready comes as the process starts; its TERM handler is set a moment later (Python's start)
+    wait_until("the pause process catching SIGTERM", lambda: _catches(pid, signal.SIGTERM), WAIT_S)
     w.pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     w.pod["metadata"]["deletionGracePeriodSeconds"] = 5
     status = drive(w, lambda s: not w.running(), "the pause container stopped by SIGTERM")
     assert state(status, "pause")["state"]["terminated"]["exitCode"] == 0  # /pause exits 0 on TERM
+
+
+def _catches(pid: int, sig: int) -> bool:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+    return False
 
 
 def test_an_unknown_image_without_a_command_backs_off_its_pull(runtime: ProcessRuntime) -> None:
