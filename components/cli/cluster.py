@@ -504,7 +504,8 @@ def _start_components(data_dir: Path, kubelets: KubeletSettings) -> list[LocalCo
     size = ("--capacity", kubelets.capacity, "--system-reserved", kubelets.system_reserved)
     components = [LocalComponent(data_dir, name) for name in UP_COMPONENTS]
     components += [
-        LocalComponent(data_dir, f"kubelet-{node}", (*size, *kubelets.network_args(node))) for node in kubelets.nodes()
+        LocalComponent(data_dir, f"kubelet-{node}", (*size, *kubelets.network_args(node), *kubelets.image_args()))
+        for node in kubelets.nodes()
     ]
     if kubelets.hollow:
         components.append(LocalComponent(data_dir, HOLLOW, ("--count", str(kubelets.hollow), *size)))

@@ -34,6 +34,7 @@ from components.kubelet import nodestatus, podworker, prober
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import build
 from components.kubelet.hooks import HookRun
+from components.kubelet.images import HostImages
 from components.kubelet.podnet import PodNetError, PodNetwork
 from components.kubelet.podsources import PodSources
 from components.kubelet.podvolumes import PodVolumes
@@ -85,8 +86,10 @@ class Kubelet:
         bound: Callable[[], list[Obj]] | None = None,
         sync_period: float = SYNC_PERIOD_S,
         network: PodNetwork | None = None,
+        images: HostImages | None = None,
     ) -> None:
         self.client = client
+        self.images = images or HostImages()  # what a container's image runs (the shipped table)
         self.network = network
         self.config = config
         self.runtime = runtime
@@ -162,7 +165,8 @@ class Kubelet:
         sources = await self.sources.read(pod, tokens=self._has_files())
         worker = self.workers.get(uid)
         if worker is None:
-            worker = PodWorker(pod, self.runtime, sources, host_ip=self.config.address, volumes=self._volumes_of(uid))
+            volumes = self._volumes_of(uid)
+            worker = PodWorker(pod, self.runtime, sources, self.config.address, volumes=volumes, images=self.images)
             self.workers[uid] = worker
         if worker.netns is None and self._needs_network(pod):
             await self._join_network(worker, pod)  # until it has one, no container starts

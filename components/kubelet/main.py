@@ -4,14 +4,17 @@
                      [--capacity cpu=4,memory=8Gi,pods=110] [--system-reserved cpu=100m]
                      [--port 10250 --tls-cert-file C --tls-private-key-file K --client-ca-file CA]
                      [--health-port P] [--pod-network host|netns --pod-cidr 10.244.1.0/24]
+                     [--images JSON]
 
 It talks to the apiserver as `system:node:<N>` (the kubeconfig `raftkube up` writes for it),
 runs its pods' containers as processes under D, and serves /healthz and /metrics on a loopback
 port.  With the TLS flags it serves its HTTPS API on --address:--port (server.py: logs, exec,
 port-forward for the apiserver).  With `--pod-network netns` (root only) each pod gets a
 network namespace and an address of --pod-cidr (podnet.py); by default pods share the host's
-network and their IP is --address.  SIGTERM/SIGINT stop the kubelet (status 0), not the
-containers: a kubelet started again on the same root dir adopts them.  A kubelet that fails or
+network and their IP is --address.  --images (JSON, as [[kubelets.images]] in cluster.toml)
+adds entries to the image table before the shipped ones (images.py).  SIGTERM/SIGINT stop the
+kubelet (status 0), not the containers: a kubelet started again on the same root dir adopts
+them.  A kubelet that fails or
 ends exits with status 1 (`components.runner`).  Bad flags exit with status 2, naming the flag.
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import re
@@ -33,7 +37,7 @@ from prometheus_client import CollectorRegistry
 from components.client import kubeconfig
 from components.client.rest import RestClient
 from components.health import HealthServer
-from components.kubelet import ipam, podnet
+from components.kubelet import images, ipam, podnet
 from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
 from components.kubelet.process_runtime import ProcessRuntime
@@ -75,6 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="host: pods share the node's network; netns: a namespace and an IP of --pod-cidr each (root)",
     )
     p.add_argument("--pod-cidr", help="the node's pod addresses with --pod-network netns, like 10.244.1.0/24")
+    p.add_argument("--images", default="", help="image table entries before the shipped ones, a JSON array of tables")
     p.add_argument("-v", "--verbose", action="store_true", help="log every pod sync failure")
 
 
@@ -127,6 +132,17 @@ def check_pod_network(mode: str, cidr: str | None, euid: int, have_ip: bool) -> 
     return cidr
 
 
+def image_table(text: str) -> images.HostImages:
+    """The image table: --images' entries (JSON) before the shipped ones; ValueError names the flag."""
+    if not text:
+        return images.HostImages()
+    try:
+        items = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"--images: not JSON: {e}") from None
+    return images.HostImages(images.parse_entries(items, "--images"))
+
+
 def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The HTTPS server's context (client certificates required), or None when not asked for."""
     files = (args.tls_cert_file, args.tls_private_key_file, args.client_ca_file)
@@ -151,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         config = node_config(args)
         tls = server_tls(args)
         cidr = check_pod_network(args.pod_network, args.pod_cidr, os.geteuid(), shutil.which("ip") is not None)
+        table = image_table(args.images)
         client_config = kubeconfig.load(args.kubeconfig)
     except (ValueError, kubeconfig.KubeconfigError) as e:
         print(f"raftkube kubelet: {e}", file=sys.stderr)
@@ -168,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
                 "net.ipv4.ip_forward is 0 (left as it is): this node's pods reach the host and each other,"
                 " not the pods of other nodes on this machine"
             )
-    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port, tls, network))
+    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port, tls, network, table))
 
 
 async def serve(
@@ -178,11 +195,12 @@ async def serve(
     health_port: int,
     tls: ssl.SSLContext | None = None,
     network: podnet.PodNetwork | None = None,
+    table: images.HostImages | None = None,
 ) -> int:
     health = HealthServer(health_port, CollectorRegistry(), lambda: None)
     async with RestClient(client_config, user_agent=f"raftkube-kubelet/{config.name}") as client:
         runtime = ProcessRuntime(root)
-        kubelet = Kubelet(client, config, runtime, network=network)
+        kubelet = Kubelet(client, config, runtime, network=network, images=table)
         server = KubeletServer(kubelet, runtime, tls) if tls is not None else None
 
         async def work() -> None:

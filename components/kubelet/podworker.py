@@ -6,6 +6,10 @@ kubelet would report it (container and init container statuses with state, lastS
 restartCount, ready and started; phase; conditions; IPs; startTime; qosClass).  Probes are
 executed elsewhere (they do I/O and take time): `due_probes(now)` says which to run,
 `record_probe` takes their outcomes.  Times are epoch seconds; the worker never sleeps.
+
+A container's image is "pulled" by looking it up in the image table (images.py) when the
+runtime runs processes: an image it cannot run waits as kube's does, ErrImagePull at each
+attempt and ImagePullBackOff between attempts (10 s, doubling to 300 s, as kube's image back-off).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from components.kubelet.containerlog import parse_timestamp, timestamp
 from components.kubelet.envvars import EnvError, Sources, build
 from components.kubelet.fake_runtime import PREFIX as FAKE_PREFIX
 from components.kubelet.hooks import HookRun, Hooks
+from components.kubelet.images import HostImages, ImagePullError, Resolved
 from components.kubelet.podactions import Seen, plan, spec_hash
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.probes import Container as ContainerProbes
@@ -32,6 +37,8 @@ from machinery.objects import Obj
 from machinery.qos import qos_class
 
 DEFAULT_GRACE_S = 30.0
+IMAGE_BACKOFF_S = 10.0  # kube's image pull back-off: 10 s, doubling ...
+IMAGE_BACKOFF_MAX_S = 300.0  # ... up to 5 min
 
 
 class Runtime(Protocol):
@@ -78,6 +85,7 @@ class PodWorker:
         backoff: CrashBackOff | None = None,
         wall: Callable[[float], str] = lambda now: timestamp(int(now * 1e9)),
         volumes: PodVolumes | None = None,
+        images: HostImages | None = None,
     ) -> None:
         self.pod = pod
         self.runtime = runtime
@@ -94,6 +102,8 @@ class PodWorker:
         self.volumes = volumes  # None: the runtime has no files (fake containers)
         self._volume_error = ""  # why the pod's volumes could not be set up; no container starts
         self.sandbox_error = ""  # why the pod's network could not be set up (the kubelet's to say)
+        self.images = images or HostImages()
+        self._pulls: dict[str, tuple[float, float]] = {}  # container -> (its image's last failure, back-off)
 
     def container_names(self) -> list[str]:
         return list(self._specs())
@@ -182,30 +192,60 @@ class PodWorker:
         except (EnvError, ProbeError, VolumeError) as e:
             self._waiting[name] = ("CreateContainerConfigError", str(e))
             return
-        argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
-        if not argv and getattr(self.runtime, "needs_command", True):
-            self._waiting[name] = ("CreateContainerError", "the process runtime needs a command (images are not run)")
+        try:
+            image = self._pull(container)
+        except ImagePullError as e:
+            self._pull_failed(name, str(container.get("image") or ""), str(e), now)
             return
+        run_meta = self._run_meta(container)
+        if getattr(self.runtime, "needs_command", True):
+            run_meta["imageID"] = self.images.image_id(str(container.get("image") or ""), image.argv)
         try:
             attempt = self.runtime.start(
                 str(meta.get("namespace") or "default"),
                 str(meta.get("name") or ""),
                 self.uid,
                 name,
-                argv,
-                # a container's own hostname is its pod's name (kube's runtimes set it)
-                {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": str(meta.get("name") or ""), **env.values},
-                container.get("workingDir") or None,
-                self._run_meta(container),
+                image.argv,
+                # a container's own hostname is its pod's name (kube's runtimes set it); its env
+                # lies over the image's
+                {
+                    "PATH": "/usr/local/bin:/usr/bin:/bin",
+                    "HOSTNAME": str(meta.get("name") or ""),
+                    **image.env,
+                    **env.values,
+                },
+                container.get("workingDir") or image.working_dir or None,
+                run_meta,
                 sandbox,
             )
         except (ValueError, RuntimeError, OSError) as e:  # the runtime could not create it
             self._waiting[name] = ("CreateContainerError", str(e))
             return
         self._waiting.pop(name, None)
+        self._pulls.pop(name, None)
         self._probing[name] = _Probing(attempt, probe_state)
         self.hooks.forget(name, attempt)
         self.hooks.post_start(container, attempt, now, self._grace() or DEFAULT_GRACE_S)
+
+    def _pull(self, container: Obj) -> Resolved:
+        """What the container runs: its image through the table when the runtime runs
+        processes; its command and args as they are for one that runs nothing (fake)."""
+        command = [str(a) for a in container.get("command") or []]
+        args = [str(a) for a in container.get("args") or []]
+        if not getattr(self.runtime, "needs_command", True):
+            return Resolved([*command, *args], {}, "", None)
+        return self.images.resolve(str(container.get("image") or ""), command, args)
+
+    def _pull_failed(self, name: str, image: str, message: str, now: float) -> None:
+        """ErrImagePull when an attempt is due, ImagePullBackOff until the next one is."""
+        failed = self._pulls.get(name)
+        if failed is not None and now < failed[0] + failed[1]:
+            self._waiting[name] = ("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {message}')
+            return
+        delay = IMAGE_BACKOFF_S if failed is None else min(2 * failed[1], IMAGE_BACKOFF_MAX_S)
+        self._pulls[name] = (now, delay)
+        self._waiting[name] = ("ErrImagePull", message)
 
     def _sandbox(self, container: Obj) -> Sandbox:
         """What sets the container apart: its volume mounts, the pod's network, its limits."""
@@ -256,6 +296,8 @@ class PodWorker:
         name = container["name"]
         run = self.runtime.seen(self.uid, name)
         status: Obj = {"name": name, "image": container.get("image") or "", "imageID": "", "ready": False}
+        if run is not None and isinstance(run.meta, dict):
+            status["imageID"] = str(run.meta.get("imageID") or "")
         if run is None:
             reason, message = self._waiting.get(name) or (
                 ("PodInitializing", "") if init_pending else ("ContainerCreating", "")

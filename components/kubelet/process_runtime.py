@@ -79,7 +79,7 @@ def _alive(pid: int) -> bool:
 
 
 class ProcessRuntime:
-    needs_command = True  # images are not run: a container is its command
+    needs_command = True  # a container is a process: its image goes through the image table
 
     def __init__(self, root: Path) -> None:
         self.root = root

@@ -133,6 +133,64 @@ def test_a_pod_bound_to_the_node_runs_and_is_deleted(cluster: ApiserverUnderTest
     asyncio.run(go())
 
 
+def test_images_run_through_the_table_or_back_off_their_pull(cluster: ApiserverUnderTest, tmp_path: Path) -> None:
+    """The pause image runs (Running, Ready) with kube's image and imageID; an image the table
+    does not know, with no command, waits in ErrImagePull, then ImagePullBackOff."""
+    node = "kw-img"
+    runtime = ProcessRuntime(tmp_path / "kubelet")
+    pods = "/api/v1/namespaces/default/pods"
+
+    async def go() -> None:
+        node_config = kubeconfig.load(component_kubeconfig(cluster.data_dir, f"kubelet:{node}"))
+        async with RestClient(node_config) as node_client, RestClient(kubeconfig.load(cluster.kubeconfig)) as admin:
+            task = asyncio.create_task(Kubelet(node_client, NodeConfig(node, "127.0.0.1", 10250), runtime).run())
+            try:
+                for name, image in (("kw-pause", "registry.k8s.io/pause:3.10"), ("kw-nopull", "example.com/nope:1")):
+                    spec = {"nodeName": node, "terminationGracePeriodSeconds": 2}
+                    spec["containers"] = [{"name": "c", "image": image}]
+                    await admin.create(pods, {"metadata": {"name": name}, "spec": spec})
+
+                async def status_of(name: str) -> Any:
+                    return ((await admin.get(f"{pods}/{name}")).get("status") or {}).get("containerStatuses")
+
+                async def pause_ready() -> Any:
+                    got = await status_of("kw-pause")
+                    return got if got and got[0]["ready"] and "running" in got[0]["state"] else None
+
+                [pause] = await eventually(pause_ready, "the pause container Running and Ready")
+                assert pause["image"] == "registry.k8s.io/pause:3.10"
+                assert pause["imageID"].startswith("registry.k8s.io/pause@sha256:")
+                got = await admin.get(f"{pods}/kw-pause")
+                assert got["status"]["phase"] == "Running"
+                seen: list[str] = []
+
+                async def backed_off() -> bool:
+                    got = await status_of("kw-nopull")
+                    waiting = (got[0]["state"].get("waiting") or {}) if got else {}
+                    if waiting.get("reason") and waiting["reason"] not in seen:
+                        seen.append(waiting["reason"])
+                        assert "kubelets.images" in waiting["message"], waiting
+                    return "ImagePullBackOff" in seen
+
+                await eventually(backed_off, "the unknown image in ImagePullBackOff")
+                assert seen[:2] == ["ErrImagePull", "ImagePullBackOff"] or seen == ["ImagePullBackOff"], seen
+                assert (await admin.get(f"{pods}/kw-nopull"))["status"]["phase"] == "Pending"
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                for uid in runtime.running_pods():  # killed by pid
+                    for c in (runtime.root / "containers" / uid).iterdir():
+                        runtime.stop(uid, c.name, 0.0, time.time())
+                for name in ("kw-pause", "kw-nopull"):
+                    with contextlib.suppress(NotFoundError):
+                        await admin.delete(f"{pods}/{name}", params={"gracePeriodSeconds": "0"})
+                with contextlib.suppress(NotFoundError):
+                    await admin.delete(f"/api/v1/nodes/{node}")
+
+    asyncio.run(go())
+
+
 async def _get(client: RestClient, path: str) -> Any:
     try:
         return await client.get(path)
@@ -205,6 +263,8 @@ async def _absent(client: RestClient, path: str) -> bool:
         (["--node-name", "n", "--root-dir", "/tmp/x", "--capacity", "cpu"], "--capacity: expected name=quantity"),
         (["--node-name", "n", "--root-dir", "/tmp/x", "--system-reserved", "gpu=1"], "reserved.gpu: not a resource"),
         (["--node-name", "n", "--root-dir", "/tmp/x", "--port", "0"], "--port must be from 1 to 65535"),
+        (["--node-name", "n", "--root-dir", "/tmp/x", "--images", "[{"], "--images: not JSON"),
+        (["--node-name", "n", "--root-dir", "/tmp/x", "--images", '[{"image": "x"}]'], "--images[0] runs nothing"),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(args: list[str], says: str) -> None:

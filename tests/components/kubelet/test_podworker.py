@@ -5,10 +5,13 @@ container is killed by pid at the end."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from components.kubelet import containerlog
 from components.kubelet.backoff import CrashBackOff
@@ -136,3 +139,56 @@ def test_a_pod_without_its_network_waits_in_container_creating_then_starts(runti
     assert runtime.running_pods() == []
     w.sandbox_error = ""  # the network came
     drive(w, lambda s: "running" in state(s, "app")["state"], "the container to start")
+
+
+def test_the_pause_image_runs_idle_with_an_image_id(runtime: ProcessRuntime) -> None:
+    p = pod("img", {"name": "pause", "image": "registry.k8s.io/pause:3.10"})
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    status = drive(w, ready_pod, "the pause container Ready")
+    pause = state(status, "pause")
+    assert pause["image"] == "registry.k8s.io/pause:3.10" and "running" in pause["state"]
+    assert pause["imageID"].startswith("registry.k8s.io/pause@sha256:") and len(pause["imageID"]) == 29 + 64
+    state_file = runtime.root / "containers" / "img" / "pause" / "0" / "state.json"
+    pid = int(orjson.loads(state_file.read_bytes())["pid"])
+    # Ready comes as the process starts; its TERM handler is set a moment later (Python's start)
+    wait_until("the pause process catching SIGTERM", lambda: _catches(pid, signal.SIGTERM), WAIT_S)
+    w.pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    w.pod["metadata"]["deletionGracePeriodSeconds"] = 5
+    status = drive(w, lambda s: not w.running(), "the pause container stopped by SIGTERM")
+    assert state(status, "pause")["state"]["terminated"]["exitCode"] == 0  # /pause exits 0 on TERM
+
+
+def _catches(pid: int, sig: int) -> bool:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+    return False
+
+
+def test_an_unknown_image_without_a_command_backs_off_its_pull(runtime: ProcessRuntime) -> None:
+    p = pod("pull", {"name": "app", "image": "example.com/app:1"})
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    waits = []
+    for now in (1000.0, 1001.0, 1009.0, 1010.5, 1011.0, 1030.0, 1031.0):
+        waits.append(state(w.sync(now), "app")["state"]["waiting"])
+    reasons = [x["reason"] for x in waits]
+    # 10 s, then 20 s between attempts: ErrImagePull at each, ImagePullBackOff between
+    assert reasons == [
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+    ]
+    assert "kubelets.images in cluster.toml" in waits[0]["message"]
+    assert waits[1]["message"].startswith('Back-off pulling image "example.com/app:1": ErrImagePull: ')
+    assert runtime.seen("pull", "app") is None  # nothing ran
+
+
+def test_an_unknown_image_with_a_command_runs_it(runtime: ProcessRuntime) -> None:
+    p = pod("cmd", {"name": "app", "image": "example.com/app:1", "command": ["sleep"], "args": ["30"]})
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    status = drive(w, ready_pod, "the command running")
+    assert "running" in state(status, "app")["state"]

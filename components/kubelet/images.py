@@ -1,0 +1,275 @@
+"""The kubelet's image table: what a container's image means when containers are processes.
+
+Our kubelet pulls no image; it runs a container as a process on the node.  Conformance pods
+name images and often give only `args` (or nothing), so each known image stands for what its
+ENTRYPOINT and CMD would have run: the pause image an idle process, agnhost the built agnhost,
+busybox Debian's busybox.  `resolve` turns (image, command, args) into the argv to run the way
+a container runtime does (kube's "Define a Command and Arguments for a Container"):
+
+    command  args   runs
+    -        -      ENTRYPOINT + CMD
+    given    -      command           (the image's CMD is dropped too)
+    -        given  ENTRYPOINT + args
+    given    given  command + args
+
+Matching: an entry's `image` is a glob (fnmatch, case-sensitive) over the reference's
+*repository*, the tag and digest dropped, Docker Hub names in their short form
+(`docker.io/library/busybox:1.36` is `busybox`).  The first matching entry wins; the
+cluster.toml entries ([[kubelets.images]]) come before the shipped ones, so they override them.
+A pod whose container has a `command` runs it whatever its image (as before the table); one
+with an unknown image and no command cannot be run: `ImagePullError` (kube's ErrImagePull).
+
+An entry whose `applets` names a multi-call binary (busybox) runs a bare first word that is
+one of its applets through it (`sh -c ...` becomes `/bin/busybox sh -c ...`), as inside the
+image, where /bin/sh *is* busybox.  This module is pure: what exists on the host, the applet
+list and the binaries' digests come from `HostImages` (the one place with I/O) or the caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from machinery.process.peers import ETCD_PEERS, KUBERNETES_PEERS, peer_path
+
+TABLE_KEY = "kubelets.images"
+"""Where a user extends the table (cluster.toml); error messages name it."""
+
+_PAUSE = (
+    "import os, signal\n"
+    "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, lambda *_: os._exit(0))\n"
+    "while True: signal.pause()\n"
+)
+"""The idle process the pause image stands for: sleeps until signalled, exits 0 on TERM/INT
+as /pause does (`sleep infinity` would report 143 for every deleted pod)."""
+
+
+class ImagePullError(Exception):
+    """The image cannot be run here (kube's ErrImagePull); the message says why."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageEntry:
+    image: str
+    """A glob over the image repository (no tag, no digest), like `registry.k8s.io/pause`."""
+    entrypoint: tuple[str, ...] = ()
+    """The image's ENTRYPOINT as it runs here."""
+    cmd: tuple[str, ...] = ()
+    """The image's CMD: the default arguments, replaced by a container's args."""
+    peer: str = ""
+    """A built upstream peer (`raftkube peers build`) that starts the entrypoint, e.g. agnhost."""
+    applets: str = ""
+    """A multi-call binary (/bin/busybox) that runs a bare first word that is one of its applets."""
+    working_dir: str = ""
+    """The image's WORKDIR (a container's workingDir wins)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The image's ENV (a container's env wins)."""
+
+    def entry_argv(self) -> list[str]:
+        return ([str(peer_path(self.peer))] if self.peer else []) + list(self.entrypoint)
+
+
+SHIPPED: tuple[ImageEntry, ...] = (
+    ImageEntry(image="registry.k8s.io/pause", entrypoint=("python3", "-I", "-S", "-c", _PAUSE)),
+    # agnhost's Dockerfile: ENTRYPOINT ["/agnhost"], CMD ["pause"]
+    ImageEntry(image="registry.k8s.io/e2e-test-images/agnhost", peer="agnhost", cmd=("pause",)),
+    # busybox: no ENTRYPOINT, CMD ["sh"]
+    ImageEntry(image="busybox", cmd=("sh",), applets="/bin/busybox"),
+    ImageEntry(image="registry.k8s.io/e2e-test-images/busybox", cmd=("sh",), applets="/bin/busybox"),
+    # the e2e httpd and nginx images serve HTTP on port 80: agnhost's netexec does the same
+    ImageEntry(image="registry.k8s.io/e2e-test-images/httpd", peer="agnhost", entrypoint=("netexec", "--http-port=80")),
+    ImageEntry(image="registry.k8s.io/e2e-test-images/nginx", peer="agnhost", entrypoint=("netexec", "--http-port=80")),
+)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    argv: list[str]
+    env: dict[str, str]
+    """The image's ENV (the container's is laid over it)."""
+    working_dir: str
+    """The image's WORKDIR ("": none)."""
+    entry: ImageEntry | None
+    """The table entry used (None: an unknown image whose container has a command)."""
+
+
+_HUB_PREFIXES = ("docker.io/library/", "index.docker.io/library/", "docker.io/", "index.docker.io/")
+
+
+def repository(reference: str) -> str:
+    """`reference` without its digest and tag, Docker Hub names short:
+    `docker.io/library/busybox:1.36@sha256:ab..` -> `busybox`."""
+    name = reference.partition("@")[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    if colon > slash:  # a colon before the last slash is a registry's port
+        name = name[:colon]
+    for prefix in _HUB_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def match(table: tuple[ImageEntry, ...], image: str) -> ImageEntry | None:
+    """The first entry whose glob matches the image's repository."""
+    repo = repository(image)
+    return next((e for e in table if fnmatchcase(repo, repository(e.image))), None)
+
+
+def resolve(
+    table: tuple[ImageEntry, ...],
+    image: str,
+    command: list[str],
+    args: list[str],
+    *,
+    applets: Callable[[str], frozenset[str]] = lambda binary: frozenset(),
+    present: Callable[[str], bool] = lambda program: True,
+) -> Resolved:
+    """The argv (and the image's env and working dir) a container runs; ImagePullError when
+    the image is not in the table and the container has no command, or the program its entry
+    names is not on this host.  `applets(binary)`: the applets of a multi-call binary;
+    `present(program)`: whether a program (a path or a name on PATH) exists."""
+    entry = match(table, image)
+    if entry is None:
+        if not command:
+            raise ImagePullError(
+                f"image {image!r} is not in the kubelet's image table ({TABLE_KEY} in cluster.toml),"
+                " and the container has no command to run instead"
+            )
+        return Resolved([*command, *args], {}, "", None)
+    if entry.peer and not present(str(peer_path(entry.peer))):
+        raise ImagePullError(
+            f"image {image!r} runs {entry.peer} ({peer_path(entry.peer)}), which is not built:"
+            f" run `raftkube peers build --only {entry.peer}`"
+        )
+    if entry.applets and not present(entry.applets):
+        raise ImagePullError(f"image {image!r} runs {entry.applets} ({TABLE_KEY}), which is not on this host")
+    argv = [*command, *args] if command else [*entry.entry_argv(), *(args or entry.cmd)]
+    if entry.applets and argv and "/" not in argv[0] and argv[0] in applets(entry.applets):
+        argv = [entry.applets, *argv]
+    if not argv:
+        raise ImagePullError(f"image {image!r} has neither an entrypoint nor a command in {TABLE_KEY}")
+    return Resolved(argv, dict(entry.env), entry.working_dir, entry)
+
+
+# -- the table as a user writes it ----------------------------------------------------------------
+
+_LIST_KEYS = ("entrypoint", "cmd")
+_TEXT_KEYS = ("image", "peer", "applets", "working_dir")
+PEERS = KUBERNETES_PEERS + ETCD_PEERS
+
+
+def parse_entries(items: Any, where: str) -> tuple[ImageEntry, ...]:
+    """Entries from their TOML/JSON form (a list of tables); ValueError names `where[i].key`."""
+    if not isinstance(items, list):
+        raise ValueError(f"{where} must be an array of tables ([[{TABLE_KEY}]]), got {items!r}")
+    return tuple(_entry(item, f"{where}[{i}]") for i, item in enumerate(items))
+
+
+def _entry(item: Any, where: str) -> ImageEntry:
+    if not isinstance(item, dict):
+        raise ValueError(f"{where} must be a table, got {item!r}")
+    unknown = sorted(set(item) - {*_LIST_KEYS, *_TEXT_KEYS, "env"})
+    if unknown:
+        raise ValueError(f"{where} has unknown keys: {', '.join(map(str, unknown))}")
+    values: dict[str, Any] = {}
+    for key in _TEXT_KEYS:
+        if key in item:
+            if not isinstance(item[key], str) or not item[key]:
+                raise ValueError(f"{where}.{key} must be a non-empty string, got {item[key]!r}")
+            values[key] = item[key]
+    for key in _LIST_KEYS:
+        if key in item:
+            words = item[key]
+            if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+                raise ValueError(f"{where}.{key} must be an array of strings, got {words!r}")
+            values[key] = tuple(words)
+    if "env" in item:
+        env = item["env"]
+        strings = isinstance(env, dict) and all(isinstance(k, str) and k and isinstance(v, str) for k, v in env.items())
+        if not strings:
+            raise ValueError(f"{where}.env must be a table of strings, got {env!r}")
+        values["env"] = dict(env)
+    if "image" not in values:
+        raise ValueError(f"{where}.image is required (a repository glob like registry.k8s.io/pause)")
+    if values["image"] != values["image"].strip() or any(c in values["image"] for c in "@ \t\n"):
+        raise ValueError(f"{where}.image must be a repository glob without tag or digest, got {values['image']!r}")
+    if repository(values["image"]) != values["image"] and not values["image"].startswith(_HUB_PREFIXES):
+        raise ValueError(f"{where}.image must be a repository glob without tag or digest, got {values['image']!r}")
+    if "peer" in values and values["peer"] not in PEERS:
+        raise ValueError(f"{where}.peer must be one of {', '.join(PEERS)}, got {values['peer']!r}")
+    for key in ("applets", "working_dir"):
+        if key in values and not values[key].startswith("/"):
+            raise ValueError(f"{where}.{key} must be an absolute path, got {values[key]!r}")
+    if not (values.get("entrypoint") or values.get("cmd") or values.get("peer")):
+        raise ValueError(f"{where} runs nothing: give it an entrypoint, a cmd or a peer")
+    return ImageEntry(**values)
+
+
+def unparse(entries: tuple[ImageEntry, ...]) -> list[dict[str, Any]]:
+    """The inverse of `parse_entries` (what `raftkube up` hands each kubelet)."""
+    out = []
+    for e in entries:
+        item: dict[str, Any] = {"image": e.image}
+        for key in _TEXT_KEYS[1:]:
+            if getattr(e, key):
+                item[key] = getattr(e, key)
+        for key in _LIST_KEYS:
+            if getattr(e, key):
+                item[key] = list(getattr(e, key))
+        if e.env:
+            item["env"] = dict(e.env)
+        out.append(item)
+    return out
+
+
+# -- the host side ------------------------------------------------------------------------------
+
+
+class HostImages:
+    """The table against this host: which programs exist, a multi-call binary's applets (asked
+    once), and each image's ID (the sha256 of the program that runs, by path, size and mtime)."""
+
+    def __init__(self, extra: tuple[ImageEntry, ...] = ()) -> None:
+        self.table = extra + SHIPPED
+        self._applets: dict[str, frozenset[str]] = {}
+        self._digests: dict[tuple[str, int, int], str] = {}
+
+    def resolve(self, image: str, command: list[str], args: list[str]) -> Resolved:
+        return resolve(self.table, image, command, args, applets=self.applets, present=_present)
+
+    def applets(self, binary: str) -> frozenset[str]:
+        if binary not in self._applets:
+            try:
+                out = subprocess.run([binary, "--list"], capture_output=True, timeout=5, check=True).stdout
+                self._applets[binary] = frozenset(out.decode(errors="replace").split())
+            except (OSError, subprocess.SubprocessError):
+                self._applets[binary] = frozenset()
+        return self._applets[binary]
+
+    def image_id(self, image: str, argv: list[str]) -> str:
+        """kube's `<repository>@sha256:<digest>`, the digest of the binary that runs ("" when
+        it cannot be read)."""
+        program = shutil.which(argv[0]) if argv else None
+        if program is None:
+            return ""
+        try:
+            st = os.stat(program)
+            key = (program, st.st_size, st.st_mtime_ns)
+            if key not in self._digests:
+                with open(program, "rb") as f:
+                    self._digests[key] = hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError:
+            return ""
+        return f"{repository(image)}@sha256:{self._digests[key]}"
+
+
+def _present(program: str) -> bool:
+    return shutil.which(program) is not None if "/" not in program else os.access(Path(program), os.X_OK)

@@ -1,0 +1,183 @@
+"""The image table's pure rules: repository matching, kube's four command/args cases, the
+busybox applets, the errors (ErrImagePull's messages) and the checks of user entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.kubelet.config import KubeletSettings, load_kubelet_settings
+from components.kubelet.images import (
+    SHIPPED,
+    HostImages,
+    ImageEntry,
+    ImagePullError,
+    match,
+    parse_entries,
+    repository,
+    resolve,
+    unparse,
+)
+from components.kubelet.main import image_table
+from machinery.process.config import ConfigError
+from machinery.process.peers import peer_path
+
+TOOL = ImageEntry(image="example.com/tool", entrypoint=("/bin/tool", "--verbose"), cmd=("serve", "--port=80"))
+
+
+@pytest.mark.parametrize(
+    ("reference", "repo"),
+    [
+        ("registry.k8s.io/pause:3.10", "registry.k8s.io/pause"),
+        ("registry.k8s.io/pause", "registry.k8s.io/pause"),
+        ("registry.k8s.io/pause@sha256:ab12", "registry.k8s.io/pause"),
+        ("registry.k8s.io/pause:3.10@sha256:ab12", "registry.k8s.io/pause"),
+        ("localhost:5000/app:v1", "localhost:5000/app"),  # a registry's port is not a tag
+        ("localhost:5000/app", "localhost:5000/app"),
+        ("docker.io/library/busybox:1.36", "busybox"),
+        ("docker.io/someone/app", "someone/app"),
+        ("busybox", "busybox"),
+    ],
+)
+def test_repository_drops_tag_and_digest(reference: str, repo: str) -> None:
+    assert repository(reference) == repo
+
+
+@pytest.mark.parametrize(
+    ("image", "entry_image"),
+    [
+        ("registry.k8s.io/pause:3.10", "registry.k8s.io/pause"),
+        ("registry.k8s.io/pause", "registry.k8s.io/pause"),
+        ("registry.k8s.io/e2e-test-images/agnhost:2.53", "registry.k8s.io/e2e-test-images/agnhost"),
+        ("busybox:1.36", "busybox"),
+        ("docker.io/library/busybox:1.29-4", "busybox"),
+        ("registry.k8s.io/e2e-test-images/busybox:1.36.1-1", "registry.k8s.io/e2e-test-images/busybox"),
+        ("registry.k8s.io/e2e-test-images/httpd:2.4.38-4", "registry.k8s.io/e2e-test-images/httpd"),
+        ("registry.k8s.io/e2e-test-images/nginx:1.14-4", "registry.k8s.io/e2e-test-images/nginx"),
+    ],
+)
+def test_the_shipped_table_knows_conformance_images(image: str, entry_image: str) -> None:
+    entry = match(SHIPPED, image)
+    assert entry is not None and entry.image == entry_image
+
+
+@pytest.mark.parametrize("image", ["registry.k8s.io/pause-other:1", "busyboxplus", "nginx", "example.com/busybox"])
+def test_a_repository_match_is_exact_not_a_prefix(image: str) -> None:
+    assert match(SHIPPED, image) is None
+
+
+def test_a_glob_matches_repositories_and_the_first_entry_wins() -> None:
+    table = (ImageEntry(image="example.com/*", cmd=("a",)), ImageEntry(image="example.com/x", cmd=("b",)))
+    assert resolve(table, "example.com/x:1", [], []).argv == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "argv"),
+    [
+        ([], [], ["/bin/tool", "--verbose", "serve", "--port=80"]),  # ENTRYPOINT + CMD
+        (["/bin/other"], [], ["/bin/other"]),  # command replaces ENTRYPOINT, and CMD is dropped
+        ([], ["check", "-x"], ["/bin/tool", "--verbose", "check", "-x"]),  # args replace CMD
+        (["/bin/other"], ["-y"], ["/bin/other", "-y"]),  # command + args
+    ],
+)
+def test_kubes_four_command_and_args_cases(command: list[str], args: list[str], argv: list[str]) -> None:
+    assert resolve((TOOL,), "example.com/tool:1.0", command, args).argv == argv
+
+
+def test_agnhost_is_the_built_peer_and_args_follow_it() -> None:
+    image = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+    agnhost = str(peer_path("agnhost"))
+    assert resolve(SHIPPED, image, [], []).argv == [agnhost, "pause"]
+    assert resolve(SHIPPED, image, [], ["netexec", "--http-port=8080"]).argv == [agnhost, "netexec", "--http-port=8080"]
+    assert resolve(SHIPPED, "registry.k8s.io/e2e-test-images/nginx:1.14-4", [], []).argv == [
+        agnhost,
+        "netexec",
+        "--http-port=80",
+    ]
+
+
+def test_an_unbuilt_agnhost_is_err_image_pull_naming_the_build() -> None:
+    with pytest.raises(ImagePullError, match="raftkube peers build --only agnhost"):
+        resolve(SHIPPED, "registry.k8s.io/e2e-test-images/agnhost:2.53", [], [], present=lambda p: False)
+
+
+def test_busybox_runs_a_bare_applet_through_busybox() -> None:
+    applets = {"/bin/busybox": frozenset({"sh", "sleep", "wget"})}.__getitem__
+    assert resolve(SHIPPED, "busybox:1.36", [], [], applets=applets).argv == ["/bin/busybox", "sh"]
+    got = resolve(SHIPPED, "busybox", ["sh", "-c", "echo hi"], [], applets=applets).argv
+    assert got == ["/bin/busybox", "sh", "-c", "echo hi"]
+    assert resolve(SHIPPED, "busybox", [], ["sleep", "5"], applets=applets).argv == ["/bin/busybox", "sleep", "5"]
+    # not an applet, or a path: as written
+    assert resolve(SHIPPED, "busybox", ["python3", "-V"], [], applets=applets).argv == ["python3", "-V"]
+    assert resolve(SHIPPED, "busybox", ["/bin/sh", "-c", "x"], [], applets=applets).argv == ["/bin/sh", "-c", "x"]
+
+
+def test_an_unknown_image_runs_its_command_or_is_err_image_pull_naming_the_table() -> None:
+    assert resolve(SHIPPED, "example.com/app:1", ["sleep"], ["5"]).argv == ["sleep", "5"]
+    assert resolve(SHIPPED, "example.com/app:1", ["sleep"], ["5"]).entry is None
+    for args in ([], ["--flag"]):
+        with pytest.raises(ImagePullError, match=r"example.com/app:1.*kubelets\.images in cluster\.toml"):
+            resolve(SHIPPED, "example.com/app:1", [], args)
+
+
+def test_the_image_env_and_working_dir_come_with_the_entry() -> None:
+    entry = ImageEntry(image="x", cmd=("run",), env={"A": "1"}, working_dir="/srv")
+    got = resolve((entry,), "x:2", [], [])
+    assert (got.env, got.working_dir) == ({"A": "1"}, "/srv")
+
+
+@pytest.mark.parametrize(
+    ("items", "says"),
+    [
+        ({"image": "x"}, r"images must be an array of tables"),
+        ([{"cmd": ["a"]}], r"images\[0\]\.image is required"),
+        ([{"image": "x", "cmd": ["a"]}, {"image": "y"}], r"images\[1\] runs nothing"),
+        ([{"image": "x:1.0", "cmd": ["a"]}], r"images\[0\]\.image must be a repository glob without tag"),
+        ([{"image": "x@sha256:ab", "cmd": ["a"]}], r"images\[0\]\.image must be a repository glob"),
+        ([{"image": "x", "cmd": "a"}], r"images\[0\]\.cmd must be an array of strings"),
+        ([{"image": "x", "entrypoint": ["a", 1]}], r"images\[0\]\.entrypoint must be an array of strings"),
+        ([{"image": "x", "peer": "nope"}], r"images\[0\]\.peer must be one of"),
+        ([{"image": "x", "cmd": ["a"], "env": {"A": 1}}], r"images\[0\]\.env must be a table of strings"),
+        ([{"image": "x", "cmd": ["a"], "working_dir": "rel"}], r"images\[0\]\.working_dir must be an absolute path"),
+        ([{"image": "x", "cmd": ["a"], "tag": "1"}], r"images\[0\] has unknown keys: tag"),
+        (["x"], r"images\[0\] must be a table"),
+    ],
+)
+def test_bad_entries_are_refused_naming_the_key(items: object, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        parse_entries(items, "kubelets.images")
+
+
+def test_entries_round_trip_through_their_json_form() -> None:
+    entries = (
+        ImageEntry(image="example.com/*", entrypoint=("/bin/a",), cmd=("b",), env={"K": "v"}, working_dir="/w"),
+        ImageEntry(image="busybox", cmd=("sh",), applets="/bin/busybox"),
+        ImageEntry(image="registry.k8s.io/e2e-test-images/agnhost", peer="agnhost"),
+    )
+    assert parse_entries(unparse(entries), "x") == entries
+
+
+def test_host_image_ids_are_the_repository_and_the_programs_sha256(tmp_path: Path) -> None:
+    program = tmp_path / "prog"
+    program.write_bytes(b"#!/bin/sh\n")
+    program.chmod(0o755)
+    got = HostImages().image_id("docker.io/library/busybox:1.36", [str(program)])
+    assert got == "busybox@sha256:" + __import__("hashlib").sha256(b"#!/bin/sh\n").hexdigest()
+    assert HostImages().image_id("x", [str(tmp_path / "absent")]) == ""
+
+
+def test_cluster_toml_entries_are_checked_and_handed_to_the_kubelets(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.toml"
+    path.write_text('[kubelets]\n[[kubelets.images]]\nimage = "example.com/app:1"\ncmd = ["run"]\n')
+    with pytest.raises(ConfigError, match=r"cluster.toml: kubelets.images\[0\]\.image must be a repository glob"):
+        load_kubelet_settings(path)
+    path.write_text("[kubelets]\nimages = 3\n")
+    with pytest.raises(ConfigError, match=r"kubelets.images must be an array of tables"):
+        load_kubelet_settings(path)
+    path.write_text('[[kubelets.images]]\nimage = "example.com/app"\nentrypoint = ["/bin/app"]\n')
+    settings = load_kubelet_settings(path)
+    assert settings.images == (ImageEntry(image="example.com/app", entrypoint=("/bin/app",)),)
+    flag, table = settings.image_args()
+    assert flag == "--images" and image_table(table).resolve("example.com/app:2", [], ["-v"]).argv == ["/bin/app", "-v"]
+    assert KubeletSettings().image_args() == ()
