@@ -9,7 +9,7 @@ OpenAPI schema (`_schema_check`), and whatever kind-specific rules the caller ad
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -54,7 +54,7 @@ def stored_kind(
     namespaced: bool,
     short_names: Sequence[str] = (),
     categories: Sequence[str] = (),
-    status: bool = False,
+    status: Mapping[str, Any] | None = None,
     scale: Callable[[Obj], str] | None = None,
     extra_subresources: Sequence[Subresource] = (),
     columns: Sequence[Column] = (),
@@ -68,13 +68,15 @@ def stored_kind(
     age_last: bool = True,
 ) -> ResourceDef:
     """The ResourceDef of a kind whose structure comes from its schema; `rules` adds what the
-    schema cannot say (kube's validation.go), `immutable` the dotted paths fixed once created."""
+    schema cannot say (kube's validation.go), `immutable` the dotted paths fixed once created.
+    `status`, when the kind has a /status subresource, is the status every answer carries at
+    least: the members of kube's Go status struct that are not omitempty, at their zero values."""
     subresources: list[Subresource] = []
     if scale is not None:
         subresources.append(
             Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale))
         )
-    if status:
+    if status is not None:
         subresources.append(Subresource("status", kind, handler=OBJECT_VIEW))
     subresources.extend(extra_subresources)
 
@@ -106,5 +108,6 @@ def stored_kind(
         columns=tuple(columns),
         row=row,
         age_last=age_last,
+        empty_status=status,
         **extra,
     )

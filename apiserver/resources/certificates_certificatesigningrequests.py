@@ -40,7 +40,7 @@ RESOURCE = stored_kind(
     plural="certificatesigningrequests",
     namespaced=False,
     short_names=("csr",),
-    status=True,
+    status={},
     extra_subresources=(Subresource("approval", "CertificateSigningRequest", handler=OBJECT_VIEW),),
     immutable=("spec",),
     age_last=False,

@@ -20,7 +20,7 @@ RESOURCE = stored_kind(
     kind="ServiceCIDR",
     plural="servicecidrs",
     namespaced=False,
-    status=True,
+    status={},
     columns=(Column("CIDRs", description="The CIDRs of the range."),),
     row=row,
 )
