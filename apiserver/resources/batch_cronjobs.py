@@ -13,7 +13,7 @@ import zoneinfo
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import default_pod_spec

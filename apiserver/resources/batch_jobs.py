@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import human_duration
+from apiserver.age import human_duration
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._podspec import default_template, validate_template

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.errors import Cause
 from apiserver.http.subresources.kubelet import NodeProxyHandler
 from apiserver.http.subresources.object_view import OBJECT_VIEW

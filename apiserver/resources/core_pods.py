@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import human_duration
+from apiserver.age import human_duration
 from apiserver.errors import Cause
 from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import OBJECT_VIEW
 from apiserver.resources._resourcelists import canonicalize, check_quota_resource_name, quantity_cell, resource_list
