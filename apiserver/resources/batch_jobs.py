@@ -12,7 +12,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.age import human_duration
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, format_label_selector, has_condition
 from apiserver.resources._workload import validate_selector
@@ -132,7 +132,7 @@ RESOURCE = ResourceDef(
     singular="job",
     namespaced=True,
     categories=("all",),
-    subresources=(Subresource("status", "Job", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "Job", handler=STATUS_VIEW),),
     default=default,
     validate=validate,
     fields=fields,

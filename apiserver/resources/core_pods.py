@@ -10,7 +10,7 @@ from apiserver.errors import Cause
 from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler
 from apiserver.http.subresources.kubelet import PodLogHandler, PodStreamHandler
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import ensure, has_condition
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -225,7 +225,7 @@ RESOURCE = ResourceDef(
         Subresource("exec", "PodExecOptions", verbs=("create", "get"), handler=PodStreamHandler()),
         Subresource("log", "Pod", verbs=("get",), handler=PodLogHandler()),
         Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler()),
-        Subresource("status", "Pod", handler=OBJECT_VIEW),
+        Subresource("status", "Pod", handler=STATUS_VIEW),
     ),
     default=default,
     validate=validate,
