@@ -7,6 +7,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.age import human_duration
 from apiserver.errors import Cause
+from apiserver.http.kubelet_proxy import EXEC, PORT_FORWARD
 from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler
 from apiserver.http.subresources.kubelet import PodLogHandler, PodStreamHandler
@@ -222,9 +223,11 @@ RESOURCE = ResourceDef(
     subresources=(
         Subresource("binding", "Binding", verbs=("create",), handler=BindingHandler()),
         Subresource("eviction", "Eviction", group="policy", version="v1", verbs=("create",), handler=EvictionHandler()),
-        Subresource("exec", "PodExecOptions", verbs=("create", "get"), handler=PodStreamHandler()),
+        Subresource("exec", "PodExecOptions", verbs=("create", "get"), handler=PodStreamHandler(EXEC)),
         Subresource("log", "Pod", verbs=("get",), handler=PodLogHandler()),
-        Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler()),
+        Subresource(
+            "portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler(PORT_FORWARD)
+        ),
         Subresource("status", "Pod", handler=STATUS_VIEW),
     ),
     default=default,
