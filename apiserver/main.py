@@ -49,7 +49,7 @@ from machinery.duration import SECOND_NS, DurationError, parse_duration
 from machinery.process import pki
 from machinery.process.command import DEFAULT_DATA_DIR, UsageError
 from machinery.process.launch import LauncherError, port_free
-from store.launcher import LocalCluster
+from store.client.layout import StoreLayout
 
 DEFAULT_PORT = 6443
 GRACEFUL_SHUTDOWN_SECONDS = 5
@@ -428,7 +428,7 @@ def server_tls(cert: Path, key: Path, client_ca: Path) -> ssl.SSLContext:
 
 def storage_target(url: str | None, data_dir: Path, insecure: bool) -> tuple[str, ssl.SSLContext | None]:
     """The storage URL and the TLS to reach it with (the store's admin certificate in the data dir)."""
-    cluster = LocalCluster(data_dir)
+    cluster = StoreLayout(data_dir)
     if url is None:
         try:
             endpoints = [u.split("://", 1)[-1] for u in cluster.client_urls()]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.errors import bad_request
 from apiserver.resources.base import Column, ResourceDef
 from machinery.objects import Obj, metadata

@@ -35,10 +35,8 @@ import json
 import os
 import random
 import signal
-import ssl
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from machinery.process import disk, pki
@@ -55,28 +53,19 @@ from machinery.process.launch import (
 )
 from store.api.cluster import MemberInfo
 from store.api.protocol import split_url
+from store.client.layout import CLIENT_NAME, StoreLayout
 from store.config import StoreSettings
 from store.server.config import SETTINGS, MemberConfig, read_member_file, write_member_file
 
-CLUSTER_FILE = "cluster.json"
-PKI_DIR = "pki"
 MEMBER_TLS_DIR = "tls"
 """In a member's directory; the member process reads the same name (store.server.member.TLS_DIR)."""
-CLIENT_NAME = "admin"
 
 
-class LocalCluster:
-    """A store cluster whose members run as local processes under one data dir."""
+class LocalCluster(StoreLayout):
+    """A store cluster whose members run as local processes under one data dir; where its files
+    are, and reading them, is `StoreLayout`'s (which clients use without this module)."""
 
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.root = data_dir / "store"
-        self.cluster_file = self.root / CLUSTER_FILE
-
-    # ------------------------------------------------------------------ layout
-    def exists(self) -> bool:
-        return self.cluster_file.exists()
-
+    # ------------------------------------------------------------------ layout (StoreLayout reads it)
     def check_private(self) -> None:
         """Refuse a data dir (or its store/ dir) that group or others can write: they could
         replace or remove the members' files.  The user's directory is never chmod-ed behind
@@ -92,47 +81,6 @@ class LocalCluster:
                     f"{d} is writable by {who} (mode {mode:04o}), so other local users could replace "
                     f"the store's files; make it private (`chmod 700 {d}`) or choose another --data-dir"
                 )
-
-    def load(self) -> dict[str, Any]:
-        try:
-            doc: dict[str, Any] = json.loads(self.cluster_file.read_text())
-            return doc
-        except FileNotFoundError as e:
-            raise LauncherError(
-                f"no cluster in {self.root.parent} (start one with `raftkube store up --data-dir {self.root.parent}`)"
-            ) from e
-        except json.JSONDecodeError as e:
-            raise LauncherError(f"{self.cluster_file} is not valid JSON: {e}") from e
-
-    def member_dir(self, member_id: int) -> Path:
-        return self.root / f"member-{member_id}"
-
-    def member_ids(self) -> list[int]:
-        return [int(m["id"]) for m in self.load()["members"]]
-
-    def members(self) -> list[MemberInfo]:
-        return [
-            MemberInfo(m["id"], m["name"], m["peer_url"], m["client_url"], m["http_url"], m.get("is_learner", False))
-            for m in self.load()["members"]
-        ]
-
-    def client_urls(self) -> list[str]:
-        return [m.client_url for m in self.members()]
-
-    @property
-    def pki_dir(self) -> Path:
-        return self.root / PKI_DIR
-
-    def insecure(self) -> bool:
-        return bool(self.load().get("insecure", False))
-
-    def client_tls(self) -> ssl.SSLContext | None:
-        """TLS for a client of this cluster (the admin certificate); None when it is insecure.
-        A PKIError names a missing or damaged file."""
-        if self.insecure():
-            return None
-        files = pki.load_files(self.pki_dir, CLIENT_NAME)
-        return pki.client_context(files.ca, files.cert, files.key)
 
     def create(self, s: StoreSettings, ports: list[int] | None = None, insecure: bool = False) -> list[MemberInfo]:
         """Write the layout of a new cluster; `ports` (3 per member) overrides the port scheme.

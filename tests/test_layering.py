@@ -120,9 +120,7 @@ RULES = [
     Rule(
         "the apiserver imports machinery and the store's client and API, never its server or CLI",
         lambda m: within(m, "apiserver"),
-        # store.launcher: the local store's layout, where `raftkube apiserver` finds its default
-        # --storage (client URLs and the admin's TLS); it is not the server.
-        lambda i: within(i.module, "apiserver", "machinery", "store.client", "store.api", "store.launcher"),
+        lambda i: within(i.module, "apiserver", "machinery", "store.client", "store.api"),
     ),
     Rule(
         "components (but the CLI) import only components (their client library) and machinery",

@@ -25,6 +25,7 @@ from apiserver import errors
 from apiserver.admission.by_version import ByVersion
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.registry.generic import Registry
+from apiserver.registry.strategy import STATUS
 from apiserver.resources.base import ResourceDef
 from machinery.objects import Obj
 from machinery.podresources import all_containers, container_resources
@@ -204,7 +205,7 @@ class ResourceQuota:
                 namespace,
                 quota_name,
                 charge,
-                subresource="status",
+                subresource=STATUS,
                 dry_run=not wet,
                 track=False,
                 honour_resource_version=False,

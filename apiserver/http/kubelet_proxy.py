@@ -164,16 +164,32 @@ def log_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: Mapping[str, 
     return kubelet.url(_pod_path("containerLogs", pod, container), options.query())
 
 
-def exec_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> str:
-    wanted = next((v for k, v in query if k == "container"), "")
-    container = container_of(pod, wanted)
-    passed = [(k, v) for k, v in query if k in ("command", "stdin", "stdout", "stderr", "tty")]
-    return kubelet.url(_pod_path("exec", pod, container), urlencode(passed))
+@dataclass(frozen=True)
+class StreamEndpoint:
+    """Which kubelet call a stream subresource (exec, port-forward) is: the kubelet's path and
+    what of the request goes on to it.  The subresource's handler object carries it, so this
+    module knows no subresource by name."""
+
+    # the kubelet's endpoint: /<path>/<namespace>/<pod>[/<container>]
+    path: str
+    # the query parameters passed on to the kubelet
+    passed: tuple[str, ...]
+    # whether the path ends in a container (the request's `container`, or the pod's only one)
+    names_container: bool = False
+
+    def container(self, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> tuple[str, ...]:
+        """The container part of the path (checked: 400 when the pod has no such container)."""
+        if not self.names_container:
+            return ()
+        return (container_of(pod, next((v for k, v in query if k == "container"), "")),)
+
+    def url(self, kubelet: KubeletTarget, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> str:
+        passed = [(k, v) for k, v in query if k in self.passed]
+        return kubelet.url(_pod_path(self.path, pod, *self.container(pod, query)), urlencode(passed))
 
 
-def port_forward_url(kubelet: KubeletTarget, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> str:
-    passed = [(k, v) for k, v in query if k == "ports"]
-    return kubelet.url(_pod_path("portForward", pod), urlencode(passed))
+EXEC = StreamEndpoint("exec", ("command", "stdin", "stdout", "stderr", "tty"), names_container=True)
+PORT_FORWARD = StreamEndpoint("portForward", ("ports",))
 
 
 def _pod_path(endpoint: str, pod: Mapping[str, Any], *more: str) -> str:
@@ -277,16 +293,21 @@ class NodeAccess:
         content_type, body = await self.client.stream(kubelet.url("/" + path.lstrip("/"), query))
         return StreamingResponse(body, media_type=content_type)
 
-    async def check_stream(self, namespace: str | None, name: str, subresource: str, query: Mapping[str, str]) -> None:
+    async def check_stream(
+        self, namespace: str | None, name: str, endpoint: StreamEndpoint, query: list[tuple[str, str]]
+    ) -> None:
         """The checks of an exec or port-forward request, without opening it."""
         pod, _ = await self._pod_and_kubelet(namespace, name)
-        if subresource == "exec":
-            container_of(pod, query.get("container") or "")
+        endpoint.container(pod, query)
 
     async def pod_stream(
-        self, namespace: str | None, name: str, subresource: str, query: list[tuple[str, str]], protocols: list[str]
+        self,
+        namespace: str | None,
+        name: str,
+        endpoint: StreamEndpoint,
+        query: list[tuple[str, str]],
+        protocols: list[str],
     ) -> aiohttp.ClientWebSocketResponse:
         """The kubelet's side of an exec or port-forward session, opened."""
         pod, kubelet = await self._pod_and_kubelet(namespace, name)
-        url = exec_url(kubelet, pod, query) if subresource == "exec" else port_forward_url(kubelet, pod, query)
-        return await self.client.websocket(url, protocols)
+        return await self.client.websocket(endpoint.url(kubelet, pod, query), protocols)

@@ -15,6 +15,7 @@ from typing import Any
 from apiserver import errors
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
+from apiserver.registry.strategy import STATUS
 from machinery.disruption import budget_selects
 from machinery.objects import Obj, as_dict
 from machinery.pods import is_ready, is_terminating
@@ -204,7 +205,7 @@ async def _charge(
         return charged(old, pod_name, now)
 
     try:
-        await budgets.mutate(namespace, pdb_name, charge, subresource="status", track=False)
+        await budgets.mutate(namespace, pdb_name, charge, subresource=STATUS, track=False)
     except errors.StatusError as e:
         if e.code == 409:
             raise errors.StatusError(

@@ -21,6 +21,7 @@ from apiserver.patch.jsonvalue import deep_copy
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.storage_errors import as_status
+from apiserver.registry.strategy import UpdateStrategy
 from apiserver.request_context import current_user
 from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import KeyExistsError, KeyNotFoundError, RevisionConflictError, Storage
@@ -165,7 +166,7 @@ class Registry:
         name: str,
         mutation: Mutation,
         *,
-        subresource: str | None = None,
+        subresource: UpdateStrategy | None = None,
         dry_run: bool = False,
         manager: str = "",
         create_if_missing: bool = False,
@@ -200,7 +201,7 @@ class Registry:
                     f"the name of the object ({new_meta.get('name')}) does not match the name on the URL ({name})"
                 )
             if old is None:
-                if subresource:
+                if subresource is not None:
                     raise errors.not_found(self.resource.plural, name, self.resource.group)
                 return await self.create(namespace, new, dry_run=dry_run, manager=manager if track else ""), True
             meta.check_namespace(self.resource, new, namespace)
@@ -209,14 +210,13 @@ class Registry:
             if honour_resource_version and wanted_rv and wanted_rv != current_rv:
                 raise errors.conflict(self.resource.plural, name, self.resource.group)
             prepared = meta.prepare_update(self.resource, new, old, subresource)
-            if subresource != "status":
+            if subresource is None or subresource.defaults:
                 self.resource.default(prepared)
             self.resource.with_status(prepared)
+            named = subresource.name if subresource is not None else ""
             if track:  # before admission, as for a create
-                prepared = self._tracked(old, prepared, manager, subresource or "")
-            prepared = await self._admitted(
-                self._request("UPDATE", namespace, name, prepared, old, subresource or "", dry_run)
-            )
+                prepared = self._tracked(old, prepared, manager, named)
+            prepared = await self._admitted(self._request("UPDATE", namespace, name, prepared, old, named, dry_run))
             prepared["metadata"]["resourceVersion"] = current_rv
             if dry_run:
                 return prepared, False
@@ -237,7 +237,7 @@ class Registry:
         name: str,
         obj: Obj,
         *,
-        subresource: str | None = None,
+        subresource: UpdateStrategy | None = None,
         dry_run: bool = False,
         manager: str = "",
         allow_create: bool = False,

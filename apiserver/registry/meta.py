@@ -15,7 +15,7 @@ from typing import Any
 
 from apiserver import errors
 from apiserver.errors import Cause
-from apiserver.patch.jsonvalue import deep_copy
+from apiserver.registry.strategy import UpdateStrategy
 from apiserver.resources.base import ResourceDef
 from machinery.objects import Obj
 from machinery.timestamps import format_time
@@ -89,26 +89,18 @@ def prepare_create(
     drop_empty(meta)
 
 
-def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str | None = None) -> Obj:
-    """The object to store when `new` replaces `old` through the main resource or /status.
+def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: UpdateStrategy | None = None) -> Obj:
+    """The object to store when `new` replaces `old` through the main resource or a subresource.
 
     Returns a new dict; `new` may be reused by the caller.  Server-owned metadata comes from
-    `old` (a client cannot change uid or creationTimestamp: it gets 422 if it tries)."""
+    `old` (a client cannot change uid or creationTimestamp: it gets 422 if it tries).  A
+    subresource's strategy says which part of `new` it takes; the rest is `old`'s."""
     old_meta = old.get("metadata") or {}
-    if subresource == "finalize":
-        return _finalize(new, old)
-    if subresource == "approval":
-        return _approval(new, old)
-    if subresource == "status":
-        result: Obj = deep_copy(old)
-        if "status" in new:
-            result["status"] = new["status"]
-        else:
-            result.pop("status", None)
-        new_meta = metadata(new)
-        if new_meta.get("resourceVersion"):
-            metadata(result)["resourceVersion"] = new_meta["resourceVersion"]
-        return result
+    if subresource is not None:
+        prepared = subresource.prepare(new, old)
+        if subresource.moves_generation:
+            _move_generation(resource, prepared, old, prepared)
+        return prepared
     result = dict(new)
     meta = dict(metadata(new))
     result["metadata"] = meta
@@ -140,44 +132,21 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: str |
         # only /finalize changes a namespace's spec.finalizers (the namespace controller's list)
         spec = result.get("spec")
         result["spec"] = {**(spec if isinstance(spec, dict) else {}), "finalizers": _spec_finalizers(old)}
-    if resource.bumps_generation:
-        generation = int(old_meta.get("generation") or 1)
-        if spec_part(new) != spec_part(old):
-            generation += 1
-        meta["generation"] = generation
+    _move_generation(resource, result, old, new)
     return result
+
+
+def _move_generation(resource: ResourceDef, result: Obj, old: Obj, sent: Obj) -> None:
+    """`result`'s metadata.generation: one more than `old`'s when `sent` changed the spec (all but
+    metadata and status)."""
+    if resource.bumps_generation:
+        generation = int((old.get("metadata") or {}).get("generation") or 1)
+        if spec_part(sent) != spec_part(old):
+            generation += 1
+        metadata(result)["generation"] = generation
 
 
 def _spec_finalizers(obj: Obj) -> list[Any]:
     spec = obj.get("spec")
     found = spec.get("finalizers") if isinstance(spec, dict) else None
     return list(found) if isinstance(found, list) else []
-
-
-def _approval(new: Obj, old: Obj) -> Obj:
-    """`certificatesigningrequests/approval`: the CSR as stored with the body's status.conditions
-    only (kube's ApprovalREST: approving or denying touches nothing else, not even the certificate)."""
-    result: Obj = deep_copy(old)
-    new_status = new.get("status")
-    conditions = new_status.get("conditions") if isinstance(new_status, dict) else None
-    status = result.get("status")
-    result["status"] = {**(status if isinstance(status, dict) else {}), "conditions": conditions or []}
-    new_meta = metadata(new)
-    if new_meta.get("resourceVersion"):
-        metadata(result)["resourceVersion"] = new_meta["resourceVersion"]
-    return result
-
-
-def _finalize(new: Obj, old: Obj) -> Obj:
-    """`namespaces/finalize`: the namespace as stored with the body's `spec.finalizers` only."""
-    result: Obj = deep_copy(old)
-    spec = new.get("spec")
-    finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
-    result_spec = result.get("spec")
-    if not isinstance(result_spec, dict):
-        result_spec = result["spec"] = {}
-    result_spec["finalizers"] = finalizers if finalizers is not None else []
-    new_meta = metadata(new)
-    if new_meta.get("resourceVersion"):
-        metadata(result)["resourceVersion"] = new_meta["resourceVersion"]
-    return result

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.errors import Cause
 from apiserver.resources.base import Column
 from machinery.objects import Obj, get, mapping, number, text

@@ -15,7 +15,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.http.subresources.scale import ScaleHandler
 from apiserver.openapi_schemas import default_source
 from apiserver.resources._schema_check import SchemaChecker
@@ -77,7 +77,7 @@ def stored_kind(
             Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale))
         )
     if status is not None:
-        subresources.append(Subresource("status", kind, handler=OBJECT_VIEW))
+        subresources.append(Subresource("status", kind, handler=STATUS_VIEW))
     subresources.extend(extra_subresources)
 
     def validate(obj: Obj, old: Obj | None) -> list[Cause]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources import _admission
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, get, items, text
@@ -98,7 +98,7 @@ RESOURCE = ResourceDef(
     namespaced=False,
     empty_status={},
     categories=_admission.CATEGORIES,
-    subresources=(Subresource("status", "ValidatingAdmissionPolicy", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "ValidatingAdmissionPolicy", handler=STATUS_VIEW),),
     default=default,
     validate=validate,
     columns=(

@@ -6,7 +6,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.http.subresources.scale import ScaleHandler
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, selector_string
@@ -120,7 +120,7 @@ RESOURCE = ResourceDef(
     categories=("all",),
     subresources=(
         Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale_selector)),
-        Subresource("status", "Deployment", handler=OBJECT_VIEW),
+        Subresource("status", "Deployment", handler=STATUS_VIEW),
     ),
     default=default,
     validate=validate,

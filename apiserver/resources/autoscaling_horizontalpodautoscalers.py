@@ -21,7 +21,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, dicts, get, mapping, number, text
 
@@ -405,7 +405,7 @@ V2 = ResourceDef(
     empty_status={"desiredReplicas": 0},
     short_names=("hpa",),
     categories=("all",),
-    subresources=(Subresource("status", "HorizontalPodAutoscaler", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "HorizontalPodAutoscaler", handler=STATUS_VIEW),),
     default=default_v2,
     validate=validate_v2,
     columns=COLUMNS,
@@ -422,7 +422,7 @@ V1 = ResourceDef(
     empty_status={"currentReplicas": 0, "desiredReplicas": 0},
     short_names=("hpa",),
     categories=("all",),
-    subresources=(Subresource("status", "HorizontalPodAutoscaler", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "HorizontalPodAutoscaler", handler=STATUS_VIEW),),
     default=default_v1,
     validate=validate_v1,
     columns=COLUMNS,

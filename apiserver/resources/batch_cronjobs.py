@@ -13,9 +13,9 @@ import zoneinfo
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import default_pod_spec
 from apiserver.resources._shared import container_cells, ensure, format_label_selector
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -159,7 +159,7 @@ RESOURCE = ResourceDef(
     empty_status={},
     short_names=("cj",),
     categories=("all",),
-    subresources=(Subresource("status", "CronJob", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "CronJob", handler=STATUS_VIEW),),
     default=default,
     validate=validate,
     columns=(

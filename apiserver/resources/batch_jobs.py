@@ -10,9 +10,9 @@ import uuid
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import human_duration
+from apiserver.age import human_duration
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, format_label_selector, has_condition
 from apiserver.resources._workload import validate_selector
@@ -133,7 +133,7 @@ RESOURCE = ResourceDef(
     namespaced=True,
     empty_status={},
     categories=("all",),
-    subresources=(Subresource("status", "Job", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "Job", handler=STATUS_VIEW),),
     default=default,
     validate=validate,
     fields=fields,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from apiserver.duration import human_duration, since
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.age import human_duration, since
+from apiserver.http.subresources.object_view import ObjectViewHandler
+from apiserver.registry.strategy import UpdateStrategy
 from apiserver.resources._stored import stored_kind
 from apiserver.resources.base import Column, Subresource
 from machinery.objects import Obj, dicts, get, text
@@ -33,6 +34,10 @@ def row(csr: Obj, now: float) -> list[Any]:
     ]
 
 
+# kube's csrApprovalStrategy: approving or denying writes status.conditions only, not even the
+# certificate; no defaulting, and the spec (so the generation) cannot move through it
+APPROVAL = UpdateStrategy("approval", takes=("status", "conditions"), empty=list, defaults=False)
+
 RESOURCE = stored_kind(
     group="certificates.k8s.io",
     version="v1",
@@ -41,7 +46,7 @@ RESOURCE = stored_kind(
     namespaced=False,
     short_names=("csr",),
     status={},
-    extra_subresources=(Subresource("approval", "CertificateSigningRequest", handler=OBJECT_VIEW),),
+    extra_subresources=(Subresource("approval", "CertificateSigningRequest", handler=ObjectViewHandler(APPROVAL)),),
     immutable=("spec",),
     age_last=False,
     columns=(

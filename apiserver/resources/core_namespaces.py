@@ -11,7 +11,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import FINALIZE_VIEW, STATUS_VIEW
 from apiserver.resources._shared import ensure
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, get, text
@@ -68,8 +68,8 @@ RESOURCE = ResourceDef(
     short_names=("ns",),
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
     subresources=(
-        Subresource("finalize", "Namespace", verbs=("update",), handler=OBJECT_VIEW),
-        Subresource("status", "Namespace", handler=OBJECT_VIEW),
+        Subresource("finalize", "Namespace", verbs=("update",), handler=FINALIZE_VIEW),
+        Subresource("status", "Namespace", handler=STATUS_VIEW),
     ),
     bumps_generation=False,
     default=default,

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.errors import Cause
 from apiserver.http.subresources.kubelet import NodeProxyHandler
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import TAINT_EFFECTS
 from apiserver.resources._shared import ensure
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -130,7 +130,7 @@ RESOURCE = ResourceDef(
     short_names=("no",),
     subresources=(
         Subresource("proxy", "NodeProxyOptions", verbs=("get",), handler=NodeProxyHandler()),
-        Subresource("status", "Node", handler=OBJECT_VIEW),
+        Subresource("status", "Node", handler=STATUS_VIEW),
     ),
     bumps_generation=False,
     default=default,

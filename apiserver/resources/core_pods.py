@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import human_duration
+from apiserver.age import human_duration
 from apiserver.errors import Cause
+from apiserver.http.kubelet_proxy import EXEC, PORT_FORWARD
 from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler
 from apiserver.http.subresources.kubelet import PodLogHandler, PodStreamHandler
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import ensure, has_condition
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -223,10 +224,12 @@ RESOURCE = ResourceDef(
     subresources=(
         Subresource("binding", "Binding", verbs=("create",), handler=BindingHandler()),
         Subresource("eviction", "Eviction", group="policy", version="v1", verbs=("create",), handler=EvictionHandler()),
-        Subresource("exec", "PodExecOptions", verbs=("create", "get"), handler=PodStreamHandler()),
+        Subresource("exec", "PodExecOptions", verbs=("create", "get"), handler=PodStreamHandler(EXEC)),
         Subresource("log", "Pod", verbs=("get",), handler=PodLogHandler()),
-        Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler()),
-        Subresource("status", "Pod", handler=OBJECT_VIEW),
+        Subresource(
+            "portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler(PORT_FORWARD)
+        ),
+        Subresource("status", "Pod", handler=STATUS_VIEW),
     ),
     default=default,
     validate=validate,

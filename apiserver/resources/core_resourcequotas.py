@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver import validation as v
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._resourcelists import canonicalize, check_quota_resource_name, quantity_cell, resource_list
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from apiserver.table import AGE_COLUMN
@@ -142,7 +142,7 @@ RESOURCE = ResourceDef(
     namespaced=True,
     empty_status={},
     short_names=("quota",),
-    subresources=(Subresource("status", "ResourceQuota", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "ResourceQuota", handler=STATUS_VIEW),),
     bumps_generation=False,
     default=default,
     validate=validate,

@@ -8,7 +8,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import PROTOCOLS
 from apiserver.resources._shared import ensure, format_labels
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -146,7 +146,7 @@ RESOURCE = ResourceDef(
     empty_status={"loadBalancer": {}},
     short_names=("svc",),
     categories=("all",),
-    subresources=(Subresource("status", "Service", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "Service", handler=STATUS_VIEW),),
     bumps_generation=False,
     default=default,
     validate=validate,

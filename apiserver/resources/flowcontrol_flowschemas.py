@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apiserver.duration import since
+from apiserver.age import since
 from apiserver.resources._stored import stored_kind
 from apiserver.resources.base import Column
 from machinery.objects import Obj, dicts, get, text

@@ -9,7 +9,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, dicts, get, text
 
@@ -202,7 +202,7 @@ RESOURCE = ResourceDef(
     namespaced=True,
     empty_status={"loadBalancer": {}},
     short_names=("ing",),
-    subresources=(Subresource("status", "Ingress", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "Ingress", handler=STATUS_VIEW),),
     validate=validate,
     columns=(
         Column(

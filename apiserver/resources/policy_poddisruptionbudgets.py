@@ -7,7 +7,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._workload import validate_label_selector
 from apiserver.resources.apps_deployments import validate_int_or_percent
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -59,7 +59,7 @@ RESOURCE = ResourceDef(
     namespaced=True,
     empty_status={"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
     short_names=("pdb",),
-    subresources=(Subresource("status", "PodDisruptionBudget", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "PodDisruptionBudget", handler=STATUS_VIEW),),
     validate=validate,
     columns=(
         Column("Min Available", description="The minimum number of pods that must be available."),

@@ -29,8 +29,9 @@ from bench.store.syncobj_service import SyncobjClient, SyncobjError
 from bench.store.tls import ClientTLS, EtcdMemberTLS, etcd_pki
 from machinery.process.launch import free_ports, port_free
 from machinery.process.pki import CA_CERT
+from store.client.layout import CLIENT_NAME
 from store.config import StoreSettings, load_store_settings
-from store.launcher import CLIENT_NAME, LocalCluster
+from store.launcher import LocalCluster
 
 SYSTEMS = ("raftkube", "etcd", "pysyncobj")
 

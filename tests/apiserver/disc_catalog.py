@@ -5,7 +5,7 @@ from __future__ import annotations
 from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler
 from apiserver.http.subresources.kubelet import PodLogHandler
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.http.subresources.scale import ScaleHandler
 from apiserver.http.subresources.token import TokenRequestHandler
 from apiserver.resources.base import ResourceDef, Subresource
@@ -14,7 +14,7 @@ STATUS = ("get", "patch", "update")
 
 
 def _status(kind: str) -> Subresource:
-    return Subresource("status", kind, verbs=STATUS, handler=OBJECT_VIEW)
+    return Subresource("status", kind, verbs=STATUS, handler=STATUS_VIEW)
 
 
 def _scale() -> Subresource:

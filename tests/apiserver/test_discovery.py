@@ -27,7 +27,7 @@ from apiserver.discovery import (
     version_priority,
 )
 from apiserver.errors import StatusError
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources.base import ResourceDef, Subresource
 from tests.apiserver.disc_catalog import CATALOG, DEPLOYMENTS, PODS
 
@@ -354,7 +354,7 @@ def test_empty_catalog() -> None:
                 DEPLOYMENTS,
                 plural="d2",
                 kind="D2",
-                subresources=(Subresource("s", "S", handler=OBJECT_VIEW), Subresource("s", "S", handler=OBJECT_VIEW)),
+                subresources=(Subresource("s", "S", handler=STATUS_VIEW), Subresource("s", "S", handler=STATUS_VIEW)),
             ),
             "subresource is declared twice",
         ),
@@ -363,7 +363,7 @@ def test_empty_catalog() -> None:
                 DEPLOYMENTS,
                 plural="d3",
                 kind="D3",
-                subresources=(Subresource("x", "S", group="g", handler=OBJECT_VIEW),),
+                subresources=(Subresource("x", "S", group="g", handler=STATUS_VIEW),),
             ),
             "bad subresource",
         ),

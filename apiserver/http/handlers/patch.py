@@ -15,6 +15,7 @@ from apiserver.http.handlers.body import read_limited
 from apiserver.http.handlers.responses import respond, with_warnings
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.requestinfo import ResourcePath
+from apiserver.registry.strategy import UpdateStrategy
 from apiserver.resources.base import ResourceDef
 from machinery.objects import Obj
 
@@ -56,8 +57,14 @@ async def read_patch(request: Request, query: dict[str, str]) -> PatchRequest:
 
 
 async def patch_object(
-    scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]
+    scope: ResourceScope,
+    request: Request,
+    res: ResourceDef,
+    target: ResourcePath,
+    query: dict[str, str],
+    strategy: UpdateStrategy | None = None,
 ) -> Response:
+    """`strategy`: the subresource's (None for the object itself)."""
     assert target.name is not None
     patch = await read_patch(request, query)
     content_type, body, w, is_apply = patch.content_type, patch.body, patch.options, patch.is_apply
@@ -81,7 +88,7 @@ async def patch_object(
         target.namespace,
         target.name,
         mutation,
-        subresource=target.subresource,
+        subresource=strategy,
         dry_run=w.dry_run,
         manager=w.field_manager,
         create_if_missing=is_apply and target.subresource is None,

@@ -1,5 +1,5 @@
 """PUT of a whole object (kube's handlers.UpdateResource), or of the part of it a subresource
-writes (/status, /finalize: the registry's strategy for that subresource keeps the rest)."""
+writes (/status, /finalize: that subresource's strategy keeps the rest)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,19 @@ from apiserver.http.handlers.body import read_body, typed_body
 from apiserver.http.handlers.responses import respond, with_warnings
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.requestinfo import ResourcePath
+from apiserver.registry.strategy import UpdateStrategy
 from apiserver.resources.base import ResourceDef
 
 
 async def update_object(
-    scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath, query: dict[str, str]
+    scope: ResourceScope,
+    request: Request,
+    res: ResourceDef,
+    target: ResourcePath,
+    query: dict[str, str],
+    strategy: UpdateStrategy | None = None,
 ) -> Response:
+    """`strategy`: the subresource's (None for the object itself)."""
     assert target.name is not None
     w = params.write_params(query, request.headers.get("user-agent", ""), "UpdateOptions")
     obj = typed_body(res, await read_body(request))
@@ -25,7 +32,7 @@ async def update_object(
         target.namespace,
         target.name,
         obj,
-        subresource=target.subresource,
+        subresource=strategy,
         dry_run=w.dry_run,
         manager=w.field_manager,
     )

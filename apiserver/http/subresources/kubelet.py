@@ -1,11 +1,13 @@
 """The subresources that end on a kubelet (kube's log, exec, attach, portforward and proxy
 connecters): `pods/log` streamed through, `pods/exec` and `pods/portforward` relayed as
 WebSocket sessions, `nodes/proxy` streamed through.  How the kubelet is reached is
-`apiserver.http.kubelet_proxy`; these say which of its calls a subresource is."""
+`apiserver.http.kubelet_proxy`; these say which of its calls a subresource is (a stream
+handler carries the kubelet path it reaches)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import aiohttp
@@ -14,6 +16,7 @@ from starlette.responses import Response
 
 from apiserver import errors
 from apiserver.http.handlers.scope import ResourceScope
+from apiserver.http.kubelet_proxy import StreamEndpoint
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.subresources.handler import SubresourceHandler
 from apiserver.resources.base import ResourceDef
@@ -25,10 +28,13 @@ class PodLogHandler(SubresourceHandler):
         return await scope.kubelets().pod_log(target.namespace, target.name, request.query_params)
 
 
+@dataclass(frozen=True, eq=False)
 class PodStreamHandler(SubresourceHandler):
     """exec and portforward: WebSocket sessions; a plain request only learns why it failed."""
 
     streams: ClassVar[bool] = True
+    # the kubelet call a session is (kubelet_proxy.EXEC, PORT_FORWARD)
+    endpoint: StreamEndpoint
 
     async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
         raise errors.bad_request("Upgrade request required")  # kube's answer to a plain GET
@@ -41,7 +47,7 @@ class PodStreamHandler(SubresourceHandler):
         failed = access.failed_upgrades.recall(user.name if user else "", request.url.path, request.url.query)
         if failed is not None:
             raise failed
-        await access.check_stream(target.namespace, target.name, target.subresource, request.query_params)
+        await access.check_stream(target.namespace, target.name, self.endpoint, request.query_params.multi_items())
         raise errors.bad_request(
             f"{res.plural}/{target.subresource} is served over WebSocket only (kubectl 1.31 or newer); "
             "this server does not upgrade to SPDY"
@@ -51,9 +57,7 @@ class PodStreamHandler(SubresourceHandler):
         self, scope: ResourceScope, target: ResourcePath, query: list[tuple[str, str]], protocols: Sequence[str]
     ) -> aiohttp.ClientWebSocketResponse:
         assert target.name is not None and target.subresource is not None
-        return await scope.kubelets().pod_stream(
-            target.namespace, target.name, target.subresource, query, list(protocols)
-        )
+        return await scope.kubelets().pod_stream(target.namespace, target.name, self.endpoint, query, list(protocols))
 
 
 class NodeProxyHandler(SubresourceHandler):

@@ -1,9 +1,12 @@
 """Subresources that are the object itself, written through their own strategy (kube's
-StatusREST, FinalizeREST): a GET answers the object; a PUT or PATCH goes to the registry under
-the subresource's name, whose strategy (apiserver/registry/meta.py) keeps every part the
-subresource does not own (/status keeps spec, /finalize changes only spec.finalizers)."""
+StatusREST, FinalizeREST): a GET answers the object; a PUT or PATCH goes to the registry with
+the handler's `UpdateStrategy` (apiserver/registry/strategy.py), which keeps every part the
+subresource does not own (/status keeps spec, /finalize changes only spec.finalizers).  A kind
+built at run time serves its own such subresource with `ObjectViewHandler(its strategy)`."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -14,19 +17,25 @@ from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.handlers.update import update_object
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.subresources.handler import SubresourceHandler
+from apiserver.registry.strategy import FINALIZE, STATUS, UpdateStrategy
 from apiserver.resources.base import ResourceDef
 
 
+@dataclass(frozen=True, eq=False)
 class ObjectViewHandler(SubresourceHandler):
+    # what a write through this subresource takes from the request and keeps from the object
+    strategy: UpdateStrategy
+
     async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
         return await get_object(scope, request, res, target)
 
     async def update(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
-        return await update_object(scope, request, res, target, dict(request.query_params))
+        return await update_object(scope, request, res, target, dict(request.query_params), self.strategy)
 
     async def patch(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
-        return await patch_object(scope, request, res, target, dict(request.query_params))
+        return await patch_object(scope, request, res, target, dict(request.query_params), self.strategy)
 
 
-# one stateless handler serves every kind's /status and namespaces' /finalize
-OBJECT_VIEW = ObjectViewHandler()
+# stateless: one serves every kind's /status, one namespaces' /finalize
+STATUS_VIEW = ObjectViewHandler(STATUS)
+FINALIZE_VIEW = ObjectViewHandler(FINALIZE)

@@ -11,6 +11,7 @@ from apiserver import objects
 from apiserver.errors import StatusError
 from apiserver.registry import eviction
 from apiserver.registry.generic import Registry
+from apiserver.registry.strategy import STATUS
 from machinery.objects import Obj
 from machinery.timestamps import format_time
 from tests.apiserver.gates_support import in_process
@@ -41,7 +42,7 @@ class Cluster:
             old["status"] = {"phase": phase, "conditions": [cond]}
             return old
 
-        obj, _ = await self.pods.mutate(NS, name, kubelet, subresource="status")
+        obj, _ = await self.pods.mutate(NS, name, kubelet, subresource=STATUS)
         return obj
 
     async def budget(self, name: str = "b", *, status: Obj | None = None, **spec: Any) -> Obj:
@@ -55,7 +56,7 @@ class Cluster:
             old["status"] = counted
             return old
 
-        obj, _ = await self.budgets.mutate(NS, name, controller, subresource="status")
+        obj, _ = await self.budgets.mutate(NS, name, controller, subresource=STATUS)
         return obj
 
     async def evict(self, name: str, body: Obj | None = None, query: dict[str, str] | None = None) -> None:
@@ -205,7 +206,7 @@ def test_an_unready_pod_under_a_broken_budget_needs_always_allow() -> None:
             return old
 
         await c.budgets.mutate(NS, "b", always_allow)
-        await c.budgets.mutate(NS, "b", observed, subresource="status")
+        await c.budgets.mutate(NS, "b", observed, subresource=STATUS)
         await c.evict("sick")
         assert not await c.exists("sick")
         assert (await c.budgets.get(NS, "b"))["status"]["disruptionsAllowed"] == 0

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from apiserver.errors import StatusError
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
+from apiserver.registry.strategy import FINALIZE, STATUS, UpdateStrategy
 from apiserver.resources.base import ResourceDef, Subresource
 from machinery.timestamps import format_time
 
@@ -20,7 +21,7 @@ PODS = ResourceDef(
     "pods",
     "pod",
     True,
-    subresources=(Subresource("status", "Pod", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "Pod", handler=STATUS_VIEW),),
     graceful=True,
 )
 MAPS = ResourceDef("", "v1", "ConfigMap", "configmaps", "configmap", True, bumps_generation=False)
@@ -31,7 +32,7 @@ NAMESPACES = ResourceDef(
     "namespaces",
     "namespace",
     False,
-    subresources=(Subresource("status", "Namespace", handler=OBJECT_VIEW),),
+    subresources=(Subresource("status", "Namespace", handler=STATUS_VIEW),),
     spec_finalizers=True,
 )
 NOW = 1_700_000_000.0
@@ -81,8 +82,28 @@ def test_status_update_changes_only_status() -> None:
     old = pod()
     meta.prepare_create(PODS, old, "default", lambda: NOW)
     new = {**old, "spec": {"nodeName": "x"}, "status": {"phase": "Running"}}
-    result = meta.prepare_update(PODS, new, old, "status")
+    result = meta.prepare_update(PODS, new, old, STATUS)
     assert result["spec"] == old["spec"] and result["status"] == {"phase": "Running"}
+
+
+def test_a_subresource_strategy_built_at_run_time_takes_its_field_and_keeps_the_rest() -> None:
+    old = pod(replicas=1, image="a")
+    meta.prepare_create(PODS, old, "default", lambda: NOW)
+    old["status"] = {"phase": "Running"}
+    sent = {**old, "metadata": {**old["metadata"], "labels": {"x": "y"}}, "status": {"phase": "Failed"}}
+    sent["spec"] = {"replicas": 3, "image": "b"}  # and no containers
+    replicas = UpdateStrategy("replicas", takes=("spec", "replicas"), moves_generation=True)
+    result = meta.prepare_update(PODS, sent, old, replicas)
+    assert result["spec"] == {**old["spec"], "replicas": 3} and result["status"] == {"phase": "Running"}
+    assert "labels" not in result["metadata"] and result["metadata"]["generation"] == 2
+    still = UpdateStrategy("replicas", takes=("spec", "replicas"))  # generation stays unless it says so
+    assert meta.prepare_update(PODS, sent, old, still)["metadata"]["generation"] == 1
+    left_out = meta.prepare_update(PODS, {**old, "spec": {"image": "b"}}, old, replicas)
+    assert left_out["spec"] == {k: v for k, v in old["spec"].items() if k != "replicas"}  # left out: removed
+    emptied = UpdateStrategy("replicas", takes=("spec", "replicas"), empty=lambda: 0)
+    assert meta.prepare_update(PODS, {**old, "spec": None}, old, emptied)["spec"] == {**old["spec"], "replicas": 0}
+    with pytest.raises(ValueError):
+        UpdateStrategy("nothing", takes=())
 
 
 def test_update_cannot_change_uid() -> None:
@@ -178,7 +199,7 @@ def test_namespace_delete_marks_it_terminating_and_keeps_it_for_the_namespace_co
     assert deletion.plan_delete(NAMESPACES, plan.obj, DeleteOptions(), NOW + 1).action == "nothing"
     assert not deletion.finished(NAMESPACES, plan.obj)
     finalized = meta.prepare_update(
-        NAMESPACES, {"spec": {"finalizers": []}, "metadata": {"labels": {"x": "y"}}}, plan.obj, "finalize"
+        NAMESPACES, {"spec": {"finalizers": []}, "metadata": {"labels": {"x": "y"}}}, plan.obj, FINALIZE
     )
     assert finalized["spec"]["finalizers"] == [] and finalized["status"]["phase"] == "Terminating"
     assert "labels" not in finalized["metadata"]  # /finalize takes spec.finalizers only

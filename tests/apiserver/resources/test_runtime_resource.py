@@ -2,9 +2,9 @@
 
 The CustomResourceDefinition issue will build `ResourceDef`s from CRDs while the server runs;
 this builds one by hand (a made-up Widget with status and scale subresources, as a CRD with
-`subresources: {status: {}, scale: {...}}` declares them) and serves it in process: discovery
-lists it and its subresources, and every verb and subresource works without a line of code
-that names it.
+`subresources: {status: {}, scale: {...}}` declares them, and one with an update strategy of
+its own) and serves it in process: discovery lists it and its subresources, and every verb and
+subresource works without a line of code that names it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import orjson
 import apiserver.http
 from apiserver.auth.user import User
 from apiserver.http.app import build_app
-from apiserver.http.subresources.object_view import OBJECT_VIEW
+from apiserver.http.subresources.object_view import STATUS_VIEW, ObjectViewHandler
 from apiserver.http.subresources.scale import ScaleHandler
+from apiserver.registry.strategy import UpdateStrategy
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef, Subresource
 from machinery.objects import Obj
@@ -37,6 +38,9 @@ def _selector(widget: Obj) -> str:
     return str(status.get("selector", "")) if isinstance(status, dict) else ""
 
 
+OWNER = UpdateStrategy("owner", takes=("spec", "owner"), moves_generation=True)
+
+
 def widgets() -> ResourceDef:
     """Built from data alone, as the CRD issue will build one."""
     return ResourceDef(
@@ -49,7 +53,9 @@ def widgets() -> ResourceDef:
         short_names=("wd",),
         subresources=(
             Subresource("scale", "Scale", "autoscaling", "v1", handler=ScaleHandler(_selector)),
-            Subresource("status", "Widget", handler=OBJECT_VIEW),
+            Subresource("status", "Widget", handler=STATUS_VIEW),
+            # a subresource of its own, with a strategy built here: it writes spec.owner only
+            Subresource("owner", "Widget", handler=ObjectViewHandler(OWNER)),
         ),
     )
 
@@ -75,7 +81,7 @@ async def exercise(client: httpx.AsyncClient) -> None:
     # discovery: the resource and its subresources, from the same declarations
     listed = (await client.get(f"/apis/{GROUP}/v1")).json()["resources"]
     names = {r["name"]: r for r in listed}
-    assert set(names) == {"widgets", "widgets/scale", "widgets/status"}
+    assert set(names) == {"widgets", "widgets/owner", "widgets/scale", "widgets/status"}
     assert names["widgets/scale"]["kind"] == "Scale" and names["widgets/scale"]["group"] == "autoscaling"
     assert names["widgets"]["shortNames"] == ["wd"]
 
@@ -91,6 +97,20 @@ async def exercise(client: httpx.AsyncClient) -> None:
     put = await client.put(f"{WIDGETS_URL}/w/status", json={**made.json(), "spec": {"replicas": 7}, "status": status})
     assert put.status_code == 200, put.text
     assert put.json()["spec"] == {"replicas": 2} and put.json()["status"] == status
+
+    # /owner: its own strategy takes spec.owner alone and moves the generation
+    sent = {**put.json(), "spec": {"replicas": 5, "owner": "ann"}, "status": {}}
+    sent["metadata"] = {**sent["metadata"], "labels": {"x": "y"}}
+    owned = await client.put(f"{WIDGETS_URL}/w/owner", json=sent)
+    assert owned.status_code == 200, owned.text
+    assert owned.json()["spec"] == {"replicas": 2, "owner": "ann"} and owned.json()["status"] == status
+    assert "labels" not in owned.json()["metadata"] and owned.json()["metadata"]["generation"] == 2
+    repatched = await client.patch(
+        f"{WIDGETS_URL}/w/owner",
+        content=orjson.dumps({"spec": {"owner": None, "replicas": 6}}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert repatched.status_code == 200 and repatched.json()["spec"] == {"replicas": 2}, repatched.text
 
     # /scale: the Scale view, written through spec.replicas (PUT and PATCH)
     scale = (await client.get(f"{WIDGETS_URL}/w/scale")).json()

@@ -1,4 +1,5 @@
-"""Times as Kubernetes prints them: RFC 3339 timestamps in, `kubectl get`'s "3m2s" out.
+"""The Age column's human durations (kubectl's HumanDuration), not Go durations (that is
+machinery/duration.py): RFC 3339 timestamps in, `kubectl get`'s "3m2s" out.
 
 `human_duration` follows apimachinery's `duration.HumanDuration` step for step (two units while
 the larger is small, one unit after), because the Age column kubectl shows comes from the server.

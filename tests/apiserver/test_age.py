@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apiserver.duration import human_duration, since
+from apiserver.age import human_duration, since
 
 
 @pytest.mark.parametrize(
