@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from apiserver.registry.strategy import STATUS
 from apiserver.resources import catalog
 from machinery.objects import Obj
 from tests.apiserver.kinds_support import create, find, registry, run
@@ -95,7 +96,7 @@ def test_status_keeps_what_is_set_and_fills_the_rest() -> None:
     async def go() -> Obj:
         created = await reg.create("default", copy.deepcopy(obj))
         created["status"] = {"observedGeneration": 1}
-        written, _ = await reg.update("default", "web", created, subresource="status")
+        written, _ = await reg.update("default", "web", created, subresource=STATUS)
         return written
 
     assert run(go())["status"] == {"observedGeneration": 1, "replicas": 0}
@@ -112,10 +113,10 @@ def test_status_write_without_status_and_stored_objects_without_one() -> None:
         created = await reg.create("default", copy.deepcopy(obj))
         body = copy.deepcopy(created)
         body["status"] = {"replicas": 2}
-        written, _ = await reg.update("default", "web", body, subresource="status")
+        written, _ = await reg.update("default", "web", body, subresource=STATUS)
         cleared = copy.deepcopy(written)
         del cleared["status"]
-        emptied, _ = await reg.update("default", "web", cleared, subresource="status")
+        emptied, _ = await reg.update("default", "web", cleared, subresource=STATUS)
         # an object written without status straight into storage, as an older apiserver stored it
         raw = copy.deepcopy(obj)
         raw["metadata"] |= {"name": "old", "namespace": "default", "uid": "u"}
