@@ -36,7 +36,8 @@ Modules, one meaning each:
   controller alike;
 - `pod_log_options`: `pods/log` query options, as the apiserver checks them and the kubelet
   serves them;
-- `podresources`: a pod's effective requests and limits (resource.PodRequests);
+- `podresources`: a pod's effective requests and limits (resource.PodRequests, PodLimits), for the
+  scheduler, quota and LimitRange alike;
 - `quota`: what a ResourceQuota counts (each object's usage, scopes), for admission's charges
   and the quota controller's recount alike;
 - `resources`: the built-in resources by group and plural (version, kind, scope), for

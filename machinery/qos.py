@@ -11,28 +11,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from machinery.objects import dicts, mapping
+from machinery.objects import dicts
+from machinery.podresources import container_resources
+from machinery.quantity import ZERO
 
 QOS_RESOURCES = ("cpu", "memory")
 """The resources the class is computed from; others (ephemeral-storage, extended) do not count."""
 
 
 def qos_class(spec: Mapping[str, Any]) -> str:
-    """BestEffort without any cpu/memory request or limit; Guaranteed when every container limits
-    both and requests (defaulting to the limits) equal them; Burstable otherwise.
+    """BestEffort without any non-zero cpu/memory request or limit; Guaranteed when every
+    container sets non-zero limits on both and its requests (defaulting to the limits) equal them;
+    Burstable otherwise.
 
-    Init containers count as containers do: a pod whose init container runs unbounded is not
-    Guaranteed."""
-    containers = dicts(spec, "containers") + dicts(spec, "initContainers")
+    Amounts are compared as quantities, not as text: `1` and `1000m` are the same cpu, whether or
+    not the apiserver canonicalized them on write (the kubelet computes the class too).  A zero
+    amount is as good as none, as kube counts it.  Init containers count as containers do: a pod
+    whose init container runs unbounded is not Guaranteed."""
     any_set = False
     guaranteed = True
-    for c in containers:
-        requests = mapping(c, "resources.requests")
-        limits = mapping(c, "resources.limits")
-        if any(r in requests or r in limits for r in QOS_RESOURCES):
-            any_set = True
+    for c in dicts(spec, "containers") + dicts(spec, "initContainers"):
+        requests = container_resources(c, "requests")
+        limits = container_resources(c, "limits")
         for r in QOS_RESOURCES:
-            if r not in limits or requests.get(r, limits[r]) != limits[r]:
+            request, limit = requests.get(r), limits.get(r)
+            if (request is not None and request > ZERO) or (limit is not None and limit > ZERO):
+                any_set = True
+            if limit is None or not limit > ZERO or request != limit:
                 guaranteed = False
     if not any_set:
         return "BestEffort"

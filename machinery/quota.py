@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from machinery.objects import as_dict
-from machinery.podresources import pod_resources
+from machinery.podresources import pod_limits, pod_requests
 from machinery.qos import qos_class
 from machinery.quantity import Quantity, parse_quantity
 from machinery.resources import GroupResource
@@ -63,11 +63,11 @@ def usage(resource: Counted, obj: Mapping[str, Any]) -> dict[str, Quantity]:
         if _terminal(obj):
             return {}
         spec = as_dict(obj.get("spec"))
-        for name, q in pod_resources(spec, "requests").items():
+        for name, q in pod_requests(spec).items():
             out[f"requests.{name}"] = q
             if name in ("cpu", "memory", "ephemeral-storage"):
                 out[name] = q
-        for name, q in pod_resources(spec, "limits").items():
+        for name, q in pod_limits(spec).items():
             out[f"limits.{name}"] = q
     if resource.group == "" and resource.plural == "services":
         kind = as_dict(obj.get("spec")).get("type")

@@ -18,7 +18,7 @@ from apiserver import errors
 from apiserver.admission.by_version import KEPT, ByVersion
 from apiserver.admission.interface import AdmissionRequest, is_pod_create
 from machinery.objects import Obj
-from machinery.podresources import all_containers, container_resources, pod_resources
+from machinery.podresources import all_containers, container_resources, pod_limits, pod_requests
 from machinery.qos import qos_class
 from machinery.quantity import Quantity, QuantityError, canonical, parse_quantity
 
@@ -122,8 +122,11 @@ def violations(pod: Obj, container_items: list[RangeItem], pod_items: list[Range
             out += _check(
                 "Container", item, container_resources(container, "requests"), container_resources(container, "limits")
             )
-    for item in pod_items:
-        out += _check("Pod", item, pod_resources(spec, "requests"), pod_resources(spec, "limits"))
+    if pod_items:
+        # kube's LimitRanger bounds what the containers ask for: sidecars counted, overhead not
+        requests, limits = pod_requests(spec, overhead=False), pod_limits(spec, overhead=False)
+        for item in pod_items:
+            out += _check("Pod", item, requests, limits)
     return out
 
 

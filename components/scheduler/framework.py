@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from components.scheduler.nodeinfo import NodeInfo, PodInfo
 from components.scheduler.plugins import pre_filter, run_filters, score_nodes
 from components.scheduler.plugins.cycle import CycleState, Status
+from components.scheduler.plugins.interpodaffinity import NamespaceLabels, no_namespaces
 
 NO_NODE_AVAILABLE = "0/{n} nodes are available"
 MIN_FEASIBLE_NODES = 100
@@ -87,8 +88,14 @@ def with_nominated(ni: NodeInfo, pi: PodInfo, nominated: Mapping[str, Sequence[P
 class Algorithm:
     """Filters and scores over a list of nodes; keeps where the last search stopped."""
 
-    def __init__(self, rng: random.Random | None = None, percentage_of_nodes_to_score: int = 0) -> None:
+    def __init__(
+        self,
+        rng: random.Random | None = None,
+        percentage_of_nodes_to_score: int = 0,
+        namespace_labels: NamespaceLabels = no_namespaces,
+    ) -> None:
         self.rng = rng or random.Random()
+        self.namespace_labels = namespace_labels
         self.percentage = percentage_of_nodes_to_score
         self.next_start = 0
 
@@ -107,7 +114,7 @@ class Algorithm:
         """The node for the pod, or FitError with every rejected node's reason."""
         if not nodes:
             raise FitError(pi, 0, Diagnosis(pre_filter_msg="no nodes available to schedule pods"))
-        state = pre_filter(pi, nodes)
+        state = pre_filter(pi, nodes, self.namespace_labels)
         if nominated_node:
             # a preemptor tries the node it freed first
             for ni in nodes:

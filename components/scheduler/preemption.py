@@ -62,7 +62,7 @@ def select_victims_on_node(
     view = [*nodes[:index], ni, *nodes[index + 1 :]]
 
     def fits() -> Status | None:
-        return alg.filter_node(pre_filter(pi, view), ni)
+        return alg.filter_node(pre_filter(pi, view, alg.namespace_labels), ni)
 
     status = fits()
     if status is not None:

@@ -1,9 +1,9 @@
 """What a pod asks for and what a node offers, in the units the scheduler adds up.
 
 cpu in millicores, memory (and ephemeral storage) in bytes, pods as a count.  A pod's request is
-kube's: per resource, the larger of the sum of its app containers' requests (plus sidecars, i.e.
-restartable init containers) and the largest request of a plain init container, plus overhead.
-A container that sets a limit but no request requests its limit (the apiserver defaults it so).
+machinery.podresources' (kube's PodRequests: sidecars, init containers, overhead), taken here
+into these units; the scheduler keeps no rule of its own, so what it fits on a node is what
+quota charges for the same pod.
 """
 
 from __future__ import annotations
@@ -12,11 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from machinery.quantity import QuantityError, parse_quantity
+from machinery import podresources
+from machinery.objects import as_dict
+from machinery.quantity import NANOS_PER_UNIT, Quantity, QuantityError, parse_quantity
 
 # kube's non-zero defaults, used only for scoring a pod that requests nothing
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+_NON_ZERO_DEFAULTS = {
+    "cpu": parse_quantity(f"{DEFAULT_MILLI_CPU_REQUEST}m"),
+    "memory": parse_quantity(DEFAULT_MEMORY_REQUEST),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +56,20 @@ class Resources:
 ZERO = Resources()
 
 
+def _whole(q: Quantity) -> int:
+    return -(-q.nanos // NANOS_PER_UNIT)  # rounded up, as kube's Value()
+
+
 def _value(raw: Any, milli: bool) -> int:
     try:
         q = parse_quantity(raw)
     except QuantityError:
         return 0
-    if milli:
-        return q.milli_value()
-    v = q.value
-    return -((-v.numerator) // v.denominator)  # round up, as kube's Value()
+    return q.milli_value() if milli else _whole(q)
 
 
 def resources_of(amounts: Mapping[str, Any] | None) -> Resources:
-    """cpu, memory and ephemeral-storage of a `requests`/`allocatable` map (absent = 0)."""
+    """cpu, memory and ephemeral-storage of an `allocatable` map (absent = 0)."""
     if not amounts:
         return ZERO
     return Resources(
@@ -78,36 +85,21 @@ def pods_of(amounts: Mapping[str, Any] | None) -> int:
     return _value(amounts["pods"], False)
 
 
-def container_requests(container: Mapping[str, Any]) -> Resources:
-    res = container.get("resources") or {}
-    requests = dict(res.get("limits") or {})
-    requests.update(res.get("requests") or {})
-    return resources_of(requests)
+def _in_units(amounts: Mapping[str, Quantity]) -> Resources:
+    cpu, memory, storage = (amounts.get(name) for name in ("cpu", "memory", "ephemeral-storage"))
+    return Resources(
+        cpu.milli_value() if cpu else 0, _whole(memory) if memory else 0, _whole(storage) if storage else 0
+    )
 
 
 def pod_requests(pod: Mapping[str, Any]) -> Resources:
-    spec = pod.get("spec") or {}
-    total = ZERO
-    for c in spec.get("containers") or ():
-        total += container_requests(c)
-    init_max = ZERO
-    sidecars = ZERO
-    for c in spec.get("initContainers") or ():
-        req = container_requests(c)
-        if c.get("restartPolicy") == "Always":
-            sidecars += req
-            init_max = init_max.max(sidecars)
-        else:
-            init_max = init_max.max(sidecars + req)
-    total = (total + sidecars).max(init_max)
-    return total + resources_of(spec.get("overhead"))
+    """What the pod takes of a node: machinery.podresources' rule, which quota charges too."""
+    return _in_units(podresources.pod_requests(as_dict(pod.get("spec"))))
 
 
 def non_zero_requests(pod: Mapping[str, Any]) -> tuple[int, int]:
-    """(milli cpu, memory) for scoring: a container requesting nothing counts kube's defaults."""
-    cpu = mem = 0
-    for c in (pod.get("spec") or {}).get("containers") or ():
-        r = container_requests(c)
-        cpu += r.milli_cpu or DEFAULT_MILLI_CPU_REQUEST
-        mem += r.memory or DEFAULT_MEMORY_REQUEST
-    return cpu, mem
+    """(milli cpu, memory) for scoring: a container (init containers and sidecars too) that
+    states no cpu or memory request counts kube's defaults for it, so a node full of pods that
+    request nothing does not score as empty."""
+    r = _in_units(podresources.pod_requests(as_dict(pod.get("spec")), non_missing=_NON_ZERO_DEFAULTS))
+    return r.milli_cpu, r.memory

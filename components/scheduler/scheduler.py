@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +31,7 @@ from machinery.objects import Obj
 log = logging.getLogger("raftkube.scheduler")
 PODS = Resource("", "v1", "pods", True, "Pod")
 NODES = Resource("", "v1", "nodes", False, "Node")
+NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 MAX_BINDINGS_IN_FLIGHT = 256
 IDLE_WAIT_S = 1.0
 AFFINITY_PLUGINS = {"InterPodAffinity", "PodTopologySpread"}
@@ -62,11 +64,21 @@ class Scheduler:
         self.metrics = metrics or Metrics()
         self.events = EventRecorder(client, identity)
         self.factory = InformerFactory(client, clock=self.clock)
+        # affinity terms' namespaceSelectors read namespaces' labels (kube's namespace lister)
+        self.namespaces = self.factory.informer(NAMESPACES)
+        self.algorithm.namespace_labels = self._namespace_labels
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._nominated: dict[str, tuple[str, PodInfo]] = {}  # pod key -> (node, pod)
 
     # -- informer handlers ----------------------------------------------------------------------
+
+    def _namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        ns = self.namespaces.indexer.get(name)
+        if ns is None:
+            return None
+        labels = (ns.get("metadata") or {}).get("labels")
+        return labels if isinstance(labels, dict) else {}
 
     def _on_pod_add(self, pod: Obj) -> None:
         now = self.clock.now()
@@ -145,7 +157,7 @@ class Scheduler:
         self.factory.start()
         try:
             while not await self.factory.wait_for_sync(timeout=5.0):
-                log.info("waiting for the pod and node informers to sync")
+                log.info("waiting for the pod, node and namespace informers to sync")
             log.info("informers synced: %d nodes", len(self.cache.nodes()))
             await self._loop()
         finally:

@@ -31,6 +31,19 @@ def container(requests: dict[str, str] | None = None, limits: dict[str, str] | N
         ([container(limits={"cpu": "1", "memory": "1Gi"}), container()], [], "Burstable"),
         ([container(limits={"cpu": "1", "memory": "1Gi"})], [container()], "Burstable"),
         ([], [container(requests={"cpu": "1"})], "Burstable"),
+        # quantities, not text: the kubelet computes the class from specs nobody canonicalized
+        (
+            [container(requests={"cpu": "1000m", "memory": "1024Mi"}, limits={"cpu": "1", "memory": "1Gi"})],
+            [],
+            "Guaranteed",
+        ),
+        ([container(requests={"cpu": "999m", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"})], [], "Burstable"),
+        # zero is as good as unset; a request stated as zero does not default to the limit
+        ([container(requests={"cpu": "0", "memory": "0"})], [], "BestEffort"),
+        ([container(limits={"cpu": "0"})], [], "BestEffort"),
+        ([container(requests={"cpu": "0"}, limits={"cpu": "1", "memory": "1Gi"})], [], "Burstable"),
+        ([container(limits={"cpu": "0", "memory": "1Gi"})], [], "Burstable"),
+        ([container(limits={"cpu": "lots", "memory": "1Gi"})], [], "Burstable"),
     ],
 )
 def test_class_from_cpu_and_memory(containers: list[Any], init: list[Any], expected: str) -> None:

@@ -35,6 +35,20 @@ def test_a_pod_uses_its_count_and_its_effective_requests_and_limits() -> None:
     }
 
 
+def test_a_pod_with_sidecars_is_charged_what_the_scheduler_places_it_by() -> None:
+    """Sidecars (restartable init containers) run beside the app containers, so quota charges
+    their sum, as kube's evaluator does through PodRequests; overhead adds to every request but
+    only to limits that are set."""
+    sidecar = {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "200m"}}}
+    setup = {"name": "i", "resources": {"requests": {"cpu": "400m"}}}
+    p = pod("250m", initContainers=[sidecar, setup], overhead={"cpu": "10m", "memory": "5Mi"})
+    use = strs(usage(PODS, p))
+    # max(250m + 200m, 400m + the 200m sidecar started before it) + 10m overhead
+    assert use["requests.cpu"] == use["cpu"] == "610m"
+    assert use["requests.memory"] == "1029Mi"  # the container's limit as its request, + overhead
+    assert use["limits.cpu"] == "260m" and use["limits.memory"] == "1029Mi"
+
+
 def test_a_finished_pod_uses_nothing() -> None:
     assert usage(PODS, pod("1", phase="Succeeded")) == {}
     assert usage(PODS, pod("1", phase="Failed")) == {}

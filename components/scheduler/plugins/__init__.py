@@ -29,7 +29,7 @@ from components.scheduler.plugins import (
     tainttoleration,
 )
 from components.scheduler.plugins.cycle import MAX_NODE_SCORE, CycleState, Filter, Status
-from components.scheduler.plugins.interpodaffinity import inter_pod_affinity
+from components.scheduler.plugins.interpodaffinity import NamespaceLabels, inter_pod_affinity, no_namespaces
 from components.scheduler.plugins.nodeaffinity import node_affinity
 from components.scheduler.plugins.nodeports import node_ports
 from components.scheduler.plugins.noderesources import node_resources_fit
@@ -57,10 +57,11 @@ WEIGHTS = {
 }
 
 
-def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> CycleState:
-    """Every plugin's PreFilter over the nodes, and the filters that can reject this pod."""
+def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo], namespace_labels: NamespaceLabels = no_namespaces) -> CycleState:
+    """Every plugin's PreFilter over the nodes, and the filters that can reject this pod
+    (`namespace_labels`: what affinity terms' namespace selectors read)."""
     spread = podtopologyspread.pre_filter(pi, nodes)
-    affinity = interpodaffinity.pre_filter(pi, nodes)
+    affinity = interpodaffinity.pre_filter(pi, nodes, namespace_labels)
     tolerations = tainttoleration.tolerations_of(pi.pod)
     skip: set[Filter] = set()
     if not nodeaffinity.selects_nodes(pi.pod):

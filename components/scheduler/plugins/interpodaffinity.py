@@ -1,7 +1,8 @@
 """InterPodAffinity: the pod's required pod affinity and anti-affinity, and the required
 anti-affinity of the pods already placed.
 
-A term selects pods (its `labelSelector`, in its namespaces) and names a topology key; the pod
+A term selects pods (its `labelSelector`, in its namespaces: listed, or selected by their
+labels, which the scheduler's namespaces informer supplies) and names a topology key; the pod
 needs a node whose domain holds a pod every affinity term selects (unless no pod anywhere
 matches and the pod matches its own terms: the first of a group may go anywhere), and no pod
 any anti-affinity term selects.  A placed pod's anti-affinity term that selects this pod bars
@@ -11,7 +12,7 @@ looks the node's domain up.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,30 +39,44 @@ class AffinityState:
         return bool(pi.affinity or pi.anti_affinity or self.forbidden_by_existing)
 
 
-def _term_namespaces(term: Mapping[str, Any], own_ns: str) -> set[str] | None:
-    """The namespaces whose pods a term selects; None means every namespace.
+NamespaceLabels = Callable[[str], Mapping[str, str] | None]
+"""A namespace's labels by name (the scheduler's namespaces informer); None: not known."""
 
-    kube's are the term's `namespaces` together with those its `namespaceSelector` selects, or
-    the pod's own namespace when the term has neither; an empty selector (`{}`) selects every
-    namespace, whatever names are listed beside it.  A non-empty selector needs the namespaces'
-    labels, which the scheduler does not watch yet: it adds nothing here (and, without names,
-    the term keeps to the pod's own namespace)."""
-    ns_sel = term.get("namespaceSelector")
-    if isinstance(ns_sel, Mapping) and not ns_sel.get("matchLabels") and not ns_sel.get("matchExpressions"):
-        return None
+
+def no_namespaces(_name: str) -> Mapping[str, str] | None:
+    """The lookup where no namespace is known: a non-empty namespaceSelector selects nothing."""
+    return None
+
+
+def _selects_namespace(term: Mapping[str, Any], owner_ns: str, ns: str, namespace_labels: NamespaceLabels) -> bool:
+    """Whether a term (of a pod in `owner_ns`) selects pods of namespace `ns`.
+
+    kube's AffinityTerm: the term's `namespaces` together with those its `namespaceSelector`
+    selects; the pod's own namespace when it has neither (no selector, no names); an empty
+    selector (`{}`) selects every namespace.  A non-empty selector reads the namespace's labels,
+    so a namespace the scheduler does not know is not selected by it."""
     names = term.get("namespaces") or ()
-    return set(names) if names else {own_ns}
+    if ns in names:
+        return True
+    selector = term.get("namespaceSelector")
+    if not isinstance(selector, Mapping):
+        return not names and ns == owner_ns
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return True
+    labels = namespace_labels(ns)
+    return labels is not None and label_selector_matches(selector, labels)
 
 
-def _term_matches(term: Mapping[str, Any], owner_ns: str, other: PodInfo) -> bool:
+def _term_matches(term: Mapping[str, Any], owner_ns: str, other: PodInfo, namespace_labels: NamespaceLabels) -> bool:
     """Whether `other` is one of the pods a term (of a pod in `owner_ns`) selects."""
-    namespaces = _term_namespaces(term, owner_ns)
-    if namespaces is not None and other.namespace not in namespaces:
-        return False
-    return label_selector_matches(term.get("labelSelector"), other.labels)
+    return _selects_namespace(term, owner_ns, other.namespace, namespace_labels) and label_selector_matches(
+        term.get("labelSelector"), other.labels
+    )
 
 
-def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> AffinityState:
+def pre_filter(
+    pi: PodInfo, nodes: Sequence[NodeInfo], namespace_labels: NamespaceLabels = no_namespaces
+) -> AffinityState:
     forbidden: set[tuple[str, str]] = set()
     if any(ni.pods_with_anti_affinity for ni in nodes):
         for ni in nodes:
@@ -70,7 +85,7 @@ def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> AffinityState:
             for other in ni.pods.values():
                 for term in other.anti_affinity:
                     key = term.get("topologyKey") or ""
-                    if key in ni.labels and _term_matches(term, other.namespace, pi):
+                    if key in ni.labels and _term_matches(term, other.namespace, pi, namespace_labels):
                         forbidden.add((key, ni.labels[key]))
 
     aff_counts: list[dict[str, int]] = [{} for _ in pi.affinity]
@@ -81,15 +96,15 @@ def pre_filter(pi: PodInfo, nodes: Sequence[NodeInfo]) -> AffinityState:
             for other in ni.pods.values():
                 for i, term in enumerate(pi.affinity):
                     key = term.get("topologyKey") or ""
-                    if _term_matches(term, pi.namespace, other):
+                    if _term_matches(term, pi.namespace, other, namespace_labels):
                         any_affinity_match = True
                         if key in ni.labels:
                             aff_counts[i][ni.labels[key]] = aff_counts[i].get(ni.labels[key], 0) + 1
                 for i, term in enumerate(pi.anti_affinity):
                     key = term.get("topologyKey") or ""
-                    if key in ni.labels and _term_matches(term, pi.namespace, other):
+                    if key in ni.labels and _term_matches(term, pi.namespace, other, namespace_labels):
                         anti_counts[i][ni.labels[key]] = anti_counts[i].get(ni.labels[key], 0) + 1
-    matches_self = all(_term_matches(t, pi.namespace, pi) for t in pi.affinity)
+    matches_self = all(_term_matches(t, pi.namespace, pi, namespace_labels) for t in pi.affinity)
     return AffinityState(
         forbidden_by_existing=forbidden,
         affinity_counts=aff_counts,

@@ -1,8 +1,9 @@
-"""What a pod requests: init containers, limits standing in for requests."""
+"""What a pod requests, in the scheduler's units: machinery.podresources' rule (tested there),
+taken into millicores and bytes, and the non-zero requests scoring counts."""
 
 from __future__ import annotations
 
-from components.scheduler.resources import pod_requests
+from components.scheduler.resources import DEFAULT_MEMORY_REQUEST, non_zero_requests, pod_requests
 from tests.components.scheduler.support import pod
 
 
@@ -16,7 +17,24 @@ def test_init_containers_take_the_max_of_init_and_the_sum_of_app_containers() ->
     assert pod_requests(p).milli_cpu == 1000
 
 
+def test_sidecars_and_overhead_count_and_units_round_up() -> None:
+    p = pod("p", cpu="100m")
+    p["spec"]["initContainers"] = [
+        {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "0.0005", "memory": "1.5"}}}
+    ]
+    p["spec"]["overhead"] = {"ephemeral-storage": "1k"}
+    r = pod_requests(p)
+    assert (r.milli_cpu, r.memory, r.ephemeral_storage) == (101, 2, 1000)
+
+
 def test_limits_stand_in_for_missing_requests() -> None:
     p = pod("p")
     p["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2", "memory": "1Gi"}}
     assert pod_requests(p).milli_cpu == 2000
+
+
+def test_scoring_counts_defaults_for_every_container_that_states_no_request() -> None:
+    p = pod("p", cpu="300m")
+    p["spec"]["initContainers"] = [{"name": "s", "restartPolicy": "Always"}]
+    assert non_zero_requests(p) == (400, 2 * DEFAULT_MEMORY_REQUEST)
+    assert (pod_requests(p).milli_cpu, pod_requests(p).memory) == (300, 0)

@@ -309,3 +309,27 @@ def test_preemption_evicts_lower_priority_pods(cluster: ApiserverUnderTest, http
         assert until("vip bound", lambda: node_of(http, ns, "vip")) == "pr1"
         http.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/high-{ns}")
     delete_test_nodes(http)
+
+
+def test_pod_affinity_selects_namespaces_by_their_labels(cluster: ApiserverUnderTest, http: httpx.Client) -> None:
+    """The scheduler watches namespaces: a term's namespaceSelector finds the db in another
+    namespace by that namespace's labels (without them the pod could go nowhere)."""
+    delete_test_nodes(http)
+    data, web_ns = namespace(http), namespace(http)
+    tag = uuid.uuid4().hex[:8]
+    patch = {"metadata": {"labels": {"team": tag}}}
+    ok(http.patch(f"/api/v1/namespaces/{data}", json=patch, headers={"Content-Type": "application/merge-patch+json"}))
+    for n in ("c1", "c2"):
+        make_node(http, n)
+    make_pod(http, data, "db", nodeName="c2")
+    term = {
+        "labelSelector": {"matchLabels": {"app": "db"}},
+        "namespaceSelector": {"matchLabels": {"team": tag}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    with scheduler(cluster, "--no-leader-elect"):
+        make_pod(
+            http, web_ns, "web", affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        )
+        assert until("web bound", lambda: node_of(http, web_ns, "web")) == "c2"
+    delete_test_nodes(http)

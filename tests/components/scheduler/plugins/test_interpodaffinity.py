@@ -62,3 +62,50 @@ def test_a_term_selects_its_namespaces_and_an_empty_namespace_selector_selects_a
     # names and an empty selector: the union, so every namespace
     assert run_filters(pre_filter(anti(namespaces=["other"], namespaceSelector={}), nodes), nodes[0]) is not None
     assert run_filters(pre_filter(anti(namespaces=["other"]), nodes), nodes[0]) is None
+
+
+def test_a_namespace_selector_adds_the_namespaces_whose_labels_it_selects() -> None:
+    n1, n2 = node("n1"), node("n2")
+    db = pod("db", labels={"app": "db"}, node_name="n1", ns="data")
+    cache = pod("cache", labels={"app": "db"}, node_name="n2", ns="scratch")
+    nodes = infos(n1, n2, placed={"n1": [db], "n2": [cache]})
+    labels = {"data": {"tier": "storage"}, "scratch": {"tier": "tmp"}, "default": {}}
+
+    def anti(**namespaces: object) -> PodInfo:
+        term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term | namespaces]}}
+        return PodInfo.of(pod("web", affinity=affinity))
+
+    def barred(pi: PodInfo) -> list[bool]:
+        state = pre_filter(pi, nodes, labels.get)
+        return [run_filters(state, ni) is not None for ni in nodes]
+
+    storage = {"matchLabels": {"tier": "storage"}}
+    assert barred(anti(namespaceSelector=storage)) == [True, False]
+    # the union with the listed names
+    assert barred(anti(namespaceSelector=storage, namespaces=["scratch"])) == [True, True]
+    # expressions select too; a selector that selects no namespace adds nothing
+    not_storage = {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["storage"]}]}
+    assert barred(anti(namespaceSelector=not_storage)) == [False, True]
+    assert barred(anti(namespaceSelector={"matchLabels": {"tier": "none"}})) == [False, False]
+    # a namespace the scheduler does not know is not selected by labels
+    assert [run_filters(pre_filter(anti(namespaceSelector=storage), nodes), ni) for ni in nodes] == [None, None]
+
+
+def test_a_placed_pods_anti_affinity_reads_the_labels_of_the_incoming_pods_namespace() -> None:
+    n1 = node("n1")
+    term = {
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaceSelector": {"matchLabels": {"team": "shop"}},
+    }
+    loner = pod(
+        "loner",
+        node_name="n1",
+        ns="data",
+        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
+    nodes = infos(n1, placed={"n1": [loner]})
+    web = PodInfo.of(pod("web", labels={"app": "web"}, ns="front"))
+    assert run_filters(pre_filter(web, nodes, {"front": {"team": "shop"}}.get), nodes[0]) is not None
+    assert run_filters(pre_filter(web, nodes, {"front": {"team": "blog"}}.get), nodes[0]) is None
