@@ -10,6 +10,8 @@ the store; `--detach` returns and `down` stops them later by their pid files.  I
 a `raftkube up` process stays to restart any part that exits (components.cli.supervisor: with
 `--detach` a detached `up`), and `status` shows its restarts.  `down`, `status` find the
 cluster from any directory (store.cli.locate); `up` records it there.
+`--upstream scheduler,controller-manager` runs the built upstream kube-scheduler and
+kube-controller-manager in their place (components.cli.upstream).
 The apiserver's host and port are fixed when it first starts in a data dir (recorded in
 `apiserver/apiserver.json`, like the store's ports in cluster.json), so the kubeconfig stays
 valid across restarts; `--port` changes them.
@@ -32,7 +34,7 @@ from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import PID_FILE as APISERVER_PID
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
-from components.cli import supervisor, up_lock
+from components.cli import supervisor, up_lock, upstream
 from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets
 from components.cli.supervisor import Part, Supervisor
 from components.cli.up_view import LiveStatus, MergedLog
@@ -69,6 +71,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     up.add_argument(
         "--hollow-nodes", type=int, help=f"hollow nodes to run, 0-{MAX_HOLLOW} (cluster.toml [kubelets] hollow)"
+    )
+    up.add_argument(
+        "--upstream",
+        metavar="PARTS",
+        help="run the built upstream kube-scheduler/kube-controller-manager in place of ours:"
+        " scheduler, controller-manager or both, comma-separated (`raftkube peers build` builds them)",
     )
     up.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # the detached `up`: tell the parent
     up.set_defaults(run=cmd_up)
@@ -110,6 +118,8 @@ def _endpoint(args: argparse.Namespace, apiserver: LocalApiserver, a: ApiserverS
 # ---------------------------------------------------------------------- commands
 def cmd_up(args: argparse.Namespace) -> int:
     args.insecure = False
+    args.upstream_parts = upstream.parse(args.upstream) if args.upstream is not None else ()
+    upstream.require_binaries(args.upstream_parts)  # before anything starts, detached or not
     s = store_settings(args)
     if args.detach:
         return _detach(args, s)
@@ -158,6 +168,8 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
             argv += [flag, str(value)]
     if args.hollow_nodes is not None:
         argv += ["--hollow-nodes", str(args.hollow_nodes)]
+    if args.upstream is not None:
+        argv += ["--upstream", args.upstream]
     if args.free_ports:
         argv.append("--free-ports")
     detached = supervisor.start_detached(argv, data_dir, DETACH_TIMEOUT_S)
@@ -199,6 +211,7 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         kubeconfig = apiserver.write_kubeconfig(endpoint)
         # node-1..3 always (a kubelet may be started by hand), and every node `up` runs
         write_component_kubeconfigs(s.data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
+        upstream.choose(s.data_dir, args.upstream_parts)
         components = _start_components(s.data_dir, k)
     except (LauncherError, pki.PKIError, OSError) as e:
         _stop_everything(s.data_dir, apiserver, cluster)
@@ -485,7 +498,7 @@ def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:
 def _components(data_dir: Path) -> list[LocalComponent]:
     """The controller-manager, the scheduler, the hollow nodes and every kubelet started here once."""
     hollow = [LocalComponent(data_dir, HOLLOW)] if (Path(data_dir) / HOLLOW).is_dir() else []
-    return [LocalComponent(data_dir, name) for name in UP_COMPONENTS] + hollow + local_kubelets(data_dir)
+    return [upstream.component(data_dir, name) for name in UP_COMPONENTS] + hollow + local_kubelets(data_dir)
 
 
 def _stop_containers(components: list[LocalComponent]) -> None:
@@ -502,7 +515,7 @@ def _stop_containers(components: list[LocalComponent]) -> None:
 def _start_components(data_dir: Path, kubelets: KubeletSettings) -> list[LocalComponent]:
     """Start what is not running yet; wait for every /healthz (LauncherError if one dies)."""
     size = ("--capacity", kubelets.capacity, "--system-reserved", kubelets.system_reserved)
-    components = [LocalComponent(data_dir, name) for name in UP_COMPONENTS]
+    components = [upstream.component(data_dir, name) for name in UP_COMPONENTS]
     components += [
         LocalComponent(data_dir, f"kubelet-{node}", (*size, *kubelets.network_args(node), *kubelets.image_args()))
         for node in kubelets.nodes()

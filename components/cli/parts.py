@@ -24,6 +24,7 @@ from pathlib import Path
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import LocalApiserver
+from components.cli import upstream
 from components.cli.launcher import COMPONENTS, LocalComponent, local_kubelets
 from machinery.process.command import UsageError
 from machinery.process.launch import LauncherError
@@ -160,7 +161,7 @@ def _start(data_dir: Path, name: str, config: Path | None) -> None:
     elif name == "apiserver":
         _start_apiserver(data_dir, config)
     else:
-        _start_component(LocalComponent(data_dir, name))
+        _start_component(upstream.component(data_dir, name))
 
 
 def _start_member(cluster: LocalCluster, member_id: int) -> None:
