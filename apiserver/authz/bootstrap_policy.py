@@ -163,6 +163,8 @@ def _component_roles() -> list[Obj]:
         rule(READ, ["apps"], ["replicasets", "statefulsets"]),
         rule(READ, ["policy"], ["poddisruptionbudgets"]),
         rule(READ, ["storage.k8s.io"], ["storageclasses", "csinodes", "csidrivers", "csistoragecapacities"]),
+        # kube-scheduler 1.33 counts a node's attached CSI volumes from them (NodeVolumeLimits)
+        rule(READ, ["storage.k8s.io"], ["volumeattachments"]),
         rule(READ, ["scheduling.k8s.io"], ["priorityclasses"]),
         rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
         rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
@@ -190,6 +192,9 @@ def _component_roles() -> list[Obj]:
         rule(READ, ["*"], ["*"]),
         # the namespace controller empties a namespace of every kind (kube's namespace-controller role)
         rule(["update", "patch", "delete", "deletecollection"], ["*"], ["*"]),
+        # the clusterrole-aggregation controller writes aggregated ClusterRoles, which needs
+        # `escalate` (kube grants it to system:controller:clusterrole-aggregation-controller)
+        rule(["escalate"], [RBAC], ["clusterroles"]),
         rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
         rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
     ]

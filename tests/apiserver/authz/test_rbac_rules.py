@@ -214,3 +214,24 @@ def test_bootstrap_reconcile_extends_and_respects_autoupdate_false() -> None:
     assert reconcile(frozen, view) is None
     names = {b["metadata"]["name"] for b in bindings}
     assert {"cluster-admin", "system:basic-user", "system:discovery", "system:kube-scheduler"} <= names
+
+
+def test_bootstrap_roles_cover_what_upstream_components_do() -> None:
+    """kube-scheduler and kube-controller-manager 1.33 on our API (`raftkube up --upstream`):
+    the scheduler lists and watches VolumeAttachments (or logs "Failed to watch ... forbidden"
+    forever), and the controller-manager's clusterrole-aggregation controller writes the
+    aggregated ClusterRoles, which needs `escalate` (an aggregationRule needs full authority)."""
+    roles, bindings = bootstrap_objects()
+    snap = PolicySnapshot(roles, cluster_role_bindings=bindings)
+    scheduler = User("system:kube-scheduler", ("system:authenticated",))
+    controllers = User("system:kube-controller-manager", ("system:authenticated",))
+
+    def may(user: User, verb: str, group: str, resource: str) -> bool:
+        attrs = Attributes(user, verb, True, namespace="", api_group=group, resource=resource)
+        return any(allows(r, attrs) for r in snap.rules_for(user, ""))
+
+    assert all(may(scheduler, v, "storage.k8s.io", "volumeattachments") for v in ("get", "list", "watch"))
+    assert not may(scheduler, "update", "storage.k8s.io", "volumeattachments")
+    assert may(controllers, "escalate", "rbac.authorization.k8s.io", "clusterroles")
+    assert not may(controllers, "escalate", "rbac.authorization.k8s.io", "roles")
+    assert not may(controllers, "bind", "rbac.authorization.k8s.io", "clusterroles")
