@@ -7,8 +7,8 @@ kubelet confirms with a grace-0 delete; a pod never scheduled goes at once.  A F
 Orphan propagation policy adds the `foregroundDeletion` / `orphan` finalizer that the garbage
 collector acts on.  Namespaces (resources declaring `spec_finalizers`) are kept
 by `spec.finalizers` too: the first DELETE only marks them Terminating, later ones change
-nothing while `spec.finalizers` is not empty, and once the namespace controller has emptied it
-through `/finalize`, its DELETE removes the namespace (kube-apiserver's namespace storage).
+nothing while `spec.finalizers` is not empty, and the namespace controller's `/finalize` that
+empties it removes the namespace (kube-apiserver's namespace storage; a later DELETE finds it gone).
 Pure: the time is an argument.
 """
 
@@ -175,14 +175,17 @@ def plan_delete(resource: ResourceDef, obj: Obj, options: DeleteOptions, now: fl
 
 
 def finished(resource: ResourceDef, obj: Obj) -> bool:
-    """An update that leaves a deleted object (grace 0) without finalizers deletes it.
+    """An update that leaves a deleted object without finalizers deletes it, once its grace
+    period is over: 0, or none at all (kube's ShouldDeleteDuringUpdate).
 
-    A Terminating namespace has no grace period: the namespace controller's DELETE after
-    `/finalize` removes it, an update never does (as kube's ShouldDeleteNamespaceDuringUpdate)."""
+    A Terminating namespace has no grace period and is also held by `spec.finalizers`, so the
+    `/finalize` that removes the last one removes the namespace, as kube-apiserver's
+    ShouldDeleteNamespaceDuringUpdate does: kube's namespace controller sends no DELETE after
+    it.  (A DELETE that starts the termination writes without this check.)"""
     meta = obj.get("metadata") or {}
     return (
         bool(meta.get("deletionTimestamp"))
         and not meta.get("finalizers")
-        and meta.get("deletionGracePeriodSeconds") == 0
+        and meta.get("deletionGracePeriodSeconds") in (None, 0)
         and not spec_finalizers(resource, obj)
     )

@@ -4,9 +4,9 @@ Each pass discovers every served group/version (/api, /apis), deletes the conten
 namespaced resource with the verbs list and delete (DELETE on the collection where
 deletecollection is served, else one by one), lists what remains, and reports kube's five
 conditions on the namespace's status.  While content remains it looks again shortly; once
-empty it removes the `kubernetes` finalizer through `/finalize`.  Kube's apiserver then
-removes the namespace itself; ours keeps it until a DELETE after finalization, so the
-controller sends that DELETE too (NotFound is fine: the namespace is gone either way)."""
+empty it removes the `kubernetes` finalizer through `/finalize`, which removes the namespace
+(kube's apiserver and ours alike); the DELETE it sends after that is for a namespace some other
+finalizer still held (NotFound is fine: the namespace is gone either way)."""
 
 from __future__ import annotations
 

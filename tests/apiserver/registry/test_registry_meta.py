@@ -203,7 +203,14 @@ def test_namespace_delete_marks_it_terminating_and_keeps_it_for_the_namespace_co
     )
     assert finalized["spec"]["finalizers"] == [] and finalized["status"]["phase"] == "Terminating"
     assert "labels" not in finalized["metadata"]  # /finalize takes spec.finalizers only
-    assert not deletion.finished(NAMESPACES, finalized)  # the controller's DELETE removes it
+    # the /finalize that empties spec.finalizers removes it (kube's namespace controller sends
+    # no DELETE after it); one that leaves a finalizer, or a GC finalizer in metadata, does not
+    assert deletion.finished(NAMESPACES, finalized)
+    assert not deletion.finished(NAMESPACES, {**finalized, "spec": {"finalizers": ["example.com/x"]}})
+    assert not deletion.finished(
+        NAMESPACES, {**finalized, "metadata": {**finalized["metadata"], "finalizers": ["orphan"]}}
+    )
+    assert not deletion.finished(NAMESPACES, {**finalized, "metadata": {"name": "ns1"}})  # not deleted at all
     assert deletion.plan_delete(NAMESPACES, finalized, DeleteOptions(), NOW + 2).action == "delete"
 
 
@@ -219,6 +226,8 @@ def test_a_deleted_object_goes_on_the_update_that_removes_its_last_finalizer() -
     assert deletion.finished(MAPS, obj)
     assert not deletion.finished(MAPS, {"metadata": {**obj["metadata"], "finalizers": ["a/b"]}})
     assert not deletion.finished(MAPS, {"metadata": {**obj["metadata"], "deletionGracePeriodSeconds": 30}})
+    no_grace = {"metadata": {"name": "c", "deletionTimestamp": "x"}}  # kube counts no grace period as 0
+    assert deletion.finished(MAPS, no_grace)
 
 
 def test_empty_metadata_maps_and_lists_are_not_stored() -> None:
