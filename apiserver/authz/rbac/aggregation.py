@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from apiserver import errors
-from apiserver.authz.rbac.policy import PolicySnapshot
 from apiserver.registry.generic import Registry
 from machinery.objects import Obj
+from machinery.selectors import LabelSelector, SelectorError
 
 log = logging.getLogger("raftkube.apiserver")
 
@@ -30,14 +30,44 @@ class RoleCache(Protocol):
     def objects(self) -> Iterator[Obj]: ...
 
 
-def wanted_rules(roles: list[Obj]) -> dict[str, list[dict[str, list[str]]]]:
-    """name -> the rules each aggregated ClusterRole should hold."""
-    snapshot = PolicySnapshot(roles)
-    out = {}
+def wanted_rules(roles: list[Obj]) -> dict[str, list[Any]]:
+    """name -> the rules each aggregated ClusterRole should hold, exactly as kube's
+    clusterrole-aggregation controller writes them: for each selector in order, the roles it
+    picks (itself excepted) by name, their stored rules verbatim, each rule once.
+
+    Verbatim, not normalised: kube-controller-manager runs that controller too (`raftkube up
+    --upstream controller-manager`), and two writers whose rules differ only in order would
+    rewrite the role back and forth for ever.  A role aggregated from aggregated roles
+    converges in a few rounds; authorization never waits for it (PolicySnapshot resolves)."""
+    by_name: dict[str, Obj] = {}
     for role in roles:
-        name = (role.get("metadata") or {}).get("name")
-        if isinstance(role.get("aggregationRule"), dict) and isinstance(name, str):
-            out[name] = [r.to_dict() for r in snapshot.cluster_role_rules(name)]
+        role_name = (role.get("metadata") or {}).get("name")
+        if isinstance(role_name, str):
+            by_name[role_name] = role
+    ordered = sorted(by_name.items())
+    out: dict[str, list[Any]] = {}
+    for name, role in ordered:
+        aggregation = role.get("aggregationRule")
+        if not isinstance(aggregation, dict):
+            continue
+        rules: list[Any] = []
+        selectors = aggregation.get("clusterRoleSelectors")
+        for raw in selectors if isinstance(selectors, list) else []:
+            try:
+                selector = LabelSelector.from_dict(raw if isinstance(raw, dict) else None)
+            except SelectorError:
+                continue
+            if selector.empty():
+                continue  # as PolicySnapshot: an empty selector picks nothing
+            for other_name, other in ordered:
+                labels = (other.get("metadata") or {}).get("labels")
+                if other_name == name or not selector.matches(labels if isinstance(labels, dict) else {}):
+                    continue
+                picked = other.get("rules")
+                for rule in picked if isinstance(picked, list) else []:
+                    if rule not in rules:
+                        rules.append(rule)
+        out[name] = rules
     return out
 
 
@@ -58,7 +88,7 @@ async def keep_aggregated(
                 if current.get(name) == rules:
                     continue
 
-                def with_rules(role: Obj | None, rules: list[dict[str, list[str]]] = rules) -> Obj:
+                def with_rules(role: Obj | None, rules: list[Any] = rules) -> Obj:
                     if role is None:
                         raise errors.not_found("clusterroles", "", "rbac.authorization.k8s.io")
                     role["rules"] = rules

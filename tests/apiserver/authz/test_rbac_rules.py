@@ -3,14 +3,17 @@ aggregation and service-account subjects, request attributes, and bootstrap reco
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from apiserver.auth.user import User
 from apiserver.authz.attributes import Attributes, request_attributes
 from apiserver.authz.bootstrap_policy import AUTOUPDATE, bootstrap_objects, reconcile
+from apiserver.authz.rbac.aggregation import wanted_rules
 from apiserver.authz.rbac.policy import PolicySnapshot
-from apiserver.authz.rbac.rules import Rule, allows, uncovered
+from apiserver.authz.rbac.rules import Rule, allows, parse_rules, uncovered
 
 ANN = User("ann", ("devs",))
 
@@ -235,3 +238,43 @@ def test_bootstrap_roles_cover_what_upstream_components_do() -> None:
     assert may(controllers, "escalate", "rbac.authorization.k8s.io", "clusterroles")
     assert not may(controllers, "escalate", "rbac.authorization.k8s.io", "roles")
     assert not may(controllers, "bind", "rbac.authorization.k8s.io", "clusterroles")
+
+
+def _aggregated(roles: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One round of the aggregation writer over `roles`."""
+    wanted = wanted_rules(roles)
+    return [{**r, "rules": wanted[r["metadata"]["name"]]} if r["metadata"]["name"] in wanted else r for r in roles]
+
+
+def test_aggregated_rules_are_written_as_kubes_controller_writes_them() -> None:
+    """The selected roles' stored rules verbatim (kube-controller-manager's
+    clusterrole-aggregation controller may run beside ours: rules that differ only in order
+    would be rewritten back and forth for ever), selectors in order, roles by name, each rule once."""
+    mine = {"rbac.authorization.k8s.io/aggregate-to-mine": "true"}
+    pods = {"apiGroups": [""], "resources": ["pods", "configmaps"], "verbs": ["watch", "get"]}
+    url_a, url_b = ({"verbs": ["get"], "nonResourceURLs": [u]} for u in ("/a", "/b"))
+    selectors = [{"matchLabels": {"b": "1"}}, {"matchLabels": mine}]
+    roles: list[dict[str, Any]] = [
+        {
+            "metadata": {"name": "mine", "labels": mine},
+            "aggregationRule": {"clusterRoleSelectors": selectors},
+            "rules": [{"apiGroups": ["x"], "resources": ["stale"], "verbs": ["get"]}],
+        },
+        {"metadata": {"name": "z-first-selector", "labels": {"b": "1"}}, "rules": [pods]},
+        {"metadata": {"name": "b-second", "labels": mine}, "rules": [url_b]},
+        {"metadata": {"name": "a-second", "labels": mine}, "rules": [pods, url_a]},
+    ]
+    assert wanted_rules(roles) == {"mine": [pods, url_a, url_b]}
+
+
+def test_the_bootstrap_aggregated_roles_settle() -> None:
+    """admin aggregates edit, which aggregates view: a few rounds, then nothing to write."""
+    roles, _ = bootstrap_objects()
+    for _ in range(4):
+        roles = _aggregated(roles)
+    assert _aggregated(roles) == roles
+    stored = {r["metadata"]["name"]: r for r in roles}
+    assert stored["view"]["rules"] == stored["system:aggregate-to-view"]["rules"]  # verbatim, in order
+    snap = PolicySnapshot(roles)
+    for name in ("admin", "edit", "view"):  # what authorization resolves is what is stored
+        assert set(parse_rules(stored[name]["rules"])) == set(snap.cluster_role_rules(name)), name
