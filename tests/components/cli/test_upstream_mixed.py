@@ -289,13 +289,21 @@ def test_their_logs_carry_no_list_or_watch_errors(cluster: ApiserverUnderTest) -
     """Their informers synced (the controller-manager logs "Caches are synced" per controller;
     the scheduler, quiet at -v 0, schedules only once its caches synced, which the scenario
     showed) and nothing failed to list or watch, was forbidden, or hit an unserved resource."""
+    before = _aggregated_versions(cluster)
     time.sleep(5)  # a last resync round
+    # two aggregation writers (ours in the apiserver, kube's in the controller-manager) agree
+    assert _aggregated_versions(cluster) == before, "admin/edit/view rewritten while nothing changed"
     logs = {part: UpstreamComponent(cluster.data_dir, part).log_file.read_text(errors="replace") for part in PARTS}
     assert "successfully acquired lease kube-system/kube-scheduler" in logs["scheduler"]
     assert logs["controller-manager"].count("Caches are synced") >= 10, "the controller-manager's informers"
     for part, log in logs.items():
         bad = Counter(_message(line) for line in log.splitlines() if LOG_ERRORS.search(line))
         assert not bad, f"{part} logged errors:\n" + "\n".join(f"{n}x {m}" for m, n in bad.most_common(20))
+
+
+def _aggregated_versions(cluster: ApiserverUnderTest) -> dict[str, str]:
+    roles = get(cluster, "clusterroles", "admin", "edit", "view")["items"]
+    return {r["metadata"]["name"]: r["metadata"]["resourceVersion"] for r in roles}
 
 
 def _message(line: str) -> str:
