@@ -121,12 +121,12 @@ def render(table: list[Row], ours: str, theirs: str = THEIRS) -> list[str]:
     lines = [
         f"{ours.upper()} VS {theirs.upper()} (ratio = {ours} / {theirs}; better: which way the ratio should go;"
         " CPU per request = process CPU over the phase / requests)",
-        f"{'phase':<11}{'figure':<26}{'unit':<5}{ours:>12}{theirs:>16}{'ratio':>9}  better",
+        f"{'phase':<11}{'figure':<32}{'unit':<5}{ours:>12}{theirs:>16}{'ratio':>9}  better",
     ]
     for r in table:
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
         lines.append(
-            f"{r.phase:<11}{r.figure:<26}{r.unit:<5}{_value(r.ours, r.unit):>12}{_value(r.theirs, r.unit):>16}"
+            f"{r.phase:<11}{r.figure:<32}{r.unit:<5}{_value(r.ours, r.unit):>12}{_value(r.theirs, r.unit):>16}"
             f"{ratio:>9}  {'>1' if r.higher_is_better else '<1'}"
         )
     return lines
