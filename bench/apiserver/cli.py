@@ -1,7 +1,7 @@
 """`raftkube bench apiserver`: the apiserver over raftkube and over etcd, side by side.
 
-    raftkube bench apiserver [--storage raftkube,etcd] [--quick] [--only fanout,throughput,lists,creates]
-                             [--profile]
+    raftkube bench apiserver [--servers raftkube,kube-apiserver] [--storage raftkube,etcd] [--quick]
+                             [--only fanout,throughput,lists,creates] [--profile]
 
 For each storage backend, in the same run: its store (raftkube: 3 members through the store
 launcher, fsync on; etcd: one etcd 3.4 member), ONE `raftkube apiserver` process over it on a
@@ -18,6 +18,10 @@ A progress line per phase goes to stderr, the table to stdout; the JSON (machine
 average, versions) and a PNG go to bench/results/.  --profile records the apiserver with
 py-spy during every phase (raw stacks and a summary in the JSON).  Every process started is
 killed by pid at the end, also on Ctrl-C or an error.
+With `--servers ...,kube-apiserver` the upstream kube-apiserver 1.33 over three etcd 3.6
+members (bench.apiserver.upstream; built by `raftkube peers build`, exit 2 naming it when
+not) runs the same phases in the same run after ours, and a table puts each figure of ours
+beside its figure with the ratio, CPU per request included (bench.apiserver.compare).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ if TYPE_CHECKING:
 # Only the standard library and bench.store's (standard-library-only) cli above: the `raftkube`
 # command imports this module, and must work without the bench extra.
 BACKENDS = ("raftkube", "etcd")
+SERVERS = ("raftkube", "kube-apiserver")
+"""kube-apiserver: the upstream 1.33 over etcd 3.6 (`raftkube peers build`), bench.apiserver.upstream."""
 PHASES = ("client", "fanout", "lists", "throughput", "creates", "gates")
 
 
@@ -59,6 +65,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=csv_list(BACKENDS, "storage"),
         default=list(BACKENDS),
         help="backends to run the apiserver over, in this order (default: raftkube,etcd)",
+    )
+    p.add_argument(
+        "--servers",
+        type=csv_list(SERVERS, "server"),
+        default=["raftkube"],
+        help="apiservers under test: raftkube (over each --storage), kube-apiserver (over etcd 3.6); default raftkube",
     )
     p.add_argument(
         "--quick",
@@ -103,7 +115,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from bench.apiserver import backends, plot, report, targets
+        from bench.apiserver import backends, compare, plot, report, targets, upstream
         from bench.apiserver.context import Context
         from bench.apiserver.phases import client, creates, fanout, gates, lists, throughput
         from bench.store.peers import PeerError, etcd_binary
@@ -116,6 +128,15 @@ def run(args: argparse.Namespace) -> int:
         except PeerError as e:
             print(f"raftkube bench apiserver: {e}", file=sys.stderr)
             return 1
+    runs = (list(args.storage) if "raftkube" in args.servers else []) + [s for s in args.servers if s == upstream.NAME]
+    if upstream.NAME in runs:
+        from bench.peers.upstream import PeerUnavailable, check_peers
+
+        try:
+            check_peers()
+        except PeerUnavailable as e:
+            print(f"raftkube bench apiserver: {e}", file=sys.stderr)
+            return 2
     sizes = sizes_from(args)
     root = Path(tempfile.mkdtemp(prefix="raftkube-bench-apiserver-"))
     progress = Progress()
@@ -137,10 +158,14 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     ok = False
     try:
-        for name in args.storage:
+        for name in runs:
             progress.start(f"{name}: starting")
             try:
-                backend = backends.start(name, root / name, args.config)
+                backend = (
+                    upstream.start(root / name)
+                    if name == upstream.NAME
+                    else backends.start(name, root / name, args.config)
+                )
             except Exception as e:
                 progress.end(f"FAILED: {type(e).__name__}: {e}")
                 failed[f"{name}/start"] = f"{type(e).__name__}: {e}"
@@ -150,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
             described[name] = backend.describe()
             try:
                 namespaces = ctx.ensure_namespaces(backend)
+                if upstream.NAME in runs:  # kube admits a pod only with its service account
+                    upstream.ensure_service_accounts(backend, namespaces)
                 for phase in PHASES:
                     if phase not in args.only or (phase == "client" and "client" in phases):
                         continue
@@ -181,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"apiserver, store and load generator logs kept in {root}", file=sys.stderr)
     config = {
         "storage": args.storage,
+        "servers": args.servers,
         "quick": args.quick,
         "phases": [p for p in PHASES if p in args.only],
         "sizes": asdict(sizes),
@@ -191,9 +219,14 @@ def run(args: argparse.Namespace) -> int:
     }
     found = targets.evaluate(phases, args.storage)
     doc = report.document(config, machine, phases, found)
+    compared = compare.rows(phases, runs[0]) if runs and runs[0] != upstream.NAME else []
+    if compared:
+        doc["comparison"] = {"ours": runs[0], "theirs": upstream.NAME, "rows": [r.to_json() for r in compared]}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(doc, indent=2) + "\n")
     print(report.render(doc))
+    if compared:
+        print("\n" + "\n".join(compare.render(compared, runs[0])))
     try:
         plot.plot(doc, args.png)
         print(f"\nwritten {args.json} and {args.png}")

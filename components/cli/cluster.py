@@ -78,6 +78,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run the built upstream kube-scheduler/kube-controller-manager in place of ours:"
         " scheduler, controller-manager or both, comma-separated (`raftkube peers build` builds them)",
     )
+    up.add_argument(
+        "--apiserver",
+        choices=("raftkube", "upstream"),
+        default="raftkube",
+        help="upstream: kube-apiserver 1.33 on etcd 3.6 (`raftkube peers build`) in place of our store and apiserver",
+    )
     up.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # the detached `up`: tell the parent
     up.set_defaults(run=cmd_up)
     down = sub.add_parser("down", help="stop the apiserver, then the store")
@@ -119,6 +125,9 @@ def _endpoint(args: argparse.Namespace, apiserver: LocalApiserver, a: ApiserverS
 def cmd_up(args: argparse.Namespace) -> int:
     args.insecure = False
     args.upstream_parts = upstream.parse(args.upstream) if args.upstream is not None else ()
+    if args.upstream_parts and args.apiserver == "upstream":
+        # each mixes one way: kube's components on our apiserver, or ours on kube's
+        raise UsageError("--upstream runs kube's components on our apiserver; it cannot go with --apiserver upstream")
     upstream.require_binaries(args.upstream_parts)  # before anything starts, detached or not
     s = store_settings(args)
     if args.detach:
@@ -126,6 +135,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     signals = _Signals()
     try:
         with up_lock.holding(s.data_dir):
+            if args.apiserver == "upstream":
+                from components.cli import upstream_up  # noqa: PLC0415 - it imports this module
+
+                return upstream_up.run(args, s, signals)
             return _up(args, s, signals)
     except up_lock.DataDirBusy as e:
         raise UsageError(str(e)) from None
@@ -172,6 +185,8 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
         argv += ["--upstream", args.upstream]
     if args.free_ports:
         argv.append("--free-ports")
+    if args.apiserver != "raftkube":
+        argv += ["--apiserver", args.apiserver]
     detached = supervisor.start_detached(argv, data_dir, DETACH_TIMEOUT_S)
     if not detached.ready:
         sys.stderr.write(detached.output)
@@ -361,6 +376,10 @@ def _down(
     _stop_containers(components)
     stopped_apiserver = apiserver.stop()
     stopped = cluster.stop_all() if cluster.exists() else []
+    if (data_dir / "etcd").is_dir():  # `up --apiserver upstream` ran here
+        from components.cli import upstream_up  # noqa: PLC0415 - it imports this module
+
+        stopped_components += upstream_up.stop_upstream(data_dir)
     if args.output == "json":
         print_json(
             {"supervisor": released, "components": stopped_components, "apiserver": stopped_apiserver, "store": stopped}
@@ -378,7 +397,7 @@ def _down(
 def cmd_status(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     cluster = LocalCluster(data_dir)
-    if not cluster.exists():
+    if not cluster.exists() and LocalApiserver(data_dir).recorded() is None:
         raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
     rows = _rows(cluster, LocalApiserver(data_dir), args.timeout)
     _print(rows, args.output)
@@ -428,7 +447,7 @@ def _rows(cluster: LocalCluster, apiserver: LocalApiserver, timeout: float) -> l
             pid=r["pid"],
             healthy=r["healthy"],
         )
-        for r in status_rows(cluster, timeout)
+        for r in (status_rows(cluster, timeout) if cluster.exists() else [])
     ]
     endpoint = apiserver.recorded()
     if endpoint is not None:

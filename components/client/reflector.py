@@ -19,7 +19,7 @@ from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from components.client.listwatch import ListWatch
-from components.client.rest import ApiError, BadRequestError, GoneError, TransportError, WatchEvent
+from components.client.rest import ApiError, BadRequestError, GoneError, InvalidError, TransportError, WatchEvent
 from machinery import objects
 from machinery.clock import Clock, SystemClock
 from machinery.objects import Obj
@@ -111,7 +111,9 @@ class Reflector:
             try:
                 await self._watch("", initial=True)
                 return
-            except BadRequestError as e:
+            except (BadRequestError, InvalidError) as e:
+                # 400 from servers that predate the option; 422 from kube-apiserver with its
+                # WatchList feature gate off (1.33's default), as client-go falls back on both
                 log.info("%s: the server does not stream initial events (%s); listing", self.name, e.message)
                 self.use_watch_list = False
         self.lists += 1

@@ -72,3 +72,33 @@ def failure_backoff(failures: int, base: float = BACKOFF_BASE_S, cap: float = BA
     if failures <= 0:
         return 0.0
     return float(min(cap, base * 2.0 ** (failures - 1)))
+
+
+INTERIM = {"Complete": "SuccessCriteriaMet", "Failed": "FailureTarget"}
+"""The condition kube (1.31+) sets before a job's final one: kube-apiserver 1.33 refuses a
+status with Complete=True and no SuccessCriteriaMet=True ("cannot set Complete=True condition
+without the SuccessCriteriaMet=true condition"), and Failed=True without FailureTarget=True."""
+COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeeded pods")
+
+
+def finished_conditions(existing: list[Any], verdict: Verdict, now: str) -> list[Any]:
+    """`existing` with the verdict's interim condition (unless already there) and its final one,
+    in kube's order.  The interim carries the verdict's reason and message (CompletionsReached
+    for a success, as kube says it); the final one is as the verdict has it."""
+
+    def condition(kind: str, reason: str, message: str) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "status": "True",
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+            **({"reason": reason, "message": message} if reason else {}),
+        }
+
+    interim = INTERIM[verdict.type]
+    out = list(existing)
+    if not any(isinstance(c, dict) and c.get("type") == interim and c.get("status") == "True" for c in out):
+        reason, message = (verdict.reason, verdict.message) if verdict.reason else COMPLETIONS_REACHED
+        out.append(condition(interim, reason, message))
+    out.append(condition(verdict.type, verdict.reason, verdict.message))
+    return out

@@ -25,6 +25,7 @@ from components.controllers._job_status import (
     Counts,
     Verdict,
     failure_backoff,
+    finished_conditions,
     job_verdict,
     pods_wanted,
 )
@@ -243,14 +244,7 @@ class JobController(Controller):
 
     async def _finish(self, job: Obj, status: Obj, verdict: Verdict) -> None:
         now = _now_rfc3339()
-        condition = {
-            "type": verdict.type,
-            "status": "True",
-            "lastProbeTime": now,
-            "lastTransitionTime": now,
-            **({"reason": verdict.reason, "message": verdict.message} if verdict.reason else {}),
-        }
-        status["conditions"] = [*(status.get("conditions") or []), condition]
+        status["conditions"] = finished_conditions(status.get("conditions") or [], verdict, now)
         status["active"], status["ready"] = 0, 0
         if verdict.type == "Complete":
             status["completionTime"] = now

@@ -8,9 +8,11 @@ import asyncio
 import random
 from collections.abc import AsyncIterator
 
+import pytest
+
 from components.client.listwatch import ListResult
 from components.client.reflector import Backoff, Reflector
-from components.client.rest import BadRequestError, WatchEvent
+from components.client.rest import ApiError, BadRequestError, InvalidError, WatchEvent
 from machinery.objects import Obj
 from tests.components.fakeclock import FakeClock
 
@@ -30,8 +32,9 @@ class Recorder:
 class NoWatchList:
     """A server that refuses sendInitialEvents (as kube before 1.27 would) and then watches forever."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusal: ApiError | None = None) -> None:
         self.watches: list[tuple[str, bool]] = []
+        self.refusal = refusal or BadRequestError(400, "BadRequest", "sendInitialEvents is not supported")
 
     async def list(self, resource_version: str) -> ListResult:
         return ListResult([{"metadata": {"name": "x", "resourceVersion": "5"}}], "7")
@@ -44,14 +47,24 @@ class NoWatchList:
 
     async def _stream(self, initial: bool) -> AsyncIterator[WatchEvent]:
         if initial:
-            raise BadRequestError(400, "BadRequest", "sendInitialEvents is not supported")
+            raise self.refusal
         await asyncio.Event().wait()
         yield WatchEvent("ADDED", {})  # never reached
 
 
-def test_a_refused_watch_list_falls_back_to_list_then_watches_from_its_version() -> None:
+KUBE_133_REFUSAL = InvalidError(
+    422,
+    "Invalid",
+    'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for'
+    " watch unless the WatchList feature gate is enabled",
+)
+"""What kube-apiserver 1.33 answers (its WatchList gate is off by default): 422, not 400."""
+
+
+@pytest.mark.parametrize("refusal", [None, KUBE_133_REFUSAL], ids=["400", "422 kube 1.33"])
+def test_a_refused_watch_list_falls_back_to_list_then_watches_from_its_version(refusal: ApiError | None) -> None:
     async def go() -> None:
-        source, sink = NoWatchList(), Recorder()
+        source, sink = NoWatchList(refusal), Recorder()
         reflector = Reflector("r", source, sink, clock=FakeClock(), rng=random.Random(1))
         task = asyncio.create_task(reflector.run())
         for _ in range(20):

@@ -56,8 +56,9 @@ def scenario(cluster: ApiserverUnderTest, ns: str, body: Callable[[RestClient, s
 
 
 def condition(j: Obj) -> tuple[str, str] | None:
+    """The final condition (the interim SuccessCriteriaMet/FailureTarget kube sets first aside)."""
     for c in (j.get("status") or {}).get("conditions") or []:
-        if c["status"] == "True":
+        if c["status"] == "True" and c["type"] in ("Complete", "Failed"):
             return c["type"], c.get("reason", "")
     return None
 

@@ -1,0 +1,245 @@
+"""`raftkube up --apiserver upstream`: our scheduler, controller-manager and kubelets on the
+upstream kube-apiserver 1.33 over etcd 3.6 (bench.peers.upstream), the other half of a
+mixed control plane.  Whatever behaves differently from `raftkube up` is a bug on our side.
+
+The cluster is the one `up` makes, with the store and our apiserver replaced: the same
+credentials (apiserver.pki) and kubeconfigs, so each component shows kube the identity kube
+expects (system:kube-scheduler, system:kube-controller-manager, system:node:<name> in
+system:nodes, whom kube's Node authorizer and NodeRestriction admission judge).  One
+difference is granted on purpose: kube runs each controller under a service account of its
+own (`--use-service-account-credentials`), ours run in one process under one identity, so
+`up` binds system:kube-scheduler and system:kube-controller-manager to the ClusterRoles our
+apiserver gives them (`raftkube:kube-scheduler`, `raftkube:kube-controller-manager`, copied
+from apiserver.authz.bootstrap_policy), beside kube's own.
+
+It supervises as `up` does (a part that exits is restarted; Ctrl-C stops everything) and
+`down` stops it.  The data dir must not hold a raftkube store: the two kinds of cluster do not
+share one.  The peers are imported only here, when asked for (the layering contract).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from apiserver.authz.bootstrap_policy import bootstrap_objects
+from apiserver.launcher import Endpoint, LocalApiserver
+from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
+from components.cli import supervisor
+from components.cli.cluster import (
+    _apiserver_settings,
+    _components,
+    _kubelet_settings,
+    _print,
+    _rows,
+    _say,
+    _Signals,
+    _start_components,
+    _stop_containers,
+)
+from components.cli.launcher import PID_FILE, LocalComponent
+from components.cli.supervisor import Part, Supervisor
+from components.cli.up_view import LiveStatus, MergedLog
+from machinery.process import pki
+from machinery.process.command import UsageError
+from machinery.process.launch import LauncherError, free_ports, read_pid
+from store.cli import locate
+from store.config import StoreSettings
+from store.launcher import LocalCluster
+
+UPSTREAM = "upstream"
+START_TIMEOUT_S = 120.0
+"""kube-apiserver runs its post-start hooks (RBAC bootstrap, priority classes) before /readyz."""
+GRANTED = ("kube-scheduler", "kube-controller-manager")
+"""Our components whose kube-side role is narrower than what they do (see the module doc)."""
+
+
+def grants() -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) for each ClusterRole our scheduler and controller-manager
+    hold on our apiserver, renamed raftkube:<name>, and the binding of its user to it."""
+    roles, _ = bootstrap_objects()
+    out: list[tuple[str, dict[str, Any]]] = []
+    base = "/apis/rbac.authorization.k8s.io/v1"
+    for name in GRANTED:
+        role = next(r for r in roles if r["metadata"]["name"] == f"system:{name}")
+        ours = f"raftkube:{name}"
+        out.append(
+            (
+                f"{base}/clusterroles",
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                 "metadata": {"name": ours}, "rules": role["rules"]},
+            )
+        )  # fmt: skip
+        out.append(
+            (
+                f"{base}/clusterrolebindings",
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": ours},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ours},
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": f"system:{name}"}],
+                },
+            )
+        )
+    return out
+
+
+def _create(apiserver: LocalApiserver, endpoint: Endpoint, path: str, obj: dict[str, Any]) -> None:
+    """POST `obj` as admin; one that exists already (an earlier `up`) is replaced."""
+    conn = http.client.HTTPSConnection(endpoint.dial_host, endpoint.port, timeout=10, context=apiserver.admin_tls())
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    try:
+        conn.request("POST", path, json.dumps(obj), headers)
+        r = conn.getresponse()
+        body = r.read(4096)
+        if r.status == 409:
+            conn.request("PUT", f"{path}/{obj['metadata']['name']}", json.dumps(obj), headers)
+            r = conn.getresponse()
+            body = r.read(4096)
+        if r.status not in (200, 201):
+            raise LauncherError(f"creating {path}/{obj['metadata']['name']}: HTTP {r.status} {body[:300]!r}")
+    except (OSError, http.client.HTTPException) as e:
+        raise LauncherError(f"creating {path}/{obj['metadata']['name']}: {e}") from e
+    finally:
+        conn.close()
+
+
+def _port(args: argparse.Namespace, apiserver: LocalApiserver, configured: int) -> int:
+    if args.port is not None:
+        if not 0 < args.port < 65536:
+            raise UsageError(f"--port must be from 1 to 65535, got {args.port}")
+        return int(args.port)
+    have = apiserver.recorded()
+    if have is not None:
+        return have.port
+    return free_ports(1)[0] if args.free_ports else configured
+
+
+def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
+    """`up` with kube-apiserver on etcd in place of our store and apiserver (see the module)."""
+    from bench.peers.upstream import UpstreamControlPlane, check_peers  # noqa: PLC0415 - benchmarks load lazily
+
+    data_dir = s.data_dir
+    if LocalCluster(data_dir).exists():
+        raise UsageError(
+            f"{data_dir} holds a raftkube store: `--apiserver {UPSTREAM}` needs a data dir of its own (--data-dir)"
+        )
+    check_peers()  # before anything starts: exit 2 naming the build command
+    plane = UpstreamControlPlane(data_dir)
+    if plane.apiserver.pid() is not None:
+        raise UsageError(
+            f"a cluster already runs in {data_dir} (kube-apiserver pid {plane.apiserver.pid()});"
+            f" `raftkube down --data-dir {data_dir}` stops it"
+        )
+    a = _apiserver_settings(args.config)
+    k = _kubelet_settings(args)
+    port = _port(args, plane.apiserver, a.port)
+    try:
+        endpoint = plane.start(port, START_TIMEOUT_S)
+        kubeconfig = plane.apiserver.write_kubeconfig(endpoint)
+        write_component_kubeconfigs(data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
+        for path, obj in grants():
+            _create(plane.apiserver, endpoint, path, obj)
+        components = _start_components(data_dir, k)
+    except (LauncherError, pki.PKIError, OSError) as e:
+        _stop_all(data_dir, plane)
+        raise UsageError(str(e)) from e
+    except KeyboardInterrupt:
+        _stop_all(data_dir, plane)
+        raise
+    locate.remember(data_dir)
+    detached = args.ready_fd is not None
+    human = args.output == "human" and not detached
+    say = _say(detached, human)
+    parts = [
+        Part("etcd", plane.etcd_pid_file, plane.etcd_log, plane.start_etcd),
+        Part(
+            "apiserver",
+            plane.apiserver.root / PID_FILE,
+            plane.apiserver.log_file,
+            lambda: plane.start_apiserver(endpoint),
+        ),
+        *(Part(c.name, c.root / PID_FILE, c.log_file, c.start) for c in components),
+    ]
+    guard = Supervisor(data_dir, lambda: parts, say)
+
+    def rows(timeout: float) -> list[dict[str, Any]]:
+        etcd_pid = read_pid(plane.etcd_pid_file)
+        etcd = {"part": "etcd 3.6", "url": endpoint.storage, "role": "running" if etcd_pid else "down",
+                "pid": etcd_pid, "healthy": etcd_pid is not None}  # fmt: skip
+        out = _rows(LocalCluster(data_dir), plane.apiserver, timeout)
+        for r in out:
+            if r["part"] == "apiserver":
+                r["part"] = "kube-apiserver"
+        return [etcd, *out]
+
+    if detached:
+        say(f"the cluster in {data_dir} (kube-apiserver) is ready; supervising it (pid {os.getpid()})")
+        supervisor.signal_ready(args.ready_fd)
+    else:
+        _print(rows(2.0), args.output)
+    if human:
+        print(f"\nexport KUBECONFIG={kubeconfig.resolve()}")
+        print("try:  kubectl get --raw /readyz")
+    logs = {"etcd": plane.etcd_log, "kube-apiserver": plane.apiserver.log_file}
+    logs |= {c.name: c.log_file for c in components}
+    merged = MergedLog(logs, sys.stdout)
+
+    def show(changed: list[dict[str, Any]]) -> None:
+        print()
+        _print(changed, "human")
+
+    live = LiveStatus(lambda: rows(1.0), show)
+    live.seen(rows(2.0))
+    if human:
+        print("running in the foreground on kube-apiserver; Ctrl-C stops the components, kube-apiserver and etcd")
+    sys.stdout.flush()
+    signals.watching = True
+    ended = "stop"
+    try:
+        while not signals.stop:
+            if signals.release:
+                ended = "release"
+                break
+            if guard.finished():
+                ended = "finished"
+                break
+            time.sleep(supervisor.POLL_S)
+            if not (signals.stop or signals.release):
+                if human:
+                    merged.poll()
+                    live.poll()
+                guard.poll()
+    finally:
+        if ended == "stop":
+            stopped = _stop_all(data_dir, plane, components)
+            if args.output == "human" or detached:
+                print(f"\nstopped {', '.join(stopped) or 'nothing'}", flush=True)
+    if ended == "release":
+        say("`raftkube down` took over: no longer supervising; it stops the parts")
+    return 0
+
+
+def _stop_all(data_dir: Path, plane: Any, components: list[LocalComponent] | None = None) -> list[str]:
+    """The components, the kubelets' containers, kube-apiserver, etcd: nothing left running."""
+    components = components if components is not None else _components(data_dir)
+    stopped = [c.name for c in components if c.stop()]
+    _stop_containers(components)
+    return stopped + [str(p) for p in plane.stop()]
+
+
+def stop_upstream(data_dir: Path) -> list[str]:
+    """What `down` calls for a data dir `up --apiserver upstream` ran in: etcd (kube-apiserver
+    is stopped with the apiserver's pid file)."""
+    from bench.peers.upstream import ETCD_DIR, UpstreamControlPlane  # noqa: PLC0415 - benchmarks load lazily
+
+    if not (Path(data_dir) / ETCD_DIR).is_dir():
+        return []
+    return UpstreamControlPlane(data_dir).stop()
