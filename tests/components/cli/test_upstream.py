@@ -71,6 +71,16 @@ def test_up_with_a_missing_peer_exits_2_before_starting_anything(tmp_path: Path,
     assert not (data_dir / "store").exists()  # no member was started
 
 
+def test_upstream_parts_and_the_upstream_apiserver_are_refused_together(tmp_path: Path) -> None:
+    data_dir = tmp_path / "rk"
+    proc = raftkube(
+        "up", "--free-ports", "--data-dir", str(data_dir), "--upstream", "scheduler", "--apiserver", "upstream"
+    )
+    assert proc.returncode == 2, proc.stderr + proc.stdout
+    assert "cannot go with --apiserver upstream" in proc.stderr
+    assert not data_dir.exists() or not any(data_dir.iterdir())  # nothing was started
+
+
 def _flag_map(flags: list[str]) -> dict[str, str]:
     assert all(f.startswith("--") and "=" in f for f in flags), flags
     pairs = [f[2:].split("=", 1) for f in flags]
