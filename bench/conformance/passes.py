@@ -1,0 +1,100 @@
+"""The passes of a conformance run and the command line each runs.
+
+With --parallel 1 one pass runs e2e.test itself.  With N > 1, as the conformance image's
+runner does, the ginkgo CLI runs N e2e.test processes over the specs that are not
+`[Serial]`, then a second, single-process pass runs the `[Serial]` ones (they assume
+nothing else runs).  Each pass writes its JUnit into its own folder: every e2e.test run
+names its report `junit_01.xml`.
+
+Ginkgo ORs repeated --focus (and --skip) flags, so skipping more is another --skip, but
+narrowing the user's focus to `[Serial]` specs takes one expression that matches both in
+either order: `(?:F).*\\[Serial\\]|\\[Serial\\].*(?:F)` (an F anchored at both ends, `^...$`,
+cannot be narrowed that way, and is refused for parallel runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.conformance.options import Binaries, Options
+from machinery.process.command import UsageError
+
+SERIAL = r"\[Serial\]"
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    """`all` (a single-process run), `parallel` or `serial`."""
+    argv: tuple[str, ...]
+    """The command line but ginkgo's --timeout, which is known only when the pass starts."""
+    timeout_flag: str
+    timeout_at: int
+    """Where in `argv` the timeout flag goes (before the binary for the ginkgo CLI)."""
+    report_dir: Path
+    focus: str
+    skips: tuple[str, ...]
+
+    def command(self, timeout_s: float) -> list[str]:
+        """The command line, with ginkgo's own budget: it then stops cleanly and still
+        writes its report (run.py bounds the whole run harder)."""
+        flag = f"{self.timeout_flag}={go_seconds(timeout_s)}"
+        return [*self.argv[: self.timeout_at], flag, *self.argv[self.timeout_at :]]
+
+
+def serial_focus(focus: str) -> str:
+    """A regex matching the spec names that match `focus` and contain `[Serial]`."""
+    if focus.startswith("^") and focus.endswith("$"):
+        raise UsageError(f"--focus {focus!r}: anchored at both ends, it cannot be narrowed to the [Serial] pass")
+    return f"(?:{focus}).*{SERIAL}|{SERIAL}.*(?:{focus})"
+
+
+def go_seconds(seconds: float) -> str:
+    """A Go duration for ginkgo's --timeout (whole seconds, at least one)."""
+    return f"{max(1, int(seconds))}s"
+
+
+def e2e_flags(opts: Options, binaries: Binaries, kubeconfig: Path, report_dir: Path) -> list[str]:
+    """The suite's own flags (test/e2e/framework/test_context.go), the same in every pass."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        "--provider=skeleton",
+        f"--report-dir={report_dir}",
+        f"--kube-api-content-type={opts.content_type}",
+        f"--kubectl-path={binaries.kubectl}",
+        "--disable-log-dump",
+    ]
+
+
+def single(
+    name: str, opts: Options, binaries: Binaries, kubeconfig: Path, report_dir: Path, focus: str, skips: list[str]
+) -> Pass:
+    """e2e.test run directly: ginkgo's flags carry the `ginkgo.` prefix."""
+    argv = [str(binaries.e2e), *e2e_flags(opts, binaries, kubeconfig, report_dir), f"--ginkgo.focus={focus}"]
+    argv += [f"--ginkgo.skip={s}" for s in skips]
+    argv += ["--ginkgo.v", "--ginkgo.no-color"]
+    return Pass(name, tuple(argv), "--ginkgo.timeout", len(argv), report_dir, focus, tuple(skips))
+
+
+def parallel(opts: Options, binaries: Binaries, kubeconfig: Path, report_dir: Path, skips: list[str]) -> Pass:
+    """The ginkgo CLI over the precompiled e2e.test: its flags, then the suite's after `--`."""
+    assert binaries.ginkgo is not None
+    argv = [str(binaries.ginkgo), f"--nodes={opts.parallel}", f"--focus={opts.focus}"]
+    argv += [f"--skip={s}" for s in skips]
+    argv += ["-v", "--no-color"]
+    at = len(argv)
+    argv += [str(binaries.e2e), "--", *e2e_flags(opts, binaries, kubeconfig, report_dir)]
+    return Pass("parallel", tuple(argv), "--timeout", at, report_dir, opts.focus, tuple(skips))
+
+
+def plan(opts: Options, binaries: Binaries, kubeconfig: Path, junit_root: Path) -> list[Pass]:
+    """The passes to run, in order, each reporting into its folder under `junit_root`."""
+    skips = [opts.skip] if opts.skip else []
+    if opts.parallel == 1:
+        return [single("all", opts, binaries, kubeconfig, junit_root / "all", opts.focus, skips)]
+    serial = serial_focus(opts.focus)
+    return [
+        parallel(opts, binaries, kubeconfig, junit_root / "parallel", [*skips, SERIAL]),
+        single("serial", opts, binaries, kubeconfig, junit_root / "serial", serial, skips),
+    ]
