@@ -10,7 +10,8 @@ with no reason: thousands of them, counted apart.  The suite's own nodes (Synchr
 ReportAfterSuite, ...) are kept apart: they are no test, but when one fails nothing else ran.
 
 A run's passes each write a report in which the other passes' specs are "left out": reading
-several files keeps, for each spec, the result where it ran.
+several files keeps, for each spec, the result where it ran.  A few specs share their full
+text (6,740 specs, 6,734 names in v1.33): they are kept apart, not merged into one.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class Case:
 @dataclass(frozen=True)
 class Junit:
     cases: list[Case]
-    """The specs, one per name, in the order first seen."""
+    """The specs, in the order first seen."""
     suite_nodes: list[Case]
     files: list[Path]
     properties: dict[str, str]
@@ -129,7 +130,7 @@ def read(paths: Iterable[Path]) -> Junit:
     files = junit_files(paths)
     if not files:
         raise UsageError("no JUnit report (junit*.xml) found in " + ", ".join(str(p) for p in paths))
-    merged: dict[str, Case] = {}
+    merged: dict[tuple[str, int], Case] = {}
     suite_nodes: list[Case] = []
     properties: dict[str, str] = {}
     for file in files:
@@ -140,6 +141,7 @@ def read(paths: Iterable[Path]) -> Junit:
         if root.tag not in ("testsuites", "testsuite"):
             raise UsageError(f"{file}: not a JUnit XML report (its root is <{root.tag}>)")
         suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+        seen: dict[str, int] = {}
         for suite in suites:
             if not properties:
                 properties = {p.get("name", ""): p.get("value", "") for p in suite.iter("property")}
@@ -148,9 +150,13 @@ def read(paths: Iterable[Path]) -> Junit:
                 if case.suite_node:
                     suite_nodes.append(case)
                     continue
-                have = merged.get(case.name)
+                # some specs share their full text: the n-th of a name in one report merges
+                # with the n-th in another, and none is lost
+                key = (case.name, seen.get(case.name, 0))
+                seen[case.name] = key[1] + 1
+                have = merged.get(key)
                 if have is None or _RANK[case.result] > _RANK[have.result]:
-                    merged[case.name] = case
+                    merged[key] = case
     return Junit(list(merged.values()), suite_nodes, files, properties)
 
 

@@ -97,6 +97,17 @@ def test_passes_merge_each_spec_keeps_the_result_where_it_ran(tmp_path: Path) ->
     assert len(found.cases) == 8  # one per spec, not one per report
 
 
+def test_specs_sharing_their_text_are_all_counted(tmp_path: Path) -> None:
+    same = '<testcase name="[It] [sig-apps] Job should run a job [Conformance]" status="{}" time="1"/>'
+    (tmp_path / "junit_01.xml").write_text(
+        f"<testsuites><testsuite>{same.format('passed')}{same.format('failed')}</testsuite></testsuites>"
+    )
+    found = junit.read([tmp_path])
+    assert [(c.name, c.result) for c in found.cases] == [
+        ("[sig-apps] Job should run a job [Conformance]", r) for r in ("passed", "failed")
+    ]
+
+
 def test_report_command_rebuilds_json_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     assert main(["conformance", "report", str(DATA), "--report", str(out)]) == 0
