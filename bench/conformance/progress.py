@@ -22,6 +22,8 @@ HEADER = re.compile(
 SUITE_NODE = re.compile(r"^\[(?P<node>\w*(?:Suite|Cleanup)\w*)\] (?:\[(?P<state>[A-Z!]+)\]|PASSED)")
 DENOTERS = re.compile(r"^[S•P]+$")
 NAME = re.compile(r"^\[sig-[\w-]+\] ")
+LABELS = re.compile(r" \[[^\[\]]+(?:, [^\[\]]+)+\]$")
+"""The labels ginkgo appends to a name line (`[sig-node, Conformance]`): the name has them as tags."""
 FAILED_STATES = ("FAILED", "PANICKED", "TIMEDOUT", "INTERRUPTED", "ABORTED")
 
 
@@ -99,7 +101,7 @@ class Progress:
         else:
             self.counts.failed += 1
         took = f" ({secs:.1f} s)" if secs is not None else ""
-        return f"[{self.counts.line()}] {outcome:<7} {name or '(unnamed spec)'}{took}"
+        return f"[{self.counts.line()}] {outcome:<7} {LABELS.sub('', name) or '(unnamed spec)'}{took}"
 
 
 def _seconds(text: str | None) -> float | None:

@@ -79,7 +79,7 @@ SSSSSSSSSS
 k8s.io/kubernetes/test/e2e/common/node/pods.go:345
 ------------------------------
 • [8.250 seconds]
-[sig-api-machinery] ServiceAccounts should mount an API token into pods  [Conformance]
+[sig-api-machinery] ServiceAccounts should mount an API token into pods  [Conformance] [sig-auth, Conformance]
 k8s.io/kubernetes/test/e2e/auth/service_accounts.go:78
 """
 
