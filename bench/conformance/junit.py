@@ -6,8 +6,10 @@ keeps the node type and drops the labels, which are in the text as `[tags]`), wi
 seconds; `<failure>` or `<error>` carry what failed (kube omits the message attribute, so the
 text is the failure's body), `<skipped message="skipped - REASON"/>` a spec skipped while
 running.  The specs that focus and skip left out are there too, `<skipped message="skipped"/>`
-with no reason: thousands of them, counted apart.  The suite's own nodes (SynchronizedBeforeSuite,
-ReportAfterSuite, ...) are kept apart: they are no test, but when one fails nothing else ran.
+with no reason: thousands of them, counted apart (a selected spec that never ran, after a
+suite timeout, looks the same: the report's focus and skip tell them apart, `Selection`).
+The suite's own nodes (SynchronizedBeforeSuite, ReportAfterSuite, ...) are kept apart: they
+are no test, but when one fails nothing else ran.
 
 A run's passes each write a report in which the other passes' specs are "left out": reading
 several files keeps, for each spec, the result where it ran.  A few specs share their full
@@ -89,7 +91,43 @@ def first_lines(text: str) -> str:
     return "\n".join(lines[:MESSAGE_LINES])
 
 
-def parse_case(element: ET.Element) -> Case:
+@dataclass(frozen=True)
+class Selection:
+    """A report's focus and skip (its suite properties), to tell the specs left out from the
+    selected ones that never ran: after a suite timeout or an interrupt, ginkgo reports both
+    as `<skipped message="skipped"/>`.  Ginkgo joins several focus (or skip) expressions with
+    commas; the runner passes one of each, so the property is read as one expression (one
+    that Python's `re` cannot read selects nothing: those specs stay "left out")."""
+
+    focus: re.Pattern[str] | None
+    skip: re.Pattern[str] | None
+    why: str
+    """Why the selected ones did not run (SpecialSuiteFailureReason)."""
+
+    @classmethod
+    def of(cls, properties: dict[str, str]) -> Selection:
+        return cls(
+            _pattern(properties.get("FocusStrings", "")),
+            _pattern(properties.get("SkipStrings", "")),
+            properties.get("SpecialSuiteFailureReason", ""),
+        )
+
+    def selects(self, text: str) -> bool:
+        return (
+            self.focus is not None
+            and self.focus.search(text) is not None
+            and (self.skip is None or self.skip.search(text) is None)
+        )
+
+
+def _pattern(text: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(text) if text else None
+    except re.error:
+        return None
+
+
+def parse_case(element: ET.Element, selection: Selection | None = None) -> Case:
     raw = element.get("name", "")
     m = NODE.match(raw)
     node, text = (m["node"], m["text"] or "") if m else ("It", raw)
@@ -106,6 +144,8 @@ def parse_case(element: ET.Element) -> Case:
         reason = (skipped.get("message", "") if skipped is not None else "").strip()
         if reason.startswith("skipped - "):
             result, message = SKIPPED, first_lines(reason.removeprefix("skipped - "))
+        elif selection is not None and node == "It" and selection.selects(text):
+            result, message = SKIPPED, f"not run: {selection.why or 'the suite ended before it'}"
         else:
             result = NOT_SELECTED
     elif status in FAILED_STATUSES:
@@ -143,10 +183,11 @@ def read(paths: Iterable[Path]) -> Junit:
         suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
         seen: dict[str, int] = {}
         for suite in suites:
-            if not properties:
-                properties = {p.get("name", ""): p.get("value", "") for p in suite.iter("property")}
+            own = {p.get("name", ""): p.get("value", "") for p in suite.iter("property")}
+            properties = properties or own
+            selection = Selection.of(own)
             for element in suite.findall("testcase"):
-                case = parse_case(element)
+                case = parse_case(element, selection)
                 if case.suite_node:
                     suite_nodes.append(case)
                     continue

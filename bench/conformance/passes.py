@@ -6,10 +6,12 @@ runner does, the ginkgo CLI runs N e2e.test processes over the specs that are no
 nothing else runs).  Each pass writes its JUnit into its own folder: every e2e.test run
 names its report `junit_01.xml`.
 
-Ginkgo ORs repeated --focus (and --skip) flags, so skipping more is another --skip, but
-narrowing the user's focus to `[Serial]` specs takes one expression that matches both in
-either order: `(?:F).*\\[Serial\\]|\\[Serial\\].*(?:F)` (an F anchored at both ends, `^...$`,
-cannot be narrowed that way, and is refused for parallel runs).
+Ginkgo ORs repeated --focus (and --skip) flags, but joins them with commas in its report's
+properties, where junit.py reads them back: so each pass gets one focus and one skip
+expression, `(?:S)|\\[Serial\\]` for the parallel pass's.  Narrowing the user's focus to
+`[Serial]` specs takes one expression that matches both in either order:
+`(?:F).*\\[Serial\\]|\\[Serial\\].*(?:F)` (an F anchored at both ends, `^...$`, cannot be
+narrowed that way, and is refused for parallel runs).
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ def plan(opts: Options, binaries: Binaries, kubeconfig: Path, junit_root: Path) 
         return [single("all", opts, binaries, kubeconfig, junit_root / "all", opts.focus, skips)]
     serial = serial_focus(opts.focus)
     return [
-        parallel(opts, binaries, kubeconfig, junit_root / "parallel", [*skips, SERIAL]),
+        parallel(
+            opts, binaries, kubeconfig, junit_root / "parallel", [f"(?:{opts.skip})|{SERIAL}" if opts.skip else SERIAL]
+        ),
         single("serial", opts, binaries, kubeconfig, junit_root / "serial", serial, skips),
     ]

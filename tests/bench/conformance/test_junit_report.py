@@ -108,6 +108,36 @@ def test_specs_sharing_their_text_are_all_counted(tmp_path: Path) -> None:
     ]
 
 
+CUT = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="Kubernetes e2e suite"><properties>
+  <property name="SpecialSuiteFailureReason" value="Suite Timeout Elapsed"></property>
+  <property name="FocusStrings" value="\\[sig-apps\\].*\\[Conformance\\]"></property>
+  <property name="SkipStrings" value="(?:Disruptive)|\\[Serial\\]"></property>
+</properties>
+  <testcase name="[It] [sig-apps] Job should run a job to completion [Conformance]" status="passed" time="9"/>
+  <testcase name="[It] [sig-apps] Job should delete a job [Conformance]" status="skipped" time="0">
+    <skipped message="skipped"></skipped></testcase>
+  <testcase name="[It] [sig-apps] Daemon set [Serial] should rollback [Conformance]" status="skipped" time="0">
+    <skipped message="skipped"></skipped></testcase>
+  <testcase name="[It] [sig-node] Pods should be updated [Conformance]" status="skipped" time="0">
+    <skipped message="skipped"></skipped></testcase>
+</testsuite></testsuites>
+"""
+"""Hand-written: a pass its suite timeout ended, where ginkgo reports the selected specs it
+never ran exactly as those the focus left out."""
+
+
+def test_selected_specs_a_suite_timeout_left_unrun_are_skipped_not_left_out(tmp_path: Path) -> None:
+    (tmp_path / "junit_01.xml").write_text(CUT)
+    found = {c.name: (c.result, c.message) for c in junit.read([tmp_path]).cases}
+    assert found == {
+        "[sig-apps] Job should run a job to completion [Conformance]": ("passed", ""),
+        "[sig-apps] Job should delete a job [Conformance]": ("skipped", "not run: Suite Timeout Elapsed"),
+        "[sig-apps] Daemon set [Serial] should rollback [Conformance]": ("not-selected", ""),  # the skip
+        "[sig-node] Pods should be updated [Conformance]": ("not-selected", ""),  # not the focus
+    }
+
+
 def test_report_command_rebuilds_json_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     assert main(["conformance", "report", str(DATA), "--report", str(out)]) == 0
