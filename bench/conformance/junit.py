@@ -27,6 +27,8 @@ from pathlib import Path
 from machinery.process.command import UsageError
 
 PASSED, FAILED, SKIPPED, NOT_SELECTED = "passed", "failed", "skipped", "not-selected"
+NOT_RUN = "not run:"
+"""How the message of a selected spec that never ran begins."""
 FAILED_STATUSES = frozenset({"failed", "panicked", "interrupted", "aborted", "timedout"})
 SUITE_NODES = frozenset(
     {
@@ -145,7 +147,7 @@ def parse_case(element: ET.Element, selection: Selection | None = None) -> Case:
         if reason.startswith("skipped - "):
             result, message = SKIPPED, first_lines(reason.removeprefix("skipped - "))
         elif selection is not None and node == "It" and selection.selects(text):
-            result, message = SKIPPED, f"not run: {selection.why or 'the suite ended before it'}"
+            result, message = SKIPPED, f"{NOT_RUN} {selection.why or 'the suite ended before it'}"
         else:
             result = NOT_SELECTED
     elif status in FAILED_STATUSES:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.conformance.junit import FAILED, PASSED, SKIPPED, Case, Junit
+from bench.conformance.junit import FAILED, NOT_RUN, PASSED, SKIPPED, Case, Junit
 
 JSON_NAME = "conformance.json"
 MD_NAME = "conformance.md"
@@ -48,6 +48,7 @@ def summarize(junit: Junit, run: dict[str, Any] | None = None) -> dict[str, Any]
         "skip": junit.properties.get("SkipStrings", ""),
         "total": counts(selected),
         "not_selected": len(junit.cases) - len(selected),
+        "not_run": sum(c.message.startswith(NOT_RUN) for c in selected if c.result == SKIPPED),
         "sigs": {sig: counts([c for c in selected if c.sig == sig]) for sig in sigs},
         "suite_failures": [
             {"node": c.name, "status": c.status, "message": c.message} for c in junit.suite_nodes if c.result == FAILED
@@ -94,6 +95,8 @@ def markdown(summary: dict[str, Any]) -> str:
     lines += [_row(sig, c) for sig, c in summary["sigs"].items()]
     lines.append(_row("**total**", summary["total"]))
     lines += ["", f"{summary['not_selected']} specs were not selected (focus and skip)."]
+    if summary["not_run"]:
+        lines[-1] += f"  {summary['not_run']} selected specs never ran (the run was cut short: counted as skipped)."
     for failure in summary["suite_failures"]:
         first = failure["message"].splitlines()[0] if failure["message"] else ""
         lines += ["", f"Suite node {failure['node']} {failure['status']}: {first}"]

@@ -136,6 +136,9 @@ def test_selected_specs_a_suite_timeout_left_unrun_are_skipped_not_left_out(tmp_
         "[sig-apps] Daemon set [Serial] should rollback [Conformance]": ("not-selected", ""),  # the skip
         "[sig-node] Pods should be updated [Conformance]": ("not-selected", ""),  # not the focus
     }
+    summary = report.summarize(junit.read([tmp_path]))
+    assert (summary["not_run"], summary["not_selected"]) == (1, 2)
+    assert "1 selected specs never ran" in report.markdown(summary)
 
 
 def test_report_command_rebuilds_json_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
