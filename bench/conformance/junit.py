@@ -103,6 +103,8 @@ class Selection:
 
     focus: re.Pattern[str] | None
     skip: re.Pattern[str] | None
+    serial: bool | None
+    """The runner's label filter (`Serial`, `!Serial`: the `[Serial]` tag); None: none, or another."""
     why: str
     """Why the selected ones did not run (SpecialSuiteFailureReason)."""
 
@@ -111,6 +113,7 @@ class Selection:
         return cls(
             _pattern(properties.get("FocusStrings", "")),
             _pattern(properties.get("SkipStrings", "")),
+            {"Serial": True, "!Serial": False}.get(properties.get("LabelFilter", "")),
             properties.get("SpecialSuiteFailureReason", ""),
         )
 
@@ -119,6 +122,7 @@ class Selection:
             self.focus is not None
             and self.focus.search(text) is not None
             and (self.skip is None or self.skip.search(text) is None)
+            and (self.serial is None or self.serial == ("[Serial]" in text))
         )
 
 

@@ -156,8 +156,6 @@ def clean_namespaces(binaries: Binaries, kubeconfig: Path, before: set[str] | No
 def run(opts: Options, binaries: Binaries) -> int:
     """The whole run; 0 when every selected spec passed, 1 otherwise (or when cut short)."""
     deadline = time.monotonic() + opts.timeout_s
-    if opts.parallel > 1:
-        passes.serial_focus(opts.focus)  # refuse an unnarrowable focus before anything starts
     junit_root = opts.report_dir / JUNIT_DIR
     shutil.rmtree(junit_root, ignore_errors=True)  # an old run's reports would merge into this one's
     progress = Progress()

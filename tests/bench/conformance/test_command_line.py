@@ -4,22 +4,16 @@ parallel pass and the serial one), and the usage errors it stops at before start
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from bench.conformance import options, passes
 from components.cli.main import build_parser, main
-from machinery.process.command import UsageError
 
 BIN = options.Binaries(e2e=Path("/peers/e2e.test"), ginkgo=Path("/peers/ginkgo"), kubectl=Path("/bin/kubectl.1.33"))
 KC = Path("/tmp/kc")
 JUNIT = Path("/tmp/out/conformance-junit")
-
-SERIAL_SPEC = "[sig-scheduling] SchedulerPreemption [Serial] validates basic preemption works [Conformance]"
-PARALLEL_SPEC = "[sig-api-machinery] Discovery should validate PreferredVersion for each APIGroup [Conformance]"
-NOT_CONFORMANCE = "[sig-storage] CSI Mock volume attach [Serial] should not require VolumeAttach"
 
 
 def opts(*argv: str) -> options.Options:
@@ -53,7 +47,7 @@ def test_parallel_runs_ginkgo_without_serial_then_the_serial_specs_in_one_proces
         "/peers/ginkgo",
         "--nodes=4",
         r"--focus=\[Conformance\]",
-        r"--skip=\[Serial\]",
+        "--label-filter=!Serial",
         "-v",
         "--no-color",
         "--timeout=600s",
@@ -68,23 +62,18 @@ def test_parallel_runs_ginkgo_without_serial_then_the_serial_specs_in_one_proces
     ]
     argv = serial.command(600.0)
     assert argv[0] == "/peers/e2e.test" and f"--report-dir={JUNIT / 'serial'}" in argv
+    assert r"--ginkgo.focus=\[Conformance\]" in argv and "--ginkgo.label-filter=Serial" in argv
     assert not any(a.startswith("--ginkgo.skip=") for a in argv)
-    # the serial pass's focus, as Go would apply it: conformance specs that are [Serial], and only those
-    focus = re.compile(serial.focus)
-    assert focus.search(SERIAL_SPEC) and not focus.search(PARALLEL_SPEC) and not focus.search(NOT_CONFORMANCE)
-    assert parallel.skips == (r"\[Serial\]",)
 
 
-def test_the_users_skip_applies_to_both_passes_and_focus_narrows_in_either_order() -> None:
-    parallel, serial = passes.plan(
-        opts("--parallel", "2", "--focus", "^\\[sig-scheduling\\]", "--skip", "Disruptive"), BIN, KC, JUNIT
-    )
-    assert parallel.skips == (r"(?:Disruptive)|\[Serial\]",) and serial.skips == ("Disruptive",)
-    assert re.compile(serial.focus).search(SERIAL_SPEC)
-    tail = passes.serial_focus("preemption works \\[Conformance\\]$")
-    assert re.compile(tail).search(SERIAL_SPEC)
-    with pytest.raises(UsageError, match="--focus"):
-        passes.serial_focus("^everything$")
+def test_the_users_focus_and_skip_apply_to_both_passes_unchanged() -> None:
+    """Even a focus that names [Serial] itself, or is anchored: the split is by label."""
+    focus = "^\\[sig-api-machinery\\] Namespaces \\[Serial\\] should apply changes"
+    parallel, serial = passes.plan(opts("--parallel", "2", "--focus", focus, "--skip", "Disruptive"), BIN, KC, JUNIT)
+    assert parallel.focus == serial.focus == focus
+    assert parallel.skips == serial.skips == ("Disruptive",)
+    assert (parallel.label_filter, serial.label_filter) == ("!Serial", "Serial")
+    assert "--skip=Disruptive" in parallel.command(60.0) and "--ginkgo.skip=Disruptive" in serial.command(60.0)
 
 
 @pytest.mark.parametrize(
