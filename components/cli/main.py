@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from apiserver import main as apiserver_cli
 from components import controller_manager
-from components.cli import bench, cluster, parts, peers, user
+from components.cli import bench, cluster, conformance, parts, peers, user
 from components.kubelet import hollow
 from components.kubelet import main as kubelet_main
 from components.scheduler import main as scheduler_main
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     bench.register(sub)
     peers.register(sub)
+    conformance.register(sub)
     cluster.register(sub)
     parts.register(sub)
     controller_manager.register(sub)

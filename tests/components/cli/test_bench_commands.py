@@ -35,6 +35,19 @@ def test_parsing_another_command_imports_no_benchmark() -> None:
     assert bench_modules_after(code) == []
 
 
+def test_parsing_a_conformance_command_imports_no_benchmark() -> None:
+    """`raftkube conformance` declares its flags in the CLI; bench.conformance is imported
+    only when the command runs."""
+    code = (
+        "from components.cli.main import build_parser\n"
+        "args = build_parser().parse_args(['conformance', '--focus', 'x', '--parallel', '2'])\n"
+        "assert args.parallel == 2 and args.run.__module__ == 'components.cli.conformance'\n"
+        "args = build_parser().parse_args(['conformance', 'report', 'junit_01.xml'])\n"
+        "assert args.run.__name__ == '_report'"
+    )
+    assert bench_modules_after(code) == []
+
+
 def test_the_benchmark_parsed_is_the_only_one_imported() -> None:
     code = (
         "from components.cli.main import build_parser\n"
