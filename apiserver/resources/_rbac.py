@@ -48,6 +48,19 @@ def validate_rules(obj: Obj, *, namespaced: bool) -> list[Cause]:
     return causes
 
 
+def default_binding(obj: Obj) -> None:
+    """rbac/v1 SetDefaults_(Cluster)RoleBinding and SetDefaults_Subject: an empty roleRef.apiGroup
+    is the RBAC group, and so is a User's or Group's subject apiGroup (clients, e2e's webhook
+    setup among them, leave it out).  A malformed field is left for validation to name."""
+    ref = obj.get("roleRef")
+    if isinstance(ref, dict) and not ref.get("apiGroup"):
+        ref["apiGroup"] = GROUP
+    subjects = obj.get("subjects")
+    for subject in subjects if isinstance(subjects, list) else ():
+        if isinstance(subject, dict) and not subject.get("apiGroup") and subject.get("kind") in ("User", "Group"):
+            subject["apiGroup"] = GROUP
+
+
 def validate_binding(obj: Obj, old: Obj | None, *, namespaced: bool) -> list[Cause]:
     causes: list[Cause] = []
     ref = v.as_dict(obj.get("roleRef"), "roleRef", causes)

@@ -23,6 +23,7 @@ RESOURCE = ResourceDef(
     singular="rolebinding",
     namespaced=True,
     bumps_generation=False,
+    default=_rbac.default_binding,
     validate=validate,
     columns=_rbac.BINDING_COLUMNS,
     row=_rbac.binding_row,
