@@ -272,16 +272,7 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     signals.watching = True
     ended = "stop"
     try:
-        while not signals.stop:
-            if signals.release:
-                ended = "release"
-                break
-            if guard.finished():
-                ended = "finished"
-                break
-            time.sleep(supervisor.POLL_S)
-            if not (signals.stop or signals.release):
-                check()
+        ended = guard.watch(lambda: signals.stop, lambda: signals.release, check)
     finally:
         if ended == "stop":
             stopped_components = [c.name for c in components if c.stop()]

@@ -177,6 +177,21 @@ class Supervisor:
         states = [self._states.get(p.name) for p in self.parts()]
         return bool(states) and all(s is not None and s.stopped for s in states)
 
+    def watch(self, stop: Callable[[], bool], release: Callable[[], bool], check: Callable[[], None]) -> str:
+        """`up`'s foreground loop: until a stop signal ("stop"), `down` taking over ("release")
+        or nothing left to supervise ("finished"), call `check` (which polls this supervisor and
+        whatever the caller shows) every POLL_S.  Both kinds of `up` (ours, and on kube-apiserver)
+        end the same way."""
+        while not stop():
+            if release():
+                return "release"
+            if self.finished():
+                return "finished"
+            time.sleep(POLL_S)
+            if not (stop() or release()):
+                check()
+        return "stop"
+
     def _died(self, part: Part, st: _State, now: float) -> None:
         st.reason = exit_reason(exit_code(st.pid)) if st.pid is not None else st.reason
         st.due = now + st.delay

@@ -24,7 +24,6 @@ import http.client
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -202,21 +201,16 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         print("running in the foreground on kube-apiserver; Ctrl-C stops the components, kube-apiserver and etcd")
     sys.stdout.flush()
     signals.watching = True
+
+    def check() -> None:
+        if human:
+            merged.poll()
+            live.poll()
+        guard.poll()
+
     ended = "stop"
     try:
-        while not signals.stop:
-            if signals.release:
-                ended = "release"
-                break
-            if guard.finished():
-                ended = "finished"
-                break
-            time.sleep(supervisor.POLL_S)
-            if not (signals.stop or signals.release):
-                if human:
-                    merged.poll()
-                    live.poll()
-                guard.poll()
+        ended = guard.watch(lambda: signals.stop, lambda: signals.release, check)
     finally:
         if ended == "stop":
             stopped = _stop_all(data_dir, plane, components)
