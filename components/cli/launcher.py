@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -119,18 +120,23 @@ class LocalComponent:
         port = self.health_port()
         if port is None:
             return 0, "no health port recorded"
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as r:
-                return r.status, r.read(4096).decode("utf-8", "replace").strip()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read(4096).decode("utf-8", "replace").strip()
-        except OSError as e:
-            return 0, str(e) or type(e).__name__
+        return get_healthz(f"http://127.0.0.1:{port}/healthz", timeout)
 
     @property
     def url(self) -> str:
         port = self.health_port()
         return f"http://127.0.0.1:{port}" if port else "-"
+
+
+def get_healthz(url: str, timeout: float, context: ssl.SSLContext | None = None) -> tuple[int, str]:
+    """GET a component's /healthz: (status, body's start); (0, reason) when it cannot be reached."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as r:
+            return r.status, r.read(4096).decode("utf-8", "replace").strip()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(4096).decode("utf-8", "replace").strip()
+    except OSError as e:
+        return 0, str(e) or type(e).__name__
 
 
 def local_kubelets(data_dir: Path) -> list[LocalComponent]:

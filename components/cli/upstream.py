@@ -36,13 +36,11 @@ from __future__ import annotations
 
 import json
 import ssl
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from apiserver.pki import CONTROLLER_MANAGER, SCHEDULER, ApiserverPKI
-from components.cli.launcher import HEALTH_FILE, PID_FILE, LocalComponent
+from components.cli.launcher import HEALTH_FILE, PID_FILE, LocalComponent, get_healthz
 from machinery.process import disk, pki
 from machinery.process.command import UsageError
 from machinery.process.launch import LauncherError, free_ports, spawn
@@ -192,13 +190,7 @@ class UpstreamComponent(LocalComponent):
             context = pki.client_context(ApiserverPKI.of(self.data_dir).ca)
         except (pki.PKIError, OSError, ssl.SSLError) as e:
             return 0, str(e)
-        try:
-            with urllib.request.urlopen(f"{self.url}/healthz", timeout=timeout, context=context) as r:
-                return r.status, r.read(4096).decode("utf-8", "replace").strip()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read(4096).decode("utf-8", "replace").strip()
-        except OSError as e:
-            return 0, str(e) or type(e).__name__
+        return get_healthz(f"{self.url}/healthz", timeout, context)
 
     @property
     def url(self) -> str:
