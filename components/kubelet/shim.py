@@ -67,6 +67,13 @@ def run(directory: Path, started_w: int | None = None) -> int:
     if note:
         log.write("stderr", note.encode())
     cwd = spec.get("cwd") or None
+    # A stop can come as soon as the kubelet knows this keeper's pid, before the container runs:
+    # SIGTERM's default action would end the keeper and leave the container to be SIGKILLed
+    # after the grace period (137 where kube's 143).  Remembered here, it reaches the container
+    # once it exists.
+    pending: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda got, _frame: pending.append(got))
     # a test lever (as the store's failpoints): a slow start, to show that the runtime waits for it
     try:
         delay = float(os.environ.get(START_DELAY_ENV) or 0)
@@ -105,10 +112,6 @@ def run(directory: Path, started_w: int | None = None) -> int:
         return 0
     os.close(report_w)
     os.close(report)
-    started = timestamp(time.time_ns())
-    enforced = limits.describe(box.limits, cgroup)
-    write_json(directory / STATE, {"shimPid": os.getpid(), "pid": child.pid, "startedAt": started, "limits": enforced})
-    _tell_started(started_w)
 
     def forward(signum: int, _frame: Any) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -116,6 +119,12 @@ def run(directory: Path, started_w: int | None = None) -> int:
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    started = timestamp(time.time_ns())
+    enforced = limits.describe(box.limits, cgroup)
+    write_json(directory / STATE, {"shimPid": os.getpid(), "pid": child.pid, "startedAt": started, "limits": enforced})
+    _tell_started(started_w)
+    for pending_signal in pending:  # a stop that came while the container was being started
+        forward(pending_signal, None)
     streams = {child.stdout: "stdout", child.stderr: "stderr"}
     with selectors.DefaultSelector() as sel:
         for pipe in streams:

@@ -5,6 +5,7 @@ is bounded, and every container is stopped by the test."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +88,30 @@ def test_once_start_returns_the_run_has_its_start_time_or_its_start_error(
     assert s is not None and not s.running and s.reason == "StartError", s
     for n in range(3):
         runtime.stop(UID, f"c{n}", 0.0, time.monotonic())
+
+
+def test_a_stop_while_the_container_is_being_started_reaches_it(
+    runtime: ProcessRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM to a keeper that has not started its container yet (the kubelet deletes a pod it
+    has just started) is passed on once the container runs: it ends with 143 at once, not with
+    137 when the grace period runs out (the keeper used to die of the signal; a flake under load
+    in clean run 2, test_a_restarted_kubelet_adopts_a_running_container)."""
+    monkeypatch.setenv(START_DELAY_ENV, "1.0")
+    starting = threading.Thread(
+        target=runtime.start, args=("ns", "p", UID, "c", ["sh", "-c", "exec sleep 30"], {"PATH": "/usr/bin:/bin"})
+    )
+    starting.start()
+    try:
+        shim_file = runtime.root / "containers" / UID / "c" / "0" / "shim.json"
+        until("the keeper's pid", lambda: shim_file.exists() and b"shimPid" in shim_file.read_bytes())
+        begun = time.monotonic()
+        runtime.stop(UID, "c", 10.0, begun)
+    finally:
+        starting.join(timeout=30)
+    s = until("the container to end", lambda: finished(runtime, "c"))
+    assert s.exit_code == 143, s
+    assert time.monotonic() - begun < 8.0  # not the grace period's SIGKILL
 
 
 def test_a_command_that_cannot_start_is_a_start_error(runtime: ProcessRuntime) -> None:
