@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from apiserver import errors
+from apiserver.authz.rbac.policy import picked_by
 from apiserver.registry.generic import Registry
 from machinery.objects import Obj
-from machinery.selectors import LabelSelector, SelectorError
 
 log = logging.getLogger("raftkube.apiserver")
 
@@ -51,22 +51,11 @@ def wanted_rules(roles: list[Obj]) -> dict[str, list[Any]]:
         if not isinstance(aggregation, dict):
             continue
         rules: list[Any] = []
-        selectors = aggregation.get("clusterRoleSelectors")
-        for raw in selectors if isinstance(selectors, list) else []:
-            try:
-                selector = LabelSelector.from_dict(raw if isinstance(raw, dict) else None)
-            except SelectorError:
-                continue
-            if selector.empty():
-                continue  # as PolicySnapshot: an empty selector picks nothing
-            for other_name, other in ordered:
-                labels = (other.get("metadata") or {}).get("labels")
-                if other_name == name or not selector.matches(labels if isinstance(labels, dict) else {}):
-                    continue
-                picked = other.get("rules")
-                for rule in picked if isinstance(picked, list) else []:
-                    if rule not in rules:
-                        rules.append(rule)
+        for _, other in picked_by(aggregation, name, ordered):
+            picked = other.get("rules")
+            for rule in picked if isinstance(picked, list) else []:
+                if rule not in rules:
+                    rules.append(rule)
         out[name] = rules
     return out
 

@@ -9,7 +9,7 @@ as the snapshot is rebuilt, without a controller round trip.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,22 +124,11 @@ class PolicySnapshot:
         visiting.add(name)
         rules: list[Rule] = []
         seen: set[Rule] = set()
-        selectors = aggregation.get("clusterRoleSelectors")
-        for raw in selectors if isinstance(selectors, list) else []:
-            try:
-                selector = LabelSelector.from_dict(raw if isinstance(raw, dict) else None)
-            except SelectorError:
-                continue
-            if selector.empty():
-                continue  # an empty selector picks nothing, as kube's aggregation controller does
-            for other_name, other in sorted(self._cluster_roles.items()):
-                labels = metadata(other).get("labels")
-                if other_name == name or not selector.matches(labels if isinstance(labels, Mapping) else {}):
-                    continue
-                for rule in self._resolve(other_name, visiting):
-                    if rule not in seen:
-                        seen.add(rule)
-                        rules.append(rule)
+        for other_name, _ in picked_by(aggregation, name, sorted(self._cluster_roles.items())):
+            for rule in self._resolve(other_name, visiting):
+                if rule not in seen:
+                    seen.add(rule)
+                    rules.append(rule)
         visiting.discard(name)
         return rules
 
@@ -172,3 +161,23 @@ class PolicySnapshot:
                     seen.add(rule)
                     rules.append(rule)
         return rules
+
+
+def picked_by(aggregation: Mapping[str, Any], name: str, roles: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """The cluster roles (from `roles`, in their order, per selector in turn) that the
+    aggregationRule of role `name` picks: kube's aggregation semantics, once for the authorizer
+    (PolicySnapshot) and the aggregation writer.  A malformed or empty selector picks nothing,
+    and a role never picks itself."""
+    candidates = list(roles)
+    selectors = aggregation.get("clusterRoleSelectors")
+    for raw in selectors if isinstance(selectors, list) else []:
+        try:
+            selector = LabelSelector.from_dict(raw if isinstance(raw, dict) else None)
+        except SelectorError:
+            continue
+        if selector.empty():
+            continue  # an empty selector picks nothing, as kube's aggregation controller does
+        for other_name, other in candidates:
+            labels = metadata(other).get("labels")
+            if other_name != name and selector.matches(labels if isinstance(labels, Mapping) else {}):
+                yield other_name, other
