@@ -29,6 +29,9 @@ class StatusError(Exception):
     reason: str
     message: str
     details: dict[str, Any] = field(default_factory=dict)
+    # the Status's ListMeta.continue: where a list whose continue token expired can go on
+    # from (kube's inconsistent continuation, a token at the latest revision)
+    continue_token: str = ""
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
@@ -37,7 +40,7 @@ class StatusError(Exception):
         status: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": {"continue": self.continue_token} if self.continue_token else {},
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -110,9 +113,10 @@ def method_not_allowed(message: str) -> StatusError:
     return StatusError(405, "MethodNotAllowed", message)
 
 
-def gone(message: str) -> StatusError:
-    """410 Expired: a resourceVersion older than the watch cache's window or the store's compaction."""
-    return StatusError(410, "Expired", message)
+def gone(message: str, continue_token: str = "") -> StatusError:
+    """410 Expired: a resourceVersion older than the watch cache's window or the store's compaction;
+    `continue_token`: for an expired continue token, the token that goes on inconsistently."""
+    return StatusError(410, "Expired", message, continue_token=continue_token)
 
 
 def too_large(message: str) -> StatusError:

@@ -33,19 +33,19 @@ async def list_from_storage(
     root = resource.key_prefix()
     prefix = resource.key_prefix(namespace)
     revision, start = 0, prefix
+    token: continuation.Continue | None = None
     if continue_token:
         token = continuation.decode(continue_token)
-        revision, start = token.revision, root + token.start
+        revision, start = max(token.revision, 0), root + token.start  # LATEST (-1): now
     items: list[Obj] = []
     with as_status(f"list {resource.plural}"):
         while True:
             try:
                 page = await storage.list(prefix, start_key=start, limit=PAGE, revision=revision)
             except CompactedError:
-                raise gone(
-                    "The provided continue parameter is too old to display a consistent list result. "
-                    "You can start a new list without the continue parameter."
-                ) from None
+                if token is None:  # compacted between two of this request's own pages
+                    raise gone("The list's revision was compacted while it was read; list again.") from None
+                raise gone(continuation.TOO_OLD, continuation.encode(continuation.expired(token))) from None
             revision = page.revision
             for stored in page.items:
                 obj = decode(stored.value, stored.revision)

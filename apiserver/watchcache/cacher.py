@@ -34,13 +34,6 @@ from machinery.objects import Obj
 log = logging.getLogger(__name__)
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-CONTINUE_TOO_OLD = (
-    "The provided continue parameter is too old to display a consistent list result. You can start a new "
-    "list without the continue parameter, or use the continue token in this response to retrieve the "
-    "remainder of the results. Continuing with the provided token results in an inconsistent list - objects "
-    "that were created, modified, or deleted between the time the first chunk was returned and now may show "
-    "up in the list."
-)
 WATCH_EXPIRED = "The resourceVersion for the provided watch is too old."
 
 
@@ -379,6 +372,21 @@ class Cacher:
         except StorageError as exc:
             raise unavailable(f"the storage cannot say its current revision: {exc}") from exc
 
+    async def _compacted(self, revision: int) -> bool:
+        """Whether the storage compacted `revision` away.  The cache could still serve it, but a
+        continue token lives only as long as the storage keeps its revision (kube 1.33 reads
+        every continued page from etcd): clients rely on the 410 to learn that their pages no
+        longer make one snapshot.  One key's read at that revision asks the storage."""
+        if revision >= self._revision:
+            return False  # nothing at or after the newest revision is compacted
+        try:
+            await self._storage.list(self._prefix, limit=1, revision=revision)
+        except CompactedError:
+            return True
+        except StorageError as exc:
+            raise unavailable(f"the storage cannot say whether revision {revision} is compacted: {exc}") from exc
+        return False
+
     # ---- LIST -------------------------------------------------------------------------------
 
     def _filter(self, namespace: str | None, labels: LabelMatcher | None, fields: FieldMatcher | None) -> Filter:
@@ -406,10 +414,15 @@ class Cacher:
             if match:
                 raise bad_request("resourceVersionMatch is forbidden when continue is provided")
             token = continuation.decode(continue_token)
-            await self._wait_fresh(token.revision)
-            if not self._history.covers(token.revision):
-                raise gone(CONTINUE_TOO_OLD)
-            revision, start = token.revision, self._prefix + token.start
+            if token.revision == continuation.LATEST:
+                await self._wait_fresh(await self._current_revision())
+                revision = self._revision
+            else:
+                await self._wait_fresh(token.revision)
+                if not self._history.covers(token.revision) or await self._compacted(token.revision):
+                    raise gone(continuation.TOO_OLD, continuation.encode(continuation.expired(token)))
+                revision = token.revision
+            start = self._prefix + token.start
         else:
             rv = parse_resource_version(resource_version)
             if match not in ("", "Exact", "NotOlderThan"):
