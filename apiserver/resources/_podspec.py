@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from apiserver import validation as v
@@ -16,6 +17,10 @@ PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 TOLERATION_OPERATORS = ("Exists", "Equal")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# a sysctl name: dot- or slash-separated segments (kube's IsValidSysctlName); at most 253 characters
+_SYSCTL_SEGMENT = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+SYSCTL_NAME = re.compile(f"({_SYSCTL_SEGMENT}[\\./])*{_SYSCTL_SEGMENT}")
+SYSCTL_MAX_LENGTH = 253
 
 
 def image_tag(image: str) -> str:
@@ -208,6 +213,31 @@ def _validate_container(c: Obj, here: str) -> list[Cause]:
     return causes
 
 
+def _validate_sysctls(security_context: Any, field: str) -> list[Cause]:
+    """`securityContext.sysctls`: each name well formed and named once (values are the kernel's to judge)."""
+    causes: list[Cause] = []
+    if not isinstance(security_context, dict):
+        return causes
+    seen: set[str] = set()
+    sysctls_field = v.child(field, "sysctls")
+    for i, sysctl in enumerate(v.as_list(security_context.get("sysctls"), sysctls_field, causes)):
+        here = v.child(v.index(sysctls_field, i), "name")
+        raw = v.as_dict(sysctl, v.index(sysctls_field, i), causes).get("name")
+        if raw in (None, ""):
+            causes.append(v.required(here))
+            continue
+        name = v.as_str(raw, here, causes)
+        if not name:
+            continue  # not a string: as_str said so
+        if len(name) > SYSCTL_MAX_LENGTH or not SYSCTL_NAME.fullmatch(name):
+            detail = f"must have at most {SYSCTL_MAX_LENGTH} characters and match regex {SYSCTL_NAME.pattern}"
+            causes.append(v.invalid(here, name, detail))
+        elif name in seen:
+            causes.append(v.duplicate(here, name))
+        seen.add(name)
+    return causes
+
+
 def validate_pod_spec(spec_value: Any, field: str) -> list[Cause]:
     """The checks that reject malformed pods clearly; not every rule of ValidatePodSpec."""
     causes: list[Cause] = []
@@ -227,6 +257,7 @@ def validate_pod_spec(spec_value: Any, field: str) -> list[Cause]:
             if isinstance(c.get("name"), str) and c["name"]:
                 names.append((v.child(here, "name"), c["name"]))
     causes += v.validate_unique(names)
+    causes += _validate_sysctls(spec.get("securityContext"), v.child(field, "securityContext"))
     causes += v.validate_enum(spec.get("restartPolicy"), v.child(field, "restartPolicy"), RESTART_POLICIES)
     causes += v.validate_enum(spec.get("dnsPolicy"), v.child(field, "dnsPolicy"), DNS_POLICIES)
     deadline = spec.get("activeDeadlineSeconds")
