@@ -24,6 +24,7 @@ from apiserver.admission.policy import wiring as validating_policy
 from apiserver.admission.priority import Priority
 from apiserver.admission.rbac_escalation import RBACEscalation
 from apiserver.admission.resourcequota import ResourceQuota
+from apiserver.admission.runtimeclass import NODE_GROUP, RuntimeClassAdmission
 from apiserver.admission.serviceaccount import ServiceAccountAdmission
 from apiserver.admission.taint_nodes import TaintNodesByCondition
 from apiserver.admission.webhook.wiring import mutating_plugin, validating_plugin
@@ -115,6 +116,12 @@ def _priority(ctx: AdmissionContext) -> Priority:
     return Priority(ctx.caches.get(kind), lambda name: live(registry, name))
 
 
+def _runtime_class(ctx: AdmissionContext) -> RuntimeClassAdmission:
+    kind = (NODE_GROUP, "runtimeclasses")
+    registry = ctx.registries.get(kind)
+    return RuntimeClassAdmission(ctx.caches.get(kind), lambda name: live(registry, name))
+
+
 PLUGINS: dict[str, Factory] = {
     "LimitRanger": _limit_ranger,
     "ResourceQuota": _resource_quota,
@@ -129,6 +136,7 @@ PLUGINS: dict[str, Factory] = {
     ),
     "Priority": _priority,
     "DefaultTolerationSeconds": lambda ctx: DefaultTolerationSeconds(),
+    "RuntimeClass": _runtime_class,
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
     "ValidatingAdmissionPolicy": lambda ctx: validating_policy.from_caches(ctx.caches),
     # webhook configurations come from the caches of ("admissionregistration.k8s.io",
@@ -147,6 +155,7 @@ ORDER = (
     "PodSecurity",
     "Priority",
     "DefaultTolerationSeconds",
+    "RuntimeClass",
     "RBACEscalation",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",

@@ -1,5 +1,5 @@
 """The built-in admission plugins through real HTTP requests (in-process app, in-memory storage):
-PodSecurity, NamespaceLifecycle, Priority, TaintNodesByCondition, DefaultTolerationSeconds and
+PodSecurity, NamespaceLifecycle, Priority, TaintNodesByCondition, DefaultTolerationSeconds, RuntimeClass and
 NodeRestriction, with kube's status codes and words."""
 
 from __future__ import annotations
@@ -296,3 +296,22 @@ def test_node_restriction_and_not_ready_taint() -> None:
 
 async def _got(c: httpx.AsyncClient, path: str) -> bool:
     return (await c.get(path)).status_code == 200
+
+
+def test_runtime_class_refuses_an_unknown_class_and_gives_its_overhead() -> None:
+    async def scenario(client: ClientFor) -> None:
+        admin = client("admin")
+        r = await admin.post("/api/v1/namespaces/default/pods", json=pod("u", runtimeClassName="nope"))
+        assert (r.status_code, r.json()["reason"], r.json()["message"]) == (
+            403,
+            "Forbidden",
+            'pods "u" is forbidden: pod rejected: RuntimeClass "nope" not found',
+        )
+        rc = {"metadata": {"name": "sandboxed"}, "handler": "runsc", "overhead": {"podFixed": {"cpu": "100m"}}}
+        r = await admin.post("/apis/node.k8s.io/v1/runtimeclasses", json=rc)
+        assert r.status_code == 201, r.text
+        r = await admin.post("/api/v1/namespaces/default/pods", json=pod("v", runtimeClassName="sandboxed"))
+        assert r.status_code == 201, r.text
+        assert r.json()["spec"]["overhead"] == {"cpu": "100m"}
+
+    run(scenario)
