@@ -12,7 +12,7 @@ from components.controllers.garbagecollector import GarbageCollector
 from components.controllers.job import JobController
 from components.controllers.namespace import NamespaceController
 from components.controllers.nodelifecycle import NodeLifecycleController
-from components.controllers.replicaset import ReplicaSetController
+from components.controllers.replicaset import ReplicaSetController, ReplicationManager
 from components.controllers.resourcequota import ResourceQuotaController
 from components.controllers.rootcacertpublisher import RootCACertPublisher
 from components.controllers.serviceaccount import ServiceAccountController
@@ -24,6 +24,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
         RootCACertPublisher,
         GarbageCollector,
         ReplicaSetController,
+        ReplicationManager,
         DeploymentController,
         JobController,
         CronJobController,

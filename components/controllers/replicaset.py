@@ -1,4 +1,6 @@
-"""The replicaset controller: `spec.replicas` pods matching each ReplicaSet's selector.
+"""The replicaset controller: `spec.replicas` pods matching each ReplicaSet's selector; and the
+replicationcontroller controller, the same one over ReplicationControllers (kube runs its
+ReplicaSet controller over them too), whose selector is a plain label map.
 
 Keys are `namespace/name` of ReplicaSets.  A reconcile claims the namespace's active pods
 (adopts orphans that match the selector, releases owned pods that no longer match), creates
@@ -33,6 +35,7 @@ from machinery.objects import Obj, controller_ref, labels, metadata, spec, statu
 from machinery.pods import is_ready
 
 REPLICA_SETS = Resource("apps", "v1", "replicasets", kind="ReplicaSet")
+REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers", kind="ReplicationController")
 PODS = Resource("", "v1", "pods", kind="Pod")
 BURST_REPLICAS = 500  # at most this many creations or deletions per reconcile (kube's burstReplicas)
 SLOW_START_INITIAL_BATCH = 1
@@ -60,10 +63,16 @@ class ReplicaSetController(Controller):
     name = "replicaset"
     workers = 5
     wall: Callable[[], float] = staticmethod(time.time)  # for minReadySeconds; tests replace it
+    owners: Resource = REPLICA_SETS  # what this controller keeps replicas of
+
+    @staticmethod
+    def selector(owner: Obj) -> Any:
+        """The owner's pod selector as a LabelSelector (a ReplicaSet's is one)."""
+        return spec(owner).get("selector")
 
     def setup(self) -> None:
         self.expectations = Expectations(self.clock.now)
-        self.replicasets = self.factory.informer(REPLICA_SETS)
+        self.replicasets = self.factory.informer(self.owners)
         self.pods = self.factory.informer(PODS)
         self.replicasets.add_handler(
             EventHandler(on_add=self.enqueue, on_update=lambda _o, n: self.enqueue(n), on_delete=self._rs_deleted)
@@ -80,7 +89,7 @@ class ReplicaSetController(Controller):
 
     def _owner_key(self, pod: Obj, ref: Obj | None) -> str | None:
         """The key of the ReplicaSet `ref` names, when it is one we hold (same UID)."""
-        if ref is None or ref.get("kind") != "ReplicaSet":
+        if ref is None or ref.get("kind") != self.owners.kind:
             return None
         key = f"{metadata(pod).get('namespace')}/{ref.get('name')}"
         rs = self.replicasets.indexer.get(key)
@@ -92,7 +101,7 @@ class ReplicaSetController(Controller):
         return [
             key_of(rs)
             for rs in self.replicasets.indexer.by_index(NAMESPACE_INDEX, ns)
-            if selector_matches(spec(rs).get("selector"), found)
+            if selector_matches(self.selector(rs), found)
         ]
 
     def _pod_added(self, pod: Obj) -> None:
@@ -164,7 +173,7 @@ class ReplicaSetController(Controller):
         """The active pods this ReplicaSet owns after adopting matching orphans and releasing
         owned pods that no longer match (kube's ClaimPods)."""
         m = metadata(rs)
-        ns, uid, selector = m.get("namespace") or "", m.get("uid"), spec(rs).get("selector")
+        ns, uid, selector = m.get("namespace") or "", m.get("uid"), self.selector(rs)
         deleting = bool(m.get("deletionTimestamp"))
         owned: list[Obj] = []
         for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, ns):
@@ -180,7 +189,7 @@ class ReplicaSetController(Controller):
                         pod, [r for r in metadata(pod).get("ownerReferences") or () if r.get("uid") != uid]
                     )
             elif ref is None and matches and not deleting:
-                refs = [*(metadata(pod).get("ownerReferences") or ()), owner_ref(rs, "ReplicaSet")]
+                refs = [*(metadata(pod).get("ownerReferences") or ()), owner_ref(rs, self.owners.kind)]
                 if await self._set_owners(pod, refs):
                     owned.append(pod)
         return owned
@@ -237,7 +246,7 @@ class ReplicaSetController(Controller):
         tmeta = template.get("metadata") or {}
         body_meta: Obj = {
             "generateName": f"{metadata(rs).get('name')}-",
-            "ownerReferences": [owner_ref(rs, "ReplicaSet")],
+            "ownerReferences": [owner_ref(rs, self.owners.kind)],
         }
         for field in ("labels", "annotations", "finalizers"):
             if tmeta.get(field):
@@ -277,4 +286,17 @@ class ReplicaSetController(Controller):
             return
         body = {**rs, "status": new}
         m = metadata(rs)
-        await self.client.replace(REPLICA_SETS.path(m.get("namespace"), m.get("name"), "status"), body)
+        await self.client.replace(self.owners.path(m.get("namespace"), m.get("name"), "status"), body)
+
+
+class ReplicationManager(ReplicaSetController):
+    """kube's replicationcontroller controller: ReplicationControllers, whose `spec.selector` is
+    a map of labels every pod must carry (the apiserver defaults it to the template's labels)."""
+
+    name = "replicationcontroller"
+    owners = REPLICATION_CONTROLLERS
+
+    @staticmethod
+    def selector(owner: Obj) -> Any:
+        found = spec(owner).get("selector")
+        return {"matchLabels": found} if isinstance(found, dict) else None

@@ -11,7 +11,7 @@ from components.client.informer import InformerFactory
 from components.client.rest import RestClient
 from components.controllers._workload_expectations import Expectations
 from components.controllers._workload_pods import pods_to_delete, selector_matches
-from components.controllers.replicaset import ReplicaSetController, slow_start_batch
+from components.controllers.replicaset import ReplicaSetController, ReplicationManager, slow_start_batch
 from components.controllers.runner import running
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_replicaset_support import (
@@ -263,6 +263,54 @@ def test_replicaset_creates_scales_and_reports(cluster: ApiserverUnderTest) -> N
                 await client.patch(rs_path(ns, "web") + "/scale", {"spec": {"replicas": 1}})
                 await eventually(lambda: status_is(1, 1), what="scaled down to 1")
                 assert len(await pods_of(client, ns)) == 1
+
+    asyncio.run(go())
+
+
+def test_replicationcontroller_creates_adopts_scales_and_reports(cluster: ApiserverUnderTest) -> None:
+    """The same controller over ReplicationControllers: a label-map selector (defaulted from the
+    template's labels by the apiserver), owner references of kind ReplicationController."""
+
+    async def go() -> None:
+        ns = "rc-basic"
+        rcs = f"/api/v1/namespaces/{ns}/replicationcontrollers"
+        async with api(cluster) as client:
+            await make_namespace(client, ns)
+            orphan = {
+                "metadata": {"name": "orphan", "labels": {"app": "db", "tier": "x"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            }
+            await client.create(f"/api/v1/namespaces/{ns}/pods", orphan)
+            async with running(client, [ReplicationManager]), kubelet(client, ns):
+                body = {
+                    "metadata": {"name": "db"},
+                    "spec": {
+                        "replicas": 2,
+                        "template": {
+                            "metadata": {"labels": {"app": "db"}},
+                            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                        },
+                    },
+                }
+                rc = await client.create(rcs, body)
+                assert rc["spec"]["selector"] == {"app": "db"}
+
+                async def status_is(replicas: int) -> bool:
+                    got = await client.get(f"{rcs}/db")
+                    st = got.get("status") or {}
+                    return (st.get("replicas"), st.get("readyReplicas")) == (replicas, replicas) and st.get(
+                        "observedGeneration"
+                    ) == got["metadata"]["generation"]
+
+                await eventually(lambda: status_is(2), what="2 ready replicas")
+                pods = await pods_of(client, ns)
+                assert "orphan" in [p["metadata"]["name"] for p in pods] and len(pods) == 2
+                for p in pods:
+                    [ref] = p["metadata"]["ownerReferences"]
+                    want = ("ReplicationController", rc["metadata"]["uid"], True)
+                    assert (ref["kind"], ref["uid"], ref["controller"]) == want
+                await client.patch(f"{rcs}/db/scale", {"spec": {"replicas": 3}})
+                await eventually(lambda: status_is(3), what="scaled up to 3")
 
     asyncio.run(go())
 
