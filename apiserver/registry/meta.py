@@ -94,15 +94,18 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: Updat
 
     Returns a new dict; `new` may be reused by the caller.  Server-owned metadata comes from
     `old` (a client cannot change uid or creationTimestamp: it gets 422 if it tries).  A
-    subresource's strategy says which part of `new` it takes; the rest is `old`'s."""
+    subresource's strategy says which part of `new` it takes (the rest is `old`'s), or which
+    parts of `new` it resets to `old`'s (the rest, but for the server-owned metadata, is `new`'s:
+    kube's BeforeUpdate runs around every strategy's PrepareForUpdate)."""
     old_meta = old.get("metadata") or {}
-    if subresource is not None:
+    if subresource is not None and not subresource.from_request:
         prepared = subresource.prepare(new, old)
         if subresource.moves_generation:
             _move_generation(resource, prepared, old, prepared)
         return prepared
-    result = dict(new)
-    meta = dict(metadata(new))
+    sent = new if subresource is None else subresource.prepare(new, old)
+    result = dict(sent)
+    meta = dict(metadata(sent))
     result["metadata"] = meta
     causes: list[Cause] = []
     # kube restores creationTimestamp silently (clients re-serialize times in other formats)
@@ -123,6 +126,10 @@ def prepare_update(resource: ResourceDef, new: Obj, old: Obj, subresource: Updat
             meta[server_owned] = old_meta[server_owned]
         else:
             meta.pop(server_owned, None)
+    if subresource is not None:
+        # the subresource's own reset fields are all it keeps of `old` besides system metadata
+        _move_generation(resource, result, old, sent if subresource.moves_generation else old)
+        return result
     if resource.status_subresource:
         if "status" in old:
             result["status"] = old["status"]

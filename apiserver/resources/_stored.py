@@ -15,7 +15,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import STATUS_VIEW
+from apiserver.http.subresources.handler import SubresourceHandler
+from apiserver.http.subresources.object_view import CUSTOM_STATUS_VIEW
 from apiserver.http.subresources.scale import ScaleHandler
 from apiserver.openapi_schemas import default_source
 from apiserver.resources._schema_check import SchemaChecker
@@ -55,6 +56,7 @@ def stored_kind(
     short_names: Sequence[str] = (),
     categories: Sequence[str] = (),
     status: Mapping[str, Any] | None = None,
+    status_view: SubresourceHandler = CUSTOM_STATUS_VIEW,
     scale: Callable[[Obj], str] | None = None,
     extra_subresources: Sequence[Subresource] = (),
     columns: Sequence[Column] = (),
@@ -70,14 +72,16 @@ def stored_kind(
     """The ResourceDef of a kind whose structure comes from its schema; `rules` adds what the
     schema cannot say (kube's validation.go), `immutable` the dotted paths fixed once created.
     `status`, when the kind has a /status subresource, is the status every answer carries at
-    least: the members of kube's Go status struct that are not omitempty, at their zero values."""
+    least: the members of kube's Go status struct that are not omitempty, at their zero values;
+    `status_view` serves it: a custom resource's (only status from the request) unless the kind
+    says otherwise, as a built-in kind does (STATUS_VIEW: spec reset, the rest from the request)."""
     subresources: list[Subresource] = []
     if scale is not None:
         subresources.append(
             Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale))
         )
     if status is not None:
-        subresources.append(Subresource("status", kind, handler=STATUS_VIEW))
+        subresources.append(Subresource("status", kind, handler=status_view))
     subresources.extend(extra_subresources)
 
     def validate(obj: Obj, old: Obj | None) -> list[Cause]:

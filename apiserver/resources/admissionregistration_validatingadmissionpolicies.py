@@ -9,7 +9,8 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import STATUS_VIEW
+from apiserver.http.subresources.object_view import status_view
+from apiserver.registry.strategy import OBJECT_META
 from apiserver.resources import _admission
 from apiserver.resources.base import Column, ResourceDef, Subresource
 from machinery.objects import Obj, get, items, text
@@ -98,7 +99,7 @@ RESOURCE = ResourceDef(
     namespaced=False,
     empty_status={},
     categories=_admission.CATEGORIES,
-    subresources=(Subresource("status", "ValidatingAdmissionPolicy", handler=STATUS_VIEW),),
+    subresources=(Subresource("status", "ValidatingAdmissionPolicy", handler=status_view(*OBJECT_META)),),
     default=default,
     validate=validate,
     columns=(

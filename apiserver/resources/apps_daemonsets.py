@@ -6,6 +6,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, format_label_selector, format_labels
 from apiserver.resources._stored import stored_kind
@@ -66,6 +67,7 @@ RESOURCE = stored_kind(
     short_names=("ds",),
     categories=("all",),
     status={"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0},
+    status_view=STATUS_VIEW,
     default=default,
     rules=rules,
     columns=(

@@ -6,8 +6,9 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
-from apiserver.http.subresources.object_view import STATUS_VIEW
+from apiserver.http.subresources.object_view import status_view
 from apiserver.http.subresources.scale import ScaleHandler
+from apiserver.registry.strategy import LABELS
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, selector_string
 from apiserver.resources._workload import validate_selector
@@ -120,7 +121,7 @@ RESOURCE = ResourceDef(
     categories=("all",),
     subresources=(
         Subresource("scale", "Scale", group="autoscaling", version="v1", handler=ScaleHandler(scale_selector)),
-        Subresource("status", "Deployment", handler=STATUS_VIEW),
+        Subresource("status", "Deployment", handler=status_view(LABELS)),
     ),
     default=default,
     validate=validate,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.age import human_duration, since
-from apiserver.http.subresources.object_view import ObjectViewHandler
+from apiserver.http.subresources.object_view import STATUS_VIEW, ObjectViewHandler
 from apiserver.registry.strategy import UpdateStrategy
 from apiserver.resources._stored import stored_kind
 from apiserver.resources.base import Column, Subresource
@@ -46,6 +46,7 @@ RESOURCE = stored_kind(
     namespaced=False,
     short_names=("csr",),
     status={},
+    status_view=STATUS_VIEW,
     extra_subresources=(Subresource("approval", "CertificateSigningRequest", handler=ObjectViewHandler(APPROVAL)),),
     immutable=("spec",),
     age_last=False,

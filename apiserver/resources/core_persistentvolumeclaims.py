@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._storage import access_modes, default_volume
 from apiserver.resources._stored import stored_kind
 from apiserver.resources.base import Column
@@ -31,6 +32,7 @@ RESOURCE = stored_kind(
     namespaced=True,
     short_names=("pvc",),
     status={},
+    status_view=STATUS_VIEW,
     default=default_volume,
     columns=(
         Column("Status", description="The phase of the claim."),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._shared import ensure
 from apiserver.resources._storage import access_modes, default_volume
 from apiserver.resources._stored import stored_kind
@@ -42,6 +43,7 @@ RESOURCE = stored_kind(
     namespaced=False,
     short_names=("pv",),
     status={},
+    status_view=STATUS_VIEW,
     default=default,
     columns=(
         Column("Capacity", description="The storage capacity of the volume."),

@@ -11,7 +11,8 @@ from apiserver.http.kubelet_proxy import EXEC, PORT_FORWARD
 from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler
 from apiserver.http.subresources.kubelet import PodLogHandler, PodStreamHandler
-from apiserver.http.subresources.object_view import STATUS_VIEW
+from apiserver.http.subresources.object_view import status_view
+from apiserver.registry.strategy import OWNER_REFERENCES
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import ensure, has_condition
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -229,7 +230,7 @@ RESOURCE = ResourceDef(
         Subresource(
             "portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler(PORT_FORWARD)
         ),
-        Subresource("status", "Pod", handler=STATUS_VIEW),
+        Subresource("status", "Pod", handler=status_view(OWNER_REFERENCES)),
     ),
     default=default,
     validate=validate,

@@ -7,6 +7,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.errors import Cause
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._podspec import default_template, validate_template
 from apiserver.resources._shared import container_cells, ensure, format_labels
 from apiserver.resources._stored import stored_kind
@@ -64,6 +65,7 @@ RESOURCE = stored_kind(
     short_names=("rc",),
     categories=("all",),
     status={"replicas": 0},
+    status_view=STATUS_VIEW,
     scale=scale_selector,
     default=default,
     rules=rules,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from apiserver.age import since
+from apiserver.http.subresources.object_view import status_view
+from apiserver.registry.strategy import OBJECT_META
 from apiserver.resources._stored import stored_kind
 from apiserver.resources.base import Column
 from machinery.objects import Obj, dicts, get, text
@@ -36,6 +38,7 @@ RESOURCE = stored_kind(
     plural="flowschemas",
     namespaced=False,
     status={},
+    status_view=status_view(*OBJECT_META),
     default=default,
     age_last=False,
     columns=(

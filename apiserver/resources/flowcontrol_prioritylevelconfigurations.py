@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver.http.subresources.object_view import status_view
+from apiserver.registry.strategy import OBJECT_META
 from apiserver.resources._shared import ensure
 from apiserver.resources._stored import stored_kind
 from apiserver.resources.base import Column
@@ -55,6 +57,7 @@ RESOURCE = stored_kind(
     plural="prioritylevelconfigurations",
     namespaced=False,
     status={},
+    status_view=status_view(*OBJECT_META),
     default=default,
     columns=(
         Column("Type", description="Whether requests of the level are limited or exempt."),

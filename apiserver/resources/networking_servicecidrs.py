@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._stored import stored_kind
 from apiserver.resources.base import Column
 from machinery.objects import Obj, get
@@ -21,6 +22,7 @@ RESOURCE = stored_kind(
     plural="servicecidrs",
     namespaced=False,
     status={},
+    status_view=STATUS_VIEW,
     columns=(Column("CIDRs", description="The CIDRs of the range."),),
     row=row,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._stored import stored_kind
 from apiserver.resources.base import Column
 from machinery.objects import Obj, get, text
@@ -26,6 +27,7 @@ RESOURCE = stored_kind(
     plural="volumeattachments",
     namespaced=False,
     status={"attached": False},
+    status_view=STATUS_VIEW,
     immutable=("spec",),
     columns=(
         Column("Attacher", description="The volume driver that attaches the volume."),

@@ -10,7 +10,7 @@ written.  The arithmetic is `_workload_rollout`; this module only reads informer
 
 The new ReplicaSet is `<deployment>-<hash>`, the hash as documented in
 `_workload_rollout.template_hash`; the revision annotation of the Deployment is written through
-the main resource (our apiserver's /status keeps metadata as it was, as kube's does for labels).
+the main resource, as kube's controller does.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 StatusREST, FinalizeREST): a GET answers the object; a PUT or PATCH goes to the registry with
 the handler's `UpdateStrategy` (apiserver/registry/strategy.py), which keeps every part the
 subresource does not own (/status keeps spec, /finalize changes only spec.finalizers).  A kind
-built at run time serves its own such subresource with `ObjectViewHandler(its strategy)`."""
+built at run time serves its own such subresource with `ObjectViewHandler(its strategy)`; a
+built-in kind whose /status resets more than spec, with `status_view(those paths)`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.handlers.update import update_object
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.subresources.handler import SubresourceHandler
-from apiserver.registry.strategy import FINALIZE, STATUS, UpdateStrategy
+from apiserver.registry.strategy import BUILTIN_STATUS, FINALIZE, STATUS, UpdateStrategy, status_resetting
 from apiserver.resources.base import ResourceDef
 
 
@@ -36,6 +37,13 @@ class ObjectViewHandler(SubresourceHandler):
         return await patch_object(scope, request, res, target, dict(request.query_params), self.strategy)
 
 
-# stateless: one serves every kind's /status, one namespaces' /finalize
-STATUS_VIEW = ObjectViewHandler(STATUS)
+def status_view(*resets: tuple[str, ...]) -> ObjectViewHandler:
+    """The /status of a built-in kind whose GetResetFields names `resets` besides spec."""
+    return ObjectViewHandler(status_resetting(*resets))
+
+
+# stateless: one serves the /status of every built-in kind that resets only spec, one a custom
+# resource's /status (only status from the request), one namespaces' /finalize
+STATUS_VIEW = ObjectViewHandler(BUILTIN_STATUS)
+CUSTOM_STATUS_VIEW = ObjectViewHandler(STATUS)
 FINALIZE_VIEW = ObjectViewHandler(FINALIZE)

@@ -10,7 +10,7 @@ from apiserver.errors import StatusError
 from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
-from apiserver.registry.strategy import FINALIZE, STATUS, UpdateStrategy
+from apiserver.registry.strategy import BUILTIN_STATUS, FINALIZE, LABELS, STATUS, UpdateStrategy, status_resetting
 from apiserver.resources.base import ResourceDef, Subresource
 from machinery.timestamps import format_time
 
@@ -78,12 +78,51 @@ def test_update_bumps_generation_only_on_spec_change_and_keeps_status() -> None:
     assert changed["metadata"]["generation"] == 2
 
 
-def test_status_update_changes_only_status() -> None:
+def test_custom_resource_status_update_changes_only_status() -> None:
     old = pod()
     meta.prepare_create(PODS, old, "default", lambda: NOW)
-    new = {**old, "spec": {"nodeName": "x"}, "status": {"phase": "Running"}}
+    labelled = {**old["metadata"], "labels": {"a": "b"}, "annotations": {"x": "y"}}
+    new = {**old, "metadata": labelled, "spec": {"nodeName": "x"}, "status": {"phase": "Running"}}
     result = meta.prepare_update(PODS, new, old, STATUS)
     assert result["spec"] == old["spec"] and result["status"] == {"phase": "Running"}
+    assert result["metadata"] == old["metadata"]  # a CRD's status strategy: only status
+
+
+def _status_write(strategy: UpdateStrategy) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(old, sent, stored) of a /status write that changes metadata, spec and status at once."""
+    old = pod(image="a")
+    meta.prepare_create(PODS, old, "default", lambda: NOW)
+    old["metadata"]["labels"] = {"app": "web"}
+    sent_meta = {**old["metadata"], "labels": {"app": "db"}, "annotations": {"note": "kept"}}
+    sent_meta |= {"uid": old["metadata"]["uid"], "creationTimestamp": "2000-01-01T00:00:00Z", "generation": 9}
+    sent_meta["deletionTimestamp"] = "2000-01-01T00:00:00Z"
+    sent = {**old, "metadata": sent_meta, "spec": {"image": "b"}, "status": {"phase": "Running"}}
+    return old, sent, meta.prepare_update(PODS, sent, old, strategy)
+
+
+def test_builtin_status_update_keeps_the_requests_metadata_and_resets_spec() -> None:
+    """kube's built-in *StatusStrategy: the request's object, spec reset, system metadata kept."""
+    old, _, stored = _status_write(BUILTIN_STATUS)
+    assert stored["status"] == {"phase": "Running"} and stored["spec"] == old["spec"]
+    assert stored["metadata"]["annotations"] == {"note": "kept"} and stored["metadata"]["labels"] == {"app": "db"}
+    for system in ("uid", "creationTimestamp", "generation"):
+        assert stored["metadata"][system] == old["metadata"][system]
+    assert "deletionTimestamp" not in stored["metadata"]
+
+
+def test_deployment_status_update_also_resets_labels() -> None:
+    old, _, stored = _status_write(status_resetting(LABELS))
+    assert stored["metadata"]["labels"] == {"app": "web"} and stored["metadata"]["annotations"] == {"note": "kept"}
+    unlabelled = {**old, "metadata": {k: v for k, v in old["metadata"].items() if k != "labels"}}
+    sent = {**unlabelled, "metadata": {**unlabelled["metadata"], "labels": {"new": "x"}}}
+    assert "labels" not in meta.prepare_update(PODS, sent, unlabelled, status_resetting(LABELS))["metadata"]
+
+
+def test_a_resets_strategy_names_fields_and_nothing_taken() -> None:
+    with pytest.raises(ValueError):
+        UpdateStrategy("status", takes=("status",), resets=(("spec",),))
+    with pytest.raises(ValueError):
+        UpdateStrategy("status", resets=((),))
 
 
 def test_a_subresource_strategy_built_at_run_time_takes_its_field_and_keeps_the_rest() -> None:
