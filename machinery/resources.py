@@ -73,6 +73,7 @@ BUILT_IN: tuple[BuiltIn, ...] = (
     BuiltIn("apps", "v1", "replicasets", "ReplicaSet", True),
     BuiltIn("apps", "v1", "statefulsets", "StatefulSet", True),
     BuiltIn("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False),
+    BuiltIn("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False),
     BuiltIn("authorization.k8s.io", "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", True),
     BuiltIn("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False),
     BuiltIn("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False),

@@ -24,7 +24,7 @@ import inspect
 import io
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -215,6 +215,10 @@ class TokenAuthenticator(Protocol):
 
     async def authenticate_token(self, token: str) -> User | None: ...
 
+    async def authenticate_for(self, token: str, audiences: Collection[str]) -> tuple[User, tuple[str, ...]] | None:
+        """The user and the granted audiences when the token is meant for one of `audiences`."""
+        ...
+
 
 class Union:
     """`first` (client certificate, then static token), then each token authenticator in turn:
@@ -224,9 +228,14 @@ class Union:
     a token authenticator could take (so certificate and static-token requests never await);
     otherwise it returns an awaitable of the answer, which the HTTP layer awaits."""
 
-    def __init__(self, first: RequestAuthenticator, tokens: Sequence[TokenAuthenticator]) -> None:
+    def __init__(
+        self, first: RequestAuthenticator, tokens: Sequence[TokenAuthenticator], audiences: Sequence[str] = ()
+    ) -> None:
+        """`audiences`: the apiserver's own (`--api-audiences`), which every token `first` knows
+        is implicitly meant for (kube's audience-agnostic wrapping of the static token file)."""
         self.first = first
         self.tokens = tuple(tokens)
+        self.audiences = tuple(audiences)
 
     def authenticate(self, scope: Mapping[str, Any]) -> User | Awaitable[User | None] | None:
         user = self.first.authenticate(scope)
@@ -250,11 +259,41 @@ class Union:
         for authenticator in self.tokens:
             user = await authenticator.authenticate_token(token)
             if user is not None:
-                return user if AUTHENTICATED_GROUP in user.groups else _with_authenticated(user)
+                return _with_authenticated(user)
+        return None
+
+    async def review(self, token: str, audiences: Sequence[str]) -> tuple[User, tuple[str, ...]] | None:
+        """TokenReview's question: whom `token` authenticates for `audiences` (none: the apiserver's
+        own), and the audiences granted.  Asked as kube asks it, of a request that carries only
+        `Authorization: Bearer <token>`, through the same chain as every request."""
+        wanted = tuple(audiences) or self.audiences
+        try:
+            header = f"Bearer {token}".encode("latin-1")
+        except UnicodeEncodeError:
+            return None  # no header could carry it: no authenticator could know it
+        scope = {"headers": [(b"authorization", header)]}
+        first = self.first.authenticate(scope)
+        if inspect.isawaitable(first):
+            first = await first
+        if first is not None:
+            # an audience-agnostic token counts for the apiserver's audiences only
+            granted = tuple(a for a in self.audiences if a in wanted) if wanted else self.audiences
+            if wanted and not granted:
+                return None
+            return _with_authenticated(cast(User, first)), granted
+        bearer = bearer_token(scope)
+        if bearer is None or bearer.count(".") != 2:
+            return None  # as for a request: the token authenticators after `first` take JWTs only
+        for authenticator in self.tokens:
+            found = await authenticator.authenticate_for(bearer, wanted)
+            if found is not None:
+                return _with_authenticated(found[0]), found[1]
         return None
 
 
 def _with_authenticated(user: User) -> User:
+    if AUTHENTICATED_GROUP in user.groups:
+        return user
     return User(user.name, (*user.groups, AUTHENTICATED_GROUP), user.uid, user.extra)
 
 

@@ -16,7 +16,8 @@ live GET), so a token issued for a service account created a moment ago works at
 
 Verification is cheap on the hot path: a token whose signature and claims passed is kept,
 keyed by its text, in a bounded LRU until it expires, so a repeated token costs a dict lookup
-and the object checks, not a signature check.  A token that fails is never kept.
+and the object checks, not a signature check.  A token whose signature, claims or issuer fail is
+never kept (one of another audience is: the audiences asked about differ by caller).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard
 
@@ -258,21 +259,33 @@ class ServiceAccountTokenAuthenticator:
         self._cache_size = cache_size
 
     async def authenticate_token(self, token: str) -> User | None:
+        found = await self.authenticate_for(token, self._audiences)
+        return None if found is None else found[0]
+
+    async def authenticate_for(self, token: str, audiences: Collection[str]) -> tuple[User, tuple[str, ...]] | None:
+        """The user, and the token's audiences among `audiences` (kube's response audiences), when
+        the token is meant for at least one of them (none asked: any audience), else None.
+        A TokenReview asks for its own audiences; a request asks for the apiserver's."""
         verified = self._verified(token)
         if verified is None:
             return None
         claims, user = verified
+        granted = _meeting(claims.audiences, audiences)
+        if audiences and not granted:
+            return None
         now = self._clock()
         if not self._in_time(claims, now):
             return None
         if not await self._objects_current(claims, now):
             return None
-        return user
+        return user, granted
 
     def verified_claims(self, token: str) -> TokenClaims | None:
         """Signature, claim shapes, issuer and audience: cached by the token's text."""
         verified = self._verified(token)
-        return None if verified is None else verified[0]
+        if verified is None or (self._audiences and self._audiences.isdisjoint(verified[0].audiences)):
+            return None
+        return verified[0]
 
     def _verified(self, token: str) -> tuple[TokenClaims, User] | None:
         """The token's claims and the user they name, both cached by the token's text (a client
@@ -287,9 +300,7 @@ class ServiceAccountTokenAuthenticator:
         payload = jws.verify(token, self._keys)
         claims = None if payload is None else parse_claims(payload)
         if claims is None or claims.issuer not in self._issuers:
-            return None
-        if self._audiences and self._audiences.isdisjoint(claims.audiences):
-            return None
+            return None  # (the audiences are the caller's question: checked after the cache)
         verified = (claims, user_of(claims))
         self._cache[token] = verified
         if len(self._cache) > self._cache_size:
@@ -324,6 +335,11 @@ class ServiceAccountTokenAuthenticator:
         if obj is None and self._fallback is not None:
             obj = await self._fallback(resource, namespace, name)
         return obj
+
+
+def _meeting(have: Sequence[str], wanted: Collection[str]) -> tuple[str, ...]:
+    """The audiences in both, in the token's order; every one of the token's when none is wanted."""
+    return tuple(a for a in have if a in wanted) if wanted else tuple(have)
 
 
 def _current(obj: Obj, uid: str, now: float) -> bool:

@@ -252,6 +252,14 @@ def bootstrap_objects() -> tuple[list[Obj], list[Obj]]:
             [url_rule(["get"], ["/healthz", "/livez", "/readyz", "/version", "/version/"])],
         ),
         cluster_role("system:monitoring", [url_rule(["get"], ["/metrics", "/healthz", "/livez", "/readyz"])]),
+        # kube's, unbound: what a delegating authenticator/authorizer (a webhook, metrics-server) is bound to
+        cluster_role(
+            "system:auth-delegator",
+            [
+                rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+                rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+            ],
+        ),
         cluster_role(
             "system:service-account-issuer-discovery",
             [

@@ -32,6 +32,7 @@ from apiserver.auth import impersonation, issuer_discovery
 from apiserver.auth.authn import Union
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokens, ServiceAccountTokenSettings
 from apiserver.auth.serviceaccount_tokens import NODES, PODS, SECRETS, SERVICE_ACCOUNTS
+from apiserver.auth.token_review import TokenReviews
 from apiserver.auth.user import ANONYMOUS, UNAUTHENTICATED_GROUP, User
 from apiserver.authz.assembly import DEFAULT_MODE, Authorization, parse_mode
 from apiserver.authz.attributes import Attributes, request_attributes
@@ -230,7 +231,10 @@ def build_app(
         inflight_limits,
         kubernetes_service,
     )
-    authenticator = Union(authenticator, [api.service_accounts.authenticator])
+    authenticator = Union(
+        authenticator, [api.service_accounts.authenticator], api.service_accounts.settings.api_audiences
+    )
+    api.scope.virtual["tokenreviews"] = TokenReviews(authenticator).create
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -162,3 +162,55 @@ def test_the_scheduler_binds_pods_but_cannot_touch_secrets(cluster: ApiserverUnd
     assert 'User "system:kube-scheduler" cannot create resource "secrets"' in secret.stderr
     listed = kubectl(cluster, scheduler, "get", "secrets", "-n", NS)
     assert listed.returncode == 1 and "Forbidden" in listed.stderr
+
+
+def token_review(
+    cluster: ApiserverUnderTest, kubeconfig: Path, token: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    argv = [str(kubectl_binary(MINOR)), "--kubeconfig", str(kubeconfig), "--cache-dir", str(cluster.cache_dir)]
+    return subprocess.run(
+        # --validate=false: a kind without PATCH makes kubectl validate against /openapi/v2, not served
+        [*argv, "create", "--validate=false", "-f", "-", "-o", "json", *extra],
+        input=json.dumps(review),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=dict(os.environ),
+    )
+
+
+def test_token_review_of_a_created_token(cluster: ApiserverUnderTest) -> None:
+    """What conformance's "should mount an API token into pods" asks: the token's user, reviewed
+    by the admin; a service account may review only once bound to system:auth-delegator."""
+    token = cluster.ok("create", "token", "builder", "-n", NS, minor=MINOR).strip()
+    proc = token_review(cluster, cluster.kubeconfig, token)
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout)
+    assert answer["kind"] == "TokenReview" and answer["spec"]["token"] == token
+    status = answer["status"]
+    assert status["authenticated"] is True and status["audiences"] == [DEFAULT_ISSUER]
+    assert status["user"]["username"] == f"system:serviceaccount:{NS}:builder"
+    assert status["user"]["groups"] == [
+        "system:serviceaccounts",
+        f"system:serviceaccounts:{NS}",
+        "system:authenticated",
+    ]
+    unknown = json.loads(token_review(cluster, cluster.kubeconfig, "not-a-token").stdout)["status"]
+    assert unknown == {"user": {}}
+    empty = token_review(cluster, cluster.kubeconfig, "")
+    assert empty.returncode == 1 and "token is required for TokenReview" in empty.stderr, empty.stderr
+
+    as_builder = no_user_kubeconfig(cluster)
+    denied = token_review(cluster, as_builder, token, "--token", token)
+    assert denied.returncode == 1 and "Forbidden" in denied.stderr, denied.stderr
+    cluster.ok(
+        "create", "clusterrolebinding", "builder-delegator", "--clusterrole=system:auth-delegator",
+        f"--serviceaccount={NS}:builder", minor=MINOR,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while (proc := token_review(cluster, as_builder, token, "--token", token)).returncode != 0:
+        assert time.monotonic() < deadline, proc.stderr
+        time.sleep(0.2)
+    assert json.loads(proc.stdout)["status"]["authenticated"] is True

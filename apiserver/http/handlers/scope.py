@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apiserver import errors
@@ -24,8 +24,8 @@ from apiserver.resources.base import ResourceDef, object_fields
 from apiserver.storage.interface import Storage
 from apiserver.watchcache import Cacher
 
-# (the requesting user, the URL's namespace, the posted object) -> the answer
-VirtualHandler = Callable[[Any, str | None, dict[str, Any]], dict[str, Any]]
+# (the requesting user, the URL's namespace, the posted object) -> the answer (or an awaitable of it)
+VirtualHandler = Callable[[Any, str | None, dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
 
 
 class ResourceScope:

@@ -1,8 +1,11 @@
 """POST to a resource that is only ever created and answered, never stored (access reviews,
-SelfSubjectReview): the definition names its answerer (`ResourceDef.virtual`), which the
-server registers in the scope."""
+SelfSubjectReview, TokenReview): the definition names its answerer (`ResourceDef.virtual`), which
+the server registers in the scope.  An answerer may return an awaitable (TokenReview asks token
+authenticators that read)."""
 
 from __future__ import annotations
+
+import inspect
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,4 +28,7 @@ async def answer_virtual(scope: ResourceScope, request: Request, res: ResourceDe
         raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
     obj = typed_body(res, await read_body(request))
     obj["apiVersion"], obj["kind"] = res.group_version, res.kind
-    return answer(request, handler(request.state.user, target.namespace, obj), 201)
+    result = handler(request.state.user, target.namespace, obj)
+    if inspect.isawaitable(result):
+        result = await result
+    return answer(request, result, 201)

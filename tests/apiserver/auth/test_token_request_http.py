@@ -21,6 +21,7 @@ from apiserver import errors
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokenSettings
 from apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, LEEWAY_SECONDS, TokenIssuer
 from apiserver.auth.token_request import TokenRequests
+from apiserver.protobuf import decode_body, encode_object
 from tests.apiserver.gates_support import ClientFor, in_process, role_binding
 
 NS = "web"
@@ -310,3 +311,36 @@ def test_any_body_is_a_token_or_a_status_error(body: dict[str, Any]) -> None:
         assert e.code in (400, 404, 409, 422)
         return
     assert answer.body["status"]["token"].count(".") == 2
+
+
+def test_token_review_as_client_go_sends_it() -> None:
+    """The conformance test's client-go posts a protobuf TokenReview of the token a pod got and
+    reads back the service account's user; the answer is about the token, not the asker."""
+    protobuf = "application/vnd.kubernetes.protobuf"
+
+    async def scenario(client: ClientFor) -> None:
+        admin = client("admin")
+        r = await admin.post(TOKEN_URL, json={"spec": {}})
+        assert r.status_code == 201, r.text
+        token = r.json()["status"]["token"]
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+
+        async def ask() -> httpx.Response:
+            return await admin.post(
+                "/apis/authentication.k8s.io/v1/tokenreviews",
+                content=encode_object(review),
+                headers={"content-type": protobuf, "accept": f"{protobuf}, application/json"},
+            )
+
+        r = await eventually(ask, 201)
+        assert r.headers["content-type"].startswith(protobuf)
+        status = decode_body(r.content)["status"]
+        assert status["authenticated"] is True and status["audiences"] == [DEFAULT_ISSUER]
+        assert status["user"]["username"] == f"system:serviceaccount:{NS}:builder"
+        assert status["user"]["groups"] == [
+            "system:serviceaccounts",
+            f"system:serviceaccounts:{NS}",
+            "system:authenticated",
+        ]
+
+    run(scenario)

@@ -278,3 +278,28 @@ def test_the_bootstrap_aggregated_roles_settle() -> None:
     snap = PolicySnapshot(roles)
     for name in ("admin", "edit", "view"):  # what authorization resolves is what is stored
         assert set(parse_rules(stored[name]["rules"])) == set(snap.cluster_role_rules(name)), name
+
+
+def test_who_may_create_token_reviews() -> None:
+    """kube's system:auth-delegator (what webhooks and metrics-server are bound to) and
+    cluster-admin may create TokenReviews; an authenticated user with no grant may not (403)."""
+    roles, bindings = bootstrap_objects()
+    delegator = {
+        "metadata": {"name": "hook-delegator"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+        "subjects": [{"kind": "ServiceAccount", "name": "hook", "namespace": "hooks"}],
+    }
+    snap = PolicySnapshot(roles, cluster_role_bindings=[*bindings, delegator])
+    hook = User("system:serviceaccount:hooks:hook", ("system:serviceaccounts", "system:authenticated"))
+    admin = User("admin", ("system:masters", "system:authenticated"))
+    someone = User("someone", ("system:authenticated",))
+
+    def may(user: User, group: str, resource: str) -> bool:
+        attrs = Attributes(user, "create", True, namespace="", api_group=group, resource=resource)
+        return any(allows(r, attrs) for r in snap.rules_for(user, ""))
+
+    assert may(hook, "authentication.k8s.io", "tokenreviews")
+    assert may(hook, "authorization.k8s.io", "subjectaccessreviews")
+    assert may(admin, "authentication.k8s.io", "tokenreviews")
+    assert not may(someone, "authentication.k8s.io", "tokenreviews")
+    assert may(someone, "authentication.k8s.io", "selfsubjectreviews")

@@ -15,7 +15,6 @@ KUBE_133 = Path(__file__).parent / "data" / "kube-1.33-api-resources.txt"
 NOT_YET = {
     ("apiextensions.k8s.io/v1", "customresourcedefinitions"): "CustomResourceDefinitions (the next kinds issue)",
     ("apiregistration.k8s.io/v1", "apiservices"): "aggregated APIs (a later issue)",
-    ("authentication.k8s.io/v1", "tokenreviews"): "TokenReview needs the authenticators behind a review handler",
     ("v1", "bindings"): "core Binding: pods/binding serves the scheduler; the top-level resource is not served",
 }
 

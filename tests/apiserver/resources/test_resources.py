@@ -63,7 +63,7 @@ EXPECTED = {
         "subjectaccessreviews",
         "localsubjectaccessreviews",
     },
-    ("authentication.k8s.io", "v1"): {"selfsubjectreviews"},
+    ("authentication.k8s.io", "v1"): {"selfsubjectreviews", "tokenreviews"},
 }
 
 
