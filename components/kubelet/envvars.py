@@ -152,9 +152,10 @@ def service_links(
     pod: Obj, services: Iterable[Obj], api_service: Obj | None, api_endpoints: Obj | None
 ) -> dict[str, str]:
     """The service variables of `pod` (kube's getServiceEnvVarMap): the API's Service's
-    (`api_service`, API_SERVICE, with its endpoints) always, then, when `spec.enableServiceLinks` is not
-    false, those of each of `services` in the pod's namespace with a ClusterIP; one of those
-    named `kubernetes` replaces the API's, as in kube."""
+    (`api_service`, API_SERVICE, with its endpoints) always, then, unless the pod sets
+    `enableServiceLinks: false`, those of each of `services` in the pod's namespace with a
+    ClusterIP; one there named `kubernetes` replaces the API's, as in kube.  Services come in
+    name order (kube's is its map's, unordered), so the result does not vary between syncs."""
     namespace = str(as_dict(pod.get("metadata")).get("namespace") or "default")
     chosen: dict[str, tuple[Obj, Obj | None]] = {}
     if api_service is not None:
