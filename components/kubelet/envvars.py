@@ -8,19 +8,26 @@ key, or a resource limit or request (`resourceFieldRef`, with its divisor).  A s
 missing fails the container start (kube's CreateContainerConfigError) unless it is optional;
 keys that are not valid variable names are skipped and reported.
 
-Every container also gets the `kubernetes` Service's variables (`service_env`, kube's
-pkg/kubelet/envvars: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_PORT,
-KUBERNETES_PORT_443_TCP*, KUBERNETES_SERVICE_PORT_HTTPS), below anything the pod defines and
-usable in its `$(VAR)` references.  One decision differs from kube, on purpose: kube's values are
-the Service's ClusterIP and port, which a node's service proxy (kube-proxy) forwards.  Our pods
-share the host's network and no service proxy exists yet (issue 26), so a ClusterIP would be
-unreachable; the values are the address and port of the Service's endpoints instead (the
-apiserver itself), so in-cluster clients work today.  The variable names stay the Service's
+Every container also gets service link variables (`service_env`, kube's pkg/kubelet/envvars):
+those of the `kubernetes` Service always (KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT,
+KUBERNETES_PORT, KUBERNETES_PORT_443_TCP*, KUBERNETES_SERVICE_PORT_HTTPS) and, unless the pod
+sets `enableServiceLinks: false`, those of every Service of its namespace that has a ClusterIP
+(`service_links`), below anything the pod defines and usable in its `$(VAR)` references.  Other
+Services' values are their ClusterIP and ports, as kube's.  One decision differs from kube, on
+purpose, for the `kubernetes` Service only: kube's values are its ClusterIP and port, which a
+node's service proxy (kube-proxy) forwards.  Our pods share the host's network and no service
+proxy exists yet (issue 26), so that ClusterIP would be unreachable; the values are the address
+and port of the Service's endpoints instead (the apiserver itself), so in-cluster clients work
+today.  The variable names stay the Service's
 (`KUBERNETES_PORT_443_TCP` even when the apiserver listens on 6443), as clients look them up by
 those names.  Without endpoints the values fall back to the ClusterIP, as kube's.
 
 The ConfigMaps, Secrets, the Service and its Endpoints come through `Sources` (read by the
 kubelet's client); nothing here does I/O.
+
+A `resourceFieldRef` to `limits.cpu`, `limits.memory` or `limits.ephemeral-storage` of a container
+that sets no such limit reads the node's allocatable amount (`Sources.allocatable`), as kube's
+kubelet defaults it (kubelet_resources.go): the container may use up to what the node has.
 """
 
 from __future__ import annotations
@@ -29,13 +36,14 @@ import base64
 import binascii
 import re
 from collections import ChainMap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from machinery.objects import Obj, as_dict
 from machinery.quantity import QuantityError, parse_quantity
 
+API_SERVICE = ("default", "kubernetes")  # the Service every container's environment points at
 Lookup = Callable[[str, str], Obj | None]  # (namespace, name) -> the object, or None
 _VALID_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _LABEL_FIELD = re.compile(r"^metadata\.(labels|annotations)\['([^']*)'\]$")
@@ -54,7 +62,8 @@ class Sources:
     config_map: Lookup
     secret: Lookup
     token: Callable[[str, int], str | None] = _no_token  # (audience, seconds) -> the pod's token
-    service_env: Mapping[str, str] = field(default_factory=dict)  # service_env() of `kubernetes`
+    service_env: Mapping[str, str] = field(default_factory=dict)  # service_links() of the pod
+    allocatable: Mapping[str, Any] = field(default_factory=dict)  # the node's status.allocatable
 
 
 @dataclass(slots=True)
@@ -107,10 +116,15 @@ def _endpoint_of(endpoints: Obj | None, port_name: str) -> tuple[str, int] | Non
     return None
 
 
-def service_env(service: Obj, endpoints: Obj | None) -> dict[str, str]:
-    """kube's service link variables of one Service, with its endpoints' address and port as the
-    values while no service proxy runs (see the module's docstring).  A Service without a
-    ClusterIP (headless) or without ports has none."""
+def _join(host: str, port: int) -> str:
+    """Go's net.JoinHostPort: an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def service_env(service: Obj, endpoints: Obj | None = None) -> dict[str, str]:
+    """kube's service link variables of one Service; with `endpoints` (the `kubernetes` Service
+    only), their address and port are the values while no service proxy runs (see the module's
+    docstring).  A Service without a ClusterIP (headless, ExternalName) or ports has none."""
     spec = as_dict(service.get("spec"))
     cluster_ip = str(spec.get("clusterIP") or "")
     ports = [p for p in spec.get("ports") or () if isinstance(p, dict) and isinstance(p.get("port"), int)]
@@ -122,7 +136,7 @@ def service_env(service: Obj, endpoints: Obj | None) -> dict[str, str]:
         name = str(port.get("name") or "")
         proto = str(port.get("protocol") or "TCP")
         host, number = _endpoint_of(endpoints, name) or (cluster_ip, int(port["port"]))
-        url = f"{proto.lower()}://{host}:{number}"
+        url = f"{proto.lower()}://{_join(host, number)}"
         if i == 0:
             out[f"{prefix}_SERVICE_HOST"] = host
             out[f"{prefix}_SERVICE_PORT"] = str(number)
@@ -131,6 +145,35 @@ def service_env(service: Obj, endpoints: Obj | None) -> dict[str, str]:
             out[f"{prefix}_SERVICE_PORT_{name.upper().replace('-', '_')}"] = str(number)
         link = f"{prefix}_PORT_{port['port']}_{proto.upper()}"
         out |= {link: url, f"{link}_PROTO": proto.lower(), f"{link}_PORT": str(number), f"{link}_ADDR": host}
+    return out
+
+
+def service_links(
+    pod: Obj, services: Iterable[Obj], api_service: Obj | None, api_endpoints: Obj | None
+) -> dict[str, str]:
+    """The service variables of `pod` (kube's getServiceEnvVarMap): the API's Service's
+    (`api_service`, API_SERVICE, with its endpoints) always, then, unless the pod sets
+    `enableServiceLinks: false`, those of each of `services` in the pod's namespace with a
+    ClusterIP; one there named `kubernetes` replaces the API's, as in kube.  Services come in
+    name order (kube's is its map's, unordered), so the result does not vary between syncs."""
+    namespace = str(as_dict(pod.get("metadata")).get("namespace") or "default")
+    chosen: dict[str, tuple[Obj, Obj | None]] = {}
+    if api_service is not None:
+        chosen[str(as_dict(api_service.get("metadata")).get("name") or "")] = (api_service, api_endpoints)
+    if as_dict(pod.get("spec")).get("enableServiceLinks") is not False:
+        for service in services:
+            meta = as_dict(service.get("metadata"))
+            ip = str(as_dict(service.get("spec")).get("clusterIP") or "")
+            if meta.get("namespace") != namespace or ip in ("", "None"):
+                continue
+            name = str(meta.get("name") or "")
+            if (namespace, name) == API_SERVICE:
+                continue  # the API's own Service, chosen above with its endpoints
+            chosen[name] = (service, None)
+    out: dict[str, str] = {}
+    for name in sorted(chosen):
+        service, endpoints = chosen[name]
+        out |= service_env(service, endpoints)
     return out
 
 
@@ -172,12 +215,16 @@ def field_ref(pod: Obj, path: str, where: str) -> str:
     raise EnvError(f"{where}.valueFrom.fieldRef.fieldPath: unsupported field {path!r}")
 
 
-def resource_ref(container: Obj, ref: Mapping[str, Any], where: str) -> str:
+def resource_ref(container: Obj, ref: Mapping[str, Any], where: str, allocatable: Mapping[str, Any]) -> str:
+    """The container's limit or request in units of the divisor, rounded up; an unset limit is
+    the node's `allocatable` amount (kube's defaulting), an unset request 0."""
     resource = str(ref.get("resource") or "")
     which, _, name = resource.partition(".")
     if which not in ("limits", "requests") or name not in ("cpu", "memory", "ephemeral-storage"):
         raise EnvError(f"{where}.valueFrom.resourceFieldRef.resource: unsupported resource {resource!r}")
     value = as_dict(as_dict(container.get("resources")).get(which)).get(name)
+    if value is None and which == "limits":
+        value = allocatable.get(name)
     if value is None:
         return "0"
     try:
@@ -260,7 +307,7 @@ def build(pod: Obj, container: Obj, sources: Sources, where: str = "container") 
         if isinstance(source.get("fieldRef"), Mapping):
             env.values[name] = field_ref(pod, str(source["fieldRef"].get("fieldPath") or ""), here)
         elif isinstance(source.get("resourceFieldRef"), Mapping):
-            env.values[name] = resource_ref(container, source["resourceFieldRef"], here)
+            env.values[name] = resource_ref(container, source["resourceFieldRef"], here, sources.allocatable)
         elif source.get("configMapKeyRef") is not None or source.get("secretKeyRef") is not None:
             ref = "configMapKeyRef" if source.get("configMapKeyRef") is not None else "secretKeyRef"
             kind = "ConfigMap" if ref == "configMapKeyRef" else "Secret"

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry
 
 from components.client import kubeconfig
-from components.client.indexer import NODE_NAME_INDEX
+from components.client.indexer import NAMESPACE_INDEX, NODE_NAME_INDEX
 from components.client.informer import EventHandler, InformerFactory
 from components.client.rest import RestClient
 from components.health import HealthServer
 from components.kubelet.fake_runtime import FakeRuntime
-from components.kubelet.kubelet import PODS, Kubelet
+from components.kubelet.kubelet import PODS, SERVICES, Kubelet
 from components.kubelet.main import parse_pairs
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
 from components.runner import run_component
@@ -62,6 +62,7 @@ class HollowNodes:
         self.clock = clock
         self.factory = InformerFactory(client)
         self.pods = self.factory.informer(PODS)
+        self.services = self.factory.informer(SERVICES)
         self.kubelets: dict[str, Kubelet] = {}
         for i, name in enumerate(names):
             config = NodeConfig(
@@ -74,6 +75,7 @@ class HollowNodes:
                 clock,
                 bound=lambda name=name: self.pods.indexer.by_index(NODE_NAME_INDEX, name),  # type: ignore[misc]
                 sync_period=sync_period,
+                services=lambda ns: self.services.indexer.by_index(NAMESPACE_INDEX, ns),
             )
         self.pods.add_handler(EventHandler(self._changed, lambda _old, new: self._changed(new), self._changed))
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from components.client.indexer import NAMESPACE_INDEX
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import (
@@ -36,7 +37,7 @@ from components.kubelet.envvars import build
 from components.kubelet.hooks import HookRun
 from components.kubelet.images import HostImages
 from components.kubelet.podnet import PodNetError, PodNetwork
-from components.kubelet.podsources import PodSources
+from components.kubelet.podsources import PodSources, ServiceLister
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 from machinery.clock import wait_event
@@ -44,6 +45,7 @@ from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.kubelet")
 PODS = Resource("", "v1", "pods", True, "Pod")
+SERVICES = Resource("", "v1", "services", True, "Service")
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_S = 40
 SYNC_PERIOD_S = 1.0
@@ -73,7 +75,8 @@ class Runtime(podworker.Runtime, Protocol):
 
 class Kubelet:
     """One node.  `bound`: the pods bound to it, when another informer already has them (hollow
-    nodes share one); otherwise the kubelet watches `spec.nodeName=<name>` itself.  `network`:
+    nodes share one); otherwise the kubelet watches `spec.nodeName=<name>` itself.  `services`:
+    a namespace's Services, likewise (otherwise the kubelet watches every Service, as kube's).  `network`:
     the pod network that gives each pod a namespace and IP of its own (None: the host's)."""
 
     def __init__(
@@ -87,6 +90,7 @@ class Kubelet:
         sync_period: float = SYNC_PERIOD_S,
         network: PodNetwork | None = None,
         images: HostImages | None = None,
+        services: ServiceLister | None = None,
     ) -> None:
         self.client = client
         self.images = images or HostImages()  # what a container's image runs (the shipped table)
@@ -94,6 +98,9 @@ class Kubelet:
         self.config = config
         self.runtime = runtime
         self.sources = PodSources(client)
+        self._own_services = services is None  # watch them in run(); else another informer has them
+        if services is not None:
+            self.sources.services = services
         self.clock = clock
         self.bound = bound
         self.sync_period = sync_period
@@ -162,7 +169,7 @@ class Kubelet:
         meta = pod.get("metadata") or {}
         uid, ns, name = str(meta.get("uid") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
         now = self.clock()
-        sources = await self.sources.read(pod, tokens=self._has_files())
+        sources = await self.sources.read(pod, tokens=self._has_files(), allocatable=self._allocatable())
         worker = self.workers.get(uid)
         if worker is None:
             volumes = self._volumes_of(uid)
@@ -190,6 +197,10 @@ class Kubelet:
             with contextlib.suppress(NotFoundError):
                 await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
                 self._posted[uid] = status
+
+    def _allocatable(self) -> Obj:
+        """The node's allocatable as last posted (kube's kubelet reads its Node object)."""
+        return dict((self._node_status or {}).get("allocatable") or {})
 
     def _volumes_of(self, uid: str) -> PodVolumes | None:
         """Where the pod's volumes live: beside its containers' runs (none for fake containers)."""
@@ -331,13 +342,17 @@ class Kubelet:
         if register:
             await self.register()
         bound = self.bound
+        if self._own_services:  # every Service: the pods' service link variables (envvars.py)
+            services = self.factory.informer(SERVICES)
+            self.sources.services = lambda ns: services.indexer.by_index(NAMESPACE_INDEX, ns)
         if bound is None:
             pods = self.factory.informer(PODS, field_selector=f"spec.nodeName={self.config.name}")
             wake = lambda *_: self.wake()  # noqa: E731
             pods.add_handler(EventHandler(wake, wake, wake))
+            bound = pods.indexer.objects
+        if self.factory.informers():
             self.factory.start()
             await self.factory.wait_for_sync(timeout=30.0)
-            bound = pods.indexer.objects
         log.info("kubelet %s: registered, %d pods bound", self.config.name, len(bound()))
         loops = [self._every(nodestatus.LEASE_RENEW_S, self.renew_lease_once), self._every(10.0, self.node_status_once)]
         tasks = [asyncio.create_task(loop) for loop in loops]

@@ -1,5 +1,7 @@
 """What a pod's environment and volumes read from the apiserver, read again at each sync: the
 `default/kubernetes` Service and its Endpoints (every container's KUBERNETES_* variables), the
+Services of its namespace (from the kubelet's Services informer, `services`: the pod's service
+link variables need them all, and a GET per Service cannot find them), the
 ConfigMaps and Secrets it names (the Node authorizer lets a kubelet get those of its own pods,
 never list them all) and its service account tokens (tokens.py).  A missing object reads as
 None; the pod's env or volume code decides whether that stops a container.
@@ -14,17 +16,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from components.client.rest import ApiError, RestClient, path_of
-from components.kubelet.envvars import Sources, service_env
+from components.kubelet.envvars import API_SERVICE, Sources, service_links
 from components.kubelet.tokens import TokenCache
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.kubelet")
 CACHE_TTL_S = 10.0
 CACHE_MAX = 10_000  # entries; past it the expired ones are dropped
-API_SERVICE = ("default", "kubernetes")  # the Service every container's environment points at
+ServiceLister = Callable[[str], list[Obj]]  # namespace -> its Services
+
+
+def _no_services(namespace: str) -> list[Obj]:
+    return []
 
 
 def references(pod: Obj) -> tuple[set[str], set[str]]:
@@ -62,8 +69,11 @@ def references(pod: Obj) -> tuple[set[str], set[str]]:
 
 
 class PodSources:
-    def __init__(self, client: RestClient, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, client: RestClient, clock: Callable[[], float] = time.monotonic, services: ServiceLister = _no_services
+    ) -> None:
         self.client = client
+        self.services = services  # set by the kubelet once its Services informer runs
         self.clock = clock
         self.tokens = TokenCache(self._post)
         self._cache: dict[tuple[str, str, str], tuple[float, Obj | None]] = {}  # -> (read at, object)
@@ -71,9 +81,10 @@ class PodSources:
     async def _post(self, path: str, body: Obj) -> Obj:
         return await self.client.create(path, body)
 
-    async def read(self, pod: Obj, *, tokens: bool) -> Sources:
+    async def read(self, pod: Obj, *, tokens: bool, allocatable: Mapping[str, Any] | None = None) -> Sources:
         """The pod's sources as they are now; `tokens`: ask for its service account tokens too
-        (not for fake containers, which have no files)."""
+        (not for fake containers, which have no files); `allocatable`: the node's, which unset
+        limits read as."""
         ns = str((pod.get("metadata") or {}).get("namespace") or "default")
         maps, secrets = references(pod)
         found: dict[tuple[str, str], Obj | None] = {}
@@ -90,16 +101,16 @@ class PodSources:
             lambda _ns, name: found.get(("configmaps", name)),
             lambda _ns, name: found.get(("secrets", name)),
             lambda audience, seconds: held.get((audience, seconds)),
-            await self._api_service_env(),
+            await self._service_env(pod, ns),
+            dict(allocatable or {}),
         )
 
-    async def _api_service_env(self) -> dict[str, str]:
-        """The `default/kubernetes` Service's variables, from it and its Endpoints (read as the
-        ConfigMaps are, so cached for CACHE_TTL_S); none while the Service is missing."""
+    async def _service_env(self, pod: Obj, ns: str) -> dict[str, str]:
+        """The pod's service variables: the `default/kubernetes` Service and its Endpoints (read as
+        the ConfigMaps are, so cached for CACHE_TTL_S), and the namespace's Services."""
         service = await self._get("services", API_SERVICE[0], API_SERVICE[1])
-        if service is None:
-            return {}
-        return service_env(service, await self._get("endpoints", API_SERVICE[0], API_SERVICE[1]))
+        endpoints = await self._get("endpoints", API_SERVICE[0], API_SERVICE[1]) if service is not None else None
+        return service_links(pod, self.services(ns), service, endpoints)
 
     async def _get(self, kind: str, ns: str, name: str) -> Obj | None:
         key, now = (kind, ns, name), self.clock()

@@ -110,7 +110,7 @@ def _keyed(pod: Obj, source: Any, kind: str, sources: Sources, default: int, whe
     return files
 
 
-def _downward(pod: Obj, source: Any, default: int, where: str) -> Files:
+def _downward(pod: Obj, source: Any, allocatable: Mapping[str, Any], default: int, where: str) -> Files:
     if not isinstance(source, Mapping):
         raise VolumeError(f"{where}: must be an object")
     mode = _mode(source.get("defaultMode"), default, f"{where}.defaultMode")
@@ -135,7 +135,7 @@ def _downward(pod: Obj, source: Any, default: int, where: str) -> Files:
                     raise VolumeError(
                         f"{here}.resourceFieldRef.containerName: no container {ref.get('containerName')!r}"
                     )
-                value = resource_ref(container, ref, here)
+                value = resource_ref(container, ref, here, allocatable)
             else:
                 raise VolumeError(f"{here}: needs a fieldRef or a resourceFieldRef")
         except EnvError as e:
@@ -167,7 +167,7 @@ def files_of(volume: Mapping[str, Any], pod: Obj, sources: Sources, where: str) 
     if volume.get("secret") is not None:
         return _keyed(pod, volume["secret"], "Secret", sources, DEFAULT_MODE, f"{where}.secret")
     if volume.get("downwardAPI") is not None:
-        return _downward(pod, volume["downwardAPI"], DEFAULT_MODE, f"{where}.downwardAPI")
+        return _downward(pod, volume["downwardAPI"], sources.allocatable, DEFAULT_MODE, f"{where}.downwardAPI")
     if volume.get("projected") is not None:
         return _projected(pod, volume["projected"], sources, f"{where}.projected")
     raise VolumeError(f"{where}: unsupported volume type (emptyDir, configMap, secret, downwardAPI, projected)")
@@ -187,7 +187,7 @@ def _projected(pod: Obj, spec: Any, sources: Sources, where: str) -> Files:
         elif src.get("secret") is not None:
             files.update(_keyed(pod, src["secret"], "Secret", sources, mode, f"{here}.secret"))
         elif src.get("downwardAPI") is not None:
-            files.update(_downward(pod, src["downwardAPI"], mode, f"{here}.downwardAPI"))
+            files.update(_downward(pod, src["downwardAPI"], sources.allocatable, mode, f"{here}.downwardAPI"))
         elif isinstance(src.get("serviceAccountToken"), Mapping):
             files.update(_token(src["serviceAccountToken"], sources, mode, f"{here}.serviceAccountToken"))
         else:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.kubelet.envvars import EnvError, Sources, build, expand, service_env
+from components.kubelet.envvars import EnvError, Sources, build, expand, service_env, service_links
 from machinery.objects import Obj
 
 POD: Obj = {
@@ -201,3 +201,110 @@ def test_service_variables_sit_below_the_pods_own_and_expand_in_them() -> None:
     got = build({"metadata": {"name": "p", "namespace": "ns"}}, container, sources).values
     assert got["KUBERNETES_SERVICE_PORT"] == "1" and got["API"] == "https://127.0.0.1:6443"
     assert got["KUBERNETES_SERVICE_HOST"] == "127.0.0.1" and list(got)[:2] == ["KUBERNETES_SERVICE_PORT", "API"]
+
+
+def _service(name: str, namespace: str, cluster_ip: str, ports: list[Obj]) -> Obj:
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"clusterIP": cluster_ip, "ports": ports}}
+
+
+REDIS = _service("redis-primary", "shop", "10.96.5.6", [{"port": 6379}])  # one unnamed port
+WEB = _service(
+    "web", "shop", "10.96.7.8", [{"name": "http", "port": 80}, {"name": "udp-dns", "port": 53, "protocol": "UDP"}]
+)
+SHOP_SERVICES = [
+    REDIS,
+    WEB,
+    _service("headless", "shop", "None", [{"port": 1}]),
+    _service("external", "shop", "", [{"port": 1}]),
+    _service("elsewhere", "other", "10.96.9.9", [{"port": 2}]),
+]
+
+
+def test_service_links_of_the_namespace_as_kube_names_them() -> None:
+    """kube's pkg/kubelet/envvars: the first port unnamed-compatible, every named port, the docker
+    link variables per port; headless, ExternalName and other namespaces' Services give none."""
+    got = service_links(POD, SHOP_SERVICES, API_SERVICE, API_ENDPOINTS)
+    assert {k: v for k, v in got.items() if k.startswith("REDIS_PRIMARY_")} == {
+        "REDIS_PRIMARY_SERVICE_HOST": "10.96.5.6",
+        "REDIS_PRIMARY_SERVICE_PORT": "6379",
+        "REDIS_PRIMARY_PORT": "tcp://10.96.5.6:6379",
+        "REDIS_PRIMARY_PORT_6379_TCP": "tcp://10.96.5.6:6379",
+        "REDIS_PRIMARY_PORT_6379_TCP_PROTO": "tcp",
+        "REDIS_PRIMARY_PORT_6379_TCP_PORT": "6379",
+        "REDIS_PRIMARY_PORT_6379_TCP_ADDR": "10.96.5.6",
+    }
+    assert {k: v for k, v in got.items() if k.startswith("WEB_")} == {
+        "WEB_SERVICE_HOST": "10.96.7.8",
+        "WEB_SERVICE_PORT": "80",
+        "WEB_SERVICE_PORT_HTTP": "80",
+        "WEB_SERVICE_PORT_UDP_DNS": "53",
+        "WEB_PORT": "tcp://10.96.7.8:80",
+        "WEB_PORT_80_TCP": "tcp://10.96.7.8:80",
+        "WEB_PORT_80_TCP_PROTO": "tcp",
+        "WEB_PORT_80_TCP_PORT": "80",
+        "WEB_PORT_80_TCP_ADDR": "10.96.7.8",
+        "WEB_PORT_53_UDP": "udp://10.96.7.8:53",
+        "WEB_PORT_53_UDP_PROTO": "udp",
+        "WEB_PORT_53_UDP_PORT": "53",
+        "WEB_PORT_53_UDP_ADDR": "10.96.7.8",
+    }
+    assert got["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"  # the API's endpoints, our decision
+    assert not any(k.startswith(("HEADLESS_", "EXTERNAL_", "ELSEWHERE_")) for k in got)
+    v6 = _service("v6", "shop", "fd00::1", [{"port": 80}])
+    assert service_links(POD, [v6], None, None)["V6_PORT"] == "tcp://[fd00::1]:80"
+
+
+def test_service_links_off_keeps_only_the_api_service() -> None:
+    pod = {**POD, "spec": {**POD["spec"], "enableServiceLinks": False}}
+    got = service_links(pod, SHOP_SERVICES, API_SERVICE, API_ENDPOINTS)
+    assert got == service_env(API_SERVICE, API_ENDPOINTS)
+    assert service_links(pod, SHOP_SERVICES, None, None) == {}
+
+
+def test_the_api_service_keeps_its_endpoints_and_a_namespace_kubernetes_service_replaces_it() -> None:
+    in_default = {"metadata": {"name": "p", "namespace": "default"}, "spec": {}}
+    listed_api = {**API_SERVICE}  # the informer's copy of default/kubernetes: not read twice
+    assert service_links(in_default, [listed_api], API_SERVICE, API_ENDPOINTS)["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    own = _service("kubernetes", "shop", "10.96.1.1", [{"port": 8080}])
+    assert service_links(POD, [own], API_SERVICE, API_ENDPOINTS)["KUBERNETES_SERVICE_PORT"] == "8080"  # as kube's
+
+
+def test_the_pods_env_and_env_from_win_over_service_links() -> None:
+    links = service_links(POD, [REDIS], None, None)
+    sources = Sources(lambda ns, n: CONFIG_MAPS.get((ns, n)), lambda ns, n: None, service_env=links)
+    container = {
+        "envFrom": [{"prefix": "REDIS_PRIMARY_", "configMapRef": {"name": "settings"}}],
+        "env": [
+            {"name": "REDIS_PRIMARY_SERVICE_HOST", "value": "mine"},
+            {"name": "URL", "value": "redis://$(REDIS_PRIMARY_SERVICE_HOST):$(REDIS_PRIMARY_SERVICE_PORT)"},
+        ],
+    }
+    got = build(POD, container, sources).values
+    assert got["REDIS_PRIMARY_MODE"] == "fast" and got["REDIS_PRIMARY_SERVICE_HOST"] == "mine"
+    assert got["URL"] == "redis://mine:6379" and got["REDIS_PRIMARY_PORT_6379_TCP_ADDR"] == "10.96.5.6"
+
+
+def test_unset_limits_read_the_nodes_allocatable_with_the_divisor() -> None:
+    """kube's downward API defaulting: a container without a limit may use what the node has."""
+    sources = Sources(lambda ns, n: None, lambda ns, n: None, allocatable={"cpu": "3500m", "memory": "2Gi"})
+    container = {
+        "resources": {"requests": {"cpu": "250m"}},
+        "env": [
+            {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+            {"name": "CPU_M", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1m"}}},
+            {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}},
+            {"name": "MEM_MI", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+            {"name": "REQ_M", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}}},
+            {"name": "MEM_REQ", "valueFrom": {"resourceFieldRef": {"resource": "requests.memory"}}},
+        ],
+    }
+    assert build(POD, container, sources).values == {
+        "CPU": "4",  # 3.5 cores rounded up
+        "CPU_M": "3500",
+        "MEM": str(2 * 1024**3),
+        "MEM_MI": "2048",
+        "REQ_M": "250",
+        "MEM_REQ": "0",  # an unset request is not defaulted
+    }
+    set_limit = {"resources": {"limits": {"memory": "1Gi"}}, "env": container["env"][3:4]}
+    assert build(POD, set_limit, sources).values == {"MEM_MI": "1024"}  # a set limit wins

@@ -72,3 +72,18 @@ def test_kubernetes_service_variables_come_from_its_endpoints() -> None:
     assert got.service_env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
     assert got.service_env["KUBERNETES_SERVICE_PORT"] == "6443"
     assert sum("kubernetes" in path for path in api.gets) == 2
+
+
+def test_the_namespaces_services_come_from_the_lister_and_allocatable_is_passed_on() -> None:
+    """Every Service of the pod's namespace (the kubelet's informer), none of another's."""
+    asked: list[str] = []
+    web = {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"clusterIP": "10.96.3.3", "ports": [{"port": 80}]}}
+
+    def services(namespace: str) -> list[Obj]:
+        asked.append(namespace)
+        return [web] if namespace == "ns" else []
+
+    sources = PodSources(Apiserver(), services=services)  # type: ignore[arg-type]
+    got = asyncio.run(sources.read(POD, tokens=False, allocatable={"memory": "1Gi"}))
+    assert asked == ["ns"] and got.service_env["WEB_SERVICE_HOST"] == "10.96.3.3"
+    assert got.allocatable == {"memory": "1Gi"}

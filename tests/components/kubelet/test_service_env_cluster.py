@@ -1,8 +1,9 @@
-"""A kubelet process against a real cluster gives a pod the `kubernetes` Service's variables, and
-they reach the API: a container prints them and connects to KUBERNETES_SERVICE_HOST:PORT, and
-the kubelet's logs endpoint (through the apiserver, `kubectl logs`) shows what it printed.  The
-values are the apiserver's address and port (the Service's endpoints): no service proxy runs
-(issue 26), see components/kubelet/envvars.py."""
+"""A kubelet process against a real cluster gives a pod the `kubernetes` Service's variables (and
+those of the other Services of its namespace, at their ClusterIP; its unset memory limit reads
+as the node's allocatable), and they reach the API: a container prints them and connects to
+KUBERNETES_SERVICE_HOST:PORT, and the kubelet's logs endpoint (through the apiserver, `kubectl
+logs`) shows what it printed.  The `kubernetes` values are the apiserver's address and port (the
+Service's endpoints): no service proxy runs (issue 26), see components/kubelet/envvars.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from apiserver.pki import ApiserverPKI, component_kubeconfig
 from machinery.process.launch import free_ports
+from machinery.quantity import parse_quantity
 from tests.apiserver.support import ApiserverUnderTest
 from tests.support.wait import until
 
@@ -30,6 +32,10 @@ NAMES = (
     "KUBERNETES_PORT_443_TCP_PROTO",
     "KUBERNETES_PORT_443_TCP_PORT",
     "KUBERNETES_PORT_443_TCP_ADDR",
+    "FOOSERVICE_SERVICE_HOST",
+    "FOOSERVICE_SERVICE_PORT",
+    "FOOSERVICE_PORT_8765_TCP_PORT",
+    "MEM_LIMIT",
 )
 # prints each variable, then whether the API answers a TCP connection where they point
 PRINT = f"""
@@ -62,10 +68,25 @@ def kubelet(cluster: ApiserverUnderTest, tmp_path_factory: pytest.TempPathFactor
         proc.terminate()
         proc.communicate(timeout=15)
         cluster.kubectl("delete", "node", NODE)
+        cluster.kubectl("delete", "service", "fooservice")
 
 
 def test_a_pod_sees_the_kubernetes_service_and_reaches_it(cluster: ApiserverUnderTest, kubelet: None) -> None:
     api_port = urlsplit(cluster.url).port
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "fooservice"},
+        # the ClusterIP given: this apiserver does not allocate one yet
+        "spec": {"clusterIP": "10.96.87.65", "ports": [{"port": 8765, "targetPort": 8080}], "selector": {"n": "x"}},
+    }
+    cluster.ok("apply", "-f", "-", stdin=json.dumps(service))
+    memory = until(
+        "the node's allocatable posted",
+        lambda: cluster.kubectl("get", "node", NODE, "-o", "jsonpath={.status.allocatable.memory}").stdout,
+        wait=30,
+    )
+    limit = parse_quantity(memory).value
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -74,7 +95,14 @@ def test_a_pod_sees_the_kubernetes_service_and_reaches_it(cluster: ApiserverUnde
             "nodeName": NODE,
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "env", "image": "python:3", "command": [sys.executable, "-c", PRINT]}],
+            "containers": [
+                {
+                    "name": "env",
+                    "image": "python:3",
+                    "command": [sys.executable, "-c", PRINT],
+                    "env": [{"name": "MEM_LIMIT", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}}],
+                }
+            ],
         },
     }
     cluster.ok("apply", "-f", "-", stdin=json.dumps(pod))
@@ -95,6 +123,10 @@ def test_a_pod_sees_the_kubernetes_service_and_reaches_it(cluster: ApiserverUnde
         "KUBERNETES_PORT_443_TCP_PROTO=tcp",
         f"KUBERNETES_PORT_443_TCP_PORT={api_port}",
         "KUBERNETES_PORT_443_TCP_ADDR=127.0.0.1",
+        "FOOSERVICE_SERVICE_HOST=10.96.87.65",
+        "FOOSERVICE_SERVICE_PORT=8765",
+        "FOOSERVICE_PORT_8765_TCP_PORT=8765",
+        f"MEM_LIMIT={limit}",
         f"reached 127.0.0.1 {api_port}",
     ]
     assert finished() == "Succeeded"

@@ -174,3 +174,17 @@ def test_a_volume_of_any_shape_gives_files_or_a_volume_error(kind: str, spec: An
     for path, (content, mode) in (out or {}).items():
         check_path(path, "p")
         assert isinstance(content, bytes) and 0 <= mode <= 0o777
+
+
+def test_downward_files_of_an_unset_limit_read_the_nodes_allocatable() -> None:
+    """Conformance's 'node allocatable as default limit': downwardAPI and projected alike."""
+    pod = {**POD, "spec": {"containers": [{"name": "app"}]}}
+    sources = Sources(lambda ns, n: None, lambda ns, n: None, allocatable={"cpu": "2", "memory": "512Mi"})
+    items = [
+        {"path": "cpu", "resourceFieldRef": {"containerName": "app", "resource": "limits.cpu", "divisor": "1m"}},
+        {"path": "mem", "resourceFieldRef": {"containerName": "app", "resource": "limits.memory"}},
+    ]
+    want = {"cpu": (b"2000", 0o644), "mem": (str(512 * 1024**2).encode(), 0o644)}
+    assert files_of({"downwardAPI": {"items": items}}, pod, sources, "v") == want
+    projected = {"projected": {"sources": [{"downwardAPI": {"items": items}}]}}
+    assert files_of(projected, pod, sources, "v") == want
