@@ -61,7 +61,7 @@ def _handler_env(worker: PodWorker, container: Obj) -> dict[str, str]:
     """The environment a probe's or a hook's exec runs with: the container's own (empty when it
     cannot be built; the container then never started either)."""
     try:
-        env = build(worker.pod, container, worker.sources).values
+        env = build(worker.downward_view(), container, worker.sources).values
     except Exception:
         env = {}
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", **env}

@@ -178,6 +178,22 @@ class PodWorker:
         finished = _epoch(run.finished_at)
         return Seen(False, run.exit_code, finished if finished is not None else now, str(meta.get("hash") or ""))
 
+    def addresses(self) -> Obj:
+        """The pod's addresses as this kubelet reports them in its status."""
+        return {
+            "hostIP": self.host_ip,
+            "hostIPs": [{"ip": self.host_ip}],
+            "podIP": self.pod_ip,
+            "podIPs": [{"ip": self.pod_ip}],
+        }
+
+    def downward_view(self) -> Obj:
+        """The pod as a container's environment sees it when it starts: with the addresses this
+        kubelet knows (kube's reads the sandbox's IP), which the stored status of a new pod does
+        not carry yet (conformance "Downward API should provide pod name, namespace and IP
+        address as env vars" saw POD_IP empty)."""
+        return {**self.pod, "status": {**(self.pod.get("status") or {}), **self.addresses()}}
+
     def _start(self, container: Obj, now: float) -> None:
         name = container["name"]
         meta = self.pod.get("metadata") or {}
@@ -186,7 +202,7 @@ class PodWorker:
             self._waiting[name] = ("ContainerCreating", blocked)  # kube waits for its sandbox and mounts
             return
         try:
-            env = build(self.pod, container, self.sources, f"spec.containers[{name}]")
+            env = build(self.downward_view(), container, self.sources, f"spec.containers[{name}]")
             probe_state = ContainerProbes(container, now, f"spec.containers[{name}]")
             sandbox = self._sandbox(container)
         except (EnvError, ProbeError, VolumeError) as e:
@@ -356,10 +372,7 @@ class PodWorker:
         out: Obj = {
             "phase": phase,
             "conditions": conditions,
-            "hostIP": self.host_ip,
-            "hostIPs": [{"ip": self.host_ip}],
-            "podIP": self.pod_ip,
-            "podIPs": [{"ip": self.pod_ip}],
+            **self.addresses(),
             "startTime": self.start_time,
             "containerStatuses": statuses,
             "qosClass": qos_class(spec),

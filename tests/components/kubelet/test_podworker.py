@@ -192,3 +192,22 @@ def test_an_unknown_image_with_a_command_runs_it(runtime: ProcessRuntime) -> Non
     w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
     status = drive(w, ready_pod, "the command running")
     assert "running" in state(status, "app")["state"]
+
+
+def test_a_new_pods_containers_see_its_addresses_through_the_downward_api(
+    runtime: ProcessRuntime, tmp_path: Path
+) -> None:
+    """A pod just scheduled has no status yet; its containers still get the IPs the kubelet will
+    report (conformance "Downward API should provide pod name, namespace and IP address")."""
+    out = tmp_path / "env"
+    env = [
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+        {"name": "POD_IPS", "valueFrom": {"fieldRef": {"fieldPath": "status.podIPs"}}},
+    ]
+    app = sh("app", f'echo "$POD_IP $HOST_IP $POD_IPS" > {out}; exec sleep 30', env=env)
+    w = PodWorker(pod("d", app), runtime, NO_SOURCES, host_ip="127.0.0.1")
+    assert "status" not in w.pod
+    drive(w, lambda s: "running" in state(s, "app")["state"], "the container running")
+    written = wait_until("the container's line", lambda: out.exists() and out.read_text().strip(), WAIT_S)
+    assert written.split() == ["127.0.0.1", "127.0.0.1", "127.0.0.1"]
