@@ -10,6 +10,8 @@ import urllib.parse
 from typing import Any
 
 from apiserver import validation as v
+from apiserver.admission.cel import WEBHOOK
+from apiserver.admission.matchconditions import MAX_CONDITIONS, compile_failures
 from apiserver.errors import Cause
 from apiserver.resources._shared import ensure
 from apiserver.resources._workload import validate_label_selector
@@ -208,14 +210,21 @@ def validate_webhooks(config: Obj, old: Obj | None, *, mutating: bool) -> list[C
             causes += v.validate_enum(
                 hook.get("reinvocationPolicy"), v.child(here, "reinvocationPolicy"), REINVOCATION_POLICIES
             )
-        validate_match_conditions(hook.get("matchConditions"), v.child(here, "matchConditions"), causes)
+        conditions_field = v.child(here, "matchConditions")
+        validate_match_conditions(hook.get("matchConditions"), conditions_field, causes)
+        for j, source, message in compile_failures(WEBHOOK, hook.get("matchConditions")):
+            causes.append(v.invalid(v.child(v.index(conditions_field, j), "expression"), source, message))
     return causes
 
 
 def validate_match_conditions(conditions: Any, field: str, causes: list[Cause]) -> None:
-    """Names unique qualified names, expressions present (CEL is compiled by the admission chain)."""
+    """At most 64, names unique qualified names, expressions present (the caller compiles
+    them: a policy's and a webhook's see different variables)."""
     seen: set[str] = set()
-    for i, cond in enumerate(v.as_list(conditions, field, causes)):
+    listed = v.as_list(conditions, field, causes)
+    if len(listed) > MAX_CONDITIONS:
+        causes.append(v.too_many(field, len(listed), MAX_CONDITIONS))
+    for i, cond in enumerate(listed):
         here = v.index(field, i)
         cond = v.as_dict(cond, here, causes)
         name = cond.get("name")

@@ -1,6 +1,7 @@
 """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: CEL validations run in-process on
-the requests its matchConstraints select (for the bindings that bind it).  Only the shape is
-checked here; the admission chain compiles the expressions and reports type errors in status."""
+the requests its matchConstraints select (for the bindings that bind it).  The shape is checked
+here, and every CEL expression must compile (kube's 422 `compilation failed: ...`, by the
+admission code's own `compile_errors`, so the write and the chain use one CEL machinery)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from typing import Any
 
 from apiserver import validation as v
+from apiserver.admission.policy.compiled import compile_errors
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources import _admission
@@ -80,6 +82,8 @@ def validate(policy: Obj, old: Obj | None) -> list[Cause]:
             causes.append(v.invalid(v.child(here, "name"), name, "name is not a valid CEL identifier"))
         _required_text(var, "expression", here, causes)
     _admission.validate_match_conditions(spec.get("matchConditions"), "spec.matchConditions", causes)
+    named = {c.field for c in causes}
+    causes += [c for c in compile_errors(policy) if c.field not in named]
     return causes
 
 

@@ -1,7 +1,7 @@
 """One policy evaluated for one write (and one param): the failed validations.
 
-As kube's validator: match conditions first (any false: the policy does not apply; an error
-and no false: an error), then each validation.  A validation fails unless its expression
+As kube's validator: match conditions first (`matchconditions.match`: any false, the policy
+does not apply; an error and no false, an error), then each validation.  A validation fails unless its expression
 gives exactly `true`; its message is the messageExpression's string (trimmed, one line, at
 most 5 KiB), else `message`, else `failed expression: <expression>`, and its reason is
 `reason` (Invalid when unset).  An expression that errs (or did not compile) is a failure
@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apiserver.admission.policy.celenv import Activation, EvalError
-from apiserver.admission.policy.compiled import CompiledPolicy, Expression, Validation
+from apiserver.admission.cel import Activation, EvalError
+from apiserver.admission.matchconditions import Expression, match
+from apiserver.admission.policy.compiled import CompiledPolicy, Validation
 
 MAX_MESSAGE_BYTES = 5 * 1024
 
@@ -32,9 +33,7 @@ class Decision:
 
 
 def _run(expr: Expression, activation: Activation) -> Any:
-    if expr.program is None:
-        raise EvalError(f"compilation error: {expr.error}")
-    return expr.program.run(activation)
+    return expr.run(activation)
 
 
 def _error(policy: CompiledPolicy, message: str) -> list[Decision]:
@@ -51,15 +50,11 @@ def evaluate(policy: CompiledPolicy, values: Mapping[str, Any], base: Activation
             activation = _with_variables(policy, values)
     except EvalError as e:
         return _error(policy, f"the request cannot be evaluated: {e}")
-    condition_error = ""
-    for cond in policy.match_conditions:
-        try:
-            if _run(cond.expression, activation) is False:
-                return []
-        except EvalError as e:
-            condition_error = condition_error or f"matchCondition '{cond.name}' resulted in error: {e}"
-    if condition_error:
-        return _error(policy, condition_error)
+    matched = match(policy.match_conditions, activation)
+    if matched.error:
+        return _error(policy, matched.error)
+    if not matched.matches:
+        return []
     decisions: list[Decision] = []
     for validation in policy.validations:
         try:
