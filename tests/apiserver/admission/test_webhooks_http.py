@@ -487,3 +487,25 @@ def test_match_conditions_decide_whether_the_webhook_is_called(tls: TLS) -> None
         assert "compilation failed: " in cause["message"]
 
     run(tls, scenario)
+
+
+def test_a_mutating_webhook_skips_what_its_match_conditions_exclude(tls: TLS) -> None:
+    """kube's `should mutate everything except 'skip-me' configmaps`."""
+
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        server.handlers["/label"] = lambda review: patch(
+            [{"op": "add", "path": "/metadata/labels", "value": {"stamped": "yes"}}]
+        )
+        skip_me = [{"name": "skip-me", "expression": "object.metadata.name != 'skip-me'"}]
+        c.mutating.set(
+            configuration(
+                MWC, "m", hook("label.example.com", server.url("/label"), tls.ca_bundle, matchConditions=skip_me)
+            )
+        )
+        r = await c.client.post(CM, json=cm("skip-me"))
+        assert r.status_code == 201 and "labels" not in r.json()["metadata"], r.text
+        r = await c.client.post(CM, json=cm("random"))
+        assert r.status_code == 201 and r.json()["metadata"]["labels"] == {"stamped": "yes"}, r.text
+        assert [rv["request"]["name"] for rv in server.reviews["/label"]] == ["random"]
+
+    run(tls, scenario)
