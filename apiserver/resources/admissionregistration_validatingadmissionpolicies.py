@@ -81,9 +81,19 @@ def validate(policy: Obj, old: Obj | None) -> list[Cause]:
         elif not _IDENTIFIER.match(name):
             causes.append(v.invalid(v.child(here, "name"), name, "name is not a valid CEL identifier"))
         _required_text(var, "expression", here, causes)
-    _admission.validate_match_conditions(spec.get("matchConditions"), "spec.matchConditions", causes)
+    # kube leaves match conditions unchecked on an update that changes neither them nor paramKind
+    old_spec = old.get("spec") if old is not None else None
+    check_conditions = not isinstance(old_spec, dict) or any(
+        spec.get(k) != old_spec.get(k) for k in ("matchConditions", "paramKind")
+    )
+    if check_conditions:
+        _admission.validate_match_conditions(spec.get("matchConditions"), "spec.matchConditions", causes)
     named = {c.field for c in causes}
-    causes += [c for c in compile_errors(policy) if c.field not in named]
+    causes += [
+        c
+        for c in compile_errors(policy)
+        if c.field not in named and (check_conditions or not c.field.startswith("spec.matchConditions["))
+    ]
     return causes
 
 

@@ -48,9 +48,9 @@ def config(kind: str, *hooks: Obj) -> Obj:
     }
 
 
-def causes(obj: Obj, module: Any = vwc) -> dict[str, str]:
+def causes(obj: Obj, module: Any = vwc, old: Obj | None = None) -> dict[str, str]:
     module.RESOURCE.default(obj)
-    return {c.field: c.message for c in module.RESOURCE.validate(obj, None)}
+    return {c.field: c.message for c in module.RESOURCE.validate(obj, old)}
 
 
 OK = {"name": "ok", "expression": "object.metadata.name != 'skip-me'"}
@@ -87,6 +87,16 @@ def test_at_most_64_conditions_with_unique_names() -> None:
     assert list(twice) == ["webhooks[0].matchConditions[1].name"] and "Duplicate" in twice[next(iter(twice))]
 
 
+def test_an_update_that_leaves_the_conditions_alone_does_not_check_them() -> None:
+    """kube's rule, so a stored configuration stays writable if what compiles changes."""
+    stored = config("ValidatingWebhookConfiguration", webhook([{"name": "x", "expression": "1 +"}]))
+    causes(stored)
+    relabelled = {**stored, "metadata": {"name": "c", "labels": {"a": "b"}}}
+    assert causes(relabelled, old=stored) == {}
+    changed = config("ValidatingWebhookConfiguration", webhook([{"name": "y", "expression": "1 +"}]))
+    assert list(causes(changed, old=stored)) == ["webhooks[0].matchConditions[0].expression"]
+
+
 def test_a_policy_whose_expression_does_not_compile_is_refused() -> None:
     policy = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -101,6 +111,8 @@ def test_a_policy_whose_expression_does_not_compile_is_refused() -> None:
     found = causes(policy, vap)
     assert sorted(found) == ["spec.matchConditions[0].expression", "spec.validations[0].expression"]
     assert all("compilation failed: " in m for m in found.values())
+    # an update leaving matchConditions and paramKind alone checks only the rest
+    assert list(causes(policy, vap, old=policy)) == ["spec.validations[0].expression"]
 
 
 def hook_with(conditions: list[Obj], failure_policy: str = "Fail") -> Hook:
