@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver.admission.cel import Activation, EvalError
-from apiserver.admission.matchconditions import Expression, match
+from apiserver.admission.matchconditions import match
 from apiserver.admission.policy.compiled import CompiledPolicy, Validation
 
 MAX_MESSAGE_BYTES = 5 * 1024
@@ -30,10 +30,6 @@ class Decision:
     message: str
     reason: str = "Invalid"
     error: bool = False  # an evaluation error (under failurePolicy Fail), not a false result
-
-
-def _run(expr: Expression, activation: Activation) -> Any:
-    return expr.run(activation)
 
 
 def _error(policy: CompiledPolicy, message: str) -> list[Decision]:
@@ -58,7 +54,7 @@ def evaluate(policy: CompiledPolicy, values: Mapping[str, Any], base: Activation
     decisions: list[Decision] = []
     for validation in policy.validations:
         try:
-            passed = _run(validation.expression, activation) is True
+            passed = validation.expression.run(activation) is True
         except EvalError as e:
             decisions += _error(policy, f"expression '{validation.expression.source}' resulted in error: {e}")
             continue
@@ -71,7 +67,7 @@ def _with_variables(policy: CompiledPolicy, values: Mapping[str, Any]) -> Activa
     known: dict[str, Any] = {}
     for var in policy.variables:
         try:
-            known[var.name] = _run(var.expression, Activation.of({**values, "variables": known}))
+            known[var.name] = var.expression.run(Activation.of({**values, "variables": known}))
         except EvalError:
             continue
     return Activation.of({**values, "variables": known})
@@ -80,7 +76,7 @@ def _with_variables(policy: CompiledPolicy, values: Mapping[str, Any]) -> Activa
 def _message(validation: Validation, activation: Activation) -> str:
     if validation.message_expression is not None:
         try:
-            text = _run(validation.message_expression, activation)
+            text = validation.message_expression.run(activation)
         except EvalError:
             text = None
         if isinstance(text, str):
