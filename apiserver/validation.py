@@ -72,6 +72,10 @@ def too_long(field: str, max_bytes: int) -> Cause:
     return Cause("FieldValueTooLong", f"Too long: may not be more than {max_bytes} {unit}", field)
 
 
+def too_many(field: str, actual: int, limit: int) -> Cause:
+    return Cause("FieldValueTooMany", f"Too many: {actual}: must have at most {limit} items", field)
+
+
 def immutable(field: str, value: Any) -> Cause:
     return invalid(field, value, "field is immutable")
 

@@ -10,6 +10,8 @@ import urllib.parse
 from typing import Any
 
 from apiserver import validation as v
+from apiserver.admission.cel import WEBHOOK
+from apiserver.admission.matchconditions import MAX_CONDITIONS, compile_failures
 from apiserver.errors import Cause
 from apiserver.resources._shared import ensure
 from apiserver.resources._workload import validate_label_selector
@@ -166,8 +168,23 @@ def default_webhooks(config: Obj, *, mutating: bool) -> None:
             service.setdefault("port", 443)
 
 
+def _conditions_unchanged(config: Obj, old: Obj | None) -> bool:
+    """kube checks no matchConditions on an update that leaves every webhook's as they were
+    (so a stored configuration stays writable when what compiles changes)."""
+    if old is None:
+        return False
+    new_hooks, old_hooks = config.get("webhooks"), old.get("webhooks")
+    if not isinstance(new_hooks, list) or not isinstance(old_hooks, list) or len(new_hooks) != len(old_hooks):
+        return False
+    return all(
+        isinstance(n, dict) and isinstance(o, dict) and n.get("matchConditions") == o.get("matchConditions")
+        for n, o in zip(new_hooks, old_hooks, strict=True)
+    )
+
+
 def validate_webhooks(config: Obj, old: Obj | None, *, mutating: bool) -> list[Cause]:
     causes = v.validate_object_meta(config, namespaced=False, name_fn=v.name_is_dns_subdomain, old=old)
+    check_conditions = not _conditions_unchanged(config, old)
     names: set[str] = set()
     for i, hook in enumerate(v.as_list(config.get("webhooks"), "webhooks", causes)):
         here = v.index("webhooks", i)
@@ -208,14 +225,22 @@ def validate_webhooks(config: Obj, old: Obj | None, *, mutating: bool) -> list[C
             causes += v.validate_enum(
                 hook.get("reinvocationPolicy"), v.child(here, "reinvocationPolicy"), REINVOCATION_POLICIES
             )
-        validate_match_conditions(hook.get("matchConditions"), v.child(here, "matchConditions"), causes)
+        if check_conditions:
+            conditions_field = v.child(here, "matchConditions")
+            validate_match_conditions(hook.get("matchConditions"), conditions_field, causes)
+            for j, source, message in compile_failures(WEBHOOK, hook.get("matchConditions")):
+                causes.append(v.invalid(v.child(v.index(conditions_field, j), "expression"), source, message))
     return causes
 
 
 def validate_match_conditions(conditions: Any, field: str, causes: list[Cause]) -> None:
-    """Names unique qualified names, expressions present (CEL is compiled by the admission chain)."""
+    """At most 64, names unique qualified names, expressions present (the caller compiles
+    them: a policy's and a webhook's see different variables)."""
     seen: set[str] = set()
-    for i, cond in enumerate(v.as_list(conditions, field, causes)):
+    listed = v.as_list(conditions, field, causes)
+    if len(listed) > MAX_CONDITIONS:
+        causes.append(v.too_many(field, len(listed), MAX_CONDITIONS))
+    for i, cond in enumerate(listed):
         here = v.index(field, i)
         cond = v.as_dict(cond, here, causes)
         name = cond.get("name")

@@ -1,6 +1,7 @@
 """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: CEL validations run in-process on
-the requests its matchConstraints select (for the bindings that bind it).  Only the shape is
-checked here; the admission chain compiles the expressions and reports type errors in status."""
+the requests its matchConstraints select (for the bindings that bind it).  The shape is checked
+here, and every CEL expression must compile (kube's 422 `compilation failed: ...`, by the
+admission code's own `compile_errors`, so the write and the chain use one CEL machinery)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from typing import Any
 
 from apiserver import validation as v
+from apiserver.admission.policy.compiled import compile_errors
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import status_view
 from apiserver.registry.strategy import OBJECT_META
@@ -80,7 +82,19 @@ def validate(policy: Obj, old: Obj | None) -> list[Cause]:
         elif not _IDENTIFIER.match(name):
             causes.append(v.invalid(v.child(here, "name"), name, "name is not a valid CEL identifier"))
         _required_text(var, "expression", here, causes)
-    _admission.validate_match_conditions(spec.get("matchConditions"), "spec.matchConditions", causes)
+    # kube leaves match conditions unchecked on an update that changes neither them nor paramKind
+    old_spec = old.get("spec") if old is not None else None
+    check_conditions = not isinstance(old_spec, dict) or any(
+        spec.get(k) != old_spec.get(k) for k in ("matchConditions", "paramKind")
+    )
+    if check_conditions:
+        _admission.validate_match_conditions(spec.get("matchConditions"), "spec.matchConditions", causes)
+    named = {c.field for c in causes}
+    causes += [
+        c
+        for c in compile_errors(policy)
+        if c.field not in named and (check_conditions or not c.field.startswith("spec.matchConditions["))
+    ]
     return causes
 
 

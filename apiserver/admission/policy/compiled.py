@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from apiserver import validation
-from apiserver.admission.policy.celenv import CompileError, Program, Want, compile_expression
+from apiserver.admission.cel import POLICY, CompileError, Want, compile_expression
+from apiserver.admission.matchconditions import Expression, Named, compile_source
 from apiserver.admission.policy.matching import MatchError, MatchResources
 from apiserver.errors import Cause
 
@@ -25,28 +26,11 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, slots=True)
-class Expression:
-    """A compiled expression, or why it did not compile (an error when evaluated)."""
-
-    source: str
-    program: Program | None
-    error: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class Validation:
     expression: Expression
     message: str = ""
     reason: str = ""  # "" -> Invalid
     message_expression: Expression | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Named:
-    """A variable or a match condition: a name and a compiled expression."""
-
-    name: str
-    expression: Expression
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +52,7 @@ class CompiledPolicy:
 
 
 def _compile(source: Any, want: Want) -> Expression:
-    if not isinstance(source, str) or not source.strip():
-        return Expression(str(source or ""), None, "expression must be a non-empty string")
-    try:
-        return Expression(source, compile_expression(source, want))
-    except CompileError as e:
-        return Expression(source, None, str(e))
+    return compile_source(POLICY, source, want)
 
 
 def _items(spec: dict[str, Any], key: str) -> list[Any]:

@@ -1,7 +1,7 @@
 """One policy evaluated for one write (and one param): the failed validations.
 
-As kube's validator: match conditions first (any false: the policy does not apply; an error
-and no false: an error), then each validation.  A validation fails unless its expression
+As kube's validator: match conditions first (`matchconditions.match`: any false, the policy
+does not apply; an error and no false, an error), then each validation.  A validation fails unless its expression
 gives exactly `true`; its message is the messageExpression's string (trimmed, one line, at
 most 5 KiB), else `message`, else `failed expression: <expression>`, and its reason is
 `reason` (Invalid when unset).  An expression that errs (or did not compile) is a failure
@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apiserver.admission.policy.celenv import Activation, EvalError
-from apiserver.admission.policy.compiled import CompiledPolicy, Expression, Validation
+from apiserver.admission.cel import Activation, EvalError
+from apiserver.admission.matchconditions import match
+from apiserver.admission.policy.compiled import CompiledPolicy, Validation
 
 MAX_MESSAGE_BYTES = 5 * 1024
 
@@ -29,12 +30,6 @@ class Decision:
     message: str
     reason: str = "Invalid"
     error: bool = False  # an evaluation error (under failurePolicy Fail), not a false result
-
-
-def _run(expr: Expression, activation: Activation) -> Any:
-    if expr.program is None:
-        raise EvalError(f"compilation error: {expr.error}")
-    return expr.program.run(activation)
 
 
 def _error(policy: CompiledPolicy, message: str) -> list[Decision]:
@@ -51,19 +46,15 @@ def evaluate(policy: CompiledPolicy, values: Mapping[str, Any], base: Activation
             activation = _with_variables(policy, values)
     except EvalError as e:
         return _error(policy, f"the request cannot be evaluated: {e}")
-    condition_error = ""
-    for cond in policy.match_conditions:
-        try:
-            if _run(cond.expression, activation) is False:
-                return []
-        except EvalError as e:
-            condition_error = condition_error or f"matchCondition '{cond.name}' resulted in error: {e}"
-    if condition_error:
-        return _error(policy, condition_error)
+    matched = match(policy.match_conditions, activation)
+    if matched.error:
+        return _error(policy, matched.error)
+    if not matched.matches:
+        return []
     decisions: list[Decision] = []
     for validation in policy.validations:
         try:
-            passed = _run(validation.expression, activation) is True
+            passed = validation.expression.run(activation) is True
         except EvalError as e:
             decisions += _error(policy, f"expression '{validation.expression.source}' resulted in error: {e}")
             continue
@@ -76,7 +67,7 @@ def _with_variables(policy: CompiledPolicy, values: Mapping[str, Any]) -> Activa
     known: dict[str, Any] = {}
     for var in policy.variables:
         try:
-            known[var.name] = _run(var.expression, Activation.of({**values, "variables": known}))
+            known[var.name] = var.expression.run(Activation.of({**values, "variables": known}))
         except EvalError:
             continue
     return Activation.of({**values, "variables": known})
@@ -85,7 +76,7 @@ def _with_variables(policy: CompiledPolicy, values: Mapping[str, Any]) -> Activa
 def _message(validation: Validation, activation: Activation) -> str:
     if validation.message_expression is not None:
         try:
-            text = _run(validation.message_expression, activation)
+            text = validation.message_expression.run(activation)
         except EvalError:
             text = None
         if isinstance(text, str):

@@ -17,14 +17,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apiserver import errors, warnings
+from apiserver.admission.cel import Activation, EvalError
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.policy.binding import CompiledBinding
-from apiserver.admission.policy.celenv import Activation, EvalError
 from apiserver.admission.policy.compiled import CompiledPolicy
 from apiserver.admission.policy.evaluate import Decision, evaluate
 from apiserver.admission.policy.params import ParamError, ParamLookup, collect
-from apiserver.admission.policy.requestvars import namespace_variable, request_variable
 from apiserver.admission.policy.source import LivePolicies
+from apiserver.admission.requestvars import namespace_variable, request_variable
 from machinery import objects
 from machinery.objects import Obj
 

@@ -1,7 +1,8 @@
 """Dynamic admission: MutatingAdmissionWebhook and ValidatingAdmissionWebhook.
 
 admissionregistration.k8s.io/v1 Mutating/ValidatingWebhookConfiguration objects name HTTPS
-endpoints; a write that matches a webhook's rules and selectors is sent to it as an
+endpoints; a write that matches a webhook's rules, selectors and matchConditions (CEL, by
+apiserver/admission/matchconditions.py, shared with admission policies) is sent to it as an
 AdmissionReview v1, and the answer allows, denies or (mutating) patches the object.  Which
 writes a rule covers is apiserver/admission/rules.py, shared with admission policies.
 

@@ -4,7 +4,8 @@ The source is the watch cache of mutatingwebhookconfigurations or validatingwebh
 (anything with `objects()` and a `generation` that moves on every change).  Hooks run in kube's
 order: configurations by name, then each configuration's webhooks in their order.  Defaults
 are v1's: failurePolicy Fail, matchPolicy Equivalent, timeoutSeconds 10, reinvocationPolicy
-Never, empty selectors (everything).  What kube refuses when a configuration is written but
+Never, empty selectors (everything).  matchConditions' CEL is compiled here, so once per
+generation of the configurations.  What kube refuses when a configuration is written but
 could still reach us here (a bad URL or caBundle, an unparsable selector) is kept as a
 `problem` and turns every call of that hook into a call failure, which failurePolicy decides.
 
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from apiserver.admission.cel import WEBHOOK
+from apiserver.admission.matchconditions import Named, compile_conditions
 from apiserver.admission.rules import Rule, parse_rule
 from machinery.objects import Obj
 from machinery.selectors import LabelSelector, SelectorError
@@ -77,6 +80,7 @@ class Hook:
     review_versions: tuple[str, ...]
     endpoint: Endpoint
     selector_problem: str | None = None
+    match_conditions: tuple[Named, ...] = ()  # compiled once per generation of the configurations
 
     @property
     def ignores_failures(self) -> bool:
@@ -175,6 +179,7 @@ def compile_hook(config_name: str, index: int, raw: Any, tls: TLSContexts, mutat
         review_versions=tuple(v for v in versions if isinstance(v, str)) if isinstance(versions, list) else (),
         endpoint=_endpoint(raw.get("clientConfig"), tls),
         selector_problem=ns_problem or obj_problem,
+        match_conditions=compile_conditions(WEBHOOK, raw.get("matchConditions")),
     )
 
 

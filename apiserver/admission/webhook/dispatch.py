@@ -3,7 +3,8 @@
 A hook is called when one of its rules matches the request (or, under matchPolicy
 Equivalent, the same objects served under another group/version, such as core/v1 and
 events.k8s.io/v1 events: the hook then sees that resource and the object converted to it),
-and its objectSelector and namespaceSelector match.  Webhook configurations themselves are
+and its objectSelector and namespaceSelector match, and then every one of its matchConditions
+(`conditions_allow`).  Webhook configurations themselves are
 never sent to webhooks (kube's exemption, so a bad webhook cannot lock out its own fix).
 A dry run reaches only hooks that declare sideEffects None or NoneOnDryRun.
 """
@@ -17,7 +18,10 @@ from collections.abc import Callable, Sequence
 import orjson
 
 from apiserver import errors
+from apiserver.admission.cel import WEBHOOK, EvalError
 from apiserver.admission.interface import AdmissionRequest
+from apiserver.admission.matchconditions import MatchResult, match
+from apiserver.admission.requestvars import request_variable
 from apiserver.admission.rules import Target
 from apiserver.admission.webhook.client import WebhookClient
 from apiserver.admission.webhook.config import CompiledHooks, Hook
@@ -120,12 +124,13 @@ class Dispatcher:
             raise internal_error(f'webhook "{hook.name}": {hook.selector_problem}')
         if not object_matches(hook, request) or not await namespace_matches(hook, request, labels):
             return None
-        return Invocation(
+        invocation = Invocation(
             res,
             request.subresource,
             convert(request.object, request.resource, res),
             convert(request.old_object, request.resource, res),
         )
+        return invocation if conditions_allow(hook, request, invocation) else None
 
     async def call(self, hook: Hook, request: AdmissionRequest, invocation: Invocation, *, mutating: bool) -> Answer:
         """Send the review; the webhook's answer, or CallFailure (failurePolicy decides) or
@@ -142,6 +147,30 @@ class Dispatcher:
         for text in answer.warnings:
             add_warning(text)
         return answer
+
+
+def conditions_allow(hook: Hook, request: AdmissionRequest, invocation: Invocation) -> bool:
+    """Whether the hook's matchConditions let it be called, as kube's webhook matcher decides:
+    any false -> not called; errors (and no false) -> failurePolicy Ignore skips the hook,
+    Fail refuses the write with kube's 403 `<resource> "<name>" is forbidden: <errors>`.
+    The conditions see the object as the hook would (converted to its resource)."""
+    if not hook.match_conditions:
+        return True
+    values = {"object": invocation.object, "oldObject": invocation.old_object, "request": request_variable(request)}
+    try:
+        result = match(hook.match_conditions, WEBHOOK.activation(values))
+    except EvalError as e:
+        result = MatchResult(False, f"the request cannot be evaluated: {e}")
+    if not result.error:
+        return result.matches
+    if hook.ignores_failures:
+        log.warning("Failed evaluating match conditions, failing open %s: %s", hook.name, result.error)
+        return False
+    log.warning("Failed evaluating match conditions, failing closed %s: %s", hook.name, result.error)
+    res = request.resource
+    resource = f"{res.plural}.{res.group}" if res.group else res.plural
+    subject = f'{resource} "{request.name}"' if request.name else resource
+    raise errors.forbidden(f"{subject} is forbidden: {result.error}")
 
 
 def failed_open(hook: Hook, failure: CallFailure) -> None:

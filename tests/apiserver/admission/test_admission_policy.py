@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apiserver.admission.policy.celenv import (
+from apiserver.admission.cel import (
     Activation,
     CompileError,
     EvalError,

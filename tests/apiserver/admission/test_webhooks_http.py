@@ -443,3 +443,69 @@ def test_a_webhook_may_not_rename_the_object(tls: TLS) -> None:
         assert (await c.client.get(f"{CM}/one")).status_code == 404
 
     run(tls, scenario)
+
+
+def test_match_conditions_decide_whether_the_webhook_is_called(tls: TLS) -> None:
+    """A condition excluding a name and a namespace: the webhook never hears of those writes
+    (they are stored without it), and judges the rest; a configuration whose condition does
+    not compile is refused at write time with kube's 422."""
+
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        server.handlers["/deny"] = lambda review: {"allowed": False, "status": {"message": "judged"}}
+        assert (await c.client.post("/api/v1/namespaces", json={"metadata": {"name": "quiet"}})).status_code == 201
+        conditions = [
+            {"name": "not-skip-me", "expression": "object.metadata.name != 'skip-me'"},
+            {"name": "not-quiet", "expression": "request.namespace != 'quiet'"},
+        ]
+        c.validating.set(
+            configuration(
+                VWC, "v", hook("cond.example.com", server.url("/deny"), tls.ca_bundle, matchConditions=conditions)
+            )
+        )
+        assert (await c.client.post(CM, json=cm("skip-me"))).status_code == 201
+        assert (await c.client.post("/api/v1/namespaces/quiet/configmaps", json=cm("other"))).status_code == 201
+        assert server.reviews.get("/deny") is None
+        r = await c.client.post(CM, json=cm("other"))
+        assert r.status_code == 400 and r.json()["message"].endswith("judged")
+        [review] = server.reviews["/deny"]
+        assert review["request"]["name"] == "other" and review["request"]["namespace"] == "default"
+
+        bad = configuration(
+            VWC,
+            "bad",
+            hook(
+                "bad.example.com",
+                server.url("/deny"),
+                tls.ca_bundle,
+                matchConditions=[{"name": "x", "expression": "1 +"}],
+            ),
+        )
+        r = await c.client.post("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", json=bad)
+        assert r.status_code == 422, r.text
+        [cause] = r.json()["details"]["causes"]
+        assert cause["field"] == "webhooks[0].matchConditions[0].expression"
+        assert "compilation failed: " in cause["message"]
+
+    run(tls, scenario)
+
+
+def test_a_mutating_webhook_skips_what_its_match_conditions_exclude(tls: TLS) -> None:
+    """kube's `should mutate everything except 'skip-me' configmaps`."""
+
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        server.handlers["/label"] = lambda review: patch(
+            [{"op": "add", "path": "/metadata/labels", "value": {"stamped": "yes"}}]
+        )
+        skip_me = [{"name": "skip-me", "expression": "object.metadata.name != 'skip-me'"}]
+        c.mutating.set(
+            configuration(
+                MWC, "m", hook("label.example.com", server.url("/label"), tls.ca_bundle, matchConditions=skip_me)
+            )
+        )
+        r = await c.client.post(CM, json=cm("skip-me"))
+        assert r.status_code == 201 and "labels" not in r.json()["metadata"], r.text
+        r = await c.client.post(CM, json=cm("random"))
+        assert r.status_code == 201 and r.json()["metadata"]["labels"] == {"stamped": "yes"}, r.text
+        assert [rv["request"]["name"] for rv in server.reviews["/label"]] == ["random"]
+
+    run(tls, scenario)
