@@ -113,6 +113,11 @@ def method_not_allowed(message: str) -> StatusError:
     return StatusError(405, "MethodNotAllowed", message)
 
 
+def not_acceptable(message: str) -> StatusError:
+    """406: the client accepts no format this answer can be given in."""
+    return StatusError(406, "NotAcceptable", message)
+
+
 def gone(message: str, continue_token: str = "") -> StatusError:
     """410 Expired: a resourceVersion older than the watch cache's window or the store's compaction;
     `continue_token`: for an expired continue token, the token that goes on inconsistently."""

@@ -271,6 +271,10 @@ def test_access_reviews_and_whoami() -> None:
         )
         assert no_subject.status_code == 422
         assert (await admin.get("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")).status_code == 405
+        as_table = {"accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+        review = {"spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}
+        r = await admin.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json=review, headers=as_table)
+        assert (r.status_code, r.json()["reason"]) == (406, "NotAcceptable")  # an answer has no Table
 
     run(scenario)
 
