@@ -1,11 +1,13 @@
 """Kubernetes' channel protocol for exec and attach over WebSocket (`v5.channel.k8s.io`, and
-`v4.channel.k8s.io` for older clients).
+`v4.channel.k8s.io` and the unversioned `channel.k8s.io` for older clients).
 
 Every binary message is one byte naming the stream, then that stream's bytes: 0 stdin (client
 to server), 1 stdout, 2 stderr, 3 the error stream (the outcome as a `metav1.Status`, then the
 server closes), 4 terminal resizes (`{"Width": w, "Height": h}`).  v5 adds 255: a peer that
 has no more to send on a stream says so with `[255, stream]` (how the client ends stdin).
-This module is the pure part: choosing the protocol, framing, parsing, the outcome's Status.
+The unversioned protocol (v1, what golang.org/x/net/websocket clients such as the conformance
+suite offer) has no Status: its error stream says nothing on success and the error's text
+otherwise.  This module is the pure part: choosing the protocol, framing, parsing, the outcome.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from dataclasses import dataclass
 import orjson
 
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
-V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
-PROTOCOLS = (V5, V4)  # what we speak, best first
+V5, V4, V1 = "v5.channel.k8s.io", "v4.channel.k8s.io", "channel.k8s.io"
+PROTOCOLS = (V5, V4, V1)  # what we speak, best first
 MAX_DIMENSION = 10_000  # rows or columns: more is not a terminal
 
 
@@ -68,6 +70,16 @@ def resize(data: bytes) -> tuple[int, int]:
             raise ChannelError(f"resize {name} must be an integer from 0 to {MAX_DIMENSION}, got {n!r}")
     assert isinstance(width, int) and isinstance(height, int)
     return width, height
+
+
+def outcome_for(protocol: str, exit_code: int | None, error: str = "") -> bytes | None:
+    """The error stream's last message in `protocol`, None when it says nothing (v1 on success)."""
+    status = outcome(exit_code, error)
+    if protocol != V1:
+        return status
+    if exit_code == 0 and not error:
+        return None
+    return str(orjson.loads(status)["message"]).encode()
 
 
 def outcome(exit_code: int | None, error: str = "") -> bytes:

@@ -60,6 +60,12 @@ def parse_query(query: Mapping[str, str]) -> ExecParams:
     return params
 
 
+async def _send_outcome(ws: web.WebSocketResponse, protocol: str, exit_code: int | None, error: str = "") -> None:
+    last = channels.outcome_for(protocol, exit_code, error)
+    if last is not None:
+        await ws.send_bytes(channels.frame(channels.ERROR, last))
+
+
 async def serve(
     request: web.Request, params: ExecParams, env: dict[str, str], cwd: str | None, pid: int = 0
 ) -> web.StreamResponse:
@@ -76,7 +82,7 @@ async def serve(
     try:
         process = await ExecProcess.start(params.command, env, cwd, tty=params.tty, stdin=params.stdin, pid=pid)
     except ExecStartError as e:
-        await ws.send_bytes(channels.frame(channels.ERROR, channels.outcome(None, str(e))))
+        await _send_outcome(ws, protocol, None, str(e))
         await ws.close()
         return ws
     reader = asyncio.create_task(_client_to_process(ws, process, protocol))
@@ -84,7 +90,7 @@ async def serve(
     try:
         done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
         if writer in done and writer.exception() is None:
-            await ws.send_bytes(channels.frame(channels.ERROR, channels.outcome(writer.result())))
+            await _send_outcome(ws, protocol, writer.result())
             await ws.close()
         # else the client left (or broke the protocol) while the command ran: it is killed
     except ConnectionError:

@@ -11,13 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.kubelet import channels
-from components.kubelet.channels import V4, V5, ChannelError
+from components.kubelet.channels import V1, V4, V5, ChannelError
 
 
 def test_the_best_protocol_offered_is_chosen() -> None:
     assert channels.choose(["v5.channel.k8s.io"]) == V5  # all kubectl 1.31+ offers
     assert channels.choose(["channel.k8s.io", "v4.channel.k8s.io", "v5.channel.k8s.io"]) == V5
     assert channels.choose([" v4.channel.k8s.io "]) == V4
+    assert channels.choose(["channel.k8s.io"]) == V1  # golang.org/x/net/websocket clients (conformance)
     assert channels.choose(["base64.channel.k8s.io"]) is None
     assert channels.choose([]) is None
 
@@ -100,3 +101,16 @@ def test_any_exec_query_parses_or_is_refused_naming_why(query: dict[str, str]) -
         return
     assert params.command and (params.stdin or params.stdout or params.stderr)
     assert not (params.tty and params.stderr)
+
+
+def test_the_unversioned_protocol_says_nothing_on_success_and_the_errors_text_otherwise() -> None:
+    """v1's error stream has no Status: the conformance exec test fails on any non-stdout
+    message longer than its channel byte."""
+    assert channels.outcome_for(V1, 0) is None
+    assert channels.outcome_for(V1, 3) == (
+        b"command terminated with non-zero exit code: error executing command, exit code 3"
+    )
+    assert channels.outcome_for(V1, None, "boom") == (
+        b"Internal error occurred: error executing command in container: boom"
+    )
+    assert channels.outcome_for(V4, 0) == channels.outcome(0)

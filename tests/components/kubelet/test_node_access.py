@@ -196,6 +196,35 @@ def test_a_terminal_with_its_size(cluster: ApiserverUnderTest, node: dict[str, A
     assert re.search(rb"/dev/pts/\d+", out) and b"33 101" in out
 
 
+def test_exec_over_the_unversioned_channel_protocol(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    """`channel.k8s.io`, as golang.org/x/net/websocket offers it (conformance "Pods should support
+    remote command execution over websockets"): stdout on channel 1, and no message longer than
+    its channel byte on any other stream when the command succeeds."""
+
+    async def go() -> list[bytes]:
+        url = cluster.url.replace("https://", "wss://") + f"/api/v1/namespaces/default/pods/{POD}/exec"
+        query = [("command", "echo"), ("command", "remote execution test"), ("container", "web"), ("stdout", "1")]
+        headers = {"Authorization": f"Bearer {cluster.token}"}
+        messages: list[bytes] = []
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                url, params=query, protocols=["channel.k8s.io"], headers=headers, ssl=cluster.ssl_context()
+            ) as ws,
+        ):
+            assert ws.protocol == channels.V1
+            async with asyncio.timeout(20):
+                async for msg in ws:
+                    assert msg.type == aiohttp.WSMsgType.BINARY
+                    messages.append(msg.data)
+        await asyncio.sleep(0.25)  # the TLS transport's close completes (aiohttp's advice)
+        return messages
+
+    messages = asyncio.run(go())
+    assert all(m[0] == channels.STDOUT or len(m) == 1 for m in messages), messages
+    assert b"".join(m[1:] for m in messages if m[0] == channels.STDOUT) == b"remote execution test\n"
+
+
 def test_port_forward(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
     [local] = free_ports(1)
     with kubectl_running(cluster, "port-forward", f"pod/{POD}", f"{local}:{node['web_port']}", minor=33) as reader:
