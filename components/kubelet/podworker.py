@@ -308,7 +308,7 @@ class PodWorker:
 
     # -- status ---------------------------------------------------------------------------------
 
-    def _container_status(self, container: Obj, now: float, init_pending: bool) -> Obj:
+    def _container_status(self, container: Obj, now: float, has_inits: bool) -> Obj:
         name = container["name"]
         run = self.runtime.seen(self.uid, name)
         status: Obj = {"name": name, "image": container.get("image") or "", "imageID": "", "ready": False}
@@ -316,7 +316,7 @@ class PodWorker:
             status["imageID"] = str(run.meta.get("imageID") or "")
         if run is None:
             reason, message = self._waiting.get(name) or (
-                ("PodInitializing", "") if init_pending else ("ContainerCreating", "")
+                ("PodInitializing", "") if has_inits else ("ContainerCreating", "")
             )
             status.update(restartCount=0, started=False, state={"waiting": _drop_empty(reason=reason, message=message)})
             return status
@@ -360,9 +360,12 @@ class PodWorker:
         spec = self.pod.get("spec") or {}
         inits = [c for c in spec.get("initContainers") or () if isinstance(c, dict) and "name" in c]
         mains = [c for c in spec.get("containers") or () if isinstance(c, dict) and "name" in c]
-        init_statuses = [self._container_status(c, now, False) for c in inits]
-        init_pending = any("terminated" not in (s.get("state") or {}) for s in init_statuses)
-        statuses = [self._container_status(c, now, init_pending and bool(inits)) for c in mains]
+        # kube's default waiting reason of a container not created yet: PodInitializing in a pod
+        # with init containers (for them too, and whether or not they are done), else
+        # ContainerCreating (conformance checks it on every status a pod shows)
+        has_inits = bool(inits)
+        init_statuses = [self._container_status(c, now, has_inits) for c in inits]
+        statuses = [self._container_status(c, now, has_inits) for c in mains]
         deleting = bool((self.pod.get("metadata") or {}).get("deletionTimestamp"))
         phase = podphase.phase(spec, init_statuses, statuses, terminal=deleting and not self.running())
         held = (self.pod.get("status") or {}).get("conditions") or []

@@ -211,3 +211,20 @@ def test_a_new_pods_containers_see_its_addresses_through_the_downward_api(
     drive(w, lambda s: "running" in state(s, "app")["state"], "the container running")
     written = wait_until("the container's line", lambda: out.exists() and out.read_text().strip(), WAIT_S)
     assert written.split() == ["127.0.0.1", "127.0.0.1", "127.0.0.1"]
+
+
+def test_containers_not_created_in_a_pod_with_init_containers_wait_in_pod_initializing(
+    runtime: ProcessRuntime,
+) -> None:
+    """kube's default waiting reason with init containers is PodInitializing, for the init
+    containers not run yet too, and it stays so when a failed init container ends the pod
+    (conformance "InitContainer should not start app containers and fail the pod if init
+    containers fail on a RestartNever pod" checks it on every status it sees)."""
+    p = pod("i", sh("run1", "true"), inits=(sh("init1", "false"), sh("init2", "true")), restartPolicy="Never")
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    seen = [w.sync(time.time())]
+    seen.append(drive(w, lambda s: s["phase"] == "Failed", "the pod Failed"))
+    for status in seen:
+        assert state(status, "run1")["state"] == {"waiting": {"reason": "PodInitializing"}}
+        assert state(status, "init2", "initContainerStatuses")["state"] == {"waiting": {"reason": "PodInitializing"}}
+    assert state(seen[-1], "init1", "initContainerStatuses")["state"]["terminated"]["exitCode"] == 1
