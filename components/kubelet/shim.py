@@ -58,7 +58,11 @@ def exit_reason(code: int, oom_killed: bool = False) -> str:
     return "Completed" if code == 0 else "Error"
 
 
-def run(directory: Path, started_w: int | None = None) -> int:
+def run(directory: Path, started_w: int | None = None, pending: list[int] | None = None) -> int:
+    """Keep one container (see the module docstring).  `pending`: where the SIGTERM/SIGINT
+    handlers `remember_stops` installed collect the stops that come before the container runs."""
+    if pending is None:
+        pending = remember_stops()
     spec = orjson.loads((directory / SPEC).read_bytes())
     log = LogWriter(
         Path(spec["log"]), int(spec.get("log_max_bytes") or 10 * 1024 * 1024), int(spec.get("log_files") or 2)
@@ -67,13 +71,6 @@ def run(directory: Path, started_w: int | None = None) -> int:
     if note:
         log.write("stderr", note.encode())
     cwd = spec.get("cwd") or None
-    # A stop can come as soon as the kubelet knows this keeper's pid, before the container runs:
-    # SIGTERM's default action would end the keeper and leave the container to be SIGKILLed
-    # after the grace period (137 where kube's 143).  Remembered here, it reaches the container
-    # once it exists.
-    pending: list[int] = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda got, _frame: pending.append(got))
     # a test lever (as the store's failpoints): a slow start, to show that the runtime waits for it
     try:
         delay = float(os.environ.get(START_DELAY_ENV) or 0)
@@ -89,6 +86,7 @@ def run(directory: Path, started_w: int | None = None) -> int:
         sandbox.enter(box)  # the shim joins the pod's network; the container inherits it
         child = subprocess.Popen(
             spec["argv"],
+            executable=spec.get("executable") or None,  # argv[0] stays the name the image knows
             env=spec.get("env") or {},
             cwd=None if box.mounts else cwd,  # with mounts, entered after them (child_preexec)
             stdin=subprocess.DEVNULL,
@@ -177,12 +175,26 @@ def _tell_started(started_w: int | None) -> None:
         os.close(started_w)
 
 
+def remember_stops() -> list[int]:
+    """SIGTERM and SIGINT remembered, not acted on, until the container runs (then passed on).
+
+    A stop can come as soon as the kubelet knows the keeper's pid, which is before the keeper
+    has read its spec: SIGTERM's default action would end the keeper and leave the container to
+    be SIGKILLed after the grace period (137 where kube's 143).  Installed before the fork, the
+    handlers are the keeper's from its first instruction."""
+    pending: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda got, _frame: pending.append(got))
+    return pending
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not (Path(argv[0]) / SPEC).is_file():
         print("usage: python -m components.kubelet.shim DIR (DIR/spec.json must exist)", file=sys.stderr)
         return 2
     directory = Path(argv[0])
     started_r, started_w = os.pipe()  # not inherited by the container (PEP 446)
+    pending = remember_stops()  # before the fork: the kubelet may signal the keeper at once
     keeper = os.fork()
     if keeper > 0:
         # the process the runtime started records the keeper and ends as soon as the keeper has
@@ -196,7 +208,7 @@ def main(argv: list[str]) -> int:
             os.read(started_r, 1)
         os._exit(0)
     os.close(started_r)
-    return run(directory, started_w)
+    return run(directory, started_w, pending)
 
 
 if __name__ == "__main__":
