@@ -102,6 +102,7 @@ class FakeRuntime:
         cwd: str | None = None,
         meta: dict[str, Any] | None = None,
         sandbox: Any = None,  # nothing runs, so nothing is set apart
+        executable: str | None = None,
     ) -> int:
         runs = self._runs.setdefault((uid, container), [])
         now = self.clock()

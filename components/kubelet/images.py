@@ -67,6 +67,9 @@ class ImageEntry:
     """A built upstream peer (`raftkube peers build`) that starts the entrypoint, e.g. agnhost."""
     applets: str = ""
     """A multi-call binary (/bin/busybox) that runs a bare first word that is one of its applets."""
+    programs: tuple[str, ...] = ()
+    """Paths inside the image that are the entry's peer (agnhost's `/agnhost`, `/agnhost-2`): a
+    command naming one runs the peer, with argv[0] as written (programs print it)."""
     working_dir: str = ""
     """The image's WORKDIR (a container's workingDir wins)."""
     env: Mapping[str, str] = field(default_factory=dict)
@@ -79,7 +82,13 @@ class ImageEntry:
 SHIPPED: tuple[ImageEntry, ...] = (
     ImageEntry(image="registry.k8s.io/pause", entrypoint=("python3", "-I", "-S", "-c", _PAUSE)),
     # agnhost's Dockerfile: ENTRYPOINT ["/agnhost"], CMD ["pause"]
-    ImageEntry(image="registry.k8s.io/e2e-test-images/agnhost", peer="agnhost", cmd=("pause",)),
+    # (and a second name, /agnhost-2, which conformance's entrypoint tests run)
+    ImageEntry(
+        image="registry.k8s.io/e2e-test-images/agnhost",
+        peer="agnhost",
+        cmd=("pause",),
+        programs=("/agnhost", "/agnhost-2"),
+    ),
     # busybox: no ENTRYPOINT, CMD ["sh"]
     ImageEntry(image="busybox", cmd=("sh",), applets="/bin/busybox"),
     ImageEntry(image="registry.k8s.io/e2e-test-images/busybox", cmd=("sh",), applets="/bin/busybox"),
@@ -98,6 +107,8 @@ class Resolved:
     """The image's WORKDIR ("": none)."""
     entry: ImageEntry | None
     """The table entry used (None: an unknown image whose container has a command)."""
+    executable: str = ""
+    """The host program to run when argv[0] is an in-image path of the entry's peer ("": argv[0])."""
 
 
 _HUB_PREFIXES = ("docker.io/library/", "index.docker.io/library/", "docker.io/", "index.docker.io/")
@@ -156,12 +167,13 @@ def resolve(
         argv = [entry.applets, *argv]
     if not argv:
         raise ImagePullError(f"image {image!r} has neither an entrypoint nor a command in {TABLE_KEY}")
-    return Resolved(argv, dict(entry.env), entry.working_dir, entry)
+    executable = str(peer_path(entry.peer)) if entry.peer and argv[0] in entry.programs else ""
+    return Resolved(argv, dict(entry.env), entry.working_dir, entry, executable)
 
 
 # -- the table as a user writes it ----------------------------------------------------------------
 
-_LIST_KEYS = ("entrypoint", "cmd")
+_LIST_KEYS = ("entrypoint", "cmd", "programs")
 _TEXT_KEYS = ("image", "peer", "applets", "working_dir")
 PEERS = KUBERNETES_PEERS + ETCD_PEERS
 

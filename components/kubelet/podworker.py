@@ -53,6 +53,7 @@ class Runtime(Protocol):
         cwd: str | None = None,
         meta: dict[str, Any] | None = None,
         sandbox: Sandbox | None = None,
+        executable: str | None = None,
     ) -> int: ...
 
     def seen(self, uid: str, container: str, attempt: int | None = None) -> RunState | None: ...
@@ -234,6 +235,7 @@ class PodWorker:
                 container.get("workingDir") or image.working_dir or None,
                 run_meta,
                 sandbox,
+                executable=image.executable or None,
             )
         except (ValueError, RuntimeError, OSError) as e:  # the runtime could not create it
             self._waiting[name] = ("CreateContainerError", str(e))

@@ -108,8 +108,11 @@ class ProcessRuntime:
         cwd: str | None = None,
         meta: dict[str, Any] | None = None,
         sandbox: Sandbox | None = None,
+        executable: str | None = None,
     ) -> int:
-        """Start the container's next run; its attempt number (the restart count)."""
+        """Start the container's next run; its attempt number (the restart count).  `executable`:
+        the program to run when argv[0] is a name it must see that is not its path on this host
+        (an image's `/agnhost-2`)."""
         if not argv:
             raise ValueError(f"container {container}: nothing to run (no command)")
         done = self.attempts(uid, container)
@@ -118,6 +121,8 @@ class ProcessRuntime:
         run.mkdir(parents=True, mode=0o700)
         log = self.log_path(namespace, pod, uid, container, attempt)
         spec = {"argv": argv, "env": env, "cwd": cwd, "log": str(log), "meta": meta or {}}
+        if executable:
+            spec["executable"] = executable
         if sandbox is not None:
             spec["sandbox"] = sandbox.to_json()
         write_json(run / SPEC, spec)

@@ -97,6 +97,17 @@ def test_agnhost_is_the_built_peer_and_args_follow_it() -> None:
     ]
 
 
+def test_a_command_naming_agnhost_by_its_in_image_path_runs_the_peer_under_that_name() -> None:
+    """Conformance's entrypoint tests run `/agnhost-2 entrypoint-tester ...`, which prints its own
+    argv: the peer runs, argv[0] stays as the pod wrote it."""
+    image = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+    got = resolve(SHIPPED, image, ["/agnhost-2", "entrypoint-tester", "override"], ["arguments"])
+    assert got.argv == ["/agnhost-2", "entrypoint-tester", "override", "arguments"]
+    assert got.executable == str(peer_path("agnhost"))
+    assert resolve(SHIPPED, image, ["/agnhost", "pause"], []).executable == str(peer_path("agnhost"))
+    assert resolve(SHIPPED, image, ["sh", "-c", "true"], []).executable == ""  # not one of its names
+
+
 def test_an_unbuilt_agnhost_is_err_image_pull_naming_the_build() -> None:
     with pytest.raises(ImagePullError, match="raftkube peers build --only agnhost"):
         resolve(SHIPPED, "registry.k8s.io/e2e-test-images/agnhost:2.53", [], [], present=lambda p: False)
@@ -153,7 +164,7 @@ def test_entries_round_trip_through_their_json_form() -> None:
     entries = (
         ImageEntry(image="example.com/*", entrypoint=("/bin/a",), cmd=("b",), env={"K": "v"}, working_dir="/w"),
         ImageEntry(image="busybox", cmd=("sh",), applets="/bin/busybox"),
-        ImageEntry(image="registry.k8s.io/e2e-test-images/agnhost", peer="agnhost"),
+        ImageEntry(image="registry.k8s.io/e2e-test-images/agnhost", peer="agnhost", programs=("/agnhost",)),
     )
     assert parse_entries(unparse(entries), "x") == entries
 

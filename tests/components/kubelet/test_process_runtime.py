@@ -5,6 +5,7 @@ is bounded, and every container is stopped by the test."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -70,6 +71,17 @@ def test_stop_sends_sigterm_and_kills_after_the_grace_period(runtime: ProcessRun
     assert (runtime.seen(UID, "stubborn") or RunState(0, False)).running  # it ignores SIGTERM
     runtime.tick(time.monotonic())
     assert until("SIGKILL after the grace period", lambda: finished(runtime, "stubborn")).exit_code == 137
+
+
+def test_an_executable_runs_under_the_argv0_the_container_names(runtime: ProcessRuntime) -> None:
+    """An image's program known by an in-image path (`/agnhost-2`) runs the host's program, and
+    sees the path it was called by."""
+    script = "import sys; print(sys.orig_argv[0])"
+    argv = ["/in-image/python", "-c", script]
+    runtime.start("ns", "p", UID, "named", argv, {"PATH": "/usr/bin:/bin"}, executable=sys.executable)
+    s = until("the container to exit", lambda: finished(runtime, "named"))
+    assert s.exit_code == 0, containerlog.read(Path(s.log))
+    assert [e.text for e in containerlog.read(Path(s.log)) if e.stream == "stdout"] == [b"/in-image/python"]
 
 
 def test_once_start_returns_the_run_has_its_start_time_or_its_start_error(
