@@ -22,7 +22,7 @@ from components.kubelet import limits, podphase
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
-from components.kubelet.envvars import EnvError, Sources, build
+from components.kubelet.envvars import EnvError, Sources, build, expand
 from components.kubelet.fake_runtime import PREFIX as FAKE_PREFIX
 from components.kubelet.hooks import HookRun, Hooks
 from components.kubelet.images import HostImages, ImagePullError, Resolved
@@ -210,7 +210,7 @@ class PodWorker:
             self._waiting[name] = ("CreateContainerConfigError", str(e))
             return
         try:
-            image = self._pull(container)
+            image = self._pull(container, env.values)
         except ImagePullError as e:
             self._pull_failed(name, str(container.get("image") or ""), str(e), now)
             return
@@ -246,11 +246,13 @@ class PodWorker:
         self.hooks.forget(name, attempt)
         self.hooks.post_start(container, attempt, now, self._grace() or DEFAULT_GRACE_S)
 
-    def _pull(self, container: Obj) -> Resolved:
+    def _pull(self, container: Obj, defined: Mapping[str, str]) -> Resolved:
         """What the container runs: its image through the table when the runtime runs
-        processes; its command and args as they are for one that runs nothing (fake)."""
-        command = [str(a) for a in container.get("command") or []]
-        args = [str(a) for a in container.get("args") or []]
+        processes; its command and args as they are for one that runs nothing (fake).  `$(VAR)`
+        in the command and args are the container's variables (`defined`), as kube expands them
+        before the runtime sees them (`$$` is a `$`, an unknown name stays as written)."""
+        command = [expand(str(a), defined) for a in container.get("command") or []]
+        args = [expand(str(a), defined) for a in container.get("args") or []]
         if not getattr(self.runtime, "needs_command", True):
             return Resolved([*command, *args], {}, "", None)
         return self.images.resolve(str(container.get("image") or ""), command, args)

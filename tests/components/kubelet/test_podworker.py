@@ -228,3 +228,22 @@ def test_containers_not_created_in_a_pod_with_init_containers_wait_in_pod_initia
         assert state(status, "run1")["state"] == {"waiting": {"reason": "PodInitializing"}}
         assert state(status, "init2", "initContainerStatuses")["state"] == {"waiting": {"reason": "PodInitializing"}}
     assert state(seen[-1], "init1", "initContainerStatuses")["state"]["terminated"]["exitCode"] == 1
+
+
+def test_variables_in_the_command_and_args_are_the_containers(runtime: ProcessRuntime, tmp_path: Path) -> None:
+    """kube expands `$(VAR)` in command and args with the container's environment before the
+    runtime runs them (conformance "Variable Expansion should allow substituting values in a
+    container's command/args"); `$$(VAR)` stays literal, an unknown name stays as written."""
+    out = tmp_path / "line"
+    app = {
+        "name": "app",
+        "image": "busybox",
+        "command": ["sh", "-c"],
+        # single quotes: what the shell gets is printed as it is (no command substitution)
+        "args": [f"echo '$(TEST_VAR) $$(TEST_VAR) $(NOT_SET)' > {out}; exec sleep 30"],
+        "env": [{"name": "TEST_VAR", "value": "test-value"}],
+    }
+    w = PodWorker(pod("v", app), runtime, NO_SOURCES, host_ip="127.0.0.1")
+    drive(w, lambda s: "running" in state(s, "app")["state"], "the container running")
+    written = wait_until("the container's line", lambda: out.exists() and out.read_text().strip(), WAIT_S)
+    assert written == "test-value $(TEST_VAR) $(NOT_SET)"
