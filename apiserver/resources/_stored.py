@@ -21,7 +21,15 @@ from apiserver.http.subresources.scale import ScaleHandler
 from apiserver.openapi_schemas import default_source
 from apiserver.resources._schema_check import SchemaChecker
 from apiserver.resources._shared import selector_string
-from apiserver.resources.base import Column, DefaultFunc, ResourceDef, RowFunc, Subresource, ValidateFunc
+from apiserver.resources.base import (
+    Column,
+    DefaultFunc,
+    FieldsFunc,
+    ResourceDef,
+    RowFunc,
+    Subresource,
+    ValidateFunc,
+)
 from machinery.objects import Obj, get
 
 NameFunc = Callable[[str, bool], list[str]]
@@ -68,6 +76,8 @@ def stored_kind(
     verbs: Sequence[str] | None = None,
     bumps_generation: bool = True,
     age_last: bool = True,
+    fields: FieldsFunc | None = None,
+    field_selectors: Sequence[str] = (),
 ) -> ResourceDef:
     """The ResourceDef of a kind whose structure comes from its schema; `rules` adds what the
     schema cannot say (kube's validation.go), `immutable` the dotted paths fixed once created.
@@ -96,6 +106,9 @@ def stored_kind(
     extra: dict[str, Any] = {}
     if verbs is not None:
         extra["verbs"] = tuple(verbs)
+    if fields is not None:  # field selectors beyond metadata.name/namespace (kube's *ToSelectableFields)
+        extra["fields"] = fields
+        extra["field_selectors"] = tuple(field_selectors)
     return ResourceDef(
         group=group,
         version=version,

@@ -38,6 +38,12 @@ def row(csr: Obj, now: float) -> list[Any]:
 # certificate; no defaulting, and the spec (so the generation) cannot move through it
 APPROVAL = UpdateStrategy("approval", takes=("status", "conditions"), empty=list, defaults=False)
 
+
+def fields(csr: Obj) -> dict[str, str]:
+    """kube's SelectableFields of a CSR: spec.signerName besides the name."""
+    return {"spec.signerName": text(csr, "spec.signerName")}
+
+
 RESOURCE = stored_kind(
     group="certificates.k8s.io",
     version="v1",
@@ -62,4 +68,6 @@ RESOURCE = stored_kind(
         Column("Condition", description="The state of the request."),
     ),
     row=row,
+    fields=fields,
+    field_selectors=("spec.signerName",),
 )

@@ -241,3 +241,22 @@ def test_protobuf_round_trip() -> None:
         assert one.status_code == 201 and one.headers["content-type"].startswith(pb), one.text
 
     _serve(exercise)
+
+
+def test_csrs_are_selected_by_signer_name() -> None:
+    """kube's CSR field selector (conformance "Certificates API should support CSR API
+    operations" lists by spec.signerName); another field is kube's 400."""
+    res = find("certificates.k8s.io", "certificatesigningrequests")
+    sample = SAMPLES[("certificates.k8s.io", "certificatesigningrequests")]
+
+    async def exercise(client: httpx.AsyncClient) -> None:
+        for name, signer in (("a", "example.com/signer"), ("b", "other.io/x")):
+            spec = {**sample["spec"], "signerName": signer}
+            made = await client.post(_url(res), json={"metadata": {"name": name}, **sample, "spec": spec})
+            assert made.status_code == 201, made.text
+        got = await client.get(_url(res), params={"fieldSelector": "spec.signerName=other.io/x"})
+        assert [i["metadata"]["name"] for i in got.json()["items"]] == ["b"]
+        bad = await client.get(_url(res), params={"fieldSelector": "spec.username=x"})
+        assert (bad.status_code, bad.json()["message"]) == (400, "field label not supported: spec.username")
+
+    _serve(exercise)
