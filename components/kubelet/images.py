@@ -167,7 +167,12 @@ def resolve(
         argv = [entry.applets, *argv]
     if not argv:
         raise ImagePullError(f"image {image!r} has neither an entrypoint nor a command in {TABLE_KEY}")
-    executable = str(peer_path(entry.peer)) if entry.peer and argv[0] in entry.programs else ""
+    executable = ""
+    if entry.peer and entry.programs:
+        if not command:
+            argv[0] = entry.programs[0]  # the ENTRYPOINT runs under its in-image name, as in the image
+        if argv[0] in entry.programs:
+            executable = str(peer_path(entry.peer))
     return Resolved(argv, dict(entry.env), entry.working_dir, entry, executable)
 
 

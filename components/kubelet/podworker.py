@@ -216,7 +216,8 @@ class PodWorker:
             return
         run_meta = self._run_meta(container)
         if getattr(self.runtime, "needs_command", True):
-            run_meta["imageID"] = self.images.image_id(str(container.get("image") or ""), image.argv)
+            program = [image.executable] if image.executable else image.argv  # the host's file
+            run_meta["imageID"] = self.images.image_id(str(container.get("image") or ""), program)
         try:
             attempt = self.runtime.start(
                 str(meta.get("namespace") or "default"),

@@ -88,8 +88,14 @@ def test_kubes_four_command_and_args_cases(command: list[str], args: list[str], 
 def test_agnhost_is_the_built_peer_and_args_follow_it() -> None:
     image = "registry.k8s.io/e2e-test-images/agnhost:2.53"
     agnhost = str(peer_path("agnhost"))
-    assert resolve(SHIPPED, image, [], []).argv == [agnhost, "pause"]
-    assert resolve(SHIPPED, image, [], ["netexec", "--http-port=8080"]).argv == [agnhost, "netexec", "--http-port=8080"]
+    # the ENTRYPOINT runs the built peer under the image's name for it (programs print argv)
+    assert resolve(SHIPPED, image, [], []).argv == ["/agnhost", "pause"]
+    assert resolve(SHIPPED, image, [], []).executable == agnhost
+    assert resolve(SHIPPED, image, [], ["netexec", "--http-port=8080"]).argv == [
+        "/agnhost",
+        "netexec",
+        "--http-port=8080",
+    ]
     assert resolve(SHIPPED, "registry.k8s.io/e2e-test-images/nginx:1.14-4", [], []).argv == [
         agnhost,
         "netexec",
