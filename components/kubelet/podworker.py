@@ -32,6 +32,7 @@ from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
 from components.kubelet.sandbox import Sandbox
+from components.kubelet.security import SecurityContextError, run_as
 from components.kubelet.volumes import VolumeError
 from machinery.objects import Obj
 from machinery.qos import qos_class
@@ -206,7 +207,7 @@ class PodWorker:
             env = build(self.downward_view(), container, self.sources, f"spec.containers[{name}]")
             probe_state = ContainerProbes(container, now, f"spec.containers[{name}]")
             sandbox = self._sandbox(container)
-        except (EnvError, ProbeError, VolumeError) as e:
+        except (EnvError, ProbeError, VolumeError, SecurityContextError) as e:
             self._waiting[name] = ("CreateContainerConfigError", str(e))
             return
         try:
@@ -272,7 +273,13 @@ class PodWorker:
         """What sets the container apart: its volume mounts, the pod's network, its limits."""
         where = f"spec.containers[{container['name']}]"
         mounts = self.volumes.mounts(self.pod, container, where) if self.volumes is not None else ()
-        return Sandbox(mounts=mounts, netns=self.netns, limits=limits.of(container))
+        user = run_as(self.pod, container, where)
+        return Sandbox(
+            mounts=mounts,
+            netns=self.netns,
+            limits=limits.of(container),
+            user=None if user is None else (user.uid, user.gid, user.groups),
+        )
 
     def _run_meta(self, container: Obj) -> dict[str, Any]:
         """What the runtime keeps with a run: the spec's hash, the image, and the fake runtime's

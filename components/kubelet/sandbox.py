@@ -45,12 +45,15 @@ class Sandbox:
     mounts: tuple[Mount, ...] = ()
     netns: str | None = None  # the network namespace file to join; None: the host's network
     limits: Mapping[str, Any] = field(default_factory=dict)  # see limits.py
+    # (uid, gid, supplementary groups) the process takes before exec (security.py); None: as is
+    user: tuple[int, int, tuple[int, ...]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "mounts": [[m.source, m.target, m.read_only] for m in self.mounts],
             "netns": self.netns,
             "limits": dict(self.limits),
+            "user": None if self.user is None else [self.user[0], self.user[1], list(self.user[2])],
         }
 
     @classmethod
@@ -60,7 +63,9 @@ class Sandbox:
         mounts = tuple(Mount(str(s), str(t), bool(r)) for s, t, r in value.get("mounts") or ())
         netns = value.get("netns")
         limits = value.get("limits")
-        return cls(mounts, str(netns) if netns else None, limits if isinstance(limits, Mapping) else {})
+        user = value.get("user")
+        run_as = (int(user[0]), int(user[1]), tuple(int(g) for g in user[2])) if isinstance(user, list) else None
+        return cls(mounts, str(netns) if netns else None, limits if isinstance(limits, Mapping) else {}, run_as)
 
 
 class SandboxError(Exception):
@@ -69,12 +74,16 @@ class SandboxError(Exception):
 
 def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
     """The sandbox this process can set up, and a line for the container's log when it had to
-    leave the mounts out (not root)."""
-    if not sandbox.mounts or os.geteuid() == 0:
+    leave the mounts or the user out (not root)."""
+    if os.geteuid() == 0 or (not sandbox.mounts and sandbox.user is None):
         return sandbox, ""
-    paths = ", ".join(m.target for m in sandbox.mounts)
-    note = f"raftkube: volumes not mounted ({paths}): the kubelet does not run as root\n"
-    return Sandbox((), sandbox.netns, sandbox.limits), note
+    notes = []
+    if sandbox.mounts:
+        paths = ", ".join(m.target for m in sandbox.mounts)
+        notes.append(f"raftkube: volumes not mounted ({paths}): the kubelet does not run as root\n")
+    if sandbox.user is not None:
+        notes.append(f"raftkube: runs as uid {os.geteuid()}, not {sandbox.user[0]}: the kubelet does not run as root\n")
+    return Sandbox((), sandbox.netns, sandbox.limits), "".join(notes)
 
 
 def enter(sandbox: Sandbox) -> None:
@@ -117,10 +126,10 @@ def child_preexec(
 ) -> Callable[[], None] | None:
     """What runs in the container's process before exec (None: nothing): its mounts (then the
     working dir is entered here: the caller passes no cwd to Popen), then its limits: it joins
-    the run's `cgroup` when the shim made one, else takes them as rlimits (see limits.py).  A
-    failure's words go to `report_fd` before the exception ends the child."""
+    the run's `cgroup` when the shim made one, else takes them as rlimits (see limits.py), then
+    its user and groups.  A failure's words go to `report_fd` before the exception ends the child."""
     apply_limits = limits.preexec(sandbox.limits, cgroup)
-    if not sandbox.mounts and apply_limits is None:
+    if not sandbox.mounts and apply_limits is None and sandbox.user is None:
         return None
 
     def prepare() -> None:
@@ -131,6 +140,11 @@ def child_preexec(
                     os.chdir(cwd)
             if apply_limits is not None:
                 apply_limits()
+            if sandbox.user is not None:  # last: mounts and the cgroup need root
+                uid, gid, groups = sandbox.user
+                os.setgroups(list(groups))
+                os.setgid(gid)
+                os.setuid(uid)
         except OSError as e:
             os.write(report_fd, str(e).encode(errors="replace")[:4096])
             raise

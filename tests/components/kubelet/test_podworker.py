@@ -247,3 +247,31 @@ def test_variables_in_the_command_and_args_are_the_containers(runtime: ProcessRu
     drive(w, lambda s: "running" in state(s, "app")["state"], "the container running")
     written = wait_until("the container's line", lambda: out.exists() and out.read_text().strip(), WAIT_S)
     assert written == "test-value $(TEST_VAR) $(NOT_SET)"
+
+
+def test_a_container_runs_as_its_security_contexts_user_and_groups(runtime: ProcessRuntime) -> None:
+    """conformance "Security Context should support pod.Spec.SecurityContext.RunAsUser And
+    RunAsGroup": `id` inside prints what the pod asked; runAsNonRoot without a user is refused."""
+    app = sh("app", "id; exec sleep 30")
+    w = PodWorker(
+        pod("s", app, securityContext={"runAsUser": 1001, "runAsGroup": 2002, "supplementalGroups": [3003]}),
+        runtime,
+        NO_SOURCES,
+        host_ip="127.0.0.1",
+    )
+    drive(w, lambda s: "running" in state(s, "app")["state"], "the container running")
+
+    def printed() -> str:
+        run = runtime.seen("s", "app")
+        lines = containerlog.read(Path(run.log)) if run is not None and run.log else []
+        return b"".join(e.text for e in lines if e.stream == "stdout").decode()
+
+    written = wait_until("the container's id", printed, WAIT_S)
+    assert written.startswith("uid=1001 gid=2002") and "3003" in written, written
+    refused = PodWorker(
+        pod("r", sh("app", "true"), securityContext={"runAsNonRoot": True}), runtime, NO_SOURCES, host_ip="127.0.0.1"
+    )
+    status = refused.sync(time.time())
+    waiting = state(status, "app")["state"]["waiting"]
+    assert waiting["reason"] == "CreateContainerConfigError"
+    assert waiting["message"].startswith("container has runAsNonRoot and image will run as root")

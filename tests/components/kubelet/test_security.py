@@ -1,0 +1,50 @@
+"""Who a container runs as (kube's effective securityContext) and runAsNonRoot's refusal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.kubelet.security import RunAs, SecurityContextError, run_as
+
+
+def pod(pod_sc: dict[str, Any] | None = None, **container_sc: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    container: dict[str, Any] = {"name": "c", "image": "busybox"}
+    if container_sc:
+        container["securityContext"] = container_sc
+    p = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {"containers": [container]}}
+    if pod_sc is not None:
+        p["spec"]["securityContext"] = pod_sc
+    return p, container
+
+
+def test_nothing_said_runs_as_the_kubelet() -> None:
+    assert run_as(*pod()) is None
+    assert run_as(*pod({})) is None
+
+
+def test_the_containers_ids_win_over_the_pods_and_groups_gather() -> None:
+    p, c = pod({"runAsUser": 1001, "runAsGroup": 2002, "supplementalGroups": [3003, 3003], "fsGroup": 4004})
+    assert run_as(p, c) == RunAs(1001, 2002, (3003, 4004))
+    p, c = pod({"runAsUser": 1001, "runAsGroup": 2002}, runAsUser=1002)
+    assert run_as(p, c) == RunAs(1002, 2002)
+    p, c = pod(None, runAsUser=1002)
+    assert run_as(p, c) == RunAs(1002, 0)  # no group said: the image user's, 0
+
+
+def test_run_as_non_root_refuses_root_in_kubes_words() -> None:
+    with pytest.raises(SecurityContextError, match="container has runAsNonRoot and image will run as root"):
+        run_as(*pod({"runAsNonRoot": True}))
+    with pytest.raises(SecurityContextError, match="container's runAsUser breaks non-root policy"):
+        run_as(*pod({"runAsNonRoot": True}, runAsUser=0))
+    p, c = pod({"runAsNonRoot": True, "runAsUser": 1000})
+    assert run_as(p, c) == RunAs(1000, 0)
+    p, c = pod({"runAsNonRoot": True}, runAsNonRoot=False)  # the container's word wins
+    assert run_as(p, c) is None
+
+
+@pytest.mark.parametrize("bad", [-1, "1000", True, 2**31, 1.5])
+def test_ids_that_are_not_ids_are_refused_naming_the_field(bad: Any) -> None:
+    with pytest.raises(SecurityContextError, match=r"container\.securityContext\.runAsUser"):
+        run_as(*pod(None, runAsUser=bad))
