@@ -48,7 +48,8 @@ def fields(event: Obj) -> dict[str, str]:
     out |= {
         "reason": text(event, "reason"),
         "reportingComponent": text(event, "reportingComponent"),
-        "source": text(event, "source.component"),
+        # kube: the source's component, else who reported it (events written through events.k8s.io)
+        "source": text(event, "source.component") or text(event, "reportingComponent"),
         "type": text(event, "type"),
     }
     return out
@@ -62,6 +63,13 @@ FIELD_SELECTORS = (
     "source",
     "type",
 )
+# events.k8s.io/v1 selects by its own names (kube's field label conversion for Event)
+NEW_FIELD_NAMES = {
+    **{f"regarding.{f}": f"involvedObject.{f}" for f in FIELD_PARTS},
+    "reason": "reason",
+    "reportingController": "reportingComponent",
+    "type": "type",
+}
 
 
 def validate_involved(event: Obj, field: str) -> list[Cause]:

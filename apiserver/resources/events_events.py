@@ -29,7 +29,9 @@ def validate(event: Obj, old: Obj | None) -> list[Cause]:
 
 
 def fields(event: Obj) -> dict[str, str]:
-    return _events.fields(_events.to_core(event))
+    """The events.k8s.io names of the core Event's selectable fields."""
+    core = _events.fields(_events.to_core(event))
+    return {new: core[old] for new, old in _events.NEW_FIELD_NAMES.items()}
 
 
 def row(event: Obj, now: float) -> list[Any]:
@@ -47,7 +49,7 @@ RESOURCE = ResourceDef(
     bumps_generation=False,
     validate=validate,
     fields=fields,
-    field_selectors=_events.FIELD_SELECTORS,
+    field_selectors=tuple(_events.NEW_FIELD_NAMES),
     columns=_events.COLUMNS,
     row=row,
     age_last=False,

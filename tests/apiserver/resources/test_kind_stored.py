@@ -260,3 +260,33 @@ def test_csrs_are_selected_by_signer_name() -> None:
         assert (bad.status_code, bad.json()["message"]) == (400, "field label not supported: spec.username")
 
     _serve(exercise)
+
+
+def test_an_event_written_through_events_k8s_io_is_selected_by_both_apis() -> None:
+    """conformance "Events API should ensure that an event can be fetched, patched, deleted, and
+    listed": core/v1 lists it by `source` (its reporter), events.k8s.io by `reportingController`."""
+    event = {
+        "metadata": {"name": "e1"},
+        "regarding": {"namespace": "default"},
+        "eventTime": "2017-09-19T13:49:16.000000Z",
+        "note": "This is e1",
+        "action": "Do",
+        "reason": "Test",
+        "type": "Normal",
+        "reportingController": "test-controller",
+        "reportingInstance": "test-node",
+    }
+
+    async def exercise(client: httpx.AsyncClient) -> None:
+        made = await client.post("/apis/events.k8s.io/v1/namespaces/default/events", json=event)
+        assert made.status_code == 201, made.text
+        core = await client.get("/api/v1/events", params={"fieldSelector": "source=test-controller"})
+        assert [i["metadata"]["name"] for i in core.json()["items"]] == ["e1"]
+        new = await client.get(
+            "/apis/events.k8s.io/v1/events", params={"fieldSelector": "reportingController=test-controller"}
+        )
+        assert [i["metadata"]["name"] for i in new.json()["items"]] == ["e1"]
+        other = await client.get("/apis/events.k8s.io/v1/events", params={"fieldSelector": "source=x"})
+        assert (other.status_code, other.json()["message"]) == (400, "field label not supported: source")
+
+    _serve(exercise)
