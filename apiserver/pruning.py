@@ -16,9 +16,10 @@ their `$ref` names), so a request walks only the object, with one dict look-up p
 pod costs about 3x an `orjson.loads` of it (~15-20 us of CPU on a loaded 2-core machine, where the
 full-schema `unknown_fields` check this replaced took ~130 us).
 
-Not done: duplicate keys in a JSON body (kube's `duplicate field "x"`).  orjson keeps the last
-value, as Go's decoder does, so what is stored is what kube stores; naming them would take a
-second, stdlib parse of every body (~2x the cost of pruning) under the default Warn.
+Duplicate keys in a JSON body (kube's `duplicate field "x"`) are named under Strict only
+(`apiserver/http/duplicate_fields.py`): orjson keeps the last value, as Go's decoder does, so
+what is stored is what kube stores; naming them under the default Warn too would take a second,
+stdlib parse of every body (~2x the cost of pruning).
 
 Paths are worded as kube's strict JSON decoder words them: dotted field names, `[i]` for list
 items, in document order.

@@ -12,6 +12,7 @@ from typing import Any
 
 from apiserver import errors, pruning
 from apiserver.http import negotiation
+from apiserver.http.duplicate_fields import duplicate_field_texts
 from apiserver.http.params import WriteParams
 from apiserver.patch import apply as ssa
 from apiserver.patch import schema
@@ -68,14 +69,24 @@ def track_fields(old: Obj | None, new: Obj, manager: str, subresource: str = "")
     return ssa.record_update(old, new, manager, format_time(time.time()), subresource=subresource)
 
 
-def prune_body(res: ResourceDef, obj: Obj, validation: str, kind: str = "", group: str | None = None) -> list[str]:
+def prune_body(
+    res: ResourceDef,
+    obj: Obj,
+    validation: str,
+    kind: str = "",
+    group: str | None = None,
+    duplicates: list[str] | None = None,
+) -> list[str]:
     """A create or update body: its unknown fields dropped (always, as kube's decoder drops
     them), then refused under Strict with the decoder's words, or named in one warning each.
 
-    `kind`/`group` name another schema than the resource's (a Scale sent to /scale)."""
+    `kind`/`group` name another schema than the resource's (a Scale sent to /scale);
+    `duplicates`: the body's repeated keys (duplicate_fields.py), after the unknown ones as kube's
+    decoder lists them."""
     kind, group = kind or res.kind, res.group if group is None else group
     paths = pruning.prune(group, res.version, kind, obj)
-    return _judge(paths, validation, f'{kind} in version "{res.version}" cannot be handled as a {kind}: ')
+    prefix = f'{kind} in version "{res.version}" cannot be handled as a {kind}: '
+    return _judge(paths, validation, prefix, after=duplicate_field_texts(duplicates or []))
 
 
 def prune_patched(res: ResourceDef, obj: Obj, validation: str, found_in_patch: list[str] | None = None) -> list[str]:
@@ -104,8 +115,10 @@ def json_patch_unknown_fields(ops: Any) -> list[str]:
     return found
 
 
-def _judge(paths: list[str], validation: str, prefix: str, before: list[str] | None = None) -> list[str]:
-    texts = [*(before or []), *pruning.unknown_field_texts(paths)]
+def _judge(
+    paths: list[str], validation: str, prefix: str, before: list[str] | None = None, after: list[str] | None = None
+) -> list[str]:
+    texts = [*(before or []), *pruning.unknown_field_texts(paths), *(after or [])]
     if not texts or validation == "Ignore":
         return []
     if validation == "Strict":

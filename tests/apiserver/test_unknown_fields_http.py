@@ -305,3 +305,22 @@ def test_kubectl_create_of_a_pod_names_the_nested_field(
     server_side = server.kubectl("apply", "--server-side", "-f", str(manifest))
     assert server_side.returncode != 0
     assert '.spec.containers[name="c"].bogus: field not declared in schema' in server_side.stderr, server_side.stderr
+
+
+def test_strict_names_unknown_then_duplicate_fields_as_kube(api: httpx.Client) -> None:
+    """conformance "FieldValidation should detect unknown and duplicate fields of a typed object":
+    the raw body repeats spec.replicas; Strict names it after the unknown field."""
+    body = b"""{"apiVersion": "apps/v1", "kind": "Deployment",
+      "metadata": {"name": "dup-dep", "labels": {"app": "nginx"}},
+      "spec": {"unknownField": "foo", "replicas": 2, "replicas": 3,
+        "selector": {"matchLabels": {"app": "nginx"}},
+        "template": {"metadata": {"labels": {"app": "nginx"}},
+          "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]}}}}"""
+    headers = {"content-type": "application/json"}
+    r = api.post(DEPLOYMENTS, params={"fieldValidation": "Strict"}, content=body, headers=headers)
+    assert status_of(r, 400, "BadRequest")["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+        'unknown field "spec.unknownField", duplicate field "spec.replicas"'
+    )
+    r = api.post(DEPLOYMENTS, params={"fieldValidation": "Ignore"}, content=body, headers=headers)
+    assert r.status_code == 201 and r.json()["spec"]["replicas"] == 3  # the last one, as kube keeps

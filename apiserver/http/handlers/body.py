@@ -9,6 +9,7 @@ from starlette.requests import Request
 
 from apiserver import errors
 from apiserver.http import negotiation
+from apiserver.http.duplicate_fields import duplicate_paths
 from apiserver.resources.base import ResourceDef
 from machinery.objects import Obj
 
@@ -35,6 +36,19 @@ async def read_body(request: Request, *, expect: type = dict) -> Any:
     """The decoded body (JSON, YAML or protobuf by its content type)."""
     body = await read_limited(request)
     return await negotiation.decode_off_loop(body, request.headers.get("content-type"), expect=expect)
+
+
+async def read_object_body(request: Request, field_validation: str) -> tuple[Obj, list[str]]:
+    """A create's or update's object, and under `fieldValidation=Strict` the paths of the keys a
+    JSON body repeats (duplicate_fields.py; [] otherwise: YAML and protobuf cannot repeat keys
+    past their own decoders)."""
+    body = await read_limited(request)
+    content_type = request.headers.get("content-type")
+    obj = await negotiation.decode_off_loop(body, content_type, expect=dict)
+    repeated: list[str] = []
+    if field_validation == "Strict" and negotiation.media_type(content_type) == negotiation.JSON:
+        repeated = duplicate_paths(body)
+    return obj, repeated
 
 
 def typed_body(res: ResourceDef, obj: Obj) -> Obj:

@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from apiserver.http import params, patching
-from apiserver.http.handlers.body import read_body, typed_body
+from apiserver.http.handlers.body import read_object_body, typed_body
 from apiserver.http.handlers.responses import respond, with_warnings
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.requestinfo import ResourcePath
@@ -26,8 +26,9 @@ async def update_object(
     """`strategy`: the subresource's (None for the object itself)."""
     assert target.name is not None
     w = params.write_params(query, request.headers.get("user-agent", ""), "UpdateOptions")
-    obj = typed_body(res, await read_body(request))
-    warnings = patching.prune_body(res, obj, w.field_validation)
+    body, repeated = await read_object_body(request, w.field_validation)
+    obj = typed_body(res, body)
+    warnings = patching.prune_body(res, obj, w.field_validation, duplicates=repeated)
     result, created = await scope.registries[res].update(
         target.namespace,
         target.name,
