@@ -98,6 +98,8 @@ class PodWorker:
         self.backoff = backoff or CrashBackOff()
         self.wall = wall
         self.start_time = ""
+        self._started_at: float | None = None  # `now` of the first sync: activeDeadlineSeconds counts from it
+        self.deadline_exceeded = False  # the pod ran past spec.activeDeadlineSeconds: killed, Failed
         self._probing: dict[str, _Probing] = {}
         self._waiting: dict[str, tuple[str, str]] = {}  # container -> (reason, message) of a failed start
         self.hooks = Hooks()
@@ -130,8 +132,14 @@ class PodWorker:
         self.runtime.tick(now)
         if not self.start_time:
             self.start_time = self.wall(now)
+        if self._started_at is None:
+            self._started_at = now
         specs = self._specs()
         grace = self._grace()
+        if self.deadline_exceeded or self._past_deadline(now):
+            self.deadline_exceeded = True  # for good: kube never starts such a pod's containers again
+            self._kill_all(specs, grace, now)
+            return self.status(now)
         for name in specs:  # a failed postStart kills its container (the policy restarts it)
             run = self.runtime.seen(self.uid, name)
             if run is not None and run.running and self.hooks.post_start_failed(name, run.attempt):
@@ -154,6 +162,22 @@ class PodWorker:
         for start in actions.starts:
             self._start(specs[start.container][0], now)
         return self.status(now)
+
+    def _past_deadline(self, now: float) -> bool:
+        """kube's activeDeadlineHandler: the pod has been active on the node longer than
+        `spec.activeDeadlineSeconds` (read at every sync, so an update that shortens it counts)."""
+        limit = (self.pod.get("spec") or {}).get("activeDeadlineSeconds")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0 or self._started_at is None:
+            return False
+        return now - self._started_at >= limit
+
+    def _kill_all(self, specs: dict[str, tuple[Obj, bool]], grace: float, now: float) -> None:
+        for name in specs:
+            run = self.runtime.seen(self.uid, name)
+            if run is not None and run.running:
+                stop_grace = self.hooks.pre_stop(specs[name][0], run.attempt, now, grace)
+                if stop_grace is not None:  # None: its preStop hook still runs
+                    self.runtime.stop(self.uid, name, stop_grace, now)
 
     def _grace(self) -> float:
         meta, spec = self.pod.get("metadata") or {}, self.pod.get("spec") or {}
@@ -394,6 +418,12 @@ class PodWorker:
         }
         if inits:
             out["initContainerStatuses"] = init_statuses
+        if self.deadline_exceeded:
+            out.update(
+                phase="Failed",
+                reason="DeadlineExceeded",
+                message="Pod was active on the node longer than the specified deadline",
+            )
         return out
 
     def running(self) -> bool:

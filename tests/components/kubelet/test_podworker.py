@@ -275,3 +275,19 @@ def test_a_container_runs_as_its_security_contexts_user_and_groups(runtime: Proc
     waiting = state(status, "app")["state"]["waiting"]
     assert waiting["reason"] == "CreateContainerConfigError"
     assert waiting["message"].startswith("container has runAsNonRoot and image will run as root")
+
+
+def test_a_pod_past_its_active_deadline_is_killed_and_failed(runtime: ProcessRuntime) -> None:
+    """kube's activeDeadlineHandler (conformance "Pods should allow activeDeadlineSeconds to be
+    updated"): the deadline is read at each sync, so shortening it on a running pod counts."""
+    p = pod("dl", sh("app", "exec sleep 30"), restartPolicy="Always", terminationGracePeriodSeconds=1)
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    drive(w, lambda s: "running" in state(s, "app")["state"], "the container running")
+    w.pod["spec"]["activeDeadlineSeconds"] = 1  # the pod's update, as the kubelet hands it over
+    status = drive(w, lambda s: s["phase"] == "Failed" and "terminated" in state(s, "app")["state"], "killed")
+    assert (status["reason"], status["message"]) == (
+        "DeadlineExceeded",
+        "Pod was active on the node longer than the specified deadline",
+    )
+    time.sleep(0.3)
+    assert "terminated" in state(w.sync(time.time()), "app")["state"]  # never started again
