@@ -10,7 +10,7 @@ could still reach us here (a bad URL or caBundle, an unparsable selector) is kep
 `problem` and turns every call of that hook into a call failure, which failurePolicy decides.
 
 `clientConfig.service` is kept as a reference (port defaulting to 443, path to "/"); the
-client resolves it on every call through the Service's endpoints (`apiserver.service_routing`).
+client resolves it on every call through the Service's EndpointSlices (`apiserver.service_routing`).
 """
 
 from __future__ import annotations

@@ -3,14 +3,14 @@
 Everything is looked up when a request needs it, not when the plugin is built: the caches of
 the webhook configurations may be wired after the plugins, and a missing cache means no
 configurations (the plugin then handles nothing).  A `clientConfig.service` is reached through
-the Service's Endpoints (`apiserver.service_routing`), read from the watch caches of services
-and endpoints, and from storage when the cache does not have the object yet.
+the Service's EndpointSlices (`apiserver.service_routing`), read from the watch caches (the
+Service from storage when the cache does not have it yet).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from apiserver import errors
@@ -27,6 +27,8 @@ REGISTRATION = "admissionregistration.k8s.io"
 MUTATING_CONFIGURATIONS = (REGISTRATION, "mutatingwebhookconfigurations")
 VALIDATING_CONFIGURATIONS = (REGISTRATION, "validatingwebhookconfigurations")
 NAMESPACES = ("", "namespaces")
+SERVICES = ("", "services")
+ENDPOINT_SLICES = ("discovery.k8s.io", "endpointslices")
 Getter = Callable[[str | None, str], Awaitable[Obj | None]]
 
 
@@ -52,13 +54,17 @@ def _cached_or_stored(
 def service_resolver(
     caches: Mapping[tuple[str, str], Any], registries: Mapping[tuple[str, str], Any]
 ) -> ServiceResolver:
-    """Service references resolved through the services' and endpoints' objects."""
-    getters = {plural: _cached_or_stored(caches, registries, ("", plural)) for plural in ("services", "endpoints")}
+    """Service references resolved through the Services and the EndpointSlices' watch cache."""
+    service = _cached_or_stored(caches, registries, SERVICES)
 
-    async def lookup(plural: str, namespace: str, name: str) -> Obj | None:
-        return await getters[plural](namespace, name)
+    async def services(namespace: str, name: str) -> Obj | None:
+        return await service(namespace, name)
 
-    return EndpointServiceResolver(lookup).resolve
+    def slices(namespace: str) -> Iterable[Obj]:
+        cache = caches.get(ENDPOINT_SLICES)
+        return cache.objects(namespace) if cache is not None else ()
+
+    return EndpointServiceResolver(services, slices).resolve
 
 
 def dispatcher(
