@@ -79,9 +79,12 @@ class WebhookClient:
         if self._resolve_service is None:
             raise CallFailure(hook.name, f'failed to call webhook: Post "{shown}": no service resolver')
         try:
-            address = await self._resolve_service(svc.namespace, svc.name, svc.port)
+            async with asyncio.timeout(hook.timeout):  # a storage read when the cache lacks the Service
+                address = await self._resolve_service(svc.namespace, svc.name, svc.port)
         except NoRoute as e:
             raise CallFailure(hook.name, f'failed to call webhook: Post "{shown}": {e}') from e
+        except TimeoutError as e:
+            raise CallFailure(hook.name, f'failed to call webhook: Post "{shown}": context deadline exceeded') from e
         return f"https://{address}{path}{query}", shown, name
 
     async def post(self, hook: Hook, body: bytes) -> bytes:
