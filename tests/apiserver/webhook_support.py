@@ -42,9 +42,10 @@ class TLS:
     ca_bundle: str  # base64 PEM, as clientConfig.caBundle holds it
 
 
-def make_tls(directory: Path, name: str = "webhook") -> TLS:
+def make_tls(directory: Path, name: str = "webhook", hosts: tuple[str, ...] = ("127.0.0.1",)) -> TLS:
+    """A CA and a serving certificate for `hosts` (a service's webhook: `<svc>.<ns>.svc`)."""
     ca = pki.create_ca(directory, f"{name} test CA")
-    files = pki.issue_cert(ca, directory, name, common_name=name, hosts=("127.0.0.1",), server=True)
+    files = pki.issue_cert(ca, directory, name, common_name=name, hosts=hosts, server=True)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(files.cert, files.key)
     return TLS(context, base64.b64encode(files.ca.read_bytes()).decode())
@@ -128,6 +129,12 @@ def hook(name: str, url: str, ca_bundle: str, **fields: Any) -> Obj:
     }
     entry.update(fields)
     return entry
+
+
+def service_client_config(namespace: str, name: str, port: int, path: str, ca_bundle: str) -> Obj:
+    """A clientConfig naming a service, as the conformance webhooks register themselves."""
+    ref: Obj = {"namespace": namespace, "name": name, "port": port, "path": path}
+    return {"service": ref, "caBundle": ca_bundle}
 
 
 def configuration(kind: str, name: str, *hooks: Obj) -> Obj:

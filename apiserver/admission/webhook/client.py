@@ -5,6 +5,12 @@ between calls, so a webhook costs one TLS handshake per connection, not per requ
 call is bounded as a whole by the hook's timeoutSeconds (connect, send, answer), and the URL
 carries `?timeout=<n>s` as kube's client adds it.  The answer is read up to a cap.  Every
 failure is a CallFailure worded as Go's client words it (`Post "<url>": ...`).
+
+A `clientConfig.service` is called as kube calls it: the URL shown is
+`https://<name>.<namespace>.svc:<port><path>`, the connection goes to one ready endpoint of the
+service (the resolver's choice, made per call), and the certificate is verified against the
+name `<name>.<namespace>.svc`.  A service without a usable endpoint is a call failure like a
+refused connection, so failurePolicy decides.
 """
 
 from __future__ import annotations
@@ -13,20 +19,21 @@ import asyncio
 import logging
 import os
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
-from apiserver.admission.webhook.config import Hook, ServiceRef
+from apiserver.admission.webhook.config import Hook
 from apiserver.admission.webhook.failures import CallFailure, http_status_message
+from apiserver.service_routing import NoRoute, host_port, server_name
 
 log = logging.getLogger("raftkube.admission.webhook")
 
 MAX_RESPONSE_BYTES = 3 * 1024 * 1024
-# (service) -> (url, TLS server name): how a clientConfig.service is reached, when it can be
-ServiceResolver = Callable[[ServiceRef], tuple[str, str]]
+# (namespace, name, port) -> `host:port` of one endpoint of that service, or NoRoute
+ServiceResolver = Callable[[str, str, int], Awaitable[str]]
 
 
 class WebhookClient:
@@ -56,27 +63,34 @@ class WebhookClient:
             await self._session.close()
         self._session = None
 
-    def _target(self, hook: Hook) -> tuple[str, str | None]:
+    async def _target(self, hook: Hook) -> tuple[str, str, str | None]:
+        """(the URL to POST to, the URL to show in errors, the TLS server name to verify)."""
         endpoint = hook.endpoint
         if endpoint.problem is not None:
             raise CallFailure(hook.name, f"could not get REST client: {endpoint.problem}")
+        query = f"?timeout={hook.timeout}s"
         if endpoint.url is not None:
-            return endpoint.url, None
-        assert endpoint.service is not None
+            return endpoint.url + query, endpoint.url + query, None
+        svc = endpoint.service
+        assert svc is not None
+        name = server_name(svc.namespace, svc.name)
+        path = svc.path if svc.path.startswith("/") else f"/{svc.path}"
+        shown = f"https://{host_port(name, svc.port)}{path}{query}"
         if self._resolve_service is None:
-            svc = endpoint.service
-            raise CallFailure(
-                hook.name,
-                f'could not get REST client: service "{svc.namespace}/{svc.name}": raftkube has no Service '
-                "networking; give the webhook a clientConfig.url",
-            )
-        return self._resolve_service(endpoint.service)
+            raise CallFailure(hook.name, f'failed to call webhook: Post "{shown}": no service resolver')
+        try:
+            async with asyncio.timeout(hook.timeout):  # a storage read when the cache lacks the Service
+                address = await self._resolve_service(svc.namespace, svc.name, svc.port)
+        except NoRoute as e:
+            raise CallFailure(hook.name, f'failed to call webhook: Post "{shown}": {e}') from e
+        except TimeoutError as e:
+            raise CallFailure(hook.name, f'failed to call webhook: Post "{shown}": context deadline exceeded') from e
+        return f"https://{address}{path}{query}", shown, name
 
     async def post(self, hook: Hook, body: bytes) -> bytes:
         """POST `body` to the hook; the answer's body (2xx), or CallFailure."""
-        url, server_name = self._target(hook)
-        url = f"{url}?timeout={hook.timeout}s"
-        shown = f'Post "{url}"'
+        url, shown_url, tls_name = await self._target(hook)
+        shown = f'Post "{shown_url}"'
         assert hook.endpoint.ssl is not None
         context: ssl.SSLContext = hook.endpoint.ssl
         try:
@@ -86,7 +100,7 @@ class WebhookClient:
                     data=body,
                     headers={"Content-Type": "application/json"},
                     ssl=context,
-                    server_hostname=server_name,
+                    server_hostname=tls_name,
                     allow_redirects=False,
                 ) as response:
                     data = await self._read(hook, response, shown)

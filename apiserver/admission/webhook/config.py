@@ -9,9 +9,8 @@ generation of the configurations.  What kube refuses when a configuration is wri
 could still reach us here (a bad URL or caBundle, an unparsable selector) is kept as a
 `problem` and turns every call of that hook into a call failure, which failurePolicy decides.
 
-`clientConfig.service`: raftkube has no Service networking, so a service reference is resolved
-by a `ServiceResolver` given to the plugin; without one (the default) the call fails with a
-message saying to use `clientConfig.url`.
+`clientConfig.service` is kept as a reference (port defaulting to 443, path to "/"); the
+client resolves it on every call through the Service's EndpointSlices (`apiserver.service_routing`).
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ class ServiceRef:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """Where to POST: a URL, or a service the plugin's resolver turns into one."""
+    """Where to POST: a URL, or a service the client's resolver turns into an endpoint."""
 
     url: str | None
     service: ServiceRef | None

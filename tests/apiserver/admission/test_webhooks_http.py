@@ -20,6 +20,7 @@ from tests.apiserver.webhook_support import (
     hook,
     in_process_with_webhooks,
     make_tls,
+    service_client_config,
     webhook_server,
 )
 
@@ -509,3 +510,71 @@ def test_a_mutating_webhook_skips_what_its_match_conditions_exclude(tls: TLS) ->
         assert [rv["request"]["name"] for rv in server.reviews["/label"]] == ["random"]
 
     run(tls, scenario)
+
+
+async def _slices_cached(c: Cluster, revision: int) -> None:
+    """Wait (bounded) until the EndpointSlices' watch cache, which the resolver reads, saw `revision`."""
+    [cache] = [
+        v for r, v in c.api.scope.caches.items() if (r.group, r.plural) == ("discovery.k8s.io", "endpointslices")
+    ]
+    for _ in range(500):
+        if cache.revision >= revision:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the EndpointSlices' cache never reached revision {revision}")
+
+
+def test_a_service_reference_reaches_a_ready_endpoint_verified_as_the_services_dns_name(tmp_path: Path) -> None:
+    """As conformance registers its webhooks: clientConfig.service names a Service whose
+    EndpointSlice holds the webhook's address; the certificate is issued for `hook.default.svc`
+    only, so the call succeeds only if the name verified is the service's, not 127.0.0.1."""
+    svc_tls = make_tls(tmp_path, "hook", hosts=("hook.default.svc",))
+    config = service_client_config("default", "hook", 8443, "/allow", svc_tls.ca_bundle)
+    slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        c.validating.set(configuration(VWC, "v", hook("svc.example.com", "", "", clientConfig=config)))
+        shown = (
+            'failed calling webhook "svc.example.com": failed to call webhook: '
+            'Post "https://hook.default.svc:8443/allow?timeout=5s"'
+        )
+        r = await c.client.post(CM, json=cm("one"))
+        assert r.status_code == 500 and r.json()["message"].endswith(f'{shown}: service "hook" not found'), r.text
+
+        spec = {"ports": [{"name": "https", "port": 8443, "targetPort": "webhook-api"}]}
+        r = await c.client.post(
+            "/api/v1/namespaces/default/services", json={"metadata": {"name": "hook"}, "spec": spec}
+        )
+        assert r.status_code == 201, r.text
+        r = await c.client.post(CM, json=cm("one"))
+        assert r.json()["message"].endswith(f'{shown}: no endpoints available for service "hook"'), r.text
+
+        labels = {"kubernetes.io/service-name": "hook"}
+        eps = {
+            "metadata": {"name": "hook-1", "labels": labels},
+            "addressType": "IPv4",
+            "ports": [{"name": "https", "port": server.port, "protocol": "TCP"}],
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": False}}],
+        }
+        r = await c.client.post(slices, json=eps)
+        assert r.status_code == 201, r.text
+        await _slices_cached(c, int(r.json()["metadata"]["resourceVersion"]))
+        r = await c.client.post(CM, json=cm("one"))
+        assert r.json()["message"].endswith(f'{shown}: no endpoints available for service "hook"'), r.text
+        assert "/allow" not in server.reviews
+
+        eps["endpoints"] = [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}]
+        r = await c.client.put(f"{slices}/hook-1", json=eps)
+        assert r.status_code == 200, r.text
+        await _slices_cached(c, int(r.json()["metadata"]["resourceVersion"]))
+        r = await c.client.post(CM, json=cm("one"))
+        assert r.status_code == 201, r.text
+        assert len(server.reviews["/allow"]) == 1
+
+        # the same server by URL: its certificate does not name 127.0.0.1
+        by_url = hook("url.example.com", server.url("/allow"), svc_tls.ca_bundle)
+        c.validating.set(configuration(VWC, "v", by_url))
+        r = await c.client.post(CM, json=cm("two"))
+        assert r.status_code == 500 and "tls: failed to verify certificate" in r.json()["message"], r.text
+
+    run(svc_tls, scenario)
