@@ -118,5 +118,7 @@ class EndpointSliceController(ServicePodsController):
             "metadata": {"generateName": f"{meta['name']}-", "labels": labels, "ownerReferences": [owner]},
             "addressType": address_type(service),
             "endpoints": endpoints,
-            "ports": ports,
+            # a slice port always has a name ("" for an unnamed service port), as kube's controller
+            # writes it: kubectl describe service dereferences it (a nil name made it panic)
+            "ports": [{**p, "name": p.get("name", "")} for p in ports],
         }

@@ -89,3 +89,15 @@ def test_a_service_without_pods_has_one_empty_slice_and_headless_is_labelled() -
         "a": "b",
         "service.kubernetes.io/headless": "",
     }
+
+
+def test_a_slice_port_always_has_a_name_as_kube_writes_it() -> None:
+    """kube's EndpointSlice port name is "" for an unnamed service port, never absent: kubectl
+    describe service dereferences it (conformance "Kubectl describe ... rc and pods" panicked)."""
+    from components.controllers.endpointslice import EndpointSliceController
+
+    s = svc(ports=[{"port": 80, "targetPort": 8080}])
+    s["metadata"]["uid"] = "u-web"
+    [(ports, endpoints)] = desired_slices(s, [pod("a", "10.0.0.1")])
+    body = EndpointSliceController._slice(s, ports, endpoints)
+    assert body["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
