@@ -344,7 +344,7 @@ class PodWorker:
 
     # -- status ---------------------------------------------------------------------------------
 
-    def _container_status(self, container: Obj, now: float, has_inits: bool) -> Obj:
+    def _container_status(self, container: Obj, now: float, has_inits: bool, init: bool = False) -> Obj:
         name = container["name"]
         run = self.runtime.seen(self.uid, name)
         status: Obj = {"name": name, "image": container.get("image") or "", "imageID": "", "ready": False}
@@ -386,6 +386,8 @@ class PodWorker:
             status["lastState"] = {"terminated": _terminated(run)}
         else:
             status["state"] = {"terminated": _terminated(run)}
+            # kube: an init container that completed is Ready (conformance's InitContainer specs)
+            status["ready"] = init and run.exit_code == 0
         return status
 
     def _restarts(self, run: RunState) -> bool:
@@ -400,7 +402,7 @@ class PodWorker:
         # with init containers (for them too, and whether or not they are done), else
         # ContainerCreating (conformance checks it on every status a pod shows)
         has_inits = bool(inits)
-        init_statuses = [self._container_status(c, now, has_inits) for c in inits]
+        init_statuses = [self._container_status(c, now, has_inits, init=True) for c in inits]
         statuses = [self._container_status(c, now, has_inits) for c in mains]
         deleting = bool((self.pod.get("metadata") or {}).get("deletionTimestamp"))
         phase = podphase.phase(spec, init_statuses, statuses, terminal=deleting and not self.running())

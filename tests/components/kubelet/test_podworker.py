@@ -66,6 +66,7 @@ def test_init_then_running_and_ready(runtime: ProcessRuntime) -> None:
     assert app["ready"] and app["started"] and app["restartCount"] == 0 and "running" in app["state"]
     init = state(status, "init", "initContainerStatuses")
     assert init["state"]["terminated"]["exitCode"] == 0 and init["state"]["terminated"]["reason"] == "Completed"
+    assert init["ready"] is True  # kube: a completed init container is Ready
 
 
 def test_a_crash_loop_shows_its_back_off(runtime: ProcessRuntime) -> None:
