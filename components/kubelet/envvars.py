@@ -232,7 +232,9 @@ def resource_ref(container: Obj, ref: Mapping[str, Any], where: str, allocatable
         divisor = parse_quantity(ref.get("divisor") or "1")
     except QuantityError as e:
         raise EnvError(f"{where}.valueFrom.resourceFieldRef: {e}") from None
-    if divisor.value <= 0:
+    if divisor.is_zero():
+        divisor = parse_quantity("1")  # kube: a zero divisor (Go's zero Quantity, sent as "0") is 1
+    if divisor.value < 0:
         raise EnvError(f"{where}.valueFrom.resourceFieldRef.divisor: must be positive")
     ratio = amount.value / divisor.value
     return str(-(-ratio.numerator // ratio.denominator))  # rounded up, as kube does

@@ -290,7 +290,8 @@ def test_unset_limits_read_the_nodes_allocatable_with_the_divisor() -> None:
     container = {
         "resources": {"requests": {"cpu": "250m"}},
         "env": [
-            {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+            # a zero divisor is 1 (conformance's pods send Go's zero Quantity, "0")
+            {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "0"}}},
             {"name": "CPU_M", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1m"}}},
             {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}},
             {"name": "MEM_MI", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
