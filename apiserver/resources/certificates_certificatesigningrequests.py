@@ -34,9 +34,11 @@ def row(csr: Obj, now: float) -> list[Any]:
     ]
 
 
-# kube's csrApprovalStrategy: approving or denying writes status.conditions only, not even the
-# certificate; no defaulting, and the spec (so the generation) cannot move through it
-APPROVAL = UpdateStrategy("approval", takes=("status", "conditions"), empty=list, defaults=False)
+# kube's csrApprovalStrategy: the request's object with the stored spec and the stored status
+# but its conditions (approving or denying sets no certificate; metadata such as annotations comes
+# with the request, as conformance's "patching /approval" checks); no defaulting, and the spec
+# (so the generation) cannot move through it
+APPROVAL = UpdateStrategy("approval", resets=(("spec",), ("status", "certificate")), defaults=False)
 
 
 def fields(csr: Obj) -> dict[str, str]:

@@ -203,6 +203,7 @@ def test_csr_approval_writes_only_the_conditions() -> None:
         approved = {"type": "Approved", "status": "True", "reason": "OK", "lastUpdateTime": "2024-01-01T00:00:00Z"}
         sent = {
             **made,
+            "metadata": {**made["metadata"], "annotations": {"patchedapproval": "true"}},
             "spec": {**made["spec"], "signerName": "other.io/x"},
             "status": {"conditions": [approved], "certificate": "eA=="},
         }
@@ -210,6 +211,7 @@ def test_csr_approval_writes_only_the_conditions() -> None:
         assert put.status_code == 200, put.text
         assert put.json()["status"] == {"conditions": [approved]}
         assert put.json()["spec"]["signerName"] == "example.com/signer"
+        assert put.json()["metadata"]["annotations"] == {"patchedapproval": "true"}  # kube keeps the request's
 
     _serve(exercise)
 
