@@ -52,6 +52,9 @@ class Sizes:
     """client: GETs per HTTP client for the client-cost comparison."""
     clients: int = 2
     """Load generator processes for watchers and for closed-loop writers."""
+    gate_orders: int = 2
+    """(e) the chains measured in order and then in reverse (ABBA, so drift falls on both);
+    a quick run measures them once, in order: its figures are a smoke test, not a result."""
 
     @staticmethod
     def quick() -> Sizes:
@@ -64,6 +67,7 @@ class Sizes:
             create_s=3.0,
             warmup_s=0.5,
             client_requests=600,
+            gate_orders=1,
         )
 
 

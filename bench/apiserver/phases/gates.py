@@ -258,7 +258,7 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
         ]
         for in_flight in (ctx.sizes.writers_in_flight, 1):
             rounds: dict[str, list[dict[str, Any]]] = {}
-            for key, target, ns, measured_pids in [*plan, *reversed(plan)]:
+            for key, target, ns, measured_pids in [*plan, *reversed(plan)][: len(plan) * ctx.sizes.gate_orders]:
                 ctx.progress.update(f"{label}: chain {key}, {in_flight} in flight", True)
                 rounds.setdefault(key, []).append(_measure(ctx, key, target, [ns], in_flight, measured_pids))
             for key, measured in rounds.items():
