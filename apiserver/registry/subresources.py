@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from apiserver import errors
 from apiserver.registry.generic import Registry
+from apiserver.registry.strategy import UpdateStrategy
 from machinery.objects import Obj
 
 
@@ -68,6 +69,11 @@ async def write_scale(
     return obj
 
 
+# kube's BindingREST writes spec.nodeName straight into storage, past the pod strategy: the
+# pod's generation stays (conformance 'Ephemeral Containers' reads 1 on a running pod)
+BINDING = UpdateStrategy("binding", takes=("spec", "nodeName"), defaults=False)
+
+
 async def bind(registry: Registry, namespace: str | None, name: str, binding: Obj, *, dry_run: bool) -> None:
     target = binding.get("target")
     node = target.get("name") if isinstance(target, dict) else None
@@ -86,7 +92,7 @@ async def bind(registry: Registry, namespace: str | None, name: str, binding: Ob
         meta.pop("resourceVersion", None)
         return old
 
-    await registry.mutate(namespace, name, assign, dry_run=dry_run, honour_resource_version=False)
+    await registry.mutate(namespace, name, assign, subresource=BINDING, dry_run=dry_run, honour_resource_version=False)
 
 
 def success(kind: str, name: str, code: int = 201) -> Obj:

@@ -11,6 +11,7 @@ from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.registry import deletion, meta
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.strategy import BUILTIN_STATUS, FINALIZE, LABELS, STATUS, UpdateStrategy, status_resetting
+from apiserver.registry.subresources import BINDING
 from apiserver.resources.base import ResourceDef, Subresource
 from machinery.timestamps import format_time
 
@@ -276,3 +277,18 @@ def test_empty_metadata_maps_and_lists_are_not_stored() -> None:
     assert set(obj["metadata"]) == {"name", "namespace", "uid", "creationTimestamp", "generation"}
     new = meta.prepare_update(PODS, {**obj, "metadata": {**obj["metadata"], "labels": {}, "annotations": None}}, obj)
     assert "labels" not in new["metadata"] and "annotations" not in new["metadata"]
+
+
+def test_binding_sets_the_node_and_keeps_the_generation() -> None:
+    """kube's BindingREST writes past the pod strategy: a scheduled pod is still generation 1,
+    while a spec change through the pod itself moves it (conformance 'Ephemeral Containers')."""
+    old = pod()
+    meta.prepare_create(PODS, old, "default", lambda: NOW)
+    sent = pod(nodeName="node-1")
+    sent["metadata"]["labels"] = {"ignored": "yes"}
+    bound = meta.prepare_update(PODS, sent, old, BINDING)
+    assert bound["spec"]["nodeName"] == "node-1" and bound["metadata"]["generation"] == 1
+    assert "labels" not in bound["metadata"]  # the binding takes spec.nodeName, nothing else
+    changed = pod(nodeName="node-1", ephemeralContainers=[{"name": "e", "image": "i"}])
+    changed["metadata"] = dict(bound["metadata"])
+    assert meta.prepare_update(PODS, changed, bound)["metadata"]["generation"] == 2
