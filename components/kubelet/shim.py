@@ -58,6 +58,22 @@ def exit_reason(code: int, oom_killed: bool = False) -> str:
     return "Completed" if code == 0 else "Error"
 
 
+def _reachable(argv: list[str], executable: str | None, box: sandbox.Sandbox) -> tuple[str | None, int]:
+    """The program Popen runs, and the descriptor it runs through (-1: none).
+
+    A container that runs as another user (securityContext.runAsUser) must still run its image's
+    program, which in an image is the user's to read; here it is a host file that may sit where
+    that user cannot go (the built peers live under /root/.cache).  So the shim, still root,
+    opens the program and the container execs it through /proc/self/fd (its own descriptor:
+    no path is searched again under the new user, while the file's own execute bit still
+    counts).  The descriptor stays open in the container, as the price of this image layout."""
+    program = executable or (argv[0] if argv and argv[0].startswith("/") else None)
+    if box.user is None or program is None or os.geteuid() != 0:
+        return executable, -1
+    fd = os.open(program, os.O_RDONLY)  # inheritable via pass_fds; OSError: kube's StartError
+    return f"/proc/self/fd/{fd}", fd
+
+
 def run(directory: Path, started_w: int | None = None, pending: list[int] | None = None) -> int:
     """Keep one container (see the module docstring).  `pending`: where the SIGTERM/SIGINT
     handlers `remember_stops` installed collect the stops that come before the container runs."""
@@ -82,11 +98,14 @@ def run(directory: Path, started_w: int | None = None, pending: list[int] | None
     # the run's cgroup (when cgroup v2 can hold its limits) is named after the run's directory,
     # containers/<pod uid>/<container>/<attempt>: unique on the host, as pod uids are
     cgroup = limits.cgroup(box.limits, "_".join(directory.resolve().parts[-3:]))
+    program_fd = -1
     try:
         sandbox.enter(box)  # the shim joins the pod's network; the container inherits it
+        executable, program_fd = _reachable(spec["argv"], spec.get("executable") or None, box)
         child = subprocess.Popen(
             spec["argv"],
-            executable=spec.get("executable") or None,  # argv[0] stays the name the image knows
+            executable=executable,  # argv[0] stays the name the image knows
+            pass_fds=(program_fd,) if program_fd >= 0 else (),
             env=spec.get("env") or {},
             cwd=None if box.mounts else cwd,  # with mounts, entered after them (child_preexec)
             stdin=subprocess.DEVNULL,
@@ -96,6 +115,8 @@ def run(directory: Path, started_w: int | None = None, pending: list[int] | None
             preexec_fn=sandbox.child_preexec(box, cwd, report_w, cgroup),  # noqa: PLW1509 (the shim has one thread)
         )
     except (OSError, sandbox.SandboxError, subprocess.SubprocessError) as e:
+        if program_fd >= 0:
+            os.close(program_fd)
         limits.release(cgroup)
         # kube's StartError: the process never ran
         os.close(report_w)
@@ -110,6 +131,8 @@ def run(directory: Path, started_w: int | None = None, pending: list[int] | None
         return 0
     os.close(report_w)
     os.close(report)
+    if program_fd >= 0:
+        os.close(program_fd)
 
     def forward(signum: int, _frame: Any) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -5,6 +5,8 @@ is bounded, and every container is stopped by the test."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import threading
 import time
@@ -15,6 +17,7 @@ import pytest
 
 from components.kubelet import containerlog
 from components.kubelet.process_runtime import ProcessRuntime, RunState
+from components.kubelet.sandbox import Sandbox
 from components.kubelet.shim import START_DELAY_ENV
 from tests.support.wait import until
 
@@ -146,3 +149,21 @@ def test_a_restarted_kubelet_adopts_a_running_container(runtime: ProcessRuntime)
     assert [e.text for e in containerlog.read(Path(s.log))] == [b"up"]
     again.remove_pod(UID, "ns", "p")
     assert again.running_pods() == [] and not Path(s.log).exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing a container's user needs root")
+def test_a_container_of_another_user_runs_an_image_program_it_cannot_reach(
+    runtime: ProcessRuntime, tmp_path: Path
+) -> None:
+    """An image's program is the container user's to run; here it may be a host file under a
+    directory only root enters (the built agnhost under /root/.cache): conformance 'Projected
+    configMap ... as non-root' failed with Permission denied before the shim ran it by descriptor."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    program = private / "busybox"
+    shutil.copy2("/bin/busybox", program)
+    box = Sandbox(user=(1001, 1001, ()))
+    runtime.start("ns", "p", UID, "app", ["/image/busybox", "id", "-u"], {}, sandbox=box, executable=str(program))
+    s = until("the container to end", lambda: finished(runtime, "app"), 20.0)
+    out = b"".join(e.text for e in containerlog.read(Path(s.log))).decode()
+    assert (s.exit_code, out.strip()) == (0, "1001"), out
