@@ -1,11 +1,14 @@
-"""`raftkube bench store`: the store side by side with etcd 3.4 and a pysyncobj dict.
+"""`raftkube bench store`: the store side by side with etcd 3.4, etcd 3.6 and a pysyncobj dict.
 
-    raftkube bench store [--peers etcd,pysyncobj] [--members 3|5] [--quick] [--tls both|on|off]
+    raftkube bench store [--peers etcd,etcd36,pysyncobj] [--members 3|5] [--quick] [--tls both|on|off]
                          [--only writes,reads,watch,failover,restart,slow-watchers]
 
 Every system runs its members as local processes on free 127.0.0.1 ports in a temp dir,
-with fsync on; load generators run in processes of their own and report their CPU.  With
---tls both (the default) the write phase runs raftkube and etcd both in plaintext and with
+with fsync on; load generators run in processes of their own and report their CPU.  `etcd` is
+Debian's etcd 3.4 (/usr/bin/etcd), `etcd36` the etcd 3.6 `raftkube peers build --only etcd`
+builds into the peers cache; a peer asked for and not there ends the run (exit 1) before
+anything starts.  With
+--tls both (the default) the write phase runs raftkube and each etcd both in plaintext and with
 mutual TLS, side by side, and slow-watchers runs raftkube with TLS (as `store up` does); the
 other phases run without TLS unless --tls on.  A
 progress line per phase goes to stderr, the table to stdout; the JSON (with machine and
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 
 # Only the standard library above: the `raftkube` command imports this module, and must work
 # without the bench extra (grpcio, pysyncobj, matplotlib) for everything but this benchmark.
-SYSTEMS = ("raftkube", "etcd", "pysyncobj")
+SYSTEMS = ("raftkube", "etcd", "etcd36", "pysyncobj")
 PHASES = ("writes", "reads", "watch", "failover", "restart", "slow-watchers")
 TLS_MODES = ("both", "on", "off")
 
@@ -73,7 +76,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--peers",
         type=csv_list(SYSTEMS[1:], "peer"),
         default=["etcd", "pysyncobj"],
-        help="systems to compare raftkube with (default: etcd,pysyncobj)",
+        help="systems to compare raftkube with: etcd (3.4, /usr/bin/etcd), etcd36 (3.6, built by `raftkube peers "
+        "build --only etcd`), pysyncobj (default: etcd,pysyncobj)",
     )
     p.add_argument("--members", type=int, choices=(3, 5), default=3, help="members per system (default 3)")
     p.add_argument(
@@ -136,19 +140,21 @@ def run(args: argparse.Namespace) -> int:
     try:
         from bench.store import plot, report, targets
         from bench.store.context import Context
-        from bench.store.peers import PeerError, etcd_binary
+        from bench.store.peers import PeerError, etcd36_binary, etcd_binary
         from bench.store.phases import failover, reads, restart, slow_watchers, watch, writes
     except ImportError as e:
         print(f"raftkube bench store: {e} (install the bench extra: pip install -e '.[bench]')", file=sys.stderr)
         return 1
 
-    systems = ["raftkube", *[p for p in args.peers if p != "raftkube"]]
-    if "etcd" in systems:
-        try:
-            etcd_binary()
-        except PeerError as e:
-            print(f"raftkube bench store: {e}", file=sys.stderr)
-            return 1
+    systems = ["raftkube", *[p for p in dict.fromkeys(args.peers) if p != "raftkube"]]
+    finders = {"etcd": etcd_binary, "etcd36": etcd36_binary}
+    try:
+        for system in systems:
+            if system in finders:
+                finders[system]()
+    except PeerError as e:
+        print(f"raftkube bench store: {e}", file=sys.stderr)
+        return 1
     sizes = sizes_from(args)
     root = Path(tempfile.mkdtemp(prefix="raftkube-bench-store-"))
     progress = Progress()
@@ -216,13 +222,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _describe(system: str, ctx: Context) -> dict[str, Any]:
-    from bench.store.peers import RaftkubePeer, etcd_version, pysyncobj_version
+    """Its version and the settings it ran with, from a peer built for the purpose (never started)."""
+    from bench.store.peers import make_peer
 
-    if system == "raftkube":
-        return RaftkubePeer(ctx.root / "describe", ctx.members, ctx.config).describe()
-    if system == "etcd":
-        return {"version": etcd_version(), "fsync": True, "heartbeat_ms": 100, "election_ms": 1000}
-    return {"version": pysyncobj_version(), "journal_file": True, "fsync": False}
+    return make_peer(system, ctx.root / "describe", ctx.members, ctx.config).describe()
 
 
 def main(argv: list[str] | None = None) -> int:

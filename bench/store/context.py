@@ -199,7 +199,7 @@ async def _wait_value(peer: Peer, member: int, key: bytes, value: bytes, timeout
     deadline = t0 + timeout
     last = ""
     while loop.time() < deadline:
-        adapter = make_adapter(peer.name, [peer.endpoint(member)], timeout=0.5, tls=peer.client_tls)
+        adapter = make_adapter(peer.protocol, [peer.endpoint(member)], timeout=0.5, tls=peer.client_tls)
         try:
             got = await adapter.get(key, serializable=True)
             if got == value:

@@ -2,9 +2,12 @@
 
 Each runs its members as separate processes on free 127.0.0.1 ports under a temp dir, with
 fsync on (raftkube: `fsync = true`; etcd: its default; pysyncobj: journal file on, which it
-never fsyncs).  raftkube and etcd run either in plaintext or with mutual TLS on their client
-and peer ports (`tls=True`), with certificates from the same kind of CA (bench/store/tls.py);
-pysyncobj has no TLS.  Every wait is bounded; every process is registered in `procs` and killed by
+never fsyncs).  Two etcd releases can run: Debian's etcd 3.4 (`etcd`) and the etcd 3.6 that
+`raftkube peers build` builds into the peers cache (`etcd36`), each with its own release's
+defaults, behind the same command line and spoken to by the same v3 gRPC client.  raftkube and
+both etcds run either in plaintext or with mutual TLS on their client and peer ports
+(`tls=True`), with certificates from the same kind of CA (bench/store/tls.py); pysyncobj has
+no TLS.  Every wait is bounded; every process is registered in `procs` and killed by
 pid when the benchmark ends.
 """
 
@@ -33,7 +36,7 @@ from store.client.layout import CLIENT_NAME
 from store.config import StoreSettings, load_store_settings
 from store.launcher import LocalCluster
 
-SYSTEMS = ("raftkube", "etcd", "pysyncobj")
+SYSTEMS = ("raftkube", "etcd", "etcd36", "pysyncobj")
 
 
 class PeerError(Exception):
@@ -42,7 +45,9 @@ class PeerError(Exception):
 
 class Peer(ABC):
     name: str
-    """raftkube | etcd | pysyncobj."""
+    """raftkube | etcd | etcd36 | pysyncobj."""
+    protocol: str
+    """The client its load generators speak (bench.store.adapters): etcd for both etcd releases."""
 
     def __init__(self, root: Path, members: int, tls: bool = False) -> None:
         self.tls = tls
@@ -54,12 +59,12 @@ class Peer(ABC):
 
     @property
     def label(self) -> str:
-        """How results name it: raftkube, raftkube+tls, etcd, etcd+tls, pysyncobj."""
+        """How results name it: raftkube, raftkube+tls, etcd, etcd+tls, etcd36, etcd36+tls, pysyncobj."""
         return self.name + ("+tls" if self.tls else "")
 
     def client_spec(self) -> dict[str, Any]:
-        """What a load generator's spec needs to reach it: the system, and the TLS files if any."""
-        spec: dict[str, Any] = {"system": self.name}
+        """What a load generator's spec needs to reach it: the client it speaks, and the TLS files if any."""
+        spec: dict[str, Any] = {"system": self.protocol}
         if self.client_tls is not None:
             spec["tls"] = self.client_tls.to_json()
         return spec
@@ -157,7 +162,7 @@ class Peer(ABC):
 
 # ====================================================================== raftkube
 class RaftkubePeer(Peer):
-    name = "raftkube"
+    name = protocol = "raftkube"
 
     def __init__(self, root: Path, members: int, config: Path | None = None, tls: bool = False) -> None:
         super().__init__(root, members, tls)
@@ -254,12 +259,25 @@ def etcd_binary() -> str:
     return path
 
 
-def etcd_version() -> str:
+def etcd36_binary() -> str:
+    """The etcd 3.6 `raftkube peers build` built, checked as `raftkube up --apiserver upstream`
+    checks it (in the manifest, unchanged, answering its pinned release); PeerError naming the
+    build command when it is not: a run that asked for etcd36 never goes on without it."""
+    from bench.peers.upstream import PeerUnavailable, check_peers
+
+    try:
+        return str(check_peers(("etcd",))["etcd"])
+    except PeerUnavailable as e:
+        raise PeerError(f"etcd 3.6 is not built: {e}") from None
+
+
+def etcd_version(binary: str | None = None) -> str:
+    """What `binary --version` (Debian's etcd 3.4 by default) says its release is."""
     try:
         out = subprocess.run(
-            [etcd_binary(), "--version"], capture_output=True, text=True, timeout=10, check=False
+            [binary or etcd_binary(), "--version"], capture_output=True, text=True, timeout=10, check=False
         ).stdout
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired, PeerError):
         return "unknown"
     for line in out.splitlines():
         if line.startswith("etcd Version:"):
@@ -267,12 +285,32 @@ def etcd_version() -> str:
     return out.strip()
 
 
+def etcd36_version() -> str:
+    """The built etcd 3.6's own answer to `--version` ("not built" without one), for the
+    machine section of the results, which is written whether or not etcd36 ran."""
+    from machinery.process import peers
+
+    path = peers.peer_path("etcd")
+    return etcd_version(str(path)) if path.is_file() else "not built"
+
+
+ETCD_DEFAULTS = {
+    "etcd": {"snapshot_count": 100_000, "bbolt_freelist": "array"},
+    "etcd36": {"snapshot_count": 10_000, "bbolt_freelist": "map"},
+}
+"""Where the two releases' defaults differ in ways a benchmark feels (from each binary's `--help`):
+both run with their own, as shipped, and the results say which."""
+
+
 class EtcdPeer(Peer):
+    """Debian's etcd 3.4, /usr/bin/etcd."""
+
     name = "etcd"
+    protocol = "etcd"
 
     def __init__(self, root: Path, members: int, tls: bool = False) -> None:
         super().__init__(root, members, tls)
-        self.binary = etcd_binary()
+        self.binary = self.find_binary()
         self.scheme = "https" if tls else "http"
         self.member_tls: dict[int, EtcdMemberTLS] = {}
         ports = free_ports(2 * members)
@@ -287,7 +325,14 @@ class EtcdPeer(Peer):
     def ports(self, member: int) -> list[int]:
         return [self.client_ports[member], self.peer_ports[member]]
 
+    @staticmethod
+    def find_binary() -> str:
+        return etcd_binary()
+
     def _argv(self, m: int) -> list[str]:
+        """The same flags for 3.4 and 3.6: every one is in both releases' `--help` (3.6 dropped
+        the v2 store and capnslog, and renamed the --experimental-* flags, none of which is
+        used here; --logger=zap is 3.4's opt-in and 3.6's only logger)."""
         http = self.scheme
         cluster = ",".join(f"m{i}={http}://127.0.0.1:{self.peer_ports[i]}" for i in self.ids)
         argv = [
@@ -351,7 +396,20 @@ class EtcdPeer(Peer):
         return {m: (ids.get(a[1]) if a is not None and a[1] else None) for m, a in zip(self.ids, answers, strict=True)}
 
     def version(self) -> str:
-        return etcd_version()
+        return etcd_version(self.binary)
+
+    def describe(self) -> dict[str, Any]:
+        return super().describe() | {"fsync": True, "heartbeat_ms": 100, "election_ms": 1000} | ETCD_DEFAULTS[self.name]
+
+
+class Etcd36Peer(EtcdPeer):
+    """etcd 3.6 as `raftkube peers build` built it, in the peers cache."""
+
+    name = "etcd36"
+
+    @staticmethod
+    def find_binary() -> str:
+        return etcd36_binary()
 
 
 # ====================================================================== pysyncobj
@@ -365,7 +423,7 @@ def pysyncobj_version() -> str:
 
 
 class SyncobjPeer(Peer):
-    name = "pysyncobj"
+    name = protocol = "pysyncobj"
 
     def __init__(self, root: Path, members: int, tls: bool = False) -> None:
         if tls:
@@ -436,6 +494,8 @@ def make_peer(name: str, root: Path, members: int, config: Path | None = None, t
         return RaftkubePeer(root, members, config, tls)
     if name == "etcd":
         return EtcdPeer(root, members, tls)
+    if name == "etcd36":
+        return Etcd36Peer(root, members, tls)
     if name == "pysyncobj":
         return SyncobjPeer(root, members, tls)
     raise ValueError(f"unknown system {name!r} (known: {', '.join(SYSTEMS)})")

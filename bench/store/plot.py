@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COLORS = {"raftkube": "#1f77b4", "etcd": "#2ca02c", "pysyncobj": "#d62728"}
+COLORS = {"raftkube": "#1f77b4", "etcd": "#2ca02c", "etcd36": "#8c564b", "pysyncobj": "#d62728"}
 
 
 def plot(doc: dict[str, Any], path: Path) -> None:
@@ -39,8 +39,9 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     for ax in flat[len(panels) :]:
         ax.axis("off")
     m = doc["machine"]
+    etcd36 = f" vs etcd {m['etcd36']}" if "etcd36" in doc["config"]["systems"] else ""
     fig.suptitle(
-        f"raftkube vs etcd {m['etcd']} vs pysyncobj {m['pysyncobj']} - {doc['config']['members']} members, "
+        f"raftkube vs etcd {m['etcd']}{etcd36} vs pysyncobj {m['pysyncobj']} - {doc['config']['members']} members, "
         f"{m['cores']} cores ({m['cpu_model']}), commit {m['git_commit'][:10]}",
         fontsize=10,
     )

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.store.peers import etcd_version, pysyncobj_version
-from bench.store.targets import Target
+from bench.store.peers import etcd36_version, etcd_version, pysyncobj_version
+from bench.store.targets import ETCDS, Target
 
 
 def machine() -> dict[str, Any]:
@@ -34,6 +34,7 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "etcd": etcd_version(),
+        "etcd36": etcd36_version(),
         "pysyncobj": pysyncobj_version(),
         "git_commit": git_commit(),
         "load_average_at_start": list(os.getloadavg()),
@@ -64,13 +65,44 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
+def _etcds(systems: Any) -> list[str]:
+    """The etcd releases a phase measured (in plaintext or with TLS): one ratio column each,
+    raftkube's (and pysyncobj's) figure over that etcd's.  Never none: a run without etcd
+    keeps an empty "vs etcd" column, as the table always had."""
+    ran = [e for e in ETCDS if e in systems or f"{e}+tls" in systems]
+    return ran or ["etcd"]
+
+
+def _width(etcd: str, prefix: str = "vs ", least: int = 9) -> int:
+    return max(least, len(prefix + etcd) + 2)
+
+
+def _vs_header(etcds: list[str], prefix: str = "vs ", least: int = 9) -> str:
+    """The heads of the ratio columns, one per etcd release measured."""
+    return "".join(f"{prefix + e:>{_width(e, prefix, least)}}" for e in etcds)
+
+
+def _vs(value: float | None, system: str, refs: dict[str, float | None]) -> str:
+    """A ratio cell per etcd in `refs` (as `_vs_header` heads them): `value` over that etcd's
+    figure; empty in an etcd's own rows."""
+    own = system.removesuffix("+tls") in ETCDS
+    return "".join(f"{_ratio(value, None if own else r):>{_width(e)}}" for e, r in refs.items())
+
+
+def _pick(rows: list[dict[str, Any]], key: str, at: int, field: str) -> float | None:
+    """`field` of the row whose `key` is `at` (None when there is none)."""
+    row = next((x for x in rows if x[key] == at), None)
+    return None if row is None else float(row[field])
+
+
 def render(doc: dict[str, Any]) -> str:
     m = doc["machine"]
     cfg = doc["config"]
+    etcd36 = f", etcd36 {m['etcd36']}" if "etcd36" in cfg["systems"] else ""
     lines = [
         f"raftkube store benchmark: {cfg['members']} members per system on 127.0.0.1, fsync on "
         f"(pysyncobj: journal file, never fsynced){', QUICK' if cfg['quick'] else ''}",
-        f"machine: {m['cpu_model']}, {m['cores']} cores, Python {m['python']}, etcd {m['etcd']}, "
+        f"machine: {m['cpu_model']}, {m['cores']} cores, Python {m['python']}, etcd {m['etcd']}{etcd36}, "
         f"pysyncobj {m['pysyncobj']}, commit {m['git_commit'][:12]}, load average at start "
         f"{m['load_average_at_start'][0]:.2f}",
         "client CPU = the load generator processes' own CPU over the window (100 % = one core: a saturated client)",
@@ -84,23 +116,23 @@ def render(doc: dict[str, Any]) -> str:
     if "writes" in ph:
         w = ph["writes"]
         lines += ["", f"WRITES ({w['value_size']} B values, {w['seconds']:.0f} s per level, writers to the leader)"]
+        systems = w["systems"]
+        etcds = _etcds(systems)
         lines.append(
-            f"{'in flight':>9}  {'system':<13}{'writes/s':>10}{'vs etcd':>9}{'p50 ms':>9}{'p99 ms':>9}"
+            f"{'in flight':>9}  {'system':<13}{'writes/s':>10}{_vs_header(etcds)}{'p50 ms':>9}{'p99 ms':>9}"
             f"{'client CPU':>12}{'server CPU':>12}{'CPU ms/write':>14}{'errors':>8}"
         )
-        systems = w["systems"]
         levels = sorted({r["concurrency"] for rows in systems.values() for r in rows})
         for level in levels:
             for s, rows in systems.items():
                 r = next((x for x in rows if x["concurrency"] == level), None)
                 if r is None:
                     continue
-                # TLS rows are compared with etcd with TLS, the others with plaintext etcd.
-                ref = "etcd+tls" if s.endswith("+tls") else "etcd"
-                etcd = next((x for x in systems.get(ref, []) if x["concurrency"] == level), None)
+                # TLS rows are compared with that etcd with TLS, the others with it in plaintext.
+                tls = "+tls" if s.endswith("+tls") else ""
+                refs = {e: _pick(systems.get(e + tls, []), "concurrency", level, "ops_per_s") for e in etcds}
                 lines.append(
-                    f"{level:>9}  {s:<13}{r['ops_per_s']:>10,.0f}"
-                    f"{_ratio(r['ops_per_s'], etcd['ops_per_s'] if etcd and not s.startswith('etcd') else None):>9}"
+                    f"{level:>9}  {s:<13}{r['ops_per_s']:>10,.0f}{_vs(r['ops_per_s'], s, refs)}"
                     f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.1f}{r['client_cpu_pct']:>11.0f}%"
                     f"{r['server_cpu_pct']:>11.0f}%{r['server_cpu_ms_per_op']:>14.3f}{r['errors']:>8}"
                 )
@@ -112,14 +144,15 @@ def render(doc: dict[str, Any]) -> str:
         if any("+tls" in s for s in systems):
             lines.append(
                 "+tls: mutual TLS on client and peer ports (certificates from a cluster CA, EC P-256); "
-                "its 'vs etcd' is against etcd+tls"
+                "its 'vs etcd' is against etcd+tls (and 'vs etcd36' against etcd36+tls)"
             )
         lines += _tls_lines(w)
     if "reads" in ph:
         rd = ph["reads"]
         lines += ["", f"READS ({rd['concurrency']} in flight, {rd['seconds']:.0f} s, to the leader)"]
+        etcds = _etcds(rd["systems"])
         lines.append(
-            f"{'system':<10}  {'kind':<28}{'reads/s':>10}{'vs etcd':>9}{'p50 ms':>9}{'p99 ms':>9}"
+            f"{'system':<10}  {'kind':<28}{'reads/s':>10}{_vs_header(etcds)}{'p50 ms':>9}{'p99 ms':>9}"
             f"{'client CPU':>12}{'CPU ms/read':>13}"
         )
         for kind in ("linearizable", "serializable", "local"):
@@ -128,10 +161,10 @@ def render(doc: dict[str, Any]) -> str:
                 if r is None:
                     continue
                 label = "local dict read (not linear.)" if kind == "local" else kind
-                ref = rd["systems"].get("etcd", {}).get("serializable" if kind == "local" else kind)
-                vs = _ratio(r["ops_per_s"], ref["ops_per_s"] if ref and s != "etcd" else None)
+                same = "serializable" if kind == "local" else kind
+                refs = {e: rd["systems"].get(e, {}).get(same, {}).get("ops_per_s") for e in etcds}
                 lines.append(
-                    f"{s:<10}  {label:<28}{r['ops_per_s']:>10,.0f}{vs:>9}"
+                    f"{s:<10}  {label:<28}{r['ops_per_s']:>10,.0f}{_vs(r['ops_per_s'], s, refs)}"
                     f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.1f}{r['client_cpu_pct']:>11.0f}%"
                     f"{r['server_cpu_ms_per_op']:>13.3f}"
                 )
@@ -142,38 +175,43 @@ def render(doc: dict[str, Any]) -> str:
             f"WATCH fan-out ({wa['seconds']:.0f} s, writers {wa['writers_in_flight']} in flight to the leader, "
             "watchers on a follower)",
         ]
+        systems = wa["systems"]
+        etcds = _etcds(systems)
         lines.append(
-            f"{'watchers':>8}  {'system':<10}{'events/s':>11}{'vs etcd':>9}{'writes/s':>10}{'delivered':>11}"
+            f"{'watchers':>8}  {'system':<10}{'events/s':>11}{_vs_header(etcds)}{'writes/s':>10}{'delivered':>11}"
             f"{'watcher CPU':>13}{'writer CPU':>12}{'server CPU':>12}"
         )
-        systems = wa["systems"]
         counts = sorted({r["watchers"] for v in systems.values() for r in v.get("fanout", [])})
         for n in counts:
-            etcd = next((r for r in systems.get("etcd", {}).get("fanout", []) if r["watchers"] == n), None)
+            refs = {e: _pick(systems.get(e, {}).get("fanout", []), "watchers", n, "events_per_s") for e in etcds}
             for s, v in systems.items():
                 r = next((x for x in v.get("fanout", []) if x["watchers"] == n), None)
                 if r is None:
                     continue
                 lines.append(
-                    f"{n:>8}  {s:<10}{r['events_per_s']:>11,.0f}"
-                    f"{_ratio(r['events_per_s'], etcd['events_per_s'] if etcd and s != 'etcd' else None):>9}"
+                    f"{n:>8}  {s:<10}{r['events_per_s']:>11,.0f}{_vs(r['events_per_s'], s, refs)}"
                     f"{r['writes_per_s']:>10,.0f}{100 * r['delivered_fraction']:>10.0f}%"
                     f"{r['watcher_client_cpu_pct']:>12.0f}%{r['writer_client_cpu_pct']:>11.0f}%"
                     f"{r['server_cpu_pct']:>11.0f}%"
                 )
         lines += ["", "WATCH catch-up (one watcher from revision 1 on a follower, until the last event)"]
+        speedup = "speed-up vs "
         lines.append(
-            f"{'system':<10}{'events':>10}{'seconds':>10}{'events/s':>11}{'speed-up vs etcd':>18}{'client CPU':>12}"
+            f"{'system':<10}{'events':>10}{'seconds':>10}{'events/s':>11}{_vs_header(etcds, speedup, 18)}"
+            f"{'client CPU':>12}"
         )
-        et = systems.get("etcd", {}).get("catchup")
         for s, v in systems.items():
             c = v.get("catchup")
             if c is None:
                 continue
-            speed = f"{et['seconds'] / c['seconds']:.1f}x" if et and c["seconds"] and s != "etcd" else ""
+            speed = ""
+            for e in etcds:
+                et = systems.get(e, {}).get("catchup")
+                cell = f"{et['seconds'] / c['seconds']:.1f}x" if et and c["seconds"] and s not in ETCDS else ""
+                speed += f"{cell:>{_width(e, speedup, 18)}}"
             done = "" if c["complete"] else f" (incomplete: {c['events']:,} of {c['expected']:,})"
             lines.append(
-                f"{s:<10}{c['events']:>10,}{c['seconds']:>10.2f}{c['events_per_s']:>11,.0f}{speed:>18}"
+                f"{s:<10}{c['events']:>10,}{c['seconds']:>10.2f}{c['events_per_s']:>11,.0f}{speed}"
                 f"{c['client_cpu_pct']:>11.0f}%{done}"
             )
     if "failover" in ph:
@@ -203,16 +241,16 @@ def render(doc: dict[str, Any]) -> str:
             f"RESTART (a follower holding {rs['keys']:,} keys x {rs['value_size']} B: SIGKILL, restart, "
             "time until a serializable read of the last key is right)",
         ]
+        etcds = _etcds(rs["systems"])
         lines.append(
-            f"{'system':<10}{'restart s':>10}{'vs etcd':>9}{'RSS MiB per member':>28}{'RSS after':>11}"
+            f"{'system':<10}{'restart s':>10}{_vs_header(etcds)}{'RSS MiB per member':>28}{'RSS after':>11}"
             f"{'fill writes/s':>15}{'CPU ms/write':>14}{'port wait s':>13}"
         )
-        et = rs["systems"].get("etcd")
+        refs = {e: rs["systems"].get(e, {}).get("restart_s") for e in etcds}
         for s, r in rs["systems"].items():
             rss = " ".join(f"{v:.0f}" for v in r["rss_mib"].values())
-            vs = _ratio(r["restart_s"], et["restart_s"] if et and s != "etcd" else None)
             lines.append(
-                f"{s:<10}{r['restart_s']:>10.2f}{vs:>9}"
+                f"{s:<10}{r['restart_s']:>10.2f}{_vs(r['restart_s'], s, refs)}"
                 f"{rss:>28}{r['rss_restarted_mib']:>11.0f}{r['fill_writes_per_s']:>15,.0f}"
                 f"{r['fill_server_cpu_ms_per_write']:>14.3f}{r.get('port_wait_s', 0.0):>13.2f}"
             )
@@ -251,14 +289,17 @@ def _tls_lines(w: dict[str, Any]) -> list[str]:
                 f"{r['cost_pct']:>7.1f}%{r['plain_p99_ms']:>11.1f}{r['tls_p99_ms']:>9.1f}"
                 f"{r['plain_server_cpu_ms_per_op']:>20.3f}{r['tls_server_cpu_ms_per_op']:>7.3f}"
             )
-    rk, et = cost.get("raftkube"), cost.get("etcd")
-    if rk and et:
+    rk = cost.get("raftkube")
+    for etcd in ETCDS:
+        et = cost.get(etcd)
+        if not (rk and et):
+            continue
         ratios = []
         for r in rk:
             e = next((x for x in et if x["concurrency"] == r["concurrency"]), None)
             if e is not None and e["tls_ops_per_s"]:
                 ratios.append(f"{r['tls_ops_per_s'] / e['tls_ops_per_s']:.2f}x at {r['concurrency']}")
-        lines.append(f"raftkube+tls / etcd+tls writes/s: {', '.join(ratios)}")
+        lines.append(f"raftkube+tls / {etcd}+tls writes/s: {', '.join(ratios)}")
     return lines
 
 

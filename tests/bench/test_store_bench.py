@@ -2,7 +2,8 @@
 
 They start real clusters (raftkube and etcd, 3 members each, in plaintext and with mutual
 TLS) and load generator processes, so they fail (never skip) when etcd or the bench extra is
-missing: CI installs both.
+missing: CI installs both.  The one against etcd 3.6 (`--peers etcd36`) needs it built by
+`raftkube peers build --only etcd`: it has the `peers` marker, deselected by default.
 """
 
 from __future__ import annotations
@@ -34,11 +35,13 @@ def _require_tools() -> None:
             pytest.fail(f"{module} is missing: install the bench extra (pip install -e '.[bench]')")
 
 
-def _bench(tmp_path: Path, *args: str, budget_s: float) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """Run `raftkube bench store --quick --peers etcd ARGS`; its result and JSON document."""
+def _bench(
+    tmp_path: Path, *args: str, budget_s: float, peers: str = "etcd"
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run `raftkube bench store --quick --peers PEERS ARGS`; its result and JSON document."""
     _require_tools()
     out_json, out_png = tmp_path / "store.json", tmp_path / "store.png"
-    argv = [sys.executable, "-m", "components.cli", "bench", "store", "--quick", "--peers", "etcd", *args]
+    argv = [sys.executable, "-m", "components.cli", "bench", "store", "--quick", "--peers", peers, *args]
     argv += ["--json", str(out_json), "--png", str(out_png)]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=2 * budget_s, check=False)
@@ -107,3 +110,40 @@ def test_quick_slow_watchers(tmp_path: Path) -> None:
     names = {t["name"]: t for t in doc["targets"]}
     assert names["member RSS, 100 watchers of which 3 never read"]["value"] == sw["rss_peak_mib"]
     assert names["delivery to reading watchers, with vs without slow ones"]["value"] == sw["delivery_ratio"]
+
+
+@pytest.mark.peers
+def test_quick_writes_against_etcd36_beside_etcd(tmp_path: Path) -> None:
+    """etcd 3.6 as `raftkube peers build` built it, beside Debian's 3.4, with and without TLS."""
+    args = ("--only", "writes", "--levels", "1", "--seconds", "1")
+    proc, doc = _bench(tmp_path, *args, budget_s=120, peers="etcd36,etcd")
+    assert doc["config"]["systems"] == ["raftkube", "etcd36", "etcd"]
+    assert doc["machine"]["etcd36"].startswith("3.6.") and doc["machine"]["etcd"].startswith("3.4.")
+    assert doc["config"]["peers"]["etcd36"]["version"] == doc["machine"]["etcd36"]
+    writes = doc["phases"]["writes"]
+    assert set(writes["systems"]) == {"raftkube", "etcd36", "etcd", "raftkube+tls", "etcd36+tls", "etcd+tls"}
+    for system in ("etcd36", "etcd36+tls"):
+        (r,) = writes["systems"][system]
+        assert r["ops"] > 0 and r["errors"] == 0 and 0 < r["p50_ms"] <= r["p99_ms"], (system, r)
+        assert r["server_cpu_ms_per_op"] > 0, (system, r)  # the cluster's own pids were measured
+    assert writes["tls"]["etcd36"][0]["tls_ops_per_s"] > 0
+    assert "vs etcd36" in proc.stdout and "raftkube+tls / etcd36+tls writes/s" in proc.stdout
+    names = {t["name"]: t for t in doc["targets"]}
+    assert names["writes/s at 64 in flight vs etcd 3.6"]["met"] is None  # level not run
+
+
+@pytest.mark.peers
+def test_every_etcd_flag_the_bench_passes_is_in_both_releases_help(tmp_path: Path) -> None:
+    """3.6 dropped the v2 store and capnslog and renamed the --experimental-* flags: the one
+    command line both peers share must use only flags each release still lists."""
+    from bench.store.peers import Etcd36Peer, EtcdPeer
+    from bench.store.tls import etcd_pki
+
+    _require_tools()
+    for peer in (EtcdPeer(tmp_path, 3, tls=True), Etcd36Peer(tmp_path, 3, tls=True)):
+        peer.member_tls, peer.client_tls = etcd_pki(peer.root, peer.ids)
+        argv = peer._argv(1)
+        help_text = subprocess.run([argv[0], "--help"], capture_output=True, text=True, timeout=30, check=False)
+        listed = help_text.stdout + help_text.stderr
+        for flag in {a.split("=", 1)[0] for a in argv[1:]}:
+            assert f"  {flag} " in listed or f"  {flag}\n" in listed, (peer.name, flag)

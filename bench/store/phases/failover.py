@@ -20,7 +20,7 @@ from bench.store import procs
 from bench.store.context import Context
 from bench.store.loadrun import LoadProcess, timing, wait_until
 
-SYSTEMS = ("raftkube", "etcd")
+SYSTEMS = ("raftkube", "etcd", "etcd36")
 IN_FLIGHT = 16
 REQUEST_TIMEOUT_S = 0.3
 

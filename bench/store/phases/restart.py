@@ -12,7 +12,7 @@ from bench.store import procs
 from bench.store.context import Context
 from bench.store.loadgen import fill_value
 
-SYSTEMS = ("raftkube", "etcd")
+SYSTEMS = ("raftkube", "etcd", "etcd36")
 
 
 def run(ctx: Context) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from bench.store.context import Context
 from bench.store.loadgen import fill_value
 from bench.store.loadrun import LoadProcess, server_cpu, timing, wait_until
 
-SYSTEMS = ("raftkube", "etcd")
+SYSTEMS = ("raftkube", "etcd", "etcd36")
 
 
 def run(ctx: Context) -> dict[str, Any]:

@@ -4,8 +4,8 @@ All systems run at once (idle when not measured) and the levels are interleaved,
 a neighbour's load on the shared machine hits every system alike.  256-byte values over a
 key space of `keyspace` keys; writers talk to the leader.
 
-With `--tls both` (the default) raftkube and etcd run twice side by side, in plaintext and
-with mutual TLS on client and peer ports (rows `raftkube+tls`, `etcd+tls`), so that the
+With `--tls both` (the default) raftkube and each etcd run twice side by side, in plaintext and
+with mutual TLS on client and peer ports (rows `raftkube+tls`, `etcd+tls`, `etcd36+tls`), so that the
 cost of TLS is measured per system in the same run; pysyncobj has no TLS.
 """
 
