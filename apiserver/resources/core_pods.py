@@ -52,6 +52,8 @@ def _mutable_stripped(spec: Any, node_name_settable: bool) -> Any:
         return spec
     out = {k: val for k, val in spec.items() if k not in ("activeDeadlineSeconds", "tolerations")}
     out.pop("terminationGracePeriodSeconds", None)
+    if out.get("ephemeralContainers") in (None, []):
+        out.pop("ephemeralContainers", None)  # an empty list is none (pods stored before it was dropped have one)
     if node_name_settable:
         out.pop("nodeName", None)
     for group in ("containers", "initContainers"):

@@ -191,6 +191,12 @@ def test_a_plain_update_may_not_change_them() -> None:
     assert _fields(validate(_with(old), with_one)) == [("spec", "FieldValueForbidden")]
 
 
+def test_a_pod_stored_with_an_empty_list_may_still_be_updated() -> None:
+    old = _pod()
+    old["spec"]["ephemeralContainers"] = []  # as a pod created before its defaulting dropped it
+    assert validate(_with(old), old) == []
+
+
 def test_a_template_may_not_have_them() -> None:
     deployment = {
         "spec": {"template": {"metadata": {"labels": {"a": "b"}}, "spec": _with(_pod(), _debugger())["spec"]}}
