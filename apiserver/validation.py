@@ -63,6 +63,10 @@ def duplicate(field: str, value: Any) -> Cause:
     return Cause("FieldValueDuplicate", f"Duplicate value: {go_value(value)}", field)
 
 
+def not_found(field: str, value: Any) -> Cause:
+    return Cause("FieldValueNotFound", f"Not found: {go_value(value)}", field)
+
+
 def forbidden(field: str, detail: str) -> Cause:
     return Cause("FieldValueForbidden", _with_detail("Forbidden", detail), field)
 

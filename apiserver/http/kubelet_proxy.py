@@ -64,7 +64,8 @@ def kubelet_of(node: Mapping[str, Any]) -> KubeletTarget:
 
 
 def container_of(pod: Mapping[str, Any], wanted: str) -> str:
-    """The container a log or exec request means: the one named, or the pod's only one."""
+    """The container a log or exec request means: the one named (an ephemeral one too), or the
+    pod's only one."""
     spec = pod.get("spec") or {}
     name = (pod.get("metadata") or {}).get("name")
     names = [c.get("name") for c in spec.get("containers") or () if isinstance(c, dict)]
@@ -76,7 +77,8 @@ def container_of(pod: Mapping[str, Any], wanted: str) -> str:
         if init:
             message += f" or one of the init containers: [{' '.join(map(str, init))}]"
         raise errors.bad_request(message)
-    if wanted not in names and wanted not in init:
+    ephemeral = [c.get("name") for c in spec.get("ephemeralContainers") or () if isinstance(c, dict)]
+    if wanted not in names and wanted not in init and wanted not in ephemeral:
         raise errors.bad_request(f"container {wanted} is not valid for pod {name}")
     return wanted
 

@@ -89,9 +89,12 @@ class Registry:
 
     # -- writes -----------------------------------------------------------------------------
 
-    def _validate(self, new: Obj, old: Obj | None) -> None:
+    def _validate(self, new: Obj, old: Obj | None, subresource: UpdateStrategy | None) -> None:
         causes = list(self.validate_meta(self.resource, new, old)) if self.validate_meta else []
-        causes.extend(self.resource.validate(new, old))
+        if subresource is not None and subresource.validate is not None and old is not None:
+            causes.extend(subresource.validate(new, old))
+        else:
+            causes.extend(self.resource.validate(new, old))
         if causes:
             name = str((new.get("metadata") or {}).get("name", ""))
             raise errors.invalid(self.resource.kind, name, causes, self.resource.group)
@@ -110,13 +113,14 @@ class Registry:
     ) -> AdmissionRequest:
         return AdmissionRequest(op, self.resource, sub, namespace, name, current_user(), new, old, dry)
 
-    async def _admitted(self, request: AdmissionRequest) -> Obj:
-        """Mutating admission, the resource's validation, validating admission: the object to store."""
+    async def _admitted(self, request: AdmissionRequest, subresource: UpdateStrategy | None = None) -> Obj:
+        """Mutating admission, the resource's (or the subresource's) validation, validating
+        admission: the object to store."""
         chain = self.admission
         if chain.mutating:
             await chain.admit(request)
         assert request.object is not None
-        self._validate(request.object, request.old_object)
+        self._validate(request.object, request.old_object, subresource)
         if chain.validating:
             await chain.validate(request)
         return request.object
@@ -216,7 +220,8 @@ class Registry:
             named = subresource.name if subresource is not None else ""
             if track:  # before admission, as for a create
                 prepared = self._tracked(old, prepared, manager, named)
-            prepared = await self._admitted(self._request("UPDATE", namespace, name, prepared, old, named, dry_run))
+            request = self._request("UPDATE", namespace, name, prepared, old, named, dry_run)
+            prepared = await self._admitted(request, subresource)
             prepared["metadata"]["resourceVersion"] = current_rv
             if dry_run:
                 return prepared, False

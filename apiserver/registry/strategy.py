@@ -18,8 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from apiserver.errors import Cause
 from apiserver.patch.jsonvalue import deep_copy
 from machinery.objects import Obj
+
+# (the object to store, the stored one) -> causes, as a kind's own validation of an update
+UpdateValidation = Callable[[Obj, Obj], list[Cause]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ class UpdateStrategy:
     defaults: bool = True
     # whether a change of the spec (all but metadata and status) moves metadata.generation
     moves_generation: bool = False
+    # the subresource's own ValidateUpdate, in place of the kind's (kube's
+    # podEphemeralContainersStrategy checks what a pod update may not change, the added
+    # containers, differently); None: the kind's validation
+    validate: UpdateValidation | None = None
 
     def __post_init__(self) -> None:
         if self.resets is not None:

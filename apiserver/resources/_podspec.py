@@ -213,6 +213,68 @@ def _validate_container(c: Obj, here: str) -> list[Cause]:
     return causes
 
 
+# What an ephemeral container may not set (kube's allowedEphemeralContainerFields, the rest of
+# EphemeralContainerCommon): it must not be relied upon for the pod's service, so no ports, probes,
+# lifecycle hooks or resources
+EPHEMERAL_FORBIDDEN = (
+    "ports",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+)
+EPHEMERAL_FORBIDDEN_DETAIL = "cannot be set for an Ephemeral Container"
+
+
+def _is_set(value: Any) -> bool:
+    """Whether a field differs from Go's zero value: an empty list or object, or one holding
+    only empty values (`resources: {}`, which defaulting adds), is not set."""
+    if isinstance(value, dict):
+        return any(_is_set(inner) for inner in value.values())
+    return value not in (None, "", [], False, 0)
+
+
+def _validate_ephemeral_containers(spec: Obj, field: str) -> list[Cause]:
+    """kube's validateEphemeralContainers: each a container, named uniquely across all the pod's
+    containers, its target (when it names one) a container or init container of the pod, none
+    of the forbidden fields, no subPath mounts."""
+    causes: list[Cause] = []
+    others: set[str] = set()
+    for group in ("initContainers", "containers"):
+        entries = spec.get(group)
+        for c in entries if isinstance(entries, list) else ():
+            if isinstance(c, dict) and isinstance(c.get("name"), str):
+                others.add(c["name"])
+    names = set(others)
+    group_field = v.child(field, "ephemeralContainers")
+    for i, c in enumerate(v.as_list(spec.get("ephemeralContainers"), group_field, causes)):
+        here = v.index(group_field, i)
+        c = v.as_dict(c, here, causes)
+        causes += _validate_container(c, here)
+        name = c.get("name")
+        if isinstance(name, str) and name:
+            if name in names:
+                causes.append(v.duplicate(v.child(here, "name"), name))
+            names.add(name)
+        target = c.get("targetContainerName")
+        if target not in (None, "") and target not in others:
+            causes.append(v.not_found(v.child(here, "targetContainerName"), target))
+        causes += [
+            v.forbidden(v.child(here, key), EPHEMERAL_FORBIDDEN_DETAIL)
+            for key in EPHEMERAL_FORBIDDEN
+            if _is_set(c.get(key))
+        ]
+        for j, mount in enumerate(v.as_list(c.get("volumeMounts"), v.child(here, "volumeMounts"), causes)):
+            mount_here = v.index(v.child(here, "volumeMounts"), j)
+            for key in ("subPath", "subPathExpr"):
+                if isinstance(mount, dict) and _is_set(mount.get(key)):
+                    causes.append(v.forbidden(v.child(mount_here, key), EPHEMERAL_FORBIDDEN_DETAIL))
+    return causes
+
+
 def _validate_sysctls(security_context: Any, field: str) -> list[Cause]:
     """`securityContext.sysctls`: each name well formed and named once (values are the kernel's to judge)."""
     causes: list[Cause] = []
@@ -257,6 +319,7 @@ def validate_pod_spec(spec_value: Any, field: str) -> list[Cause]:
             if isinstance(c.get("name"), str) and c["name"]:
                 names.append((v.child(here, "name"), c["name"]))
     causes += v.validate_unique(names)
+    causes += _validate_ephemeral_containers(spec, field)
     causes += _validate_sysctls(spec.get("securityContext"), v.child(field, "securityContext"))
     causes += v.validate_enum(spec.get("restartPolicy"), v.child(field, "restartPolicy"), RESTART_POLICIES)
     causes += v.validate_enum(spec.get("dnsPolicy"), v.child(field, "dnsPolicy"), DNS_POLICIES)
@@ -306,6 +369,10 @@ def validate_template(obj: Obj, *, restart_policies: tuple[str, ...] = ("Always"
     if pod_spec is None:
         return [*causes, v.required("spec.template.spec.containers")]
     causes += validate_pod_spec(pod_spec, "spec.template.spec")
+    if isinstance(pod_spec, dict) and pod_spec.get("ephemeralContainers"):
+        causes.append(
+            v.forbidden("spec.template.spec.ephemeralContainers", "ephemeral containers not allowed in pod template")
+        )
     policy = pod_spec.get("restartPolicy") if isinstance(pod_spec, dict) else None
     if policy in RESTART_POLICIES and policy not in restart_policies:
         causes.append(v.not_supported("spec.template.spec.restartPolicy", policy, restart_policies))

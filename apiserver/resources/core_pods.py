@@ -11,8 +11,8 @@ from apiserver.http.kubelet_proxy import EXEC, PORT_FORWARD
 from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler
 from apiserver.http.subresources.kubelet import PodLogHandler, PodStreamHandler
-from apiserver.http.subresources.object_view import status_view
-from apiserver.registry.strategy import OWNER_REFERENCES
+from apiserver.http.subresources.object_view import ObjectViewHandler, status_view
+from apiserver.registry.strategy import OWNER_REFERENCES, UpdateStrategy
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import ensure, has_condition
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -28,6 +28,10 @@ def default(pod: Obj) -> None:
     if spec is not None:
         default_pod_spec(spec)
         default_pod_only(spec)
+        if spec.get("ephemeralContainers") in (None, []):
+            # none is no field (Go's omitempty), whether left out, null or empty: a write of
+            # none through pods/ephemeralcontainers changes nothing and moves no generation
+            spec.pop("ephemeralContainers", None)
     status = ensure(pod, "status")
     if status is not None:
         status.setdefault("phase", "Pending")
@@ -48,6 +52,8 @@ def _mutable_stripped(spec: Any, node_name_settable: bool) -> Any:
         return spec
     out = {k: val for k, val in spec.items() if k not in ("activeDeadlineSeconds", "tolerations")}
     out.pop("terminationGracePeriodSeconds", None)
+    if out.get("ephemeralContainers") in (None, []):
+        out.pop("ephemeralContainers", None)  # an empty list is none (pods stored before it was dropped have one)
     if node_name_settable:
         out.pop("nodeName", None)
     for group in ("containers", "initContainers"):
@@ -62,11 +68,49 @@ def validate(pod: Obj, old: Obj | None) -> list[Cause]:
     causes = v.validate_object_meta(pod, namespaced=True, name_fn=v.name_is_dns_subdomain, old=old)
     causes += validate_pod_spec(pod.get("spec"), "spec")
     causes += v.validate_enum(get(pod, "status.phase"), "status.phase", PHASES)
+    if old is None and get(pod, "spec.ephemeralContainers"):
+        # only pods/ephemeralcontainers adds them, to a pod that exists
+        causes.append(v.forbidden("spec.ephemeralContainers", "cannot be set on create"))
     if old is not None:
+        # spec.ephemeralContainers is not among what an update may change (pods/ephemeralcontainers
+        # changes it, with validation of its own)
         settable = not text(old, "spec.nodeName")
         if _mutable_stripped(pod.get("spec"), settable) != _mutable_stripped(old.get("spec"), settable):
             causes.append(v.forbidden("spec", _UPDATABLE))
     return causes
+
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def validate_ephemeral_update(pod: Obj, old: Obj) -> list[Cause]:
+    """kube's ValidatePodEphemeralContainersUpdate: the pod is valid as a whole (the new
+    containers by the rules of ephemeral containers), and those it had are all still there,
+    unchanged (by name: a patch may reorder them).  A static pod's mirror takes none."""
+    if MIRROR_ANNOTATION in mapping(old, "metadata.annotations"):
+        return [v.forbidden("", "static pods do not support ephemeral containers")]
+    causes = v.validate_object_meta(pod, namespaced=True, name_fn=v.name_is_dns_subdomain, old=old)
+    causes += validate_pod_spec(pod.get("spec"), "spec")
+    field = "spec.ephemeralContainers"
+    new_by_name = {text(c, "name"): c for c in dicts(pod, field)}
+    for previous in dicts(old, field):
+        name = text(previous, "name")
+        if name not in new_by_name:
+            causes.append(v.forbidden(field, f'existing ephemeral containers "{name}" may not be removed\n'))
+        elif new_by_name[name] != previous:
+            causes.append(v.forbidden(field, f'existing ephemeral containers "{name}" may not be changed\n'))
+    return causes
+
+
+# kube's podEphemeralContainersStrategy: the stored pod, with the request's
+# spec.ephemeralContainers (its metadata, the rest of its spec and its status are ignored);
+# defaulted, and a change moves the generation (conformance 'Ephemeral Containers' reads 2)
+EPHEMERAL_CONTAINERS = UpdateStrategy(
+    "ephemeralcontainers",
+    takes=("spec", "ephemeralContainers"),
+    moves_generation=True,
+    validate=validate_ephemeral_update,
+)
 
 
 def pod_ip(pod: Obj) -> str:
@@ -224,6 +268,7 @@ RESOURCE = ResourceDef(
     categories=("all",),
     subresources=(
         Subresource("binding", "Binding", verbs=("create",), handler=BindingHandler()),
+        Subresource("ephemeralcontainers", "Pod", handler=ObjectViewHandler(EPHEMERAL_CONTAINERS)),
         Subresource("eviction", "Eviction", group="policy", version="v1", verbs=("create",), handler=EvictionHandler()),
         Subresource("exec", "PodExecOptions", verbs=("create", "get"), handler=PodStreamHandler(EXEC)),
         Subresource("log", "Pod", verbs=("get",), handler=PodLogHandler()),

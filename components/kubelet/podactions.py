@@ -12,7 +12,9 @@ answers which containers to kill and which to start now, and when to look again:
   pod's policy says so (Always; OnFailure after a failure), after its crash back-off;
 * a running container whose spec changed (`spec_hash`) is killed and started again at once,
   whatever the policy; one whose liveness or startup probe failed is killed, and restarted
-  by the same rules as any exit (policy, then back-off).
+  by the same rules as any exit (policy, then back-off);
+* an ephemeral container (added through pods/ephemeralcontainers) is started once, whether
+  or not initialization is done, and never again: not after it exits, whatever the policy.
 
 Nothing here touches a process: the worker carries the actions out through its runtime.
 """
@@ -115,6 +117,12 @@ class _Planner:
             return True
         return False
 
+    def ephemerals(self, spec: Mapping[str, Any]) -> None:
+        """kube starts them before the init containers, so one can debug a pod stuck there."""
+        for c in _containers(spec, "ephemeralContainers"):
+            if c["name"] not in self.seen:
+                self.plan.starts.append(Start(c["name"]))
+
     def init_done(self, spec: Mapping[str, Any], policy: str) -> bool:
         """Drive the init containers; True once every one has succeeded (sidecars: started)."""
         for c in _containers(spec, "initContainers"):
@@ -166,6 +174,7 @@ def plan(pod: Obj, seen: Mapping[str, Seen], backoff: CrashBackOff, now: float) 
         planner.plan.kills = [Kill(name, why.format(name)) for name, s in seen.items() if s.running]
         return planner.plan
     policy = str(spec.get("restartPolicy") or "Always")
+    planner.ephemerals(spec)
     if not planner.init_done(spec, policy):
         if planner.plan.failed:
             planner.plan.kills = [

@@ -2,8 +2,10 @@
 state of each container run, and builds the pod's status for `pods/status`.
 
 `sync(now)` is one step: look at the runs, plan, kill and start, and return the status as kube's
-kubelet would report it (container and init container statuses with state, lastState,
-restartCount, ready and started; phase; conditions; IPs; startTime; qosClass).  Probes are
+kubelet would report it (container, init container and ephemeral container statuses with
+state, lastState, restartCount, ready and started; phase; conditions; IPs; startTime; qosClass).
+An ephemeral container runs as any other but is never probed, hooked or limited, never
+restarted, and never ready; it counts for neither the phase nor the conditions.  Probes are
 executed elsewhere (they do I/O and take time): `due_probes(now)` says which to run,
 `record_probe` takes their outcomes.  Times are epoch seconds; the worker never sleeps.
 
@@ -40,6 +42,20 @@ from machinery.qos import qos_class
 DEFAULT_GRACE_S = 30.0
 IMAGE_BACKOFF_S = 10.0  # kube's image pull back-off: 10 s, doubling ...
 IMAGE_BACKOFF_MAX_S = 300.0  # ... up to 5 min
+# what an ephemeral container cannot have (the apiserver refuses them; the kubelet does not rely
+# on that): it must not hold up the pod's service, so no probes, hooks, ports or resources
+NOT_EPHEMERAL = frozenset(
+    {
+        "ports",
+        "resources",
+        "resizePolicy",
+        "restartPolicy",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+    }
+)
 
 
 class Runtime(Protocol):
@@ -117,13 +133,27 @@ class PodWorker:
         return str((self.pod.get("metadata") or {}).get("uid") or "")
 
     def _specs(self) -> dict[str, tuple[Obj, bool]]:
+        """Every container of the pod by name, with whether it is an init container (an
+        ephemeral one named as another is passed over: the apiserver refuses that)."""
         spec = self.pod.get("spec") or {}
         out: dict[str, tuple[Obj, bool]] = {}
         for kind, init in (("initContainers", True), ("containers", False)):
             for c in spec.get(kind) or ():
                 if isinstance(c, dict) and isinstance(c.get("name"), str):
                     out[c["name"]] = (c, init)
+        for c in self._ephemerals(set(out)):
+            out[c["name"]] = (c, False)
         return out
+
+    def _ephemerals(self, taken: set[str]) -> list[Obj]:
+        """The pod's ephemeral containers whose names no other container of it has `taken`,
+        without what one cannot have."""
+        found = (self.pod.get("spec") or {}).get("ephemeralContainers") or ()
+        return [
+            {k: v for k, v in c.items() if k not in NOT_EPHEMERAL}
+            for c in found
+            if isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"] not in taken
+        ]
 
     # -- one step -------------------------------------------------------------------------------
 
@@ -344,7 +374,18 @@ class PodWorker:
 
     # -- status ---------------------------------------------------------------------------------
 
-    def _container_status(self, container: Obj, now: float, has_inits: bool, init: bool = False) -> Obj:
+    def _container_status(
+        self, container: Obj, now: float, has_inits: bool, init: bool = False, ephemeral: bool = False
+    ) -> Obj:
+        """kube's convertToAPIContainerStatuses for one container; an ephemeral one is never
+        ready, has no `started` (no probe manager looks at it) and is never restarted."""
+        status = self._run_status(container, now, has_inits, init, ephemeral)
+        if ephemeral:
+            status.pop("started", None)
+            status["ready"] = False
+        return status
+
+    def _run_status(self, container: Obj, now: float, has_inits: bool, init: bool, ephemeral: bool) -> Obj:
         name = container["name"]
         run = self.runtime.seen(self.uid, name)
         status: Obj = {"name": name, "image": container.get("image") or "", "imageID": "", "ready": False}
@@ -377,7 +418,7 @@ class PodWorker:
         key = f"{self.uid}/{name}"
         finished = _epoch(run.finished_at) or now
         wait = self.backoff.remaining(key, finished, now) if self.backoff.delay(key) else 0.0
-        if wait > 0 and self._restarts(run):
+        if wait > 0 and not ephemeral and self._restarts(run):
             meta = self.pod.get("metadata") or {}
             message = crash_loop_message(
                 self.backoff.delay(key), name, str(meta.get("name")), str(meta.get("namespace")), self.uid
@@ -404,6 +445,8 @@ class PodWorker:
         has_inits = bool(inits)
         init_statuses = [self._container_status(c, now, has_inits, init=True) for c in inits]
         statuses = [self._container_status(c, now, has_inits) for c in mains]
+        taken = {c["name"] for c in (*inits, *mains) if isinstance(c["name"], str)}
+        ephemerals = [self._container_status(c, now, has_inits, ephemeral=True) for c in self._ephemerals(taken)]
         deleting = bool((self.pod.get("metadata") or {}).get("deletionTimestamp"))
         phase = podphase.phase(spec, init_statuses, statuses, terminal=deleting and not self.running())
         held = (self.pod.get("status") or {}).get("conditions") or []
@@ -420,6 +463,8 @@ class PodWorker:
         }
         if inits:
             out["initContainerStatuses"] = init_statuses
+        if ephemerals:
+            out["ephemeralContainerStatuses"] = ephemerals
         if self.deadline_exceeded:
             out.update(
                 phase="Failed",

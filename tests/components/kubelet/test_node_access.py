@@ -1,6 +1,7 @@
 """Reaching into pods through the apiserver and a kubelet process's HTTPS API, with real kubectl:
 `kubectl logs` (follow, tail, timestamps, previous), `kubectl exec` (output, stderr, exit
-codes, stdin, a terminal with its size), `kubectl port-forward` to an HTTP server in the pod;
+codes, stdin, a terminal with its size), `kubectl port-forward` to an HTTP server in the pod,
+`kubectl debug` adding an ephemeral container that exec and logs then reach;
 and who may not: no client certificate, another component's, a user bound only to `view`."""
 
 from __future__ import annotations
@@ -288,3 +289,25 @@ def test_a_viewer_may_read_logs_but_not_exec(cluster: ApiserverUnderTest, node: 
         assert forward.returncode == 1 and 'cannot create resource "pods/portforward"' in forward.stderr
     finally:
         cluster.kubectl("delete", "rolebinding", "na-viewer")
+
+
+def test_kubectl_debug_adds_an_ephemeral_container_that_runs(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    """What conformance 'Ephemeral Containers' does: the container added through
+    pods/ephemeralcontainers (kubectl sends a strategic merge patch) runs, moves the generation,
+    and `exec` and `logs` reach it by name.  Last in this module: the pod keeps it."""
+    assert cluster.ok("get", "pod", POD, "-o", "jsonpath={.metadata.generation}") == "1"
+    script = "while true; do echo polo; sleep 1; done"
+    cluster.ok("debug", POD, "-c", "debugger", "--image", "busybox", "--profile", "general", "--", "sh", "-c", script)
+
+    def debugger_state() -> Any:
+        pod = json.loads(cluster.ok("get", "pod", POD, "-o", "json"))
+        found = [s for s in pod["status"].get("ephemeralContainerStatuses") or () if s["name"] == "debugger"]
+        return found[0] if found and "running" in found[0]["state"] else None
+
+    status = until("the debugger running", debugger_state)
+    assert status["ready"] is False and status["restartCount"] == 0 and status["image"] == "busybox"
+    assert cluster.ok("get", "pod", POD, "-o", "jsonpath={.metadata.generation}") == "2"
+    assert cluster.ok("exec", POD, "-c", "debugger", "--", "/bin/echo", "marco") == "marco\n"
+    until("polo in the debugger's log", lambda: "polo" in cluster.ok("logs", POD, "-c", "debugger"))
+    taken = cluster.kubectl("debug", POD, "-c", "web", "--image", "busybox", "--profile", "general", "--", "true")
+    assert taken.returncode == 1 and 'spec.ephemeralContainers[1].name: Duplicate value: "web"' in taken.stderr

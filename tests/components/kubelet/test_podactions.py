@@ -145,3 +145,18 @@ def test_carrying_plans_out_never_runs_two_inits_at_once_nor_a_main_before_init(
         now += min([e - now for e in ends.values()] + ([out.wake_in] if out.wake_in else []) + [1.0])
     else:
         assert policy == "Always"  # only Always restarts forever
+
+
+def test_an_ephemeral_container_starts_once_even_during_init_and_never_again() -> None:
+    p = pod("app", inits=("a",), policy="Always")
+    p["spec"]["ephemeralContainers"] = [{"name": "debugger", "command": ["sh"]}]
+    # kube starts it before the init containers: a pod stuck in init can be debugged
+    assert plan(p, {}, CrashBackOff(), 0.0).starts == [Start("debugger"), Start("a", init=True)]
+    running = {"a": exited(0), "app": run("app", p), "debugger": Seen(running=True, spec_hash="not-its-hash")}
+    assert plan(p, running, CrashBackOff(), 0.0).kills == []  # no spec check: it cannot change
+    for code in (0, 1):  # whatever the pod's policy and its exit, it stays exited
+        done = plan(p, {**running, "debugger": exited(code)}, CrashBackOff(), 100.0)
+        assert done.starts == [] and done.kills == []
+    deleted = pod("app", policy="Always", deletionTimestamp="2026-01-01T00:00:00Z")
+    deleted["spec"]["ephemeralContainers"] = p["spec"]["ephemeralContainers"]
+    assert Kill("debugger", "Stopping container debugger") in plan(deleted, running, CrashBackOff(), 0.0).kills

@@ -292,3 +292,42 @@ def test_a_pod_past_its_active_deadline_is_killed_and_failed(runtime: ProcessRun
     )
     time.sleep(0.3)
     assert "terminated" in state(w.sync(time.time()), "app")["state"]  # never started again
+
+
+def test_an_ephemeral_container_runs_in_a_running_pod_never_probed_nor_ready(runtime: ProcessRuntime) -> None:
+    p = pod("eph", sh("app", "exec sleep 30"), restartPolicy="Always")
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    drive(w, ready_pod, "the pod Ready")
+    failing = {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1}
+    debugger = sh("debugger", "echo polo; exec sleep 30", readinessProbe=failing, stdin=True, tty=True)
+    w.pod = {**p, "spec": {**p["spec"], "ephemeralContainers": [debugger]}}
+    status = drive(w, lambda s: "running" in state(s, "debugger", "ephemeralContainerStatuses")["state"], "running")
+    seen = state(status, "debugger", "ephemeralContainerStatuses")
+    assert seen["ready"] is False and "started" not in seen and seen["restartCount"] == 0
+    assert seen["image"] == "busybox" and seen["containerID"].endswith("/debugger/0")
+    assert [s["name"] for s in status["containerStatuses"]] == ["app"] and ready_pod(status)
+    assert all(name != "debugger" for name, _, _ in w.due_probes(time.time() + 60))  # its probe is dropped
+    assert "debugger" in w.container_names() and runtime.exec_context("eph", "debugger") is not None
+
+    def logged() -> bool:  # what `kubectl logs -c debugger` reads
+        run = runtime.seen("eph", "debugger")
+        return run is not None and any(e.text == b"polo" for e in containerlog.read(Path(run.log)))
+
+    wait_until("the ephemeral container's log", logged)
+    w.pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    drive(w, lambda s: not w.running(), "every container stopped, the ephemeral one too")
+
+
+def test_an_ephemeral_container_that_exits_is_never_restarted(runtime: ProcessRuntime) -> None:
+    p = pod("eph2", sh("app", "exec sleep 30"), restartPolicy="Always")
+    p["spec"]["ephemeralContainers"] = [sh("debugger", "exit 3")]
+    w = PodWorker(p, runtime, NO_SOURCES, host_ip="127.0.0.1", backoff=CrashBackOff(initial=0.1, cap=0.1))
+    status = drive(w, lambda s: "terminated" in state(s, "debugger", "ephemeralContainerStatuses")["state"], "exited")
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 1.0:  # ten back-offs' time: a restartable container would have restarted
+        status = w.sync(time.time())
+        time.sleep(0.05)
+    seen = state(status, "debugger", "ephemeralContainerStatuses")
+    assert seen["state"]["terminated"]["exitCode"] == 3 and seen["restartCount"] == 0 and seen["ready"] is False
+    assert runtime.attempts("eph2", "debugger") == [0]
+    assert status["phase"] == "Running"
