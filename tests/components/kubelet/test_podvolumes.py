@@ -343,3 +343,20 @@ def test_a_host_network_pod_sees_the_nodes_hosts_file_with_its_aliases(runtime: 
     want = b"# Kubernetes-managed hosts file (host network).\n" + Path("/etc/hosts").read_bytes()
     logged = sync_until(w, "the container's /etc/hosts", lambda: b"foo" in (o := output(runtime, "h2", "app")) and o)
     assert logged == want + b"\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"
+
+
+def test_a_mount_point_inside_a_volume_is_made_in_the_volume(runtime: ProcessRuntime, mount_dir: str) -> None:
+    """The first mount's point is missing under /tmp (made in a shadow of /tmp); the second's is
+    missing inside the first volume, where a container runtime makes it: the pod sees it there."""
+    app = sh(
+        "app",
+        f"cat {mount_dir}/sub/conf/k; echo; ls {mount_dir}/sub; sleep 30",
+        [{"name": "shared", "mountPath": mount_dir}, {"name": "config", "mountPath": f"{mount_dir}/sub/conf"}],
+    )
+    pod = a_pod("m7", [app], [{"name": "shared", "emptyDir": {}}, {"name": "config", "configMap": {"name": "c"}}])
+    shared = runtime.root / "pods" / "m7" / "volumes" / "shared"
+    (shared / "sub").mkdir(parents=True)  # what an earlier container left in the volume
+    w = worker(runtime, pod, sources({"c": {"data": {"k": "value"}}}))
+    sync_until(w, "the container's output", lambda: output(runtime, "m7", "app") == b"value\nconf\n")
+    assert (shared / "sub" / "conf").is_dir()
+    assert not os.path.lexists(mount_dir)
