@@ -4,9 +4,12 @@ Each volume is a directory under the kubelet's root, `pods/<uid>/volumes/<name>`
 is an empty directory that lives as long as the pod (a medium of Memory is a directory too);
 configMap, secret, downwardAPI and projected volumes hold their files (`volumes.files_of`),
 written atomically and written again whenever their sources change, as kube's kubelet
-refreshes them, so a running container sees a ConfigMap update.  `mounts` turns a container's
-`volumeMounts` into sandbox mounts: the volume (or its `subPath`) at `mountPath`, read-only
-when asked, and always for the volumes kube mounts read-only (all but emptyDir).
+refreshes them, so a running container sees a ConfigMap update.  A hostPath volume is the
+node's own file or directory, checked against its type (hostpath.py), nothing under the pod.
+`mounts` turns a container's `volumeMounts` into sandbox mounts: the volume (or its `subPath`)
+at `mountPath`, read-only when asked, and always for the volumes kube mounts read-only (all
+but emptyDir and hostPath).  `hosts_mount` is kube's kubelet-managed /etc/hosts: the file
+`pods/<uid>/etc-hosts` (etchosts.py), bound at /etc/hosts, so the node's own is never written.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import os
 import posixpath
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from components.kubelet import etchosts, hostpath
 from components.kubelet.envvars import Sources
 from components.kubelet.sandbox import Mount
 from components.kubelet.volumes import Files, VolumeError, check_path, files_of, write_atomically
@@ -43,6 +48,9 @@ class PodVolumes:
     def sync(self, pod: Obj, sources: Sources) -> None:
         """Make every volume of the pod, and rewrite those whose files changed."""
         for name, (i, volume) in self._volumes(pod).items():
+            if volume.get("hostPath") is not None:
+                hostpath.set_up(volume["hostPath"], f"spec.volumes[{i}].hostPath")  # each sync, as kube's
+                continue
             files = files_of(volume, pod, sources, f"spec.volumes[{i}]")
             if name in self._written and self._written[name] == files:
                 continue
@@ -65,24 +73,43 @@ class PodVolumes:
             name = vm.get("name")
             if not isinstance(name, str) or name not in volumes:
                 raise VolumeError(f"{here}.name: no volume {name!r} in spec.volumes")
-            source = self.base / str(name)
+            volume = volumes[name][1]
+            host = volume.get("hostPath") is not None
+            if host:
+                volume_path = Path(hostpath.path_of(volume["hostPath"], f"spec.volumes[{volumes[name][0]}].hostPath"))
+            else:
+                volume_path = self.base / name
+            source = volume_path
             sub = vm.get("subPath") or ""
             if sub:
                 if not isinstance(sub, str):
                     raise VolumeError(f"{here}.subPath: must be a string, got {sub!r}")
                 source = source / check_path(sub, f"{here}.subPath")
-                volume_dir = os.path.realpath(self.base / name)
+                volume_dir = os.path.realpath(volume_path).rstrip(os.sep)  # a hostPath may be /
                 if not os.path.realpath(source).startswith(volume_dir + os.sep):
                     # a symlink a container left in its volume must not reach the host's files
                     raise VolumeError(f"{here}.subPath: {sub!r} leads out of volume {name!r}")
-                if volumes[name][1].get("emptyDir") is not None:
+                if volume.get("emptyDir") is not None or host:
                     source.mkdir(parents=True, exist_ok=True)  # kube makes a missing subPath dir
                 elif not source.exists():
                     raise VolumeError(f"{here}.subPath: {sub!r} does not exist in volume {name!r}")
             target = _mount_path(vm.get("mountPath"), f"{here}.mountPath")
-            read_only = vm.get("readOnly") is True or volumes[name][1].get("emptyDir") is None
+            read_only = vm.get("readOnly") is True or (volume.get("emptyDir") is None and not host)
             out.append(Mount(str(source), target, read_only))
         return tuple(out)
+
+    def hosts_mount(self, pod: Obj, pod_ips: Sequence[str], node_hosts: Path = Path(etchosts.PATH)) -> Mount:
+        """kube's makeHostsMount: the pod's hosts file written (again, when it changed: the
+        pod's IP arrives with its network) and bound read-write at /etc/hosts."""
+        path = self.base.parent / "etc-hosts"
+        node = node_hosts.read_text(errors="replace") if etchosts.host_network(pod) else ""
+        text = etchosts.content(pod, pod_ips, node).encode()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != text:
+            # in place, as kube writes it: the containers already running have this inode bound
+            path.write_bytes(text)
+            path.chmod(0o644)
+        return Mount(str(path), etchosts.PATH, False)
 
     def remove(self) -> None:
         """The pod is gone: its volumes go with it."""

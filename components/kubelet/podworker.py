@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from components.kubelet import limits, podphase
+from components.kubelet import etchosts, limits, podphase
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
@@ -33,7 +33,7 @@ from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
-from components.kubelet.sandbox import Sandbox
+from components.kubelet.sandbox import Mount, Sandbox
 from components.kubelet.security import SecurityContextError, run_as
 from components.kubelet.volumes import VolumeError
 from machinery.objects import Obj
@@ -261,7 +261,7 @@ class PodWorker:
             env = build(self.downward_view(), container, self.sources, f"spec.containers[{name}]")
             probe_state = ContainerProbes(container, now, f"spec.containers[{name}]")
             sandbox = self._sandbox(container)
-        except (EnvError, ProbeError, VolumeError, SecurityContextError) as e:
+        except (EnvError, ProbeError, VolumeError, SecurityContextError, OSError) as e:  # OSError: the hosts file
             self._waiting[name] = ("CreateContainerConfigError", str(e))
             return
         try:
@@ -324,9 +324,15 @@ class PodWorker:
         self._waiting[name] = ("ErrImagePull", message)
 
     def _sandbox(self, container: Obj) -> Sandbox:
-        """What sets the container apart: its volume mounts, the pod's network, its limits."""
+        """What sets the container apart: its volume mounts and managed /etc/hosts, the pod's
+        network, its limits."""
         where = f"spec.containers[{container['name']}]"
-        mounts = self.volumes.mounts(self.pod, container, where) if self.volumes is not None else ()
+        mounts: tuple[Mount, ...] = ()
+        if self.volumes is not None:
+            mounts = self.volumes.mounts(self.pod, container, where)
+            if etchosts.wanted(container, [self.pod_ip], self.pod):
+                # the IP this kubelet reports as the pod's (kube's makeMounts takes the sandbox's)
+                mounts += (self.volumes.hosts_mount(self.pod, [self.pod_ip]),)
         user = run_as(self.pod, container, where)
         return Sandbox(
             mounts=mounts,

@@ -13,9 +13,15 @@ process, so it sees what the container sees.
 
 Mounts: the container gets a mount namespace of its own (private propagation, so nothing
 leaks to the host), with each volume bind-mounted at its mountPath; read-only ones are
-remounted so.  A mount point missing on the host is created there (a directory, or an empty
-file for a file bind) and left behind: another pod's namespace may still mount on it.  The
-working dir is entered after the mounts, so a workingDir inside a volume is the volume.
+remounted so.  Every source is opened before the first mount, so a mount over a path (a
+hostPath /etc/hosts and the managed file bound over it) cannot change what a later source is.
+A mount point missing on the host is made inside the namespace, never on the host's disk:
+its nearest existing directory is shadowed there by a tmpfs that shows the same entries (each
+bound back from the original) plus the new mount point (`_shadow`).  Inside a volume the mount
+point is made in the volume, as a container runtime makes it in the container's files.  Only a
+missing path right under / is still made on the host (a directory, or an empty file) and left
+behind: shadowing / would need a root of its own (pivot_root).  The working dir is entered
+after the mounts, so a workingDir inside a volume is the volume.
 Mounts need root: a kubelet that is not root starts the container without them (`usable`
 says so in the container's log), since every pod has its service account volume and no pod
 would start otherwise.  A network namespace needs root too (the kubelet refuses
@@ -25,6 +31,7 @@ would start otherwise.  A network namespace needs root too (the kubelet refuses
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,30 +102,80 @@ def enter(sandbox: Sandbox) -> None:
     try:
         if sandbox.netns is not None:
             linux.setns(sandbox.netns, linux.CLONE_NEWNET)
-        for m in sandbox.mounts:
-            _mount_point(m)
     except OSError as e:
         raise SandboxError(str(e)) from None
 
 
-def _mount_point(m: Mount) -> None:
-    if os.path.lexists(m.target):
-        return
-    if os.path.isdir(m.source):
-        os.makedirs(m.target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(m.target), exist_ok=True)
-        with open(m.target, "ab"):
-            pass
-
-
 def _mount_all(mounts: tuple[Mount, ...]) -> None:
+    """In the container's process: a private mount namespace with every mount in it."""
     linux.unshare(linux.CLONE_NEWNS)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    for m in mounts:
-        linux.mount(m.source, m.target, None, linux.MS_BIND | linux.MS_REC)
-        if m.read_only:
-            linux.mount(None, m.target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_REC)
+    sources: list[int] = []  # opened in the new namespace: a bind takes its source from there
+    try:
+        for m in mounts:
+            try:
+                sources.append(os.open(m.source, os.O_PATH | os.O_CLOEXEC))
+            except OSError as e:
+                raise OSError(e.errno, f"mount {m.target}: {m.source}: {e.strerror}") from None
+        made: dict[str, bool] = {}  # paths this namespace may write in: True a volume, False a shadow
+        for m, fd in zip(mounts, sources, strict=True):
+            source = f"/proc/self/fd/{fd}"
+            _mount_point(m.target, os.path.isdir(source), made)
+            linux.mount(source, m.target, None, linux.MS_BIND | linux.MS_REC)
+            if m.read_only:
+                linux.mount(None, m.target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_REC)
+            made[m.target] = True
+    finally:
+        for fd in sources:
+            os.close(fd)
+
+
+def _mount_point(target: str, directory: bool, made: dict[str, bool]) -> None:
+    """Make `target` exist in this namespace (a directory, or an empty file for a file bind)
+    without writing the host's disk: in a volume (or a shadow) it is made there; elsewhere its
+    nearest existing directory is shadowed first."""
+    if os.path.lexists(target):
+        return
+    parent = os.path.dirname(target)
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    owner = max((p for p in made if parent == p or parent.startswith(p.rstrip("/") + "/")), key=len, default=None)
+    if parent != "/" and not (owner is not None and (made[owner] or owner == parent)):
+        _shadow(parent)
+        made[parent] = False
+    if directory:
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+
+
+def _shadow(directory: str) -> None:
+    """Cover `directory` (in this namespace only) with a tmpfs that shows what it showed: each
+    entry bound back from the original (with what is mounted under it), each symlink made again.
+    What is then created in it lives in the tmpfs, not on the host."""
+    original = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        info = os.stat(directory)
+        entries = os.listdir(directory)
+        options = f"mode={info.st_mode & 0o7777:o},uid={info.st_uid},gid={info.st_gid}"
+        linux.mount("tmpfs", directory, "tmpfs", 0, options)
+        for name in entries:
+            was, here = f"/proc/self/fd/{original}/{name}", os.path.join(directory, name)
+            try:
+                mode = os.lstat(was).st_mode
+                if stat.S_ISLNK(mode):
+                    os.symlink(os.readlink(was), here)
+                    continue
+                if stat.S_ISDIR(mode):
+                    os.mkdir(here)
+                else:
+                    os.close(os.open(here, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            except FileNotFoundError:
+                continue  # gone since it was listed
+            linux.mount(was, here, None, linux.MS_BIND | linux.MS_REC)
+    finally:
+        os.close(original)
 
 
 def child_preexec(

@@ -157,7 +157,7 @@ def test_a_container_reads_its_config_map_at_its_mount_path_and_sees_an_update(
     pod = a_pod("m1", [app], [{"name": "config", "configMap": {"name": "settings"}}])
     w = worker(runtime, pod, sources({"settings": {"data": {"greeting": "hello"}}}))
     sync_until(w, "the file in the container's log", lambda: b"hello" in output(runtime, "m1", "app"))
-    assert os.listdir(mount_dir) == []  # the host sees the empty mount point, not the volume
+    assert not os.path.lexists(mount_dir)  # the mount point was made inside, not on the host's disk
     w.sources = sources({"settings": {"data": {"greeting": "bonjour"}}})
     sync_until(w, "the update inside the container", lambda: b"bonjour" in output(runtime, "m1", "app"))
     assert runtime.seen("m1", "app").attempt == 0  # type: ignore[union-attr]  # seen live, no restart
@@ -187,6 +187,61 @@ def test_an_empty_dir_is_shared_by_the_pods_containers_and_a_config_map_is_read_
     sync_until(w, "the reader to see the writer's file", lambda: b"from-writer" in output(runtime, "m2", "reader"))
     until("the read-only mount to refuse a write", lambda: b"refused" in output(runtime, "m2", "writer"))
     assert (runtime.root / "pods" / "m2" / "volumes" / "shared" / "note").read_text() == "from-writer\n"
+
+
+def test_containers_read_the_managed_etc_hosts_and_host_path_files_and_the_host_is_untouched(
+    runtime: ProcessRuntime, tmp_path: Path
+) -> None:
+    """kube's kubelet-managed /etc/hosts (conformance 'KubeletManagedEtcHosts' and 'hostAliases'):
+    a container sees the pod's file, one that mounts its own /etc/hosts sees that; hostPath
+    volumes bind the node's files, read-only when asked, read-write otherwise.  Mount points
+    missing on the host (under /etc, under /tmp) are made inside the container only."""
+    node_hosts = Path("/etc/hosts").read_bytes()
+    (tmp_path / "node-file").write_text("from-the-node\n")
+    original, shared = f"/etc/hosts-raftkube-{uuid.uuid4().hex[:8]}", f"/tmp/raftkube-hp-{uuid.uuid4().hex[:8]}"
+    reader = sh(
+        "reader",
+        f"cat /etc/hosts {original}; echo nope > {original} || echo refused; echo hi > {shared}/note; sleep 30",
+        [
+            {"name": "node-file", "mountPath": original, "readOnly": True},
+            {"name": "node-dir", "mountPath": shared},
+        ],
+    )
+    own = sh("own", "cat /etc/hosts; sleep 30", [{"name": "node-file", "mountPath": "/etc/hosts"}])
+    pod = a_pod(
+        "h1",
+        [reader, own],
+        [
+            {"name": "node-file", "hostPath": {"path": str(tmp_path / "node-file"), "type": "FileOrCreate"}},
+            {"name": "node-dir", "hostPath": {"path": str(tmp_path / "made"), "type": "DirectoryOrCreate"}},
+        ],
+    )
+    pod["spec"]["hostAliases"] = [{"ip": "123.45.67.89", "hostnames": ["foo.local", "bar.local"]}]
+    w = worker(runtime, pod, sources())
+    w.pod_ip = "10.88.0.9"  # the IP the kubelet reports is the one the file names
+    try:
+        _read_etc_hosts_and_host_paths(runtime, w, tmp_path, original, shared, node_hosts)
+    finally:  # a broken sandbox must not leave its mount points on the host for the next run
+        for path in (original, shared):
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            elif os.path.lexists(path):
+                os.unlink(path)
+
+
+def _read_etc_hosts_and_host_paths(
+    runtime: ProcessRuntime, w: PodWorker, tmp_path: Path, original: str, shared: str, node_hosts: bytes
+) -> None:
+    logged = sync_until(w, "the reader's output", lambda: b"refused" in (o := output(runtime, "h1", "reader")) and o)
+    assert logged.startswith(b"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n")
+    assert b"\n10.88.0.9\tp-h1\n\n# Entries added by HostAliases.\n123.45.67.89\tfoo.local\tbar.local\n" in logged
+    assert b"from-the-node\n" in logged
+    until("the write through the read-write hostPath", (tmp_path / "made" / "note").exists)
+    until("the container with its own /etc/hosts", lambda: output(runtime, "h1", "own") == b"from-the-node\n")
+    assert (tmp_path / "node-file").read_text() == "from-the-node\n"  # the read-only mount refused the write
+    assert (runtime.root / "pods" / "h1" / "etc-hosts").read_bytes().startswith(b"# Kubernetes-managed hosts file.")
+    assert Path("/etc/hosts").read_bytes() == node_hosts
+    assert not os.path.lexists(original) and not os.path.lexists(shared)
 
 
 def test_exec_enters_the_containers_mounts(runtime: ProcessRuntime, mount_dir: str) -> None:
@@ -278,3 +333,30 @@ def test_a_sub_path_through_a_symlink_out_of_its_volume_is_refused(tmp_path: Pat
         with pytest.raises(VolumeError, match=rf"subPath: '{sub}' leads out of volume 'scratch'"):
             pv.mounts(pod, {"name": "c", "volumeMounts": [mount]}, "c")
     assert not os.path.exists("/etc/made-here")  # nothing was made through the link either
+
+
+def test_a_host_network_pod_sees_the_nodes_hosts_file_with_its_aliases(runtime: ProcessRuntime) -> None:
+    app = sh("app", "cat /etc/hosts; sleep 30", [])
+    pod = a_pod("h2", [app], [])
+    pod["spec"].update(hostNetwork=True, hostAliases=[{"ip": "123.45.67.89", "hostnames": ["foo", "bar"]}])
+    w = worker(runtime, pod, sources())
+    want = b"# Kubernetes-managed hosts file (host network).\n" + Path("/etc/hosts").read_bytes()
+    logged = sync_until(w, "the container's /etc/hosts", lambda: b"foo" in (o := output(runtime, "h2", "app")) and o)
+    assert logged == want + b"\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"
+
+
+def test_a_mount_point_inside_a_volume_is_made_in_the_volume(runtime: ProcessRuntime, mount_dir: str) -> None:
+    """The first mount's point is missing under /tmp (made in a shadow of /tmp); the second's is
+    missing inside the first volume, where a container runtime makes it: the pod sees it there."""
+    app = sh(
+        "app",
+        f"cat {mount_dir}/sub/conf/k; echo; ls {mount_dir}/sub; sleep 30",
+        [{"name": "shared", "mountPath": mount_dir}, {"name": "config", "mountPath": f"{mount_dir}/sub/conf"}],
+    )
+    pod = a_pod("m7", [app], [{"name": "shared", "emptyDir": {}}, {"name": "config", "configMap": {"name": "c"}}])
+    shared = runtime.root / "pods" / "m7" / "volumes" / "shared"
+    (shared / "sub").mkdir(parents=True)  # what an earlier container left in the volume
+    w = worker(runtime, pod, sources({"c": {"data": {"k": "value"}}}))
+    sync_until(w, "the container's output", lambda: output(runtime, "m7", "app") == b"value\nconf\n")
+    assert (shared / "sub" / "conf").is_dir()
+    assert not os.path.lexists(mount_dir)
