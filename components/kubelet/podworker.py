@@ -230,7 +230,7 @@ class PodWorker:
         try:
             env = build(self.downward_view(), container, self.sources, f"spec.containers[{name}]")
             probe_state = ContainerProbes(container, now, f"spec.containers[{name}]")
-            sandbox = self._sandbox(container)
+            sandbox = self._sandbox(container, env.values)
         except (EnvError, ProbeError, VolumeError, SecurityContextError) as e:
             self._waiting[name] = ("CreateContainerConfigError", str(e))
             return
@@ -293,10 +293,11 @@ class PodWorker:
         self._pulls[name] = (now, delay)
         self._waiting[name] = ("ErrImagePull", message)
 
-    def _sandbox(self, container: Obj) -> Sandbox:
-        """What sets the container apart: its volume mounts, the pod's network, its limits."""
+    def _sandbox(self, container: Obj, env: Mapping[str, str]) -> Sandbox:
+        """What sets the container apart: its volume mounts (a `subPathExpr` expanded with its
+        environment `env`), the pod's network, its limits."""
         where = f"spec.containers[{container['name']}]"
-        mounts = self.volumes.mounts(self.pod, container, where) if self.volumes is not None else ()
+        mounts = self.volumes.mounts(self.pod, container, where, env) if self.volumes is not None else ()
         user = run_as(self.pod, container, where)
         return Sandbox(
             mounts=mounts,
