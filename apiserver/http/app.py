@@ -45,7 +45,7 @@ from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.http import negotiation
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
-from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess, relay
+from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess
 from apiserver.http.metrics import Metrics, request_labels
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.router import find_subresource, route
@@ -299,7 +299,8 @@ def build_app(
         return user
 
     async def stream(websocket: WebSocket) -> None:
-        """exec and port-forward: checked like any request, then relayed to the kubelet."""
+        """exec, port-forward and log: checked like any request (a log as its GET), then the
+        subresource's session serves the socket (wsstream)."""
         user: User | None = None
         try:
             user = await who(websocket.scope)
@@ -310,7 +311,7 @@ def build_app(
                 raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             query = list(websocket.query_params.multi_items())
             api.authorize(request_attributes(user, "GET", path, dict(query)))
-            kubelet = await found[1].handler.open_stream(
+            session = await found[1].handler.open_stream(
                 api.scope, target, query, list(websocket.scope.get("subprotocols") or ())
             )
         except errors.StatusError as e:
@@ -322,8 +323,8 @@ def build_app(
             log.exception("opening %s failed", websocket.url.path)
             await websocket.send_denial_response(status_response(errors.internal("an internal error occurred")))
             return
-        await websocket.accept(subprotocol=kubelet.protocol)
-        await relay(websocket, kubelet)
+        await websocket.accept(subprotocol=session.protocol)
+        await session.serve(websocket)
 
     app = Starlette(
         routes=[Route("/{path:path}", dispatch, methods=list(METHODS)), WebSocketRoute("/{path:path}", stream)],

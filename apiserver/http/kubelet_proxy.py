@@ -3,9 +3,10 @@
 The kubelet is found through its Node (the InternalIP in `status.addresses`, the port in
 `status.daemonEndpoints.kubeletEndpoint`) and reached over HTTPS as
 `kube-apiserver-kubelet-client` (a client certificate the kubelet trusts), its serving
-certificate checked against the kubelet CA.  Logs and node proxy requests are streamed through;
-exec and port-forward are WebSocket sessions relayed message by message, the subprotocol the
-kubelet chose passed back to the client, so the apiserver needs no part of their protocols.
+certificate checked against the kubelet CA.  Logs and node proxy requests are streamed through
+(a log read over a WebSocket is `wsstream.ByteStream`'s); exec and port-forward are WebSocket
+sessions relayed message by message, the subprotocol the kubelet chose passed back to the
+client, so the apiserver needs no part of their protocols.
 A kubelet's error (its status and text) reaches the client as a `Status` with that code.
 """
 
@@ -17,13 +18,14 @@ import logging
 import ssl
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
 from starlette.responses import Response, StreamingResponse
+from starlette.websockets import WebSocket
 
 from apiserver import errors
 from machinery import pod_log_options
@@ -119,7 +121,7 @@ class KubeletClient:
             await self._session.close()
             self._session = None
 
-    async def stream(self, url: str) -> tuple[str, AsyncIterator[bytes]]:
+    async def stream(self, url: str) -> tuple[str, AsyncGenerator[bytes, None]]:
         """GET `url`: (its content type, its body in chunks as they come); a kubelet error
         raises its StatusError."""
         try:
@@ -131,7 +133,7 @@ class KubeletClient:
             response.release()
             raise _error(response.status, text)
 
-        async def body() -> AsyncIterator[bytes]:
+        async def body() -> AsyncGenerator[bytes, None]:
             try:
                 async for chunk in response.content.iter_any():
                     yield chunk
@@ -201,7 +203,22 @@ def _pod_path(endpoint: str, pod: Mapping[str, Any], *more: str) -> str:
     return f"/{endpoint}/" + "/".join(quote(str(p), safe="") for p in parts)
 
 
-async def relay(client: Any, kubelet: aiohttp.ClientWebSocketResponse) -> None:
+@dataclass(frozen=True, eq=False)
+class Relayed:
+    """An exec or port-forward session (a `wsstream.WebSocketSession`): the kubelet's WebSocket,
+    accepted with the subprotocol the kubelet chose and relayed."""
+
+    kubelet: aiohttp.ClientWebSocketResponse
+
+    @property
+    def protocol(self) -> str | None:
+        return self.kubelet.protocol
+
+    async def serve(self, websocket: WebSocket) -> None:
+        await relay(websocket, self.kubelet)
+
+
+async def relay(client: WebSocket, kubelet: aiohttp.ClientWebSocketResponse) -> None:
     """Messages both ways until either side closes; then the other is closed too.  `client`
     is the Starlette WebSocket, already accepted."""
 
@@ -282,13 +299,23 @@ class NodeAccess:
         return pod, kubelet_of(node)
 
     async def pod_log(self, namespace: str | None, name: str, query: Mapping[str, str]) -> Response:
+        opened = await self.pod_log_stream(namespace, name, query)
+        if opened is None:
+            return Response(status_code=204)  # kube's answer: no node, nothing logged yet
+        content_type, body = opened
+        return StreamingResponse(body, media_type=content_type if content_type.startswith("text/") else "text/plain")
+
+    async def pod_log_stream(
+        self, namespace: str | None, name: str, query: Mapping[str, str]
+    ) -> tuple[str, AsyncGenerator[bytes, None]] | None:
+        """The container's log from its kubelet: (its content type, its bytes as they come);
+        None when the pod has no node yet (its options and container are checked all the same)."""
         pod = await self.get_pod(namespace, name)
         if not (pod.get("spec") or {}).get("nodeName"):
-            log_url(KubeletTarget("", 1), pod, query)  # the options and the container are still checked
-            return Response(status_code=204)  # kube's answer: no node, nothing logged yet
+            log_url(KubeletTarget("", 1), pod, query)
+            return None
         kubelet = kubelet_of(await self.get_node(None, node_of(pod)))
-        content_type, body = await self.client.stream(log_url(kubelet, pod, query))
-        return StreamingResponse(body, media_type=content_type if content_type.startswith("text/") else "text/plain")
+        return await self.client.stream(log_url(kubelet, pod, query))
 
     async def node_proxy(self, name: str, path: str, query: str) -> StreamingResponse:
         kubelet = kubelet_of(await self.get_node(None, name))
@@ -309,7 +336,7 @@ class NodeAccess:
         endpoint: StreamEndpoint,
         query: list[tuple[str, str]],
         protocols: list[str],
-    ) -> aiohttp.ClientWebSocketResponse:
-        """The kubelet's side of an exec or port-forward session, opened."""
+    ) -> Relayed:
+        """An exec or port-forward session, its kubelet side opened."""
         pod, kubelet = await self._pod_and_kubelet(namespace, name)
-        return await self.client.websocket(endpoint.url(kubelet, pod, query), protocols)
+        return Relayed(await self.client.websocket(endpoint.url(kubelet, pod, query), protocols))

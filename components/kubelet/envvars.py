@@ -7,6 +7,8 @@ is left as written.  `valueFrom` reads the pod's own fields (`fieldRef`), a Conf
 key, or a resource limit or request (`resourceFieldRef`, with its divisor).  A source that is
 missing fails the container start (kube's CreateContainerConfigError) unless it is optional;
 keys that are not valid variable names are skipped and reported.
+The same `$(NAME)` syntax names a volumeMount's `subPathExpr` (`expand_sub_path`), where a
+variable that is not defined or empty is an error rather than text kept as written.
 
 Every container also gets service link variables (`service_env`, kube's pkg/kubelet/envvars):
 those of the `kubernetes` Service always (KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT,
@@ -74,6 +76,30 @@ class Env:
 
 def expand(text: str, defined: Mapping[str, str]) -> str:
     """kube's $(VAR) expansion: defined references replaced, `$$` -> `$`, the rest as written."""
+    return _expand(text, defined.get)
+
+
+def expand_sub_path(expression: str, defined: Mapping[str, str]) -> str:
+    """A volumeMount's `subPathExpr` expanded as kube's kubelet does it (ExpandContainerVolumeMounts):
+    the same syntax as `expand`, but a reference to a variable that is not defined, or is
+    empty, is an error naming every such variable; a path made of what is there would mount
+    another directory than the pod meant."""
+    missing: set[str] = set()
+
+    def value(name: str) -> str:
+        found = defined.get(name, "")
+        if not found:
+            missing.add(name)
+        return found
+
+    expanded = _expand(expression, value)
+    if missing:
+        raise EnvError(f"missing value for {', '.join(sorted(missing))}")
+    return expanded
+
+
+def _expand(text: str, lookup: Callable[[str], str | None]) -> str:
+    """`$(NAME)` replaced by `lookup(NAME)` (kept as written when that is None), `$$` -> `$`."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
@@ -91,8 +117,8 @@ def expand(text: str, defined: Mapping[str, str]) -> str:
             if end < 0:
                 out.append(text[i:])  # no closing paren: kept as written
                 break
-            name = text[i + 2 : end]
-            out.append(defined[name] if name in defined else text[i : end + 1])
+            found = lookup(text[i + 2 : end])
+            out.append(text[i : end + 1] if found is None else found)
             i = end + 1
         else:
             out.append(c)

@@ -6,28 +6,33 @@ configMap, secret, downwardAPI and projected volumes hold their files (`volumes.
 written atomically and written again whenever their sources change, as kube's kubelet
 refreshes them, so a running container sees a ConfigMap update.  A hostPath volume is the
 node's own file or directory, checked against its type (hostpath.py), nothing under the pod.
-`mounts` turns a container's `volumeMounts` into sandbox mounts: the volume (or its `subPath`)
-at `mountPath`, read-only when asked, and always for the volumes kube mounts read-only (all
-but emptyDir and hostPath).  `hosts_mount` is kube's kubelet-managed /etc/hosts: the file
+`mounts` turns a container's `volumeMounts` into sandbox mounts: the volume (or its `subPath`,
+or its `subPathExpr` expanded with the container's environment) at `mountPath`, read-only when
+asked, and always for the volumes kube mounts read-only (all but emptyDir and hostPath).  A
+missing sub-path directory of an emptyDir or hostPath is made inside the volume; a sub-path
+that leads out of it is refused.  `hosts_mount` is kube's kubelet-managed /etc/hosts: the file
 `pods/<uid>/etc-hosts` (etchosts.py), bound at /etc/hosts, so the node's own is never written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from components.kubelet import etchosts, hostpath
-from components.kubelet.envvars import Sources
+from components.kubelet.envvars import EnvError, Sources, expand_sub_path
 from components.kubelet.sandbox import Mount
 from components.kubelet.volumes import Files, VolumeError, check_path, files_of, write_atomically
 from machinery.objects import Obj
 
+_NO_ENV: Mapping[str, str] = MappingProxyType({})
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # a DNS label, as the apiserver checks it
 
 
@@ -62,8 +67,9 @@ class PodVolumes:
                 write_atomically(target, files)
             self._written[name] = files
 
-    def mounts(self, pod: Obj, container: Obj, where: str) -> tuple[Mount, ...]:
-        """The container's volumeMounts as mounts; VolumeError names the field at fault."""
+    def mounts(self, pod: Obj, container: Obj, where: str, env: Mapping[str, str] = _NO_ENV) -> tuple[Mount, ...]:
+        """The container's volumeMounts as mounts; VolumeError names the field at fault.  `env`
+        is the container's environment, which a `subPathExpr` is expanded with."""
         volumes = self._volumes(pod)
         out: list[Mount] = []
         for j, vm in enumerate(container.get("volumeMounts") or ()):
@@ -78,21 +84,11 @@ class PodVolumes:
             if host:
                 volume_path = Path(hostpath.path_of(volume["hostPath"], f"spec.volumes[{volumes[name][0]}].hostPath"))
             else:
-                volume_path = self.base / name
+                volume_path = self.base / str(name)
             source = volume_path
-            sub = vm.get("subPath") or ""
+            sub, field = _sub_path(vm, env, here)
             if sub:
-                if not isinstance(sub, str):
-                    raise VolumeError(f"{here}.subPath: must be a string, got {sub!r}")
-                source = source / check_path(sub, f"{here}.subPath")
-                volume_dir = os.path.realpath(volume_path).rstrip(os.sep)  # a hostPath may be /
-                if not os.path.realpath(source).startswith(volume_dir + os.sep):
-                    # a symlink a container left in its volume must not reach the host's files
-                    raise VolumeError(f"{here}.subPath: {sub!r} leads out of volume {name!r}")
-                if volume.get("emptyDir") is not None or host:
-                    source.mkdir(parents=True, exist_ok=True)  # kube makes a missing subPath dir
-                elif not source.exists():
-                    raise VolumeError(f"{here}.subPath: {sub!r} does not exist in volume {name!r}")
+                source = _inside(volume_path, sub, volume.get("emptyDir") is not None or host, field)
             target = _mount_path(vm.get("mountPath"), f"{here}.mountPath")
             read_only = vm.get("readOnly") is True or (volume.get("emptyDir") is None and not host)
             out.append(Mount(str(source), target, read_only))
@@ -114,6 +110,69 @@ class PodVolumes:
     def remove(self) -> None:
         """The pod is gone: its volumes go with it."""
         shutil.rmtree(self.base.parent, ignore_errors=True)
+
+
+def _sub_path(vm: Obj, env: Mapping[str, str], here: str) -> tuple[str, str]:
+    """(the relative path a mount takes inside its volume, "" for the whole volume; the field it
+    came from).  `subPath` is taken as written; `subPathExpr` is expanded with the container's
+    environment and then checked as kube's kubelet checks it (makeMounts): an absolute path or
+    a `..` element is refused in kube's words, since the expansion is only known now."""
+    sub, expression = vm.get("subPath") or "", vm.get("subPathExpr") or ""
+    if sub and expression:
+        raise VolumeError(f"{here}.subPathExpr: subPathExpr and subPath are mutually exclusive")
+    if sub:
+        if not isinstance(sub, str):
+            raise VolumeError(f"{here}.subPath: must be a string, got {sub!r}")
+        return check_path(sub, f"{here}.subPath"), f"{here}.subPath"
+    if not expression:
+        return "", ""
+    field = f"{here}.subPathExpr"
+    if not isinstance(expression, str):
+        raise VolumeError(f"{field}: must be a string, got {expression!r}")
+    try:
+        expanded = expand_sub_path(expression, env)
+    except EnvError as e:
+        raise VolumeError(f"{field}: {e}") from None
+    if expanded.startswith("/"):
+        raise VolumeError(f"{field}: error SubPath `{expanded}` must not be an absolute path")
+    if ".." in expanded.split("/"):
+        raise VolumeError(f"{field}: unable to provision SubPath `{expanded}`: must not contain '..'")
+    if "\0" in expanded:
+        raise VolumeError(f"{field}: unable to provision SubPath {expanded!r}: must not contain a NUL byte")
+    normal = posixpath.normpath(expanded)
+    return ("" if normal == "." else normal), field
+
+
+def _inside(volume: Path, sub: str, make: bool, field: str) -> Path:
+    """`sub` under the volume's directory (checked with its links resolved), refused when it leads out of the
+    volume (a symlink a container left in it must not reach the host's files: kube's
+    CVE-2017-1002101).  When it is missing and `make` (an emptyDir), it is made as kube's
+    SafeMakeDir makes it: one directory at a time, never through a link, with the volume's own
+    mode so that the pod's users may write there."""
+    volume_dir = os.path.realpath(volume).rstrip(os.sep)  # a hostPath may be /
+    real = os.path.realpath(volume / sub)
+    if not real.startswith(volume_dir + os.sep):
+        raise VolumeError(f"{field}: {sub!r} leads out of volume {volume.name!r}")
+    if os.path.lexists(real):
+        return volume / sub
+    if not make:
+        raise VolumeError(f"{field}: {sub!r} does not exist in volume {volume.name!r}")
+    mode = os.stat(volume_dir or os.sep).st_mode & 0o7777
+    fd = os.open(volume_dir or os.sep, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in os.path.relpath(real, volume_dir).split(os.sep):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, mode, dir_fd=fd)
+            try:  # a link put here since `realpath` looked is not followed
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError:
+                raise VolumeError(f"{field}: {sub!r} leads out of volume {volume.name!r}") from None
+            os.close(fd)
+            fd = inner
+            os.fchmod(fd, mode)  # the umask took some of it
+    finally:
+        os.close(fd)
+    return volume / sub
 
 
 def _mount_path(value: Any, where: str) -> str:

@@ -260,7 +260,7 @@ class PodWorker:
         try:
             env = build(self.downward_view(), container, self.sources, f"spec.containers[{name}]")
             probe_state = ContainerProbes(container, now, f"spec.containers[{name}]")
-            sandbox = self._sandbox(container)
+            sandbox = self._sandbox(container, env.values)
         except (EnvError, ProbeError, VolumeError, SecurityContextError, OSError) as e:  # OSError: the hosts file
             self._waiting[name] = ("CreateContainerConfigError", str(e))
             return
@@ -323,13 +323,13 @@ class PodWorker:
         self._pulls[name] = (now, delay)
         self._waiting[name] = ("ErrImagePull", message)
 
-    def _sandbox(self, container: Obj) -> Sandbox:
-        """What sets the container apart: its volume mounts and managed /etc/hosts, the pod's
-        network, its limits."""
+    def _sandbox(self, container: Obj, env: Mapping[str, str]) -> Sandbox:
+        """What sets the container apart: its volume mounts (a `subPathExpr` expanded with its
+        environment `env`) and managed /etc/hosts, the pod's network, its limits."""
         where = f"spec.containers[{container['name']}]"
         mounts: tuple[Mount, ...] = ()
         if self.volumes is not None:
-            mounts = self.volumes.mounts(self.pod, container, where)
+            mounts = self.volumes.mounts(self.pod, container, where, env)
             if etchosts.wanted(container, [self.pod_ip], self.pod):
                 # the IP this kubelet reports as the pod's (kube's makeMounts takes the sandbox's)
                 mounts += (self.volumes.hosts_mount(self.pod, [self.pod_ip]),)

@@ -2,8 +2,9 @@
 
 The router calls the method of the request's verb only after checking that verb against the
 subresource's declared `verbs` (what discovery lists); a handler implements those and
-inherits a 405 for the rest.  Stream subresources (exec, portforward) also open WebSocket
-sessions, which the app's WebSocket route asks for only when `streams` says so.
+inherits a 405 for the rest.  Stream subresources (exec, portforward, log) also open WebSocket
+sessions (`wsstream.WebSocketSession`), which the app's WebSocket route asks for only when
+`streams` says so.
 """
 
 from __future__ import annotations
@@ -19,15 +20,14 @@ from apiserver.http.requestinfo import ResourcePath
 from apiserver.resources.base import ResourceDef
 
 if TYPE_CHECKING:
-    import aiohttp
-
     from apiserver.http.handlers.scope import ResourceScope
+    from apiserver.http.wsstream import WebSocketSession
 
 
 class SubresourceHandler:
     """The default of every verb: not served (405), as kube says when a storage lacks the verb."""
 
-    # True: `open_stream` relays a WebSocket session (exec, port-forward)
+    # True: `open_stream` opens a WebSocket session (exec, port-forward, log)
     streams: ClassVar[bool] = False
 
     async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
@@ -44,7 +44,7 @@ class SubresourceHandler:
 
     async def open_stream(
         self, scope: ResourceScope, target: ResourcePath, query: list[tuple[str, str]], protocols: Sequence[str]
-    ) -> aiohttp.ClientWebSocketResponse:
+    ) -> WebSocketSession:
         raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.kubelet.envvars import EnvError, Sources, build, expand, service_env, service_links
+from components.kubelet.envvars import EnvError, Sources, build, expand, expand_sub_path, service_env, service_links
 from machinery.objects import Obj
 
 POD: Obj = {
@@ -36,6 +36,17 @@ def test_expansion_as_kube_does_it() -> None:
     assert expand("$(MISSING) and $(A", defined) == "$(MISSING) and $(A"
     assert expand("trailing $", defined) == "trailing $"
     assert expand("$x$(A)", defined) == "$x1"
+
+
+def test_a_sub_path_expression_names_every_variable_it_lacks() -> None:
+    """kube's ExpandContainerVolumeMounts: the syntax of command expansion, but an undefined or
+    empty variable fails the start (conformance "Variable Expansion should verify that a failing
+    subpath expansion can be modified": an annotation not there yet reads as empty)."""
+    defined = {"POD": "p-1", "ANNOTATION": "", "DIR": "logs"}
+    assert expand_sub_path("$(DIR)/$(POD)", defined) == "logs/p-1"
+    assert expand_sub_path("$$(POD)/x$(", defined) == "$(POD)/x$("
+    with pytest.raises(EnvError, match=r"^missing value for ANNOTATION, NOPE$"):
+        expand_sub_path("$(NOPE)/$(ANNOTATION)/$(POD)", defined)
 
 
 def test_env_from_then_env_in_order_with_references() -> None:

@@ -7,6 +7,7 @@ and who may not: no client certificate, another component's, a user bound only t
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 import socket
@@ -224,6 +225,48 @@ def test_exec_over_the_unversioned_channel_protocol(cluster: ApiserverUnderTest,
     messages = asyncio.run(go())
     assert all(m[0] == channels.STDOUT or len(m) == 1 for m in messages), messages
     assert b"".join(m[1:] for m in messages if m[0] == channels.STDOUT) == b"remote execution test\n"
+
+
+def test_logs_over_a_websocket(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    """Conformance "Pods should support retrieving logs from the container over websockets":
+    binary messages of the log under `binary.k8s.io`, base64 text under `base64.binary.k8s.io`
+    (followed here, until the container ends), then a close; authorized as a GET of pods/log."""
+    url = cluster.url.replace("https://", "wss://") + f"/api/v1/namespaces/default/pods/{POD}/log"
+    headers = {"Authorization": f"Bearer {cluster.token}"}
+
+    async def read(protocol: str, query: list[tuple[str, str]]) -> tuple[str | None, list[aiohttp.WSMessage]]:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                url, params=query, protocols=[protocol], headers=headers, ssl=cluster.ssl_context()
+            ) as ws,
+        ):
+            async with asyncio.timeout(20):
+                messages = [m async for m in ws]
+        await asyncio.sleep(0.25)  # the TLS transport's close completes (aiohttp's advice)
+        return ws.protocol, messages
+
+    # followed until the container ends
+    protocol, messages = asyncio.run(read("base64.binary.k8s.io", [("container", "counter"), ("follow", "true")]))
+    assert protocol == "base64.binary.k8s.io" and {m.type for m in messages} == {aiohttp.WSMsgType.TEXT}
+    assert b"".join(base64.b64decode(m.data) for m in messages) == b"line 1\nline 2\nline 3\n"
+    protocol, messages = asyncio.run(read("binary.k8s.io", [("container", "counter"), ("tailLines", "2")]))
+    assert protocol == "binary.k8s.io" and {m.type for m in messages} == {aiohttp.WSMsgType.BINARY}
+    assert b"".join(m.data for m in messages) == b"line 2\nline 3\n"
+
+    async def refused(extra: dict[str, str], query: list[tuple[str, str]]) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as session:
+            try:
+                await session.ws_connect(
+                    url, params=query, protocols=["binary.k8s.io"], headers=headers | extra, ssl=cluster.ssl_context()
+                )
+            except aiohttp.WSServerHandshakeError as e:
+                return e.status, e.message
+        raise AssertionError("the upgrade was accepted")
+
+    # a user who may not read pods/log, and a container the pod does not have: no upgrade
+    assert asyncio.run(refused({"Impersonate-User": "na-nobody"}, [("container", "counter")]))[0] == 403
+    assert asyncio.run(refused({}, [("container", "nope")]))[0] == 400
 
 
 def test_port_forward(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:

@@ -143,6 +143,57 @@ def test_mounts_are_read_only_except_empty_dirs_unless_asked(tmp_path: Path) -> 
     assert (base / "scratch" / "a" / "b").is_dir()  # kube makes an emptyDir's missing subPath
 
 
+@pytest.mark.parametrize(
+    ("expression", "says"),
+    [
+        ("$(ABS)", "subPathExpr: error SubPath `/tmp` must not be an absolute path"),
+        ("$(UP)", "subPathExpr: unable to provision SubPath `..`: must not contain '..'"),
+        ("a/$(UP)/b", "subPathExpr: unable to provision SubPath `a/../b`: must not contain '..'"),
+        ("$(EMPTY)/$(NOPE)/x", "subPathExpr: missing value for EMPTY, NOPE"),
+        ("$(NUL)", "subPathExpr: unable to provision SubPath 'a\\x00b': must not contain a NUL byte"),
+    ],
+)
+def test_a_sub_path_expression_is_expanded_then_refused_in_kubes_words(
+    tmp_path: Path, expression: str, says: str
+) -> None:
+    """kube's makeMounts checks the expansion, which only the kubelet knows: conformance
+    "Variable Expansion should fail substituting values in a volume subpath with absolute path"
+    and "... with backticks" (whose value is `..`)."""
+    pod = a_pod("v5", [], [{"name": "scratch", "emptyDir": {}}])
+    pv = PodVolumes(tmp_path / "volumes")
+    pv.sync(pod, sources())
+    env = {"ABS": "/tmp", "UP": "..", "EMPTY": "", "NUL": "a\0b"}
+    mount = {"name": "scratch", "mountPath": "/x", "subPathExpr": expression}
+    with pytest.raises(VolumeError) as e:
+        pv.mounts(pod, {"name": "c", "volumeMounts": [mount]}, "spec.containers[c]", env)
+    assert str(e.value) == f"spec.containers[c].volumeMounts[0].{says}"
+    assert os.listdir(tmp_path / "volumes" / "scratch") == []  # nothing made for a refused path
+
+
+def test_a_sub_path_expression_is_made_inside_the_volume_with_its_mode(tmp_path: Path) -> None:
+    pod = a_pod("v6", [], [{"name": "scratch", "emptyDir": {}}])
+    pv = PodVolumes(tmp_path / "volumes")
+    pv.sync(pod, sources())
+    mounts = [
+        {"name": "scratch", "mountPath": "/logs", "subPathExpr": "$(ANNOTATION)/$(POD_NAME)"},
+        {"name": "scratch", "mountPath": "/all"},
+    ]
+    env = {"POD_NAME": "p-v6", "ANNOTATION": "mypath"}
+    got = pv.mounts(pod, {"name": "c", "volumeMounts": mounts}, "c", env)
+    scratch = tmp_path / "volumes" / "scratch"
+    assert got == (sandbox.Mount(str(scratch / "mypath" / "p-v6"), "/logs"), sandbox.Mount(str(scratch), "/all"))
+    for made in (scratch / "mypath", scratch / "mypath" / "p-v6"):
+        assert made.stat().st_mode & 0o7777 == 0o777  # the emptyDir's: any user of the pod writes there
+    both = {"name": "scratch", "mountPath": "/x", "subPath": "a", "subPathExpr": "b"}
+    with pytest.raises(VolumeError, match=r"subPathExpr: subPathExpr and subPath are mutually exclusive"):
+        pv.mounts(pod, {"name": "c", "volumeMounts": [both]}, "c", env)
+    (scratch / "evil").symlink_to("/etc")
+    through = {"name": "scratch", "mountPath": "/x", "subPathExpr": "$(LINK)/made-here"}
+    with pytest.raises(VolumeError, match=r"subPathExpr: 'evil/made-here' leads out of volume 'scratch'"):
+        pv.mounts(pod, {"name": "c", "volumeMounts": [through]}, "c", {"LINK": "evil"})
+    assert not os.path.exists("/etc/made-here")
+
+
 # -- real containers ----------------------------------------------------------------------------
 
 
@@ -277,6 +328,43 @@ def test_a_mount_that_fails_is_a_start_error_in_its_own_words(runtime: ProcessRu
     assert "mount" in run.message and "No such file or directory" in run.message
 
 
+def test_a_sub_path_expression_waits_for_its_variable_then_the_container_writes_there(
+    runtime: ProcessRuntime, mount_dir: str
+) -> None:
+    """Conformance "Variable Expansion should verify that a failing subpath expansion can be
+    modified during the lifecycle of a container" and "should succeed in writing subpaths":
+    while the annotation is missing the container waits in CreateContainerConfigError (the pod
+    Pending); once it is there the container starts, and what it writes under its subpath mount
+    is in the volume under the expanded path."""
+    sub, whole = f"{mount_dir}/sub", f"{mount_dir}/whole"
+    app = sh(
+        "app",
+        f"touch {sub}/test.log; ls {whole}/mypath/foo; sleep 30",
+        [
+            {"name": "scratch", "mountPath": sub, "subPathExpr": "$(ANNOTATION)/$(POD_NAME)"},
+            {"name": "scratch", "mountPath": whole},
+        ],
+    )
+    app["env"] = [
+        {"name": "POD_NAME", "value": "foo"},
+        {"name": "ANNOTATION", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['mysubpath']"}}},
+    ]
+    pod = a_pod("m7", [app], [{"name": "scratch", "emptyDir": {}}])
+    w = worker(runtime, pod, sources())
+    for _ in range(2):  # each sync tries again, and fails again
+        status = w.sync(time.time())
+        assert status["phase"] == "Pending" and runtime.running_pods() == []
+        assert status["containerStatuses"][0]["state"] == {
+            "waiting": {
+                "reason": "CreateContainerConfigError",
+                "message": "spec.containers[app].volumeMounts[0].subPathExpr: missing value for ANNOTATION",
+            }
+        }
+    w.pod["metadata"]["annotations"] = {"mysubpath": "mypath"}  # the pod's update, as the kubelet hands it over
+    sync_until(w, "the file seen through the whole volume", lambda: b"test.log" in output(runtime, "m7", "app"))
+    assert (runtime.root / "pods" / "m7" / "volumes" / "scratch" / "mypath" / "foo" / "test.log").is_file()
+
+
 def test_a_missing_config_map_holds_the_pod_in_container_creating(runtime: ProcessRuntime) -> None:
     app = sh("app", "sleep 30", [{"name": "config", "mountPath": "/x"}])
     w = worker(runtime, a_pod("m6", [app], [{"name": "config", "configMap": {"name": "absent"}}]), sources())
@@ -298,6 +386,7 @@ _mount = st.fixed_dictionaries(
         "name": st.sampled_from(["scratch", "config", "nope"]) | _json,
         "mountPath": st.sampled_from(["/data", "/a/../b", "//x//y/", "rel", "/", "/x\0y"]) | _json,
         "subPath": st.sampled_from(["a/b", "../up", "k", ".", ""]) | _json,
+        "subPathExpr": st.sampled_from(["$(A)", "$(A)/$(B)", "$(UP)/x", "/$(A)", "./$(A)/.", "$(NOPE)"]) | _json,
         "readOnly": _json,
     },
 )
@@ -312,7 +401,7 @@ def test_any_volume_mounts_give_safe_mounts_or_a_volume_error(tmp_path: Path, mo
     pv = PodVolumes(tmp_path / "fuzz" / "volumes")
     pv.sync(pod, sources({"c": {"data": {"k": "v"}}}))
     try:
-        got = pv.mounts(pod, {"name": "c", "volumeMounts": mounts}, "c")
+        got = pv.mounts(pod, {"name": "c", "volumeMounts": mounts}, "c", {"A": "a", "B": "b", "UP": ".."})
     except VolumeError:
         return
     base = str(tmp_path / "fuzz" / "volumes") + "/"
