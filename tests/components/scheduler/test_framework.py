@@ -75,6 +75,26 @@ def test_preemption_picks_the_cheapest_victims() -> None:
     assert msg == "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
 
 
+def test_preemption_counts_extended_resources() -> None:
+    """kube's PreemptionExecutionPath conformance case: 1000 of a fake resource, pods of 200, 300
+    and 450 at rising priorities; a pod of 500 above them all evicts the two cheapest and keeps
+    the 450, which still leaves it room."""
+    fake = "example.com/fakecpu"
+    placed = [
+        pod(f"p{i}", extra={fake: amount}, node_name="a", priority=i)
+        for i, amount in ((1, "200"), (2, "300"), (3, "450"))
+    ]
+    nodes = infos(node("a", extra={fake: "1000"}), placed={"a": placed})
+    alg = Algorithm(random.Random(1))
+    pi = PodInfo.of(pod("p4", extra={fake: "500"}, priority=4))
+    with pytest.raises(FitError) as e:
+        alg.schedule(pi, nodes)
+    assert e.value.message() == f"0/1 nodes are available: 1 Insufficient {fake}."
+    cand, msg = preempt(alg, pi, nodes, e.value)
+    assert cand is not None and msg == ""
+    assert sorted(v.key for v in cand.victims) == ["default/p1", "default/p2"]
+
+
 def test_queue_orders_by_priority_then_time_and_backs_off() -> None:
     q = SchedulingQueue()
     q.add(pod("low", priority=1), 0.0)
