@@ -10,7 +10,7 @@ from components.scheduler.cache import Cache
 from components.scheduler.framework import Algorithm, Diagnosis, FitError, feasible_nodes_to_find
 from components.scheduler.nodeinfo import PodInfo
 from components.scheduler.plugins.cycle import Status
-from components.scheduler.preemption import preempt
+from components.scheduler.preemption import disruption_condition, preempt
 from components.scheduler.queue import SchedulingQueue
 from tests.components.scheduler.support import infos, node, pod
 
@@ -93,6 +93,16 @@ def test_preemption_counts_extended_resources() -> None:
     cand, msg = preempt(alg, pi, nodes, e.value)
     assert cand is not None and msg == ""
     assert sorted(v.key for v in cand.victims) == ["default/p1", "default/p2"]
+
+
+def test_a_victim_is_marked_a_disruption_target_once() -> None:
+    victim, preemptor = pod("v"), pod("p", schedulerName="other")
+    cond = disruption_condition(victim, preemptor, "t0")
+    assert cond is not None
+    assert (cond["type"], cond["status"], cond["reason"]) == ("DisruptionTarget", "True", "PreemptionByScheduler")
+    assert cond["message"] == "other: preempting to accommodate a higher priority pod"
+    victim["status"]["conditions"] = [cond]
+    assert disruption_condition(victim, preemptor, "t1") is None  # already says so: no second write
 
 
 def test_queue_orders_by_priority_then_time_and_backs_off() -> None:

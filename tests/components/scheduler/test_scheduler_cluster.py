@@ -315,7 +315,7 @@ def test_preemption_evicts_lower_priority_pods(cluster: ApiserverUnderTest, http
 def test_preemption_frees_an_extended_resource(cluster: ApiserverUnderTest, http: httpx.Client) -> None:
     """The node gets `example.com/fakecpu` as kube's e2e framework adds it (a strategic merge
     patch of status); a pod using most of it leaves no room for a higher-priority one, which
-    evicts it and is bound once it is gone."""
+    marks it a DisruptionTarget, evicts it and is bound once it is gone."""
     delete_test_nodes(http)
     ns = namespace(http)
     fake = "example.com/fakecpu"
@@ -351,8 +351,11 @@ def test_preemption_frees_an_extended_resource(cluster: ApiserverUnderTest, http
             lambda: ok(http.get(f"/api/v1/namespaces/{ns}/pods/high")).get("status", {}).get("nominatedNodeName"),
         )
         assert node_of(http, ns, "high") == ""  # 600 + 600 of 1000: not both
-        low = http.get(f"/api/v1/namespaces/{ns}/pods/low")
-        assert low.status_code == 404 or low.json()["metadata"].get("deletionTimestamp")
+        low = ok(http.get(f"/api/v1/namespaces/{ns}/pods/low"))  # bound: deleted gracefully, so still here
+        assert low["metadata"].get("deletionTimestamp")
+        cond = next(c for c in low["status"]["conditions"] if c["type"] == "DisruptionTarget")
+        assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+        assert cond["message"] == "default-scheduler: preempting to accommodate a higher priority pod"
         http.delete(f"/api/v1/namespaces/{ns}/pods/low", params={"gracePeriodSeconds": 0})  # as a kubelet would
         assert until("high bound", lambda: node_of(http, ns, "high")) == "ext1"
     http.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/ext-{ns}")
