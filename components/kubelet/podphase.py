@@ -217,12 +217,15 @@ def conditions(
     held: Sequence[Obj],
     sandbox_ready: bool,
 ) -> list[Condition]:
-    """The conditions the kubelet owns, in kube's order."""
+    """The conditions the kubelet owns, in kube's order.  PodScheduled among them: a pod the
+    kubelet runs is scheduled, whether a scheduler bound it or it came with spec.nodeName (kube's
+    generateAPIPodStatus says so on every status; clients that list pods by node expect it)."""
     return [
         Condition("PodReadyToStartContainers", "True" if sandbox_ready else "False"),
         initialized(spec, init_statuses, statuses, pod_phase),
         ready(spec, init_statuses, statuses, pod_phase, held),
         containers_ready(spec, init_statuses, statuses, pod_phase),
+        Condition("PodScheduled", "True"),
     ]
 
 

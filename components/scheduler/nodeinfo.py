@@ -11,7 +11,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.scheduler.resources import ZERO, Resources, non_zero_requests, pod_requests, pods_of, resources_of
+from components.scheduler.resources import (
+    ZERO,
+    Resources,
+    Scalars,
+    non_zero_requests,
+    pod_requests,
+    pods_of,
+    resources_of,
+)
 from machinery.objects import Obj
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -69,7 +77,9 @@ class PodInfo:
     priority: int
     requests: Resources
     non_zero: tuple[int, int]
-    shape: tuple[int, int, int, int, int]  # requests and non-zero requests: what the memos compare
+    shape: tuple[
+        int, int, int, Scalars, int, int
+    ]  # requests (scalars too) and non-zero requests: what the fit memo compares
     ports: list[tuple[str, str, int]]
     affinity: list[Obj]  # required pod affinity terms
     anti_affinity: list[Obj]  # required pod anti-affinity terms
@@ -87,7 +97,7 @@ class PodInfo:
             priority=priority_of(pod),
             requests=requests,
             non_zero=non_zero,
-            shape=(requests.milli_cpu, requests.memory, requests.ephemeral_storage, *non_zero),
+            shape=(requests.milli_cpu, requests.memory, requests.ephemeral_storage, requests.scalars, *non_zero),
             ports=host_ports(pod),
             affinity=_affinity_terms(pod, "podAffinity"),
             anti_affinity=_affinity_terms(pod, "podAntiAffinity"),

@@ -4,7 +4,7 @@ kube's default preemption: only nodes whose rejection was not `unresolvable` are
 on each, remove every pod of lower priority; if the pod then fits, give back as many as
 possible (most important first) while it still fits; the rest are the victims.  The node
 chosen has the lowest highest-victim priority, then the lowest sum of victim priorities,
-then the fewest victims.
+then the fewest victims.  Each victim is marked a DisruptionTarget before it is deleted.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from components.scheduler.framework import Algorithm, Diagnosis, FitError
-from components.scheduler.nodeinfo import NodeInfo, PodInfo
+from components.scheduler.nodeinfo import DEFAULT_SCHEDULER, NodeInfo, PodInfo
 from components.scheduler.plugins import pre_filter
 from components.scheduler.plugins.cycle import Status
+from machinery.objects import Obj
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
@@ -43,6 +46,25 @@ def ineligible(pi: PodInfo, nodes: Sequence[NodeInfo]) -> str:
             if ni.name == nominated and any(_terminating(p) and p.priority < pi.priority for p in ni.pods.values()):
                 return TERMINATING
     return ""
+
+
+def disruption_condition(victim: Obj, preemptor: Obj, now: str) -> Obj | None:
+    """The DisruptionTarget condition kube's scheduler sets on a victim before deleting it (so
+    its owner and the kubelet can tell a preemption from any other deletion), or None when the
+    victim already says so."""
+    for c in (victim.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == DISRUPTION_TARGET and c.get("status") == "True":
+            if c.get("reason") == PREEMPTION_BY_SCHEDULER:
+                return None
+    scheduler = (preemptor.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+    return {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": PREEMPTION_BY_SCHEDULER,
+        "message": f"{scheduler}: preempting to accommodate a higher priority pod",
+        "lastTransitionTime": now,
+        "lastProbeTime": None,
+    }
 
 
 def _start_time(pi: PodInfo) -> str:

@@ -1,6 +1,8 @@
 """What a pod asks for and what a node offers, in the units the scheduler adds up.
 
-cpu in millicores, memory (and ephemeral storage) in bytes, pods as a count.  A pod's request is
+cpu in millicores, memory (and ephemeral storage) in bytes, pods as a count, and every scalar
+resource (extended ones such as `example.com/gpu`, `hugepages-*`, `attachable-volumes-*`: see
+machinery.resourcenames) in whole units by name, as kube's Resource.ScalarResources.  A pod's request is
 machinery.podresources' (kube's PodRequests: sidecars, init containers, overhead), taken here
 into these units; the scheduler keeps no rule of its own, so what it fits on a node is what
 quota charges for the same pod.
@@ -15,6 +17,7 @@ from typing import Any
 from machinery import podresources
 from machinery.objects import as_dict
 from machinery.quantity import NANOS_PER_UNIT, Quantity, QuantityError, parse_quantity
+from machinery.resourcenames import is_scalar
 
 # kube's non-zero defaults, used only for scoring a pod that requests nothing
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -25,17 +28,39 @@ _NON_ZERO_DEFAULTS = {
 }
 
 
+# the names with a field of their own (pods: `NodeInfo.allowed_pods`); every other name is a scalar or ignored
+_FIELDS = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
+
+Scalars = tuple[tuple[str, int], ...]
+"""Scalar resources as (name, amount), sorted by name, no zero amounts (absent and zero are the
+same: a node without the resource offers none of it).  A tuple, so a pod's requests stay
+hashable and comparable, which the fit memo keys on."""
+
+
+def _combine(a: Scalars, b: Scalars, sign: int) -> Scalars:
+    if not b:
+        return a
+    if not a and sign > 0:
+        return b
+    total = dict(a)
+    for name, amount in b:
+        total[name] = total.get(name, 0) + sign * amount
+    return tuple(sorted(item for item in total.items() if item[1]))
+
+
 @dataclass(frozen=True, slots=True)
 class Resources:
     milli_cpu: int = 0
     memory: int = 0
     ephemeral_storage: int = 0
+    scalars: Scalars = ()
 
     def __add__(self, other: Resources) -> Resources:
         return Resources(
             self.milli_cpu + other.milli_cpu,
             self.memory + other.memory,
             self.ephemeral_storage + other.ephemeral_storage,
+            _combine(self.scalars, other.scalars, 1),
         )
 
     def __sub__(self, other: Resources) -> Resources:
@@ -43,14 +68,14 @@ class Resources:
             self.milli_cpu - other.milli_cpu,
             self.memory - other.memory,
             self.ephemeral_storage - other.ephemeral_storage,
+            _combine(self.scalars, other.scalars, -1),
         )
 
-    def max(self, other: Resources) -> Resources:
-        return Resources(
-            max(self.milli_cpu, other.milli_cpu),
-            max(self.memory, other.memory),
-            max(self.ephemeral_storage, other.ephemeral_storage),
-        )
+    def scalar(self, name: str) -> int:
+        for have, amount in self.scalars:
+            if have == name:
+                return amount
+        return 0
 
 
 ZERO = Resources()
@@ -68,14 +93,19 @@ def _value(raw: Any, milli: bool) -> int:
     return q.milli_value() if milli else _whole(q)
 
 
+def _scalars(amounts: Mapping[str, int]) -> Scalars:
+    return tuple(sorted((name, n) for name, n in amounts.items() if n and name not in _FIELDS and is_scalar(name)))
+
+
 def resources_of(amounts: Mapping[str, Any] | None) -> Resources:
-    """cpu, memory and ephemeral-storage of an `allocatable` map (absent = 0)."""
+    """cpu, memory, ephemeral-storage and the scalars of an `allocatable` map (absent = 0)."""
     if not amounts:
         return ZERO
     return Resources(
         _value(amounts["cpu"], True) if "cpu" in amounts else 0,
         _value(amounts["memory"], False) if "memory" in amounts else 0,
         _value(amounts["ephemeral-storage"], False) if "ephemeral-storage" in amounts else 0,
+        _scalars({name: _value(raw, False) for name, raw in amounts.items() if name not in _FIELDS}),
     )
 
 
@@ -88,7 +118,10 @@ def pods_of(amounts: Mapping[str, Any] | None) -> int:
 def _in_units(amounts: Mapping[str, Quantity]) -> Resources:
     cpu, memory, storage = (amounts.get(name) for name in ("cpu", "memory", "ephemeral-storage"))
     return Resources(
-        cpu.milli_value() if cpu else 0, _whole(memory) if memory else 0, _whole(storage) if storage else 0
+        cpu.milli_value() if cpu else 0,
+        _whole(memory) if memory else 0,
+        _whole(storage) if storage else 0,
+        _scalars({name: _whole(q) for name, q in amounts.items() if name not in _FIELDS}),
     )
 
 

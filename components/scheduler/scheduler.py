@@ -23,7 +23,7 @@ from components.scheduler.events import EventRecorder
 from components.scheduler.framework import Algorithm, FitError
 from components.scheduler.metrics import Metrics
 from components.scheduler.nodeinfo import DEFAULT_SCHEDULER, PodInfo, pod_key
-from components.scheduler.preemption import preempt
+from components.scheduler.preemption import disruption_condition, preempt
 from components.scheduler.queue import QueuedPod, SchedulingQueue
 from machinery.clock import Clock, SystemClock, wait_event
 from machinery.objects import Obj
@@ -271,6 +271,13 @@ class Scheduler:
         for v in victims:
             vm = v.get("metadata") or {}
             try:
+                cond = disruption_condition(v, pod, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+                if cond is not None:  # strategic: merged into the victim's conditions by type
+                    await self.client.patch(
+                        path_of("", "v1", "pods", vm.get("namespace"), vm.get("name"), "status"),
+                        {"status": {"conditions": [cond]}},
+                        "strategic",
+                    )
                 await self.client.delete(
                     path_of("", "v1", "pods", vm.get("namespace"), vm.get("name")),
                     {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": vm.get("uid")}},

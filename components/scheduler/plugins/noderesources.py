@@ -1,7 +1,9 @@
 """NodeResourcesFit and NodeResourcesBalancedAllocation (kube's noderesources package).
 
 The filter: the pod's requests fit what the node's allocatable leaves after the pods on it (cpu,
-memory, ephemeral storage, and the pod count), every shortfall a reason of its own.  The scores,
+memory, ephemeral storage, every scalar resource by name, and the pod count), every shortfall a
+reason of its own.  A scalar the node does not list is one it has none of: a pod asking for
+`example.com/gpu` fits only where allocatable lists enough of it.  The scores,
 on the non-zero requests (a container asking for nothing counts kube's defaults): least
 allocated (the free share of cpu and memory, averaged) and balanced allocation (how close the
 cpu and memory shares are).
@@ -43,6 +45,9 @@ def _resources_fit(state: CycleState, ni: NodeInfo) -> Status | None:
         reasons.append(ERR_INSUFFICIENT.format(resource="memory"))
     if want.ephemeral_storage > 0 and want.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage:
         reasons.append(ERR_INSUFFICIENT.format(resource="ephemeral-storage"))
+    for name, amount in want.scalars:  # sorted by name: the reasons come in one order
+        if amount > alloc.scalar(name) - used.scalar(name):
+            reasons.append(ERR_INSUFFICIENT.format(resource=name))
     return Status(FIT, tuple(reasons)) if reasons else None
 
 

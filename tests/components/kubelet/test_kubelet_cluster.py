@@ -1,7 +1,8 @@
 """The kubelet in-process against a real cluster, as `system:node:<name>`: it registers its
 Node (Ready) and Lease, runs a pod bound to it as real processes until the pod is Running and
 Ready with its output in the CRI log, reports a ConfigMap's value through the environment, and
-on deletion stops the containers and confirms the deletion."""
+on deletion stops the containers and confirms the deletion; its status posts keep the Node's
+resources that others added."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from apiserver.pki import component_kubeconfig
 from components.client import kubeconfig
 from components.client.rest import NotFoundError, RestClient
 from components.kubelet import containerlog
+from components.kubelet.containerlog import timestamp
 from components.kubelet.kubelet import Kubelet
-from components.kubelet.nodestatus import NodeConfig
+from components.kubelet.nodestatus import STATUS_PERIOD_S, NodeConfig
 from components.kubelet.process_runtime import ProcessRuntime
 from tests.apiserver.support import ApiserverUnderTest
 
@@ -282,3 +284,35 @@ def test_bad_flags_exit_2_naming_the_flag(args: list[str], says: str) -> None:
         check=False,
     )
     assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+def test_node_status_posts_keep_resources_the_kubelet_does_not_own(cluster: ApiserverUnderTest, tmp_path: Path) -> None:
+    """An extended resource someone else adds to the Node's capacity and allocatable (a device
+    plugin's, or kube's e2e framework's strategic merge patch) outlives the kubelet's periodic
+    status post and a restarted kubelet's registration: the kubelet patches only what it owns,
+    as kube's kubelet keeps capacity it did not set."""
+    node, fake = "kw-ext", "example.com/fakecpu"
+    now = [1_000_000.0]
+
+    async def go() -> None:
+        node_config = kubeconfig.load(component_kubeconfig(cluster.data_dir, f"kubelet:{node}"))
+        async with RestClient(node_config) as node_client, RestClient(kubeconfig.load(cluster.kubeconfig)) as admin:
+            config = NodeConfig(node, "127.0.0.1", 10250)
+            try:
+                await Kubelet(node_client, config, ProcessRuntime(tmp_path / "a"), lambda: now[0]).register()
+                extended = {"status": {"capacity": {fake: "1k"}, "allocatable": {fake: "1k"}}}
+                await admin.patch(f"/api/v1/nodes/{node}/status", extended, "strategic")
+                kubelet = Kubelet(node_client, config, ProcessRuntime(tmp_path / "b"), lambda: now[0])
+                await kubelet.register()  # as after a restart: the whole status posted again
+                now[0] += STATUS_PERIOD_S
+                await kubelet.node_status_once()  # the periodic post
+                status = (await admin.get(f"/api/v1/nodes/{node}"))["status"]
+                ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+                assert ready["lastHeartbeatTime"] == timestamp(int(now[0] * 1e9))  # the post happened
+                for held in (status["capacity"], status["allocatable"]):
+                    assert held[fake] == "1k" and held["cpu"] == "4"
+            finally:
+                with contextlib.suppress(NotFoundError):
+                    await admin.delete(f"/api/v1/nodes/{node}")
+
+    asyncio.run(go())

@@ -59,6 +59,15 @@ def test_nothing_reported_yet_is_pending_with_unknown_containers() -> None:
     assert c["Ready"] == Condition("Ready", "False", "ContainersNotReady", "containers with unknown status: [a b]")
 
 
+def test_a_pod_the_kubelet_runs_says_it_is_scheduled_last_in_kubes_order() -> None:
+    """Bound by a scheduler or given spec.nodeName, and whatever a stale view held."""
+    held = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+    conds = pp.conditions(spec("a"), [], [running("a")], "Running", held, sandbox_ready=True)
+    kinds = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+    assert [c.type for c in conds] == kinds
+    assert conds[-1] == Condition("PodScheduled", "True")
+
+
 def test_init_containers_hold_the_pod_pending_in_order() -> None:
     s = spec("app", inits=("first", "second"))
     phase, c = view(s, [exited("first", 0), running("second")], [creating("app")])

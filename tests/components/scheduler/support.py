@@ -10,8 +10,9 @@ from machinery.objects import Obj
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, ready: str = "True", **spec: Any) -> Obj:
+    """`extra={"example.com/gpu": "2"}` adds to allocatable; other keywords are the spec's."""
     labels = {"kubernetes.io/hostname": name, **spec.pop("labels", {})}
-    alloc = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    alloc = {"cpu": cpu, "memory": memory, "pods": str(pods), **spec.pop("extra", {})}
     return {
         "metadata": {"name": name, "labels": labels},
         "spec": spec,
@@ -20,13 +21,14 @@ def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, ready:
 
 
 def pod(name: str, cpu: str = "", memory: str = "", ns: str = "default", **spec: Any) -> Obj:
+    """`extra={"example.com/gpu": "1"}` adds to the requests; other keywords are the spec's."""
     labels = spec.pop("labels", {"app": name})
     meta: Obj = {"name": name, "namespace": ns, "labels": labels, "uid": f"uid-{name}"}
     if "owner" in spec:
         meta["ownerReferences"] = [{"uid": spec.pop("owner"), "controller": True, "kind": "ReplicaSet", "name": "rs"}]
     if "node_name" in spec:
         spec["nodeName"] = spec.pop("node_name")
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v} | spec.pop("extra", {})
     container: Obj = {"name": "c", "image": "i", "resources": {"requests": requests}}
     if "ports" in spec:
         container["ports"] = spec.pop("ports")

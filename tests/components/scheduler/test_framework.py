@@ -10,7 +10,7 @@ from components.scheduler.cache import Cache
 from components.scheduler.framework import Algorithm, Diagnosis, FitError, feasible_nodes_to_find
 from components.scheduler.nodeinfo import PodInfo
 from components.scheduler.plugins.cycle import Status
-from components.scheduler.preemption import preempt
+from components.scheduler.preemption import disruption_condition, preempt
 from components.scheduler.queue import SchedulingQueue
 from tests.components.scheduler.support import infos, node, pod
 
@@ -73,6 +73,36 @@ def test_preemption_picks_the_cheapest_victims() -> None:
     cand, msg = preempt(alg, lower, nodes, e2.value)
     assert cand is None
     assert msg == "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+
+
+def test_preemption_counts_extended_resources() -> None:
+    """kube's PreemptionExecutionPath conformance case: 1000 of a fake resource, pods of 200, 300
+    and 450 at rising priorities; a pod of 500 above them all evicts the two cheapest and keeps
+    the 450, which still leaves it room."""
+    fake = "example.com/fakecpu"
+    placed = [
+        pod(f"p{i}", extra={fake: amount}, node_name="a", priority=i)
+        for i, amount in ((1, "200"), (2, "300"), (3, "450"))
+    ]
+    nodes = infos(node("a", extra={fake: "1000"}), placed={"a": placed})
+    alg = Algorithm(random.Random(1))
+    pi = PodInfo.of(pod("p4", extra={fake: "500"}, priority=4))
+    with pytest.raises(FitError) as e:
+        alg.schedule(pi, nodes)
+    assert e.value.message() == f"0/1 nodes are available: 1 Insufficient {fake}."
+    cand, msg = preempt(alg, pi, nodes, e.value)
+    assert cand is not None and msg == ""
+    assert sorted(v.key for v in cand.victims) == ["default/p1", "default/p2"]
+
+
+def test_a_victim_is_marked_a_disruption_target_once() -> None:
+    victim, preemptor = pod("v"), pod("p", schedulerName="other")
+    cond = disruption_condition(victim, preemptor, "t0")
+    assert cond is not None
+    assert (cond["type"], cond["status"], cond["reason"]) == ("DisruptionTarget", "True", "PreemptionByScheduler")
+    assert cond["message"] == "other: preempting to accommodate a higher priority pod"
+    victim["status"]["conditions"] = [cond]
+    assert disruption_condition(victim, preemptor, "t1") is None  # already says so: no second write
 
 
 def test_queue_orders_by_priority_then_time_and_backs_off() -> None:

@@ -3,7 +3,7 @@ taken into millicores and bytes, and the non-zero requests scoring counts."""
 
 from __future__ import annotations
 
-from components.scheduler.resources import DEFAULT_MEMORY_REQUEST, non_zero_requests, pod_requests
+from components.scheduler.resources import DEFAULT_MEMORY_REQUEST, non_zero_requests, pod_requests, resources_of
 from tests.components.scheduler.support import pod
 
 
@@ -38,3 +38,26 @@ def test_scoring_counts_defaults_for_every_container_that_states_no_request() ->
     p["spec"]["initContainers"] = [{"name": "s", "restartPolicy": "Always"}]
     assert non_zero_requests(p) == (400, 2 * DEFAULT_MEMORY_REQUEST)
     assert (pod_requests(p).milli_cpu, pod_requests(p).memory) == (300, 0)
+
+
+def test_scalar_resources_are_counted_by_name_in_whole_units() -> None:
+    p = pod("p", cpu="100m", extra={"example.com/fakecpu": "200", "hugepages-2Mi": "4Mi", "kubernetes.io/x": "1"})
+    p["spec"]["containers"][0]["resources"]["limits"] = {"example.com/gpu": "2"}  # requests default to limits
+    p["spec"]["containers"][0]["resources"]["requests"]["example.com/none"] = "0"  # zero: as if absent
+    p["spec"]["containers"][0]["resources"]["requests"]["requests.example.com/q"] = "1"  # a quota name: ignored
+    r = pod_requests(p)
+    assert r.scalars == (
+        ("example.com/fakecpu", 200),
+        ("example.com/gpu", 2),
+        ("hugepages-2Mi", 4 * 1024**2),
+        ("kubernetes.io/x", 1),
+    )
+    assert r.milli_cpu == 100
+
+
+def test_a_node_offers_the_scalars_its_allocatable_lists() -> None:
+    alloc = {"cpu": "2", "pods": "10", "example.com/fakecpu": "1k", "example.com/bad": "x", "foo": "3"}
+    r = resources_of(alloc)
+    assert r.scalars == (("example.com/fakecpu", 1000),)  # unparsable and unknown plain names: none
+    assert (r + r).scalar("example.com/fakecpu") == 2000
+    assert (r - r).scalars == () and r.scalar("example.com/other") == 0

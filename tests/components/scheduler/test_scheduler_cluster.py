@@ -1,5 +1,6 @@
 """The scheduler as a process against a real cluster: binding, events, taints, spreading,
-FailedScheduling wording, preemption, and leader election between two schedulers."""
+FailedScheduling wording, preemption (of cpu and of an extended resource), and leader election
+between two schedulers."""
 
 from __future__ import annotations
 
@@ -308,6 +309,56 @@ def test_preemption_evicts_lower_priority_pods(cluster: ApiserverUnderTest, http
         http.delete(f"/api/v1/namespaces/{ns}/pods/victim", params={"gracePeriodSeconds": 0})
         assert until("vip bound", lambda: node_of(http, ns, "vip")) == "pr1"
         http.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/high-{ns}")
+    delete_test_nodes(http)
+
+
+def test_preemption_frees_an_extended_resource(cluster: ApiserverUnderTest, http: httpx.Client) -> None:
+    """The node gets `example.com/fakecpu` as kube's e2e framework adds it (a strategic merge
+    patch of status); a pod using most of it leaves no room for a higher-priority one, which
+    marks it a DisruptionTarget, evicts it and is bound once it is gone."""
+    delete_test_nodes(http)
+    ns = namespace(http)
+    fake = "example.com/fakecpu"
+    make_node(http, "ext1")
+    extended = {"status": {"capacity": {fake: "1k"}, "allocatable": {fake: "1k"}}}
+    strategic = {"Content-Type": "application/strategic-merge-patch+json"}
+    ok(http.patch("/api/v1/nodes/ext1/status", json=extended, headers=strategic))
+    limits = {"resources": {"limits": {fake: "600"}}}  # requests default to the limits
+
+    def fake_pod(name: str, **spec: Any) -> None:
+        container = {"name": "c", "image": "busybox", **limits}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {"containers": [container], **spec},
+        }
+        ok(http.post(f"/api/v1/namespaces/{ns}/pods", json=body))
+
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": f"ext-{ns}"},
+        "value": 1000,
+    }
+    ok(http.post("/apis/scheduling.k8s.io/v1/priorityclasses", json=pc))
+    with scheduler(cluster, "--no-leader-elect"):
+        fake_pod("low")
+        assert until("low bound", lambda: node_of(http, ns, "low")) == "ext1"
+        fake_pod("high", priorityClassName=f"ext-{ns}")
+        until(
+            "high nominated",
+            lambda: ok(http.get(f"/api/v1/namespaces/{ns}/pods/high")).get("status", {}).get("nominatedNodeName"),
+        )
+        assert node_of(http, ns, "high") == ""  # 600 + 600 of 1000: not both
+        low = ok(http.get(f"/api/v1/namespaces/{ns}/pods/low"))  # bound: deleted gracefully, so still here
+        assert low["metadata"].get("deletionTimestamp")
+        cond = next(c for c in low["status"]["conditions"] if c["type"] == "DisruptionTarget")
+        assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+        assert cond["message"] == "default-scheduler: preempting to accommodate a higher priority pod"
+        http.delete(f"/api/v1/namespaces/{ns}/pods/low", params={"gracePeriodSeconds": 0})  # as a kubelet would
+        assert until("high bound", lambda: node_of(http, ns, "high")) == "ext1"
+    http.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/ext-{ns}")
     delete_test_nodes(http)
 
 
