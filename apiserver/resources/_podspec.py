@@ -9,6 +9,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.resources._shared import ensure
+from machinery import ephemeral_containers
 from machinery.objects import Obj, mapping
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -213,19 +214,6 @@ def _validate_container(c: Obj, here: str) -> list[Cause]:
     return causes
 
 
-# What an ephemeral container may not set (kube's allowedEphemeralContainerFields, the rest of
-# EphemeralContainerCommon): it must not be relied upon for the pod's service, so no ports, probes,
-# lifecycle hooks or resources
-EPHEMERAL_FORBIDDEN = (
-    "ports",
-    "resources",
-    "resizePolicy",
-    "restartPolicy",
-    "livenessProbe",
-    "readinessProbe",
-    "startupProbe",
-    "lifecycle",
-)
 EPHEMERAL_FORBIDDEN_DETAIL = "cannot be set for an Ephemeral Container"
 
 
@@ -264,7 +252,7 @@ def _validate_ephemeral_containers(spec: Obj, field: str) -> list[Cause]:
             causes.append(v.not_found(v.child(here, "targetContainerName"), target))
         causes += [
             v.forbidden(v.child(here, key), EPHEMERAL_FORBIDDEN_DETAIL)
-            for key in EPHEMERAL_FORBIDDEN
+            for key in ephemeral_containers.FORBIDDEN_FIELDS
             if _is_set(c.get(key))
         ]
         for j, mount in enumerate(v.as_list(c.get("volumeMounts"), v.child(here, "volumeMounts"), causes)):

@@ -36,26 +36,13 @@ from components.kubelet.process_runtime import RunState
 from components.kubelet.sandbox import Mount, Sandbox
 from components.kubelet.security import SecurityContextError, run_as
 from components.kubelet.volumes import VolumeError
+from machinery import ephemeral_containers
 from machinery.objects import Obj
 from machinery.qos import qos_class
 
 DEFAULT_GRACE_S = 30.0
 IMAGE_BACKOFF_S = 10.0  # kube's image pull back-off: 10 s, doubling ...
 IMAGE_BACKOFF_MAX_S = 300.0  # ... up to 5 min
-# what an ephemeral container cannot have (the apiserver refuses them; the kubelet does not rely
-# on that): it must not hold up the pod's service, so no probes, hooks, ports or resources
-NOT_EPHEMERAL = frozenset(
-    {
-        "ports",
-        "resources",
-        "resizePolicy",
-        "restartPolicy",
-        "livenessProbe",
-        "readinessProbe",
-        "startupProbe",
-        "lifecycle",
-    }
-)
 
 
 class Runtime(Protocol):
@@ -150,7 +137,7 @@ class PodWorker:
         without what one cannot have."""
         found = (self.pod.get("spec") or {}).get("ephemeralContainers") or ()
         return [
-            {k: v for k, v in c.items() if k not in NOT_EPHEMERAL}
+            {k: v for k, v in c.items() if k not in ephemeral_containers.FORBIDDEN_FIELDS}
             for c in found
             if isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"] not in taken
         ]
