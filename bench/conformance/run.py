@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
 from bench.conformance import cluster, junit, namespaces, passes, report
@@ -153,8 +154,34 @@ def clean_namespaces(binaries: Binaries, kubeconfig: Path, before: set[str] | No
         say(f"conformance: WARNING: could not clean the test namespaces up: {e}")
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def stoppable() -> Iterator[None]:
+    """SIGTERM and SIGINT stop the run as Ctrl-C does: the pass's process group is stopped, the
+    namespaces cleaned and the fresh cluster taken down, and no later pass starts.  SIGINT is
+    caught even when it was inherited ignored (a run started in the background by a shell, which
+    otherwise could only be killed, leaving the cluster behind)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread: a caller elsewhere keeps its own
+        return
+    before = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def run(opts: Options, binaries: Binaries) -> int:
     """The whole run; 0 when every selected spec passed, 1 otherwise (or when cut short)."""
+    with stoppable():
+        return _run(opts, binaries)
+
+
+def _run(opts: Options, binaries: Binaries) -> int:
     deadline = time.monotonic() + opts.timeout_s
     junit_root = opts.report_dir / JUNIT_DIR
     shutil.rmtree(junit_root, ignore_errors=True)  # an old run's reports would merge into this one's

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from bench.conformance import run
 from components.cli.main import main
 from machinery.process import peers
+from tests.support.paths import ROOT
 
 DATA = Path(__file__).parent / "data"
 
@@ -102,3 +105,39 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT-inherited-ignored"])
+def test_a_signal_stops_the_run_its_pass_and_cleans_up(fakes: Path, sig: signal.Signals) -> None:
+    """`kill` of a run (or Ctrl-C of one a shell started in the background, which inherits SIGINT
+    ignored) stops it as Ctrl-C does: the pass's processes end, its namespaces are deleted, no
+    later pass starts.  A TERM used to end the wrapper alone and leave its cluster running."""
+    env = {**os.environ, "FAKE_E2E_MODE": "hang"}
+    argv = [sys.executable, "-m", "components.cli", "conformance", "--kubeconfig", str(fakes / "kubeconfig")]
+    argv += ["--kubectl", str(DATA / "fake_kubectl.sh"), "--report", str(fakes / "out"), "--parallel", "1"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 (no threads yet)
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (fakes / "e2e.pids").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pids = [int(p) for p in (fakes / "e2e.pids").read_text().split()]
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out.decode(errors="replace")[-2000:]
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids), "e2e.test or its child outlived the run"
+    assert "e2e-watch-4711" in (fakes / "kubectl.log").read_text()  # its namespace deleted
+    assert (fakes / "e2e.args").read_text().count("\n") == 1  # no second pass started
