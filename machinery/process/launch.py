@@ -99,11 +99,13 @@ def read_pid(pid_file: Path) -> int | None:
     except PermissionError:
         return pid
     # A zombie (exited, not yet reaped) is not alive.
-    with contextlib.suppress(FileNotFoundError):
+    try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return None
-    return pid
+    except (FileNotFoundError, ProcessLookupError):
+        # it ended (and was reaped) between the signal and the read: ESRCH from the read, or no
+        # such file; only a host without /proc leaves the signal's answer standing
+        return None if os.path.isdir("/proc/self") else pid
+    return None if stat.rsplit(")", 1)[1].split()[0] == "Z" else pid
 
 
 def stopped_file(pid_file: Path) -> Path:

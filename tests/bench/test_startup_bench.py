@@ -38,7 +38,8 @@ def test_tiny_run_starts_every_pod_and_leaves_nothing_running(tmp_path: Path) ->
         "10 hollow nodes Ready, Leases on time (20x10@20)",
     ]
     assert "TARGETS" in proc.stdout and (tmp_path / "startup.png").stat().st_size > 0
-    assert not _processes_mentioning("raftkube-bench-startup-")
+    # this checkout's processes only: another suite running on the machine has its own benches
+    assert not [p for p in _processes_mentioning("raftkube-bench-startup-") if sys.executable in p]
 
 
 @pytest.mark.parametrize(

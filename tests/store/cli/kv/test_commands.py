@@ -334,20 +334,27 @@ def test_lease_grant_ttl_keepalive_revoke(data_dir: Path) -> None:
 
 
 def test_lease_keepalive_renews_every_ttl_third_until_ctrl_c(data_dir: Path) -> None:
-    lid = ok_json(data_dir, "lease", "grant", "3")["id"]
-    proc = raftkube_interactive("kv", "lease", "keepalive", str(lid), "-o", "json", "--data-dir", str(data_dir))
-    try:
-        assert proc.stdout is not None
-        lines = [json.loads(proc.stdout.readline()) for _ in range(2)]  # a second apart (TTL/3)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert all(x["id"] == lid and x["ttl"] == 3 for x in lines)
+    # a TTL the start of a second CLI process cannot outlast on a loaded machine (3 s did: the
+    # lease expired before its first renewal)
+    lid = ok_json(data_dir, "lease", "grant", "9")["id"]
+    argv = ("kv", "lease", "keepalive", str(lid), "-o", "json", "--data-dir", str(data_dir))
+    with raftkube_interactive(*argv) as proc:  # its pipes closed whatever happens
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            lines = []
+            for _ in range(2):  # 3 s apart (TTL/3)
+                line = proc.stdout.readline()
+                assert line, f"keepalive ended early (exit {proc.wait(timeout=10)}): {proc.stderr.read()}"
+                lines.append(json.loads(line))
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert all(x["id"] == lid and x["ttl"] == 9 for x in lines)
     assert proc.returncode == 130, err
-    assert ok_json(data_dir, "lease", "ttl", str(lid))["granted_ttl"] == 3
+    assert ok_json(data_dir, "lease", "ttl", str(lid))["granted_ttl"] == 9
 
 
 # ---------------------------------------------------------------------- compaction
