@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import functools
 import logging
+import math
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from prometheus_client.registry import Collector
 from components.client import kubeconfig
 from components.client.rest import RestClient
 from components.controllers.base import Controller
+from components.controllers.nodelifecycle import GRACE_PERIOD_S, NodeLifecycleController
 from components.controllers.registry import CONTROLLERS, select
 from components.controllers.rootcacertpublisher import RootCACertPublisher
 from components.controllers.runner import ControllerMaker, running
@@ -49,6 +51,7 @@ class Options:
     retry_period: float
     health_port: int
     root_ca: bytes | None = None  # --root-ca-file's PEM; None: the kubeconfig's CA
+    node_monitor_grace_period: float = GRACE_PERIOD_S
 
 
 def controller_makers(opts: Options, config: kubeconfig.ClientConfig) -> list[ControllerMaker]:
@@ -61,6 +64,8 @@ def controller_makers(opts: Options, config: kubeconfig.ClientConfig) -> list[Co
             if not root_ca:
                 raise ValueError("--root-ca-file: the root-ca-cert-publisher needs a CA, and the kubeconfig names none")
             out.append(functools.partial(RootCACertPublisher, root_ca=root_ca))
+        elif c is NodeLifecycleController:
+            out.append(functools.partial(NodeLifecycleController, grace_period=opts.node_monitor_grace_period))
         else:
             out.append(c)
     return out
@@ -81,6 +86,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--root-ca-file",
         help="the PEM CA bundle published in each namespace's kube-root-ca.crt (default: the kubeconfig's CA)",
     )
+    p.add_argument(
+        "--node-monitor-grace-period",
+        dest="node_monitor_grace_period",
+        type=float,
+        default=GRACE_PERIOD_S,
+        help=f"seconds a node may go unheard before it is marked NotReady (default {GRACE_PERIOD_S:g}; "
+        "keep it above the kubelets' 10 s lease renewal)",
+    )
     p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every reconcile failure and leader change")
 
@@ -100,6 +113,10 @@ def options(args: argparse.Namespace) -> Options:
             "--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0"
             f" must hold, got {args.lease_duration}, {args.renew_deadline}, {args.retry_period}"
         )
+    if not (math.isfinite(args.node_monitor_grace_period) and args.node_monitor_grace_period > 0):
+        raise ValueError(
+            f"--node-monitor-grace-period must be a positive number of seconds, got {args.node_monitor_grace_period}"
+        )
     return Options(
         args.kubeconfig,
         select(args.controllers),
@@ -109,6 +126,7 @@ def options(args: argparse.Namespace) -> Options:
         args.retry_period,
         args.health_port,
         read_root_ca(args.root_ca_file) if args.root_ca_file else None,
+        args.node_monitor_grace_period,
     )
 
 

@@ -31,10 +31,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pods", type=_count, help="one case with this many pods (with --nodes and --rate)")
     p.add_argument("--nodes", type=_count, help="hollow nodes of that one case")
     p.add_argument("--rate", type=float, default=20.0, help="pods/s of that one case (0: full speed)")
+    p.add_argument(
+        "--lease-window",
+        type=_lease_window,
+        default=30.0,
+        help="seconds over which the nodes' Lease renewals are judged (default 30: three renewals; at least 11)",
+    )
     p.add_argument("--json", type=Path, default=Path("bench/results/startup.json"), help="where to write the results")
     p.add_argument("--png", type=Path, default=Path("bench/results/startup.png"), help="where to write the plot")
     p.add_argument("--config", type=Path, default=Path("cluster.toml"), help="raftkube settings ([store])")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (logs) after the run")
+
+
+MIN_LEASE_WINDOW_S = 11.0
+"""A kubelet renews its Lease every 10 s: a shorter window may see no renewal of a node."""
 
 
 def _count(text: str) -> int:
@@ -44,6 +54,16 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if not 0 < v <= 5000:
         raise argparse.ArgumentTypeError(f"must be from 1 to 5000, got {v}")
+    return v
+
+
+def _lease_window(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not MIN_LEASE_WINDOW_S <= v <= 3600:
+        raise argparse.ArgumentTypeError(f"must be from {MIN_LEASE_WINDOW_S:g} to 3600 seconds, got {text}")
     return v
 
 
@@ -75,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     machine = report.machine()
     with Session("startup", keep=args.keep) as session:
         for pods, nodes, rate in cases:
-            case = cases_mod.Case(pods, nodes, rate)
+            case = cases_mod.Case(pods, nodes, rate, args.lease_window)
             session.case(case.key, functools.partial(_run_case, cases_mod, case, session, args.config))
         up = None
         if not args.skip_up:

@@ -35,6 +35,7 @@ from apiserver.launcher import PID_FILE as APISERVER_PID
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
 from components.cli import supervisor, up_lock, upstream
+from components.cli.component_flags import load_component_flags
 from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets
 from components.cli.supervisor import Part, Supervisor
 from components.cli.up_view import LiveStatus, MergedLog
@@ -129,6 +130,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         # each mixes one way: kube's components on our apiserver, or ours on kube's
         raise UsageError("--upstream runs kube's components on our apiserver; it cannot go with --apiserver upstream")
     upstream.require_binaries(args.upstream_parts)  # before anything starts, detached or not
+    load_component_flags(args.config)  # a flag a component would refuse: exit 2 before anything starts
     s = store_settings(args)
     if args.detach:
         return _detach(args, s)
@@ -218,6 +220,7 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
             f" `raftkube status --data-dir {s.data_dir}` shows it, `raftkube down --data-dir {s.data_dir}` stops it"
         )
     k = _kubelet_settings(args)
+    flags = load_component_flags(args.config)
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
     try:
         if apiserver.pid() is None:
@@ -227,7 +230,7 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         # node-1..3 always (a kubelet may be started by hand), and every node `up` runs
         write_component_kubeconfigs(s.data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
         upstream.choose(s.data_dir, args.upstream_parts)
-        components = _start_components(s.data_dir, k)
+        components = _start_components(s.data_dir, k, flags)
     except (LauncherError, pki.PKIError, OSError) as e:
         _stop_everything(s.data_dir, apiserver, cluster)
         raise UsageError(str(e)) from e
@@ -522,10 +525,13 @@ def _stop_containers(components: list[LocalComponent]) -> None:
                 print(f"raftkube: {c.name}: its pod network stays: {e}", file=sys.stderr)
 
 
-def _start_components(data_dir: Path, kubelets: KubeletSettings) -> list[LocalComponent]:
-    """Start what is not running yet; wait for every /healthz (LauncherError if one dies)."""
+def _start_components(
+    data_dir: Path, kubelets: KubeletSettings, flags: dict[str, tuple[str, ...]]
+) -> list[LocalComponent]:
+    """Start what is not running yet, the controller-manager and scheduler with cluster.toml's
+    flags for them; wait for every /healthz (LauncherError if one dies)."""
     size = ("--capacity", kubelets.capacity, "--system-reserved", kubelets.system_reserved)
-    components = [upstream.component(data_dir, name) for name in UP_COMPONENTS]
+    components = [upstream.component(data_dir, name, flags.get(name, ())) for name in UP_COMPONENTS]
     components += [
         LocalComponent(data_dir, f"kubelet-{node}", (*size, *kubelets.network_args(node), *kubelets.image_args()))
         for node in kubelets.nodes()

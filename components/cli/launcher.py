@@ -33,7 +33,9 @@ ARGS_FILE = "args.json"  # the extra flags of its last start
 
 
 class LocalComponent:
-    def __init__(self, data_dir: Path, name: str, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, data_dir: Path, name: str, extra_args: tuple[str, ...] | None = None) -> None:
+        """`extra_args`: the flags to start it with after the ones it always gets; None: the
+        flags of its last start (`raftkube restart` and the supervisor start it as it was)."""
         if name not in COMPONENTS and not KUBELET.match(name):
             raise ValueError(f"no component {name!r} (known: {', '.join(COMPONENTS)}, kubelet-<node>)")
         self.extra_args = extra_args
@@ -86,7 +88,7 @@ class LocalComponent:
         if self.node:
             argv += ["--node-name", self.node, "--root-dir", str(self.runtime_root)]
             argv += self._serving_args()
-        extra = list(self.extra_args) or self._saved_args()
+        extra = self._saved_args() if self.extra_args is None else list(self.extra_args)
         disk.write_private(self.root / ARGS_FILE, (json.dumps(extra) + "\n").encode())
         argv += extra
         return spawn(argv, self.log_file, self.root / PID_FILE)

@@ -143,7 +143,7 @@ def choose(data_dir: Path, upstream: tuple[str, ...]) -> None:
             marker.unlink(missing_ok=True)
 
 
-def component(data_dir: Path, name: str, extra_args: tuple[str, ...] = ()) -> LocalComponent:
+def component(data_dir: Path, name: str, extra_args: tuple[str, ...] | None = None) -> LocalComponent:
     """The part `name` as `up` last chose it: upstream's when recorded so, else ours."""
     if name in BINARIES and (Path(data_dir) / name / MARKER).is_file():
         return UpstreamComponent(data_dir, name)

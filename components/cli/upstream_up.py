@@ -42,6 +42,7 @@ from components.cli.cluster import (
     _start_components,
     _stop_containers,
 )
+from components.cli.component_flags import load_component_flags
 from components.cli.launcher import PID_FILE, LocalComponent
 from components.cli.supervisor import Part, Supervisor
 from components.cli.up_view import LiveStatus, MergedLog
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         write_component_kubeconfigs(data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
         for path, obj in grants():
             _create(plane.apiserver, endpoint, path, obj)
-        components = _start_components(data_dir, k)
+        components = _start_components(data_dir, k, load_component_flags(args.config))
     except (LauncherError, pki.PKIError, OSError) as e:
         _stop_all(data_dir, plane)
         raise UsageError(str(e)) from e

@@ -65,24 +65,29 @@ def run(args: argparse.Namespace) -> int:
     except (KubeconfigError, OSError) as e:
         print(f"raftkube scheduler: {e}", file=sys.stderr)
         return 2
-    if not 0 <= args.health_port <= 65535:
-        print(f"raftkube scheduler: --health-port {args.health_port}: not a port", file=sys.stderr)
-        return 2
     identity = args.identity or default_identity()
-    if args.leader_elect:
-        try:
-            LeaderElector(
-                _NoClient(),
-                LEASE_NAME,
-                lease_duration=args.lease_duration,
-                renew_deadline=args.renew_deadline,
-                retry_period=args.retry_period,
-                identity=identity,
-            )
-        except ValueError as e:
-            print(f"raftkube scheduler: {e}", file=sys.stderr)
-            return 2
+    try:
+        check(args, identity)
+    except ValueError as e:
+        print(f"raftkube scheduler: {e}", file=sys.stderr)
+        return 2
     return asyncio.run(_main(args, config, identity))
+
+
+def check(args: argparse.Namespace, identity: str = "check") -> None:
+    """ValueError naming the flag whose value the scheduler cannot run with (`up` checks the
+    flags cluster.toml gives it this way before it starts one)."""
+    if not 0 <= args.health_port <= 65535:
+        raise ValueError(f"--health-port {args.health_port}: not a port")
+    if args.leader_elect:
+        LeaderElector(
+            _NoClient(),
+            LEASE_NAME,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+            identity=identity,
+        )
 
 
 class _NoClient:

@@ -11,7 +11,10 @@ key:
   field's metadata "min", at most its "max", one of its "choices") and at most INT_MAX;
 - numbers of seconds are finite and positive (an integer is taken as seconds too);
 - strings are not empty unless the field's metadata says "empty"; a field whose metadata has
-  a "check" callable is also refused when that callable raises ValueError (a URL's syntax).
+  a "check" callable is also refused when that callable raises ValueError (a URL's syntax);
+- lists of strings (a field typed `tuple[str, ...]`: a component's extra flags) hold at most
+  MAX_LIST_ITEMS strings of at most MAX_LIST_ITEM_CHARS characters each, none with a NUL
+  (an argv entry cannot carry one).
 
 Errors are typed: `SettingError` (a ValueError) carries the field's name, for a caller that
 reads one file field by field (member.json); `ConfigError` is cluster.toml missing,
@@ -29,6 +32,8 @@ from typing import Any, get_type_hints
 
 INT_MAX = (1 << 63) - 1
 """No integer setting or ID goes above this (msgpack's and the WAL's signed 64-bit range)."""
+MAX_LIST_ITEMS = 256
+MAX_LIST_ITEM_CHARS = 4096
 
 
 class ConfigError(Exception):
@@ -79,6 +84,15 @@ def check_value(f: Field[Any], kind: Any, value: Any, what: str) -> Any:
             except ValueError as e:
                 raise SettingError(f.name, f"{what}: {e}") from None
         return Path(value) if kind is Path else value
+    if kind == tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SettingError(f.name, f"{what} must be a list of strings, got {value!r}")
+        if len(value) > MAX_LIST_ITEMS:
+            raise SettingError(f.name, f"{what} must hold at most {MAX_LIST_ITEMS} strings, got {len(value)}")
+        for i, v in enumerate(value):
+            if len(v) > MAX_LIST_ITEM_CHARS or "\0" in v:
+                raise SettingError(f.name, f"{what}[{i}] must be at most {MAX_LIST_ITEM_CHARS} characters with no NUL")
+        return tuple(value)
     raise TypeError(f"no check for settings of type {kind!r} ({what})")  # a programming error
 
 

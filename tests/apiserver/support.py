@@ -105,20 +105,26 @@ class ApiserverUnderTest:
         return proc.stdout
 
 
-def _fast_config(tmp: Path) -> Path:
+def _fast_config(tmp: Path, more: str = "") -> Path:
     cfg = tmp / "cluster.toml"
-    cfg.write_text("[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n")
+    cfg.write_text("[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n" + more)
     return cfg
 
 
 @contextlib.contextmanager
 def running_apiserver(
-    tmp: Path, backend: str, *, components: bool = False, kubelets: int = 0, hollow: int = 0
+    tmp: Path,
+    backend: str,
+    *,
+    components: bool = False,
+    kubelets: int = 0,
+    hollow: int = 0,
+    config: str = "",
 ) -> Iterator[ApiserverUnderTest]:
     """`components`: keep the controller-manager and scheduler `up` starts (by default they are
     stopped: tests of the apiserver, and of controllers run in-process, want no other writer).
     `kubelets`: how many local nodes `up` runs (none by default: a test's nodes are its own);
-    `hollow`: how many hollow nodes."""
+    `hollow`: how many hollow nodes; `config`: more cluster.toml (the components' flags)."""
     data_dir = tmp / "rk"
     cache = tmp / "kube-cache"
     if backend == "raftkube":
@@ -130,7 +136,7 @@ def running_apiserver(
                 "--data-dir",
                 str(data_dir),
                 "--config",
-                str(_fast_config(tmp)),
+                str(_fast_config(tmp, config)),
                 "--kubelets",
                 str(kubelets),
                 "--hollow-nodes",

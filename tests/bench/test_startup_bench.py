@@ -21,7 +21,7 @@ COMMAND = [sys.executable, "-m", "components.cli", "bench", "startup"]
 
 def test_tiny_run_starts_every_pod_and_leaves_nothing_running(tmp_path: Path) -> None:
     out = tmp_path / "startup.json"
-    args = ["--pods", "20", "--nodes", "10", "--rate", "20", "--skip-up", "--json", str(out)]
+    args = ["--pods", "20", "--nodes", "10", "--rate", "20", "--skip-up", "--lease-window", "11", "--json", str(out)]
     args += ["--png", str(tmp_path / "startup.png")]
     proc = subprocess.run([*COMMAND, *args], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
@@ -48,6 +48,7 @@ def test_tiny_run_starts_every_pod_and_leaves_nothing_running(tmp_path: Path) ->
         (["--pods", "10"], "--pods and --nodes go together"),
         (["--pods", "10", "--nodes", "5", "--rate", "-1"], "--rate"),
         (["--pods", "0", "--nodes", "5"], "--pods"),
+        (["--lease-window", "5"], "--lease-window: must be from 11 to 3600 seconds, got 5"),
     ],
 )
 def test_bad_flags_exit_2(args: list[str], says: str) -> None:

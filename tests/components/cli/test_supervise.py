@@ -46,8 +46,13 @@ def until(what: str, check: Callable[[], Any], wait: float = WAIT_S) -> Any:
 
 def _config(tmp: Path) -> Path:
     cfg = tmp / "cluster.toml"
+    # a new process takes a killed one's Lease once it expires: 4 s here, not kube's 15
+    lease = json.dumps(
+        ["--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3", "--leader-elect-retry-period", "1"]
+    )
     cfg.write_text(
         "[store]\nmembers = 1\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n[kubelets]\ncount = 0\n"
+        f"[controller_manager]\nargs = {lease}\n[scheduler]\nargs = {lease}\n"
     )
     return cfg
 
@@ -108,6 +113,8 @@ def _kill_and_see_it_back(d: Path, name: str, cwd: Path, env: dict[str, str]) ->
     os.killpg(old, signal.SIGKILL)
     new = until(f"a new {name} process", lambda: _new_pid(component, old))
     assert not _alive(old)
+    argv = Path(f"/proc/{new}/cmdline").read_bytes().split(b"\0")
+    assert argv[argv.index(b"--leader-elect-lease-duration") + 1] == b"4", argv  # cluster.toml's flags again
     until(f"the new {name} healthy", lambda: component.probe(timeout=2.0)[0] == 200)
     # the old holder is dead and the new process is the only candidate: a new holder is it
     until(f"the Lease held by the new {name}", lambda: _lease_holder(d, name) not in ("", old_holder))

@@ -20,6 +20,7 @@ import pytest
 from apiserver.pki import ApiserverPKI
 from components.client import kubeconfig
 from components.controller_manager import add_arguments, controller_makers, options
+from components.controllers.nodelifecycle import NodeLifecycleController
 from components.controllers.rootcacertpublisher import RootCACertPublisher
 from machinery.process.launch import free_ports
 from tests.apiserver.support import ApiserverUnderTest
@@ -92,6 +93,7 @@ def test_runs_controllers_and_hands_over(cluster: ApiserverUnderTest, processes:
         (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
         (["--root-ca-file", "/nonexistent/ca.crt"], "--root-ca-file: /nonexistent/ca.crt: No such file"),
         (["--root-ca-file", __file__], "not PEM certificates"),
+        (["--node-monitor-grace-period", "nan"], "--node-monitor-grace-period must be a positive number of seconds"),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(tmp_path: Path, args: list[str], says: str) -> None:
@@ -115,6 +117,14 @@ def test_the_root_ca_publisher_needs_a_ca() -> None:
         controller_makers(opts, no_ca)
     opts = options(parser().parse_args(["--controllers", "*,-root-ca-cert-publisher"]))
     assert RootCACertPublisher not in controller_makers(opts, no_ca)
+
+
+def test_the_node_monitor_grace_period_reaches_the_node_lifecycle_controller() -> None:
+    config = kubeconfig.ClientConfig(server="https://127.0.0.1:6443", ca_data=b"-")
+    for args, grace in (([], 40.0), (["--node-monitor-grace-period", "15"], 15.0)):
+        makers = controller_makers(options(parser().parse_args(args)), config)
+        [maker] = [m for m in makers if getattr(m, "func", None) is NodeLifecycleController]
+        assert maker.keywords == {"grace_period": grace}  # type: ignore[attr-defined]
 
 
 def parser() -> argparse.ArgumentParser:

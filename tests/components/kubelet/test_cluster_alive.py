@@ -42,7 +42,11 @@ FAST_EVICTION = [  # replaced within seconds when their node goes away (kube's d
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnderTest]:
-    with running_apiserver(tmp_path_factory.mktemp("alive"), "raftkube", components=True, kubelets=2) as server:
+    # a killed kubelet's node is NotReady after 15 s, not kube's 40 (its lease is renewed every 10 s)
+    grace = '[controller_manager]\nargs = ["--node-monitor-grace-period", "15"]\n'
+    with running_apiserver(
+        tmp_path_factory.mktemp("alive"), "raftkube", components=True, kubelets=2, config=grace
+    ) as server:
         yield server
 
 

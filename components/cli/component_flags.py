@@ -1,0 +1,91 @@
+"""The [controller_manager] and [scheduler] sections of cluster.toml: extra flags `up` starts
+each of its components with, as kind's `extraArgs` do for kube's.
+
+    [controller_manager]
+    args = ["--node-monitor-grace-period", "15"]
+    [scheduler]
+    args = ["--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3"]
+
+The flags are checked when `up` reads the file, by the component's own parser and checks, so a
+typo is a ConfigError naming the file and key (exit 2) rather than a component that dies at
+every restart.  `--kubeconfig` and `--health-port` are `up`'s to give (each component's own
+credential and a free port) and are refused here.  The flags apply to our components; an
+upstream one (`up --upstream`) keeps its own command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from components import controller_manager
+from components.scheduler import main as scheduler_main
+from machinery.process.config import ConfigError, load_section
+
+RESERVED = ("--kubeconfig", "--health-port")
+"""Flags `up` sets itself for every component it starts."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComponentFlags:
+    args: tuple[str, ...] = ()
+    """Flags added to the component's command line, after the ones `up` gives it."""
+
+
+class _Refusal(Exception):
+    """argparse's complaint, raised instead of printed with an exit."""
+
+
+class _CheckingParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Refusal(message)
+
+
+def _check_controller_manager(ns: argparse.Namespace) -> None:
+    controller_manager.options(ns)
+
+
+def _check_scheduler(ns: argparse.Namespace) -> None:
+    scheduler_main.check(ns)
+
+
+_COMPONENTS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], None]]] = {
+    "controller-manager": ("controller_manager", controller_manager.add_arguments, _check_controller_manager),
+    "scheduler": ("scheduler", scheduler_main.add_arguments, _check_scheduler),
+}
+"""Component -> (its cluster.toml section, the parser it builds, the checks it runs at start)."""
+
+
+def _checked(
+    path: Path,
+    section: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    check: Callable[[argparse.Namespace], None],
+    args: tuple[str, ...],
+) -> tuple[str, ...]:
+    what = f"{path}: {section}.args"
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if name in RESERVED:
+            raise ConfigError(f"{what}: {name} is set by `raftkube up` for each component; leave it out")
+    parser = _CheckingParser(prog=section, add_help=False, exit_on_error=False)
+    add_arguments(parser)
+    try:
+        ns = parser.parse_args(["--kubeconfig", "-", *args])
+        check(ns)
+    except (_Refusal, argparse.ArgumentError, ValueError) as e:
+        raise ConfigError(f"{what}: {e}") from None
+    return args
+
+
+def load_component_flags(path: Path) -> dict[str, tuple[str, ...]]:
+    """Each component's extra flags from `path` (none when the file or its section is missing);
+    ConfigError names the file and key of a flag the component would refuse."""
+    out: dict[str, tuple[str, ...]] = {}
+    for component, (section, add_arguments, check) in _COMPONENTS.items():
+        values = load_section(ComponentFlags, path, section, missing_file_ok=True)
+        flags = ComponentFlags(**values)
+        out[component] = _checked(path, section, add_arguments, check, flags.args)
+    return out
