@@ -10,7 +10,7 @@ difference is granted on purpose: kube runs each controller under a service acco
 own (`--use-service-account-credentials`), ours run in one process under one identity, so
 `up` binds system:kube-scheduler and system:kube-controller-manager to the ClusterRoles our
 apiserver gives them (`raftkube:kube-scheduler`, `raftkube:kube-controller-manager`, copied
-from apiserver.authz.bootstrap_policy), beside kube's own.
+from machinery.bootstrap_policy), beside kube's own.
 
 It supervises as `up` does (a part that exits is restarted; Ctrl-C stops everything) and
 `down` stops it.  The data dir must not hold a raftkube store: the two kinds of cluster do not
@@ -27,7 +27,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from apiserver.authz.bootstrap_policy import bootstrap_objects
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
 from components.cli import supervisor
@@ -46,6 +45,7 @@ from components.cli.component_flags import load_component_flags
 from components.cli.launcher import PID_FILE, LocalComponent
 from components.cli.supervisor import Part, Supervisor
 from components.cli.up_view import LiveStatus, MergedLog
+from machinery.bootstrap_policy import bootstrap_objects
 from machinery.process import pki
 from machinery.process.command import UsageError
 from machinery.process.launch import LauncherError, free_ports, read_pid

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from apiserver.auth.user import User
 from apiserver.authz.attributes import Attributes, request_attributes
-from apiserver.authz.bootstrap_policy import AUTOUPDATE, bootstrap_objects, reconcile
 from apiserver.authz.rbac.aggregation import wanted_rules
 from apiserver.authz.rbac.policy import PolicySnapshot
 from apiserver.authz.rbac.rules import Rule, allows, parse_rules, uncovered
+from machinery.bootstrap_policy import AUTOUPDATE, bootstrap_objects, reconcile
 
 ANN = User("ann", ("devs",))
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from apiserver.authz.bootstrap_policy import bootstrap_objects
 from components.cli.upstream_up import grants
+from machinery.bootstrap_policy import bootstrap_objects
 from tests.support.cli import raftkube
 
 
