@@ -12,7 +12,6 @@ A kubelet's error (its status and text) reaches the client as a `Status` with th
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import ssl
@@ -30,6 +29,7 @@ from starlette.websockets import WebSocket
 from apiserver import errors
 from machinery import pod_log_options
 from machinery.objects import Obj
+from machinery.tasks import until_first_ends
 
 log = logging.getLogger("raftkube.apiserver.kubelet")
 CONNECT_TIMEOUT_S = 5.0
@@ -241,13 +241,9 @@ async def relay(client: WebSocket, kubelet: aiohttp.ClientWebSocketResponse) -> 
             else:
                 return
 
-    tasks = [asyncio.create_task(up()), asyncio.create_task(down())]
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await until_first_ends(up(), down())
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await kubelet.close()
         with contextlib.suppress(Exception):

@@ -14,7 +14,6 @@ its close ends the stream, so a followed log stops when its reader leaves.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 from collections.abc import AsyncGenerator, Sequence
@@ -24,6 +23,7 @@ from typing import Protocol
 from starlette.websockets import WebSocket
 
 from apiserver import errors
+from machinery.tasks import until_first_ends
 
 BINARY = "binary.k8s.io"
 BASE64 = "base64.binary.k8s.io"
@@ -84,13 +84,9 @@ class ByteStream:
             while (await websocket.receive())["type"] != "websocket.disconnect":
                 pass
 
-        tasks = [asyncio.create_task(send()), asyncio.create_task(until_closed())]
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            await until_first_ends(send(), until_closed())
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await self.body.aclose()  # the kubelet's response goes back to the pool
             with contextlib.suppress(Exception):

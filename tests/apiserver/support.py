@@ -9,11 +9,12 @@ kubeconfig; every process is stopped by pid at the end.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import ssl
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,19 @@ def _fast_config(tmp: Path, more: str = "") -> Path:
     return cfg
 
 
+def _every_stop(stops: list[Callable[[], object]]) -> None:
+    """Run every stop even when one raises (a fixture's teardown must not leave the store
+    running because the apiserver's stop failed); then raise the first failure."""
+    failures: list[BaseException] = []
+    for stop in stops:
+        try:
+            stop()
+        except Exception as e:  # collected, and the first raised below
+            failures.append(e)
+    if failures:
+        raise failures[0]
+
+
 @contextlib.contextmanager
 def running_apiserver(
     tmp: Path,
@@ -151,12 +165,13 @@ def running_apiserver(
             assert endpoint is not None
             yield ApiserverUnderTest(backend, data_dir, endpoint.url, cache)
         finally:
-            if kubelets or hollow:
-                raftkube("down", "--data-dir", str(data_dir), timeout=60)  # kubelets and their containers too
-            for name in COMPONENTS:
-                LocalComponent(data_dir, name).stop(timeout=5)
-            LocalApiserver(data_dir).stop(timeout=5)
-            LocalCluster(data_dir).stop_all(timeout=5)
+            stops: list[Callable[[], object]] = []
+            if kubelets or hollow:  # kubelets and their containers too
+                stops.append(lambda: raftkube("down", "--data-dir", str(data_dir), timeout=60))
+            stops += [functools.partial(LocalComponent(data_dir, name).stop, timeout=5) for name in COMPONENTS]
+            stops += [functools.partial(LocalApiserver(data_dir).stop, timeout=5)]
+            stops += [functools.partial(LocalCluster(data_dir).stop_all, timeout=5)]
+            _every_stop(stops)
         return
     (tmp / "etcd").mkdir(mode=0o700)
     with running_etcd(tmp / "etcd") as etcd:
