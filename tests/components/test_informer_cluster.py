@@ -4,7 +4,6 @@ listed), then every change, with indexes kept in step; one informer per resource
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 
@@ -14,15 +13,9 @@ from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import RestClient
 from tests.apiserver.support import ApiserverUnderTest
+from tests.support.wait import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap")
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "not within the time allowed"
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("watch_list", [True, False], ids=["sendInitialEvents", "list"])

@@ -22,8 +22,9 @@ from machinery.process.launch import free_ports
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_controller_manager import start
 from tests.components.controllers.test_deployment import deploy_body, done, dpath, replicasets, set_image
-from tests.components.controllers.test_replicaset_support import api, eventually, kubelet, make_namespace
+from tests.components.controllers.test_replicaset_support import api, kubelet, make_namespace
 from tests.support.cli import raftkube
+from tests.support.wait import eventually
 
 REPLICAS = 6
 

@@ -5,7 +5,6 @@ NodeRestriction, with kube's status codes and words."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +12,7 @@ import httpx
 
 from apiserver.auth.user import User
 from tests.apiserver.gates_support import ClientFor, in_process
+from tests.support.wait import eventually
 
 USERS = {"n1": User("system:node:n1", ("system:nodes", "system:authenticated"))}
 MERGE = {"content-type": "application/merge-patch+json"}
@@ -42,14 +42,6 @@ def warnings(r: httpx.Response) -> list[str]:
         assert h.startswith('299 - "') and h.endswith('"'), h
         out.append(h[len('299 - "') : -1].replace('\\"', '"'))
     return out
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], seconds: float = 10.0) -> None:
-    """The watch caches apply writes asynchronously: poll, bounded."""
-    started = time.monotonic()
-    while not await check():
-        assert time.monotonic() - started < seconds, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 RESTRICTED_MESSAGE = (

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from components.controllers.cronjob import CronJobController
 from components.controllers.runner import running
 from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
+from tests.support.wait import eventually
 
 
 class ShiftedCronJobs(CronJobController):
@@ -31,13 +31,6 @@ class ShiftedCronJobs(CronJobController):
 
 def at(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0, what: str = "") -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout:.0f} s: {what}"
-        await asyncio.sleep(0.1)
 
 
 def cronjob(name: str, **spec: Any) -> Obj:

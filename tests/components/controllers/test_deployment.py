@@ -16,12 +16,12 @@ from components.controllers.runner import running
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_replicaset_support import (
     api,
-    eventually,
     is_ready,
     kubelet,
     make_namespace,
     pods_of,
 )
+from tests.support.wait import eventually
 
 CONTROLLERS = [ReplicaSetController, DeploymentController]
 

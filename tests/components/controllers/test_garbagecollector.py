@@ -16,6 +16,7 @@ from components.controllers.garbagecollector import GarbageCollector
 from components.controllers.runner import running
 from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
+from tests.support.wait import eventually
 
 CM = Resource("", "v1", "configmaps", kind="ConfigMap")
 
@@ -28,13 +29,6 @@ def owned_by(owner: Obj, block: bool = True) -> dict[str, Any]:
         "uid": owner["metadata"]["uid"],
         "blockOwnerDeletion": block,
     }
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0, what: str = "") -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout:.0f} s: {what}"
-        await asyncio.sleep(0.05)
 
 
 def scenario(cluster: ApiserverUnderTest, ns: str, body: Callable[[RestClient, str], Awaitable[None]]) -> None:

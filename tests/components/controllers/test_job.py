@@ -17,6 +17,7 @@ from components.controllers.job import TRACKING, JobController
 from components.controllers.runner import running
 from machinery.objects import Obj
 from tests.apiserver.support import ApiserverUnderTest
+from tests.support.wait import eventually
 
 
 class FastJobs(JobController):
@@ -26,13 +27,6 @@ class FastJobs(JobController):
 def job(name: str, **spec: Any) -> Obj:
     template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
     return {"metadata": {"name": name}, "spec": {"template": template, **spec}}
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 30.0, what: str = "") -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout:.0f} s: {what}"
-        await asyncio.sleep(0.1)
 
 
 async def pods_of(c: RestClient, ns: str, name: str) -> list[Obj]:

@@ -16,13 +16,13 @@ from components.controllers.runner import running
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_replicaset_support import (
     api,
-    eventually,
     is_ready,
     kubelet,
     make_namespace,
     pods_of,
     ready_status,
 )
+from tests.support.wait import eventually
 
 NOW = 1_700_000_000.0
 

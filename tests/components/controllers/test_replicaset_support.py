@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,13 +18,6 @@ from components.client.rest import ApiError, RestClient
 from tests.apiserver.support import ApiserverUnderTest
 
 WAIT_S = 30.0
-
-
-async def eventually(check: Callable[[], Coroutine[Any, Any, bool]], timeout: float = WAIT_S, what: str = "") -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout:.0f} s: {what}"
-        await asyncio.sleep(0.05)
 
 
 @contextlib.asynccontextmanager

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,9 @@ from components.controllers.rootcacertpublisher import DESCRIPTION, DESCRIPTION_
 from components.controllers.runner import running
 from machinery.process import pki
 from tests.apiserver.support import ApiserverUnderTest
+from tests.support.wait import eventually
 
 PATH = "/api/v1/namespaces/{}/configmaps/kube-root-ca.crt"
-
-
-async def eventually(check: Callable[[], Coroutine[Any, Any, bool]], timeout: float = 15.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, "not within the time allowed"
-        await asyncio.sleep(0.05)
 
 
 async def published(client: RestClient, ns: str) -> dict[str, Any] | None:

@@ -4,21 +4,13 @@ account, a deleted one comes back, a terminating namespace gets none."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from components.client import kubeconfig
 from components.client.rest import NotFoundError, RestClient
 from components.controllers.runner import running
 from components.controllers.serviceaccount import ServiceAccountController
 from tests.apiserver.support import ApiserverUnderTest
-
-
-async def eventually(check: Callable[[], Coroutine[Any, Any, bool]], timeout: float = 15.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, "not within the time allowed"
-        await asyncio.sleep(0.05)
+from tests.support.wait import eventually
 
 
 def test_every_namespace_gets_a_default_account(cluster: ApiserverUnderTest) -> None:

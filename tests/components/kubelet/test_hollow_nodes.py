@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import Any
 
 import pytest
@@ -19,20 +18,11 @@ from components.kubelet.fake_runtime import EXIT_CODE, RUN_SECONDS
 from components.kubelet.hollow import HollowNodes
 from tests.apiserver.support import ApiserverUnderTest
 from tests.support.cli import raftkube
+from tests.support.wait import eventually
 
 COUNT = 20
 WAIT_S = 30.0
 NAMES = [f"hn-{i}" for i in range(1, COUNT + 1)]
-
-
-async def eventually(check: Any, what: str) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        got = await check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
-        await asyncio.sleep(0.2)
 
 
 def ready(obj: dict[str, Any]) -> bool:

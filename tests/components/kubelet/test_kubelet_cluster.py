@@ -27,19 +27,10 @@ from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import STATUS_PERIOD_S, NodeConfig
 from components.kubelet.process_runtime import ProcessRuntime
 from tests.apiserver.support import ApiserverUnderTest
+from tests.support.wait import eventually
 
 NODE = "kw-1"
 WAIT_S = 30.0
-
-
-async def eventually(check: Any, what: str) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        got = await check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"not within {WAIT_S:.0f} s: {what}"
-        await asyncio.sleep(0.1)
 
 
 def test_a_pod_bound_to_the_node_runs_and_is_deleted(cluster: ApiserverUnderTest, tmp_path: Path) -> None:
