@@ -8,7 +8,6 @@ newline-delimited JSON streams cut into events here, with a bound on one event's
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
+from components.client.connector import TrackedConnector
 from components.client.kubeconfig import ClientConfig
 from machinery.objects import Obj
 
@@ -26,7 +26,8 @@ EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # one watch event (the apiserver caps request bodies far below)
 MAX_BODY_BYTES = 512 * 1024 * 1024  # one LIST answer
 DEFAULT_TIMEOUT_S = 30.0
-CLOSE_GRACE_S = 0.25
+CLOSE_TIMEOUT_S = 5.0
+"""How long `close()` waits for its connections' TLS shutdowns before it aborts them."""
 
 
 class TransportError(Exception):
@@ -154,7 +155,8 @@ class RestClient:
         self.timeout = timeout
         headers = {"User-Agent": user_agent, "Accept": "application/json", **config.headers()}
         ssl_ctx = config.ssl_context() if config.server.startswith("https://") else None
-        connector = aiohttp.TCPConnector(limit=max_connections, ssl=ssl_ctx if ssl_ctx is not None else False)
+        connector = TrackedConnector(limit=max_connections, ssl=ssl_ctx if ssl_ctx is not None else False)
+        self._connector = connector
         self._server_hostname = config.tls_server_name
         self._impersonation: tuple[tuple[str, str], ...] = ()
         self._session = aiohttp.ClientSession(
@@ -174,10 +176,9 @@ class RestClient:
         return clone
 
     async def close(self) -> None:
+        """Close every connection and return once each socket is closed (see TrackedConnector)."""
         await self._session.close()
-        # a TLS connection closes over the next loop iterations (close_notify both ways, a
-        # round trip); a loop that ended right after would drop still-open sockets
-        await asyncio.sleep(CLOSE_GRACE_S)
+        await self._connector.wait_closed(CLOSE_TIMEOUT_S)
 
     async def __aenter__(self) -> RestClient:
         return self

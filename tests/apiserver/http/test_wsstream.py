@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket
 
 from apiserver import errors
 from apiserver.http import wsstream
+from components.client.connector import session_closed_to_the_socket
 from machinery.process.launch import free_ports
 
 CHUNKS = [b"container is alive\n", b"", b"\x00\xffbytes"]
@@ -60,7 +61,7 @@ async def read_all(body: Body, offered: list[str]) -> tuple[str | None, list[aio
     """(the accepted subprotocol, the data messages, the close code)."""
     async with (
         serving(body) as url,
-        aiohttp.ClientSession() as session,
+        session_closed_to_the_socket() as session,
         session.ws_connect(url, protocols=offered) as ws,
     ):
         async with asyncio.timeout(WAIT_S):
@@ -103,7 +104,7 @@ def test_the_stream_is_closed_when_the_client_leaves_first() -> None:
             finally:
                 closed.set()
 
-        async with serving(endless) as url, aiohttp.ClientSession() as session:
+        async with serving(endless) as url, session_closed_to_the_socket() as session:
             async with session.ws_connect(url, protocols=[wsstream.BINARY]) as ws:
                 async with asyncio.timeout(WAIT_S):
                     assert (await ws.receive_bytes()) == b""

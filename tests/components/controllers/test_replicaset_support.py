@@ -22,11 +22,9 @@ WAIT_S = 30.0
 
 @contextlib.asynccontextmanager
 async def api(cluster: ApiserverUnderTest) -> AsyncIterator[RestClient]:
-    """The admin's client; after it closes, a moment for its pooled TLS connections to finish
-    closing (a test with many concurrent writes otherwise ends with unclosed sockets)."""
+    """The admin's client (its close waits for every TLS connection to end)."""
     async with RestClient(kubeconfig.load(cluster.kubeconfig)) as client:
         yield client
-    await asyncio.sleep(0.25)
 
 
 def rfc3339_now() -> str:

@@ -24,6 +24,7 @@ import aiohttp
 import pytest
 
 from apiserver.pki import ApiserverPKI, component_kubeconfig, user_kubeconfig
+from components.client.connector import session_closed_to_the_socket
 from components.kubelet import channels
 from machinery.process import pki
 from machinery.process.launch import free_ports
@@ -172,7 +173,7 @@ def test_a_terminal_with_its_size(cluster: ApiserverUnderTest, node: dict[str, A
         query = [("command", "sh"), ("container", "web"), ("stdin", "true"), ("stdout", "true"), ("tty", "true")]
         headers = {"Authorization": f"Bearer {cluster.token}"}
         async with (
-            aiohttp.ClientSession() as session,
+            session_closed_to_the_socket() as session,
             session.ws_connect(
                 url, params=query, protocols=[channels.V5], headers=headers, ssl=cluster.ssl_context()
             ) as ws,
@@ -191,7 +192,6 @@ def test_a_terminal_with_its_size(cluster: ApiserverUnderTest, node: dict[str, A
                     else:
                         outcome += data
             assert json.loads(outcome)["details"]["causes"] == [{"reason": "ExitCode", "message": "7"}]
-        await asyncio.sleep(0.25)  # the TLS transport's close completes (aiohttp's advice)
         return out
 
     out = asyncio.run(go())
@@ -209,7 +209,7 @@ def test_exec_over_the_unversioned_channel_protocol(cluster: ApiserverUnderTest,
         headers = {"Authorization": f"Bearer {cluster.token}"}
         messages: list[bytes] = []
         async with (
-            aiohttp.ClientSession() as session,
+            session_closed_to_the_socket() as session,
             session.ws_connect(
                 url, params=query, protocols=["channel.k8s.io"], headers=headers, ssl=cluster.ssl_context()
             ) as ws,
@@ -219,7 +219,6 @@ def test_exec_over_the_unversioned_channel_protocol(cluster: ApiserverUnderTest,
                 async for msg in ws:
                     assert msg.type == aiohttp.WSMsgType.BINARY
                     messages.append(msg.data)
-        await asyncio.sleep(0.25)  # the TLS transport's close completes (aiohttp's advice)
         return messages
 
     messages = asyncio.run(go())
@@ -236,14 +235,13 @@ def test_logs_over_a_websocket(cluster: ApiserverUnderTest, node: dict[str, Any]
 
     async def read(protocol: str, query: list[tuple[str, str]]) -> tuple[str | None, list[aiohttp.WSMessage]]:
         async with (
-            aiohttp.ClientSession() as session,
+            session_closed_to_the_socket() as session,
             session.ws_connect(
                 url, params=query, protocols=[protocol], headers=headers, ssl=cluster.ssl_context()
             ) as ws,
         ):
             async with asyncio.timeout(20):
                 messages = [m async for m in ws]
-        await asyncio.sleep(0.25)  # the TLS transport's close completes (aiohttp's advice)
         return ws.protocol, messages
 
     # followed until the container ends
@@ -255,7 +253,7 @@ def test_logs_over_a_websocket(cluster: ApiserverUnderTest, node: dict[str, Any]
     assert b"".join(m.data for m in messages) == b"line 2\nline 3\n"
 
     async def refused(extra: dict[str, str], query: list[tuple[str, str]]) -> tuple[int, str]:
-        async with aiohttp.ClientSession() as session:
+        async with session_closed_to_the_socket() as session:
             try:
                 await session.ws_connect(
                     url, params=query, protocols=["binary.k8s.io"], headers=headers | extra, ssl=cluster.ssl_context()
