@@ -67,7 +67,7 @@ class PodVolumes:
             if files is None:
                 where = f"spec.volumes[{i}].emptyDir"
                 memory = tmpfs.medium_of(volume["emptyDir"], where) == tmpfs.MEMORY and self.mounts_tmpfs
-                size = tmpfs.size_of(volume["emptyDir"], pod, sources.allocatable, where) if memory else 0
+                size = tmpfs.size_of(volume["emptyDir"], pod, sources.allocatable, where)  # checked on any medium
                 target.mkdir(parents=True, exist_ok=True)
                 target.chmod(0o777)  # kube's emptyDir: any user of the pod may write
                 if memory:

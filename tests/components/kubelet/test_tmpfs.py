@@ -132,6 +132,7 @@ def test_without_a_known_allocatable_the_nodes_memory_bounds_the_size() -> None:
         ({"medium": "Memory", "sizeLimit": "lots"}, r"emptyDir\.sizeLimit: quantities must match"),
         ({"medium": "Memory", "sizeLimit": {"a": 1}}, r"emptyDir\.sizeLimit: quantities must match"),
         ({"medium": "Memory", "sizeLimit": True}, r"emptyDir\.sizeLimit: quantities must match"),
+        ({"sizeLimit": "-1"}, r"emptyDir\.sizeLimit: must be greater than or equal to 0"),  # any medium
         ({"medium": "HugePages"}, r"emptyDir\.medium: unsupported value 'HugePages'"),
         ({"medium": "Disk"}, r"emptyDir\.medium: unsupported value 'Disk'"),
         ("Memory", r"emptyDir: must be an object"),
