@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +30,7 @@ from components.client.rest import (
     TransportError,
     path_of,
 )
-from components.kubelet import nodestatus, podworker, prober
+from components.kubelet import nodestatus, podworker, prober, tmpfs
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import build
 from components.kubelet.hooks import HookRun
@@ -324,7 +323,7 @@ class Kubelet:
         for uid in orphans:
             log.info("pod %s is no longer bound to %s: removing what is left of it", uid, self.config.name)
             await asyncio.to_thread(remove_orphan, uid)
-            shutil.rmtree(root / uid, ignore_errors=True)
+            tmpfs.remove(root / uid)
             if self.network is not None:
                 try:
                     await asyncio.to_thread(self.network.teardown, uid)

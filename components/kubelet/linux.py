@@ -1,4 +1,4 @@
-"""The few Linux calls the process runtime needs and Python 3.11 lacks (unshare, setns, mount),
+"""The few Linux calls the process runtime needs and Python 3.11 lacks (unshare, setns, mount, umount2),
 through libc, raising OSError with the errno as the os module does."""
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+MNT_DETACH = 0x2
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _libc.unshare.argtypes = [ctypes.c_int]
 _libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
 
@@ -53,3 +55,7 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
         ),
         f"mount {target}",
     )
+
+
+def umount2(target: str, flags: int) -> None:
+    _check(_libc.umount2(target.encode(), flags), f"umount {target}")

@@ -1,7 +1,10 @@
 """A pod's volumes on the node, and the mounts its containers ask for.
 
 Each volume is a directory under the kubelet's root, `pods/<uid>/volumes/<name>`: an emptyDir
-is an empty directory that lives as long as the pod (a medium of Memory is a directory too);
+is an empty directory that lives as long as the pod; one with `medium: Memory` is a tmpfs
+mounted there (tmpfs.py), when the kubelet is root (kube's would fail the mount otherwise; a
+kubelet that is not root, a supported test mode, keeps a plain directory), and any other medium
+(HugePages) is refused;
 configMap, secret, downwardAPI and projected volumes hold their files (`volumes.files_of`),
 written atomically and written again whenever their sources change, as kube's kubelet
 refreshes them, so a running container sees a ConfigMap update.  A hostPath volume is the
@@ -20,13 +23,12 @@ import contextlib
 import os
 import posixpath
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from components.kubelet import etchosts, hostpath
+from components.kubelet import etchosts, hostpath, tmpfs
 from components.kubelet.envvars import EnvError, Sources, expand_sub_path
 from components.kubelet.sandbox import Mount
 from components.kubelet.volumes import Files, VolumeError, check_path, files_of, write_atomically
@@ -37,8 +39,10 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # a DNS label, as the ap
 
 
 class PodVolumes:
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, *, mounts_tmpfs: bool | None = None) -> None:
         self.base = base  # pods/<uid>/volumes
+        # a Memory emptyDir is a tmpfs only where mounting is allowed: a kubelet that is root
+        self.mounts_tmpfs = os.geteuid() == 0 if mounts_tmpfs is None else mounts_tmpfs
         self._written: dict[str, Files | None] = {}  # what each volume was last made of
 
     def _volumes(self, pod: Obj) -> dict[str, tuple[int, Obj]]:
@@ -61,8 +65,13 @@ class PodVolumes:
                 continue
             target = self.base / name
             if files is None:
+                where = f"spec.volumes[{i}].emptyDir"
+                memory = tmpfs.medium_of(volume["emptyDir"], where) == tmpfs.MEMORY and self.mounts_tmpfs
+                size = tmpfs.size_of(volume["emptyDir"], pod, sources.allocatable, where)  # checked on any medium
                 target.mkdir(parents=True, exist_ok=True)
                 target.chmod(0o777)  # kube's emptyDir: any user of the pod may write
+                if memory:
+                    tmpfs.set_up(target, size)
             else:
                 write_atomically(target, files)
             self._written[name] = files
@@ -108,8 +117,8 @@ class PodVolumes:
         return Mount(str(path), etchosts.PATH, False)
 
     def remove(self) -> None:
-        """The pod is gone: its volumes go with it."""
-        shutil.rmtree(self.base.parent, ignore_errors=True)
+        """The pod is gone: its volumes go with it, its tmpfs mounts first."""
+        tmpfs.remove(self.base.parent)
 
 
 def _sub_path(vm: Obj, env: Mapping[str, str], here: str) -> tuple[str, str]:

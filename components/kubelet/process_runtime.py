@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from components.kubelet import podnet
+from components.kubelet import podnet, tmpfs
 from components.kubelet.sandbox import Sandbox
 from components.kubelet.shim import EXIT, SHIM, SPEC, STATE, write_json
 
@@ -250,9 +250,11 @@ class ProcessRuntime:
 
     def stop_all(self, grace_s: float, timeout_s: float) -> int:
         """Stop every container that runs under this root (SIGTERM, SIGKILL after `grace_s`);
-        wait at most `timeout_s`, then remove the pods' network namespaces and the node's bridge
-        if it has a pod network (PodNetError when that fails).  How many were running.  For
-        `raftkube down`: no process and no pod network left."""
+        wait at most `timeout_s`, then take the pods' tmpfs volumes off (their contents go, as at
+        a reboot: the directories stay, and a kubelet started again mounts them afresh) and remove
+        the pods' network namespaces and the node's bridge if it has a pod network (PodNetError
+        when that fails).  How many were running.  For `raftkube down`: no process, no mount and
+        no pod network left, so that the data dir can be removed."""
         runs = [
             (uid, c.name)
             for uid in self.running_pods()
@@ -267,6 +269,7 @@ class ProcessRuntime:
             if not any((s := self.seen(u, n)) is not None and s.running for u, n in runs):
                 break
             time.sleep(0.05)
+        tmpfs.unmount_under(self.root / "pods")
         podnet.teardown_all(self.root)
         return len(runs)
 
