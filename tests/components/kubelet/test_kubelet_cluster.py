@@ -11,7 +11,6 @@ import contextlib
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import STATUS_PERIOD_S, NodeConfig
 from components.kubelet.process_runtime import ProcessRuntime
 from tests.apiserver.support import ApiserverUnderTest
+from tests.components.kubelet.inprocess import stop_kubelet
 from tests.support.wait import eventually
 
 NODE = "kw-1"
@@ -120,12 +120,7 @@ def test_a_pod_bound_to_the_node_runs_and_is_deleted(cluster: ApiserverUnderTest
                 # come a moment after the confirmation this test saw (kube's housekeeping too)
                 await eventually(forgotten, "the kubelet to remove the pod's runs and logs")
             finally:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                for uid in runtime.running_pods():  # whatever is left, killed by pid
-                    for c in (runtime.root / "containers" / uid).iterdir():
-                        runtime.stop(uid, c.name, 0.0, time.time())
+                await stop_kubelet(task, runtime)
                 with contextlib.suppress(NotFoundError):
                     await admin.delete(f"/api/v1/nodes/{NODE}")
 
@@ -175,12 +170,7 @@ def test_images_run_through_the_table_or_back_off_their_pull(cluster: ApiserverU
                 assert seen[:2] == ["ErrImagePull", "ImagePullBackOff"] or seen == ["ImagePullBackOff"], seen
                 assert (await admin.get(f"{pods}/kw-nopull"))["status"]["phase"] == "Pending"
             finally:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                for uid in runtime.running_pods():  # killed by pid
-                    for c in (runtime.root / "containers" / uid).iterdir():
-                        runtime.stop(uid, c.name, 0.0, time.time())
+                await stop_kubelet(task, runtime)
                 for name in ("kw-pause", "kw-nopull"):
                     with contextlib.suppress(NotFoundError):
                         await admin.delete(f"{pods}/{name}", params={"gracePeriodSeconds": "0"})

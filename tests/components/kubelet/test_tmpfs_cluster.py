@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig
 from components.kubelet.process_runtime import ProcessRuntime
 from tests.apiserver.support import ApiserverUnderTest
+from tests.components.kubelet.inprocess import stop_kubelet
 from tests.components.kubelet.test_tmpfs import mounts_at
 from tests.support.wait import eventually
 
@@ -79,12 +79,7 @@ def test_a_pods_memory_empty_dir_is_tmpfs_inside_and_goes_with_the_pod(
                 await eventually(gone, "the pod deleted and its directory removed")
                 assert mounts_at(volume) == []
             finally:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                for uid in runtime.running_pods():  # whatever is left, killed by pid
-                    for c in (runtime.root / "containers" / uid).iterdir():
-                        runtime.stop(uid, c.name, 0.0, time.time())
+                await stop_kubelet(task, runtime)
                 tmpfs.unmount_under(runtime.root)
                 with contextlib.suppress(NotFoundError):
                     await admin.delete(f"/api/v1/nodes/{NODE}")
