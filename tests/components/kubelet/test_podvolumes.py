@@ -449,3 +449,43 @@ def test_a_mount_point_inside_a_volume_is_made_in_the_volume(runtime: ProcessRun
     sync_until(w, "the container's output", lambda: output(runtime, "m7", "app") == b"value\nconf\n")
     assert (shared / "sub" / "conf").is_dir()
     assert not os.path.lexists(mount_dir)
+
+
+@pytest.fixture
+def leftovers() -> Iterator[tuple[str, str]]:
+    """A directory and an empty file right under /, as earlier containers' mount points are left
+    there on the host (kube's conformance uses /test-volume both for directories and files)."""
+    directory, file = f"/raftkube-left-dir-{uuid.uuid4().hex[:8]}", f"/raftkube-left-file-{uuid.uuid4().hex[:8]}"
+    os.mkdir(directory)
+    Path(file).touch()
+    yield directory, file
+    os.rmdir(directory)
+    os.unlink(file)
+
+
+def test_a_sub_path_file_binds_over_a_leftover_directory_under_root(
+    runtime: ProcessRuntime, leftovers: tuple[str, str]
+) -> None:
+    """Conformance "Subpath Atomic writer volumes should support subpaths with configmap pod":
+    the subPath names a key of a configMap, a file reached through the atomic writer's `..data`
+    link (inside the volume, so followed), bound at a path under / that the host has as a
+    directory; an emptyDir goes where the host has a file.  The container gets a root of its
+    own showing both, `kubectl exec` sees the same, and the host keeps its leftovers as they were."""
+    directory, file = leftovers
+    app = sh(
+        "app",
+        f"cat {directory}; echo; echo hi > {file}/note && cat {file}/note; ls /proc/self/fd >/dev/null && sleep 30",
+        [
+            {"name": "config", "mountPath": directory, "subPath": "configmap-key"},
+            {"name": "scratch", "mountPath": file},
+        ],
+    )
+    pod = a_pod("r1", [app], [{"name": "config", "configMap": {"name": "c"}}, {"name": "scratch", "emptyDir": {}}])
+    w = worker(runtime, pod, sources({"c": {"data": {"configmap-key": "configmap-value"}}}))
+    sync_until(w, "the container's output", lambda: output(runtime, "r1", "app") == b"configmap-value\nhi\n")
+    pid = until("the container to run", lambda: runtime.main_pid("r1", "app"))
+    seen = subprocess.run(["cat", directory], preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True)
+    assert seen.stdout == b"configmap-value"
+    assert os.path.isdir(directory) and not os.listdir(directory)
+    assert os.path.isfile(file) and os.path.getsize(file) == 0
+    assert (runtime.root / "pods" / "r1" / "volumes" / "scratch" / "note").read_text() == "hi\n"
