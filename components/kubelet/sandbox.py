@@ -18,14 +18,15 @@ hostPath /etc/hosts and the managed file bound over it) cannot change what a lat
 A mount point missing on the host is made inside the namespace, never on the host's disk:
 its nearest existing directory is shadowed there by a tmpfs that shows the same entries (each
 bound back from the original) plus the new mount point (`_shadow`).  Inside a volume the mount
-point is made in the volume, as a container runtime makes it in the container's files.  Only a
-missing path right under / is still made on the host (a directory, or an empty file) and left
-behind, as shadowing / means a root of its own.  Such a leftover may be of the wrong kind for a
-later container (a directory /test-volume where a subPath binds a file: a bind of a file over a
-directory, or of a directory over a file, fails with ENOTDIR); that container gets a root of its
-own (`_new_root`): a tmpfs showing what / shows but the leftover, moved over / and entered, as a
-container runtime enters its image's root.  The working dir is entered after the mounts, so a
-workingDir inside a volume is the volume.
+point is made in the volume, as a container runtime makes it in the container's files.  A
+missing path right under / cannot be made in a shadow of / (a tmpfs mounted over / hides
+nothing from a process whose root is already /), so the container gets a root of its own
+(`_new_root`): a tmpfs showing every entry of /, moved over / and entered, in which the mount
+point is made, as a container runtime enters its image's root.  An entry of the host's / of
+the wrong kind for a mount (a directory /test-volume where a subPath binds a file: a bind of a
+file over a directory, or of a directory over a file, fails with ENOTDIR) is left out of that
+root, and the mount point made in its place.  The working dir is entered after the mounts, so
+a workingDir inside a volume is the volume.
 Mounts need root: a kubelet that is not root starts the container without them (`usable`
 says so in the container's log), since every pod has its service account volume and no pod
 would start otherwise.  A network namespace needs root too (the kubelet refuses
@@ -137,8 +138,9 @@ def _mount_all(mounts: tuple[Mount, ...]) -> None:
 
 def _mount_point(target: str, directory: bool, made: dict[str, bool]) -> None:
     """Make `target` exist in this namespace (a directory, or an empty file for a file bind)
-    without writing the host's disk: in a volume (or a shadow) it is made there; elsewhere its
-    nearest existing directory is shadowed first."""
+    without writing the host's disk: in a volume (or a shadow, or a root of our own) it is made
+    there; elsewhere its nearest existing directory is shadowed first, or for a path right under
+    / the namespace gets a root of its own."""
     if os.path.lexists(target):
         parent = os.path.dirname(target)
         if os.path.isdir(target) == directory or parent != "/" or target in made:
@@ -146,13 +148,17 @@ def _mount_point(target: str, directory: bool, made: dict[str, bool]) -> None:
         if "/" in made:  # the root is ours already: take the leftover out of it
             _take_out(target)
         else:
-            _new_root(os.path.basename(target))
+            _new_root(leave_out=os.path.basename(target))
             made["/"] = False
     parent = os.path.dirname(target)
     while not os.path.lexists(parent):
         parent = os.path.dirname(parent)
     owner = max((p for p in made if parent == p or parent.startswith(p.rstrip("/") + "/")), key=len, default=None)
-    if parent != "/" and not (owner is not None and (made[owner] or owner == parent)):
+    if parent == "/":
+        if "/" not in made:
+            _new_root(leave_out=None)
+            made["/"] = False
+    elif not (owner is not None and (made[owner] or owner == parent)):
         _shadow(parent)
         made[parent] = False
     if directory:
@@ -177,7 +183,7 @@ def _shadow(directory: str) -> None:
         os.close(original)
 
 
-def _new_root(leave_out: str) -> None:
+def _new_root(leave_out: str | None) -> None:
     """Give this namespace a root of its own: a tmpfs showing every entry of / (bound back, with
     what is mounted under it) except `leave_out`, moved over / and entered (chroot).  A process
     that joins the namespace later (`join`) starts at that top mount, so it sees the same.  The
@@ -188,9 +194,10 @@ def _new_root(leave_out: str) -> None:
     try:
         info = os.fstat(original)
         entries = [name for name in os.listdir("/") if name != leave_out]
-        directories = [n for n in [leave_out, *entries] if n != "proc" and _is_directory(f"/{n}")]
+        candidates = [leave_out, *entries] if leave_out is not None else entries
+        directories = [n for n in candidates if n != "proc" and _is_directory(f"/{n}")]
         if not directories:
-            raise OSError(errno.ENOTDIR, f"mount /{leave_out}: no directory under / to build a root in")
+            raise OSError(errno.ENOTDIR, "no directory under / to build a container's root in")
         scratch = directories[0]
         linux.mount("tmpfs", f"/{scratch}", "tmpfs", 0, _tmpfs_options(info))
         for name in entries:
