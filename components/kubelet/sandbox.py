@@ -18,10 +18,15 @@ hostPath /etc/hosts and the managed file bound over it) cannot change what a lat
 A mount point missing on the host is made inside the namespace, never on the host's disk:
 its nearest existing directory is shadowed there by a tmpfs that shows the same entries (each
 bound back from the original) plus the new mount point (`_shadow`).  Inside a volume the mount
-point is made in the volume, as a container runtime makes it in the container's files.  Only a
-missing path right under / is still made on the host (a directory, or an empty file) and left
-behind: shadowing / would need a root of its own (pivot_root).  The working dir is entered
-after the mounts, so a workingDir inside a volume is the volume.
+point is made in the volume, as a container runtime makes it in the container's files.  A
+missing path right under / cannot be made in a shadow of / (a tmpfs mounted over / hides
+nothing from a process whose root is already /), so the container gets a root of its own
+(`_new_root`): a tmpfs showing every entry of /, moved over / and entered, in which the mount
+point is made, as a container runtime enters its image's root.  An entry of the host's / of
+the wrong kind for a mount (a directory /test-volume where a subPath binds a file: a bind of a
+file over a directory, or of a directory over a file, fails with ENOTDIR) is left out of that
+root, and the mount point made in its place.  The working dir is entered after the mounts, so
+a workingDir inside a volume is the volume.
 Mounts need root: a kubelet that is not root starts the container without them (`usable`
 says so in the container's log), since every pod has its service account volume and no pod
 would start otherwise.  A network namespace needs root too (the kubelet refuses
@@ -30,6 +35,7 @@ would start otherwise.  A network namespace needs root too (the kubelet refuses
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -132,15 +138,27 @@ def _mount_all(mounts: tuple[Mount, ...]) -> None:
 
 def _mount_point(target: str, directory: bool, made: dict[str, bool]) -> None:
     """Make `target` exist in this namespace (a directory, or an empty file for a file bind)
-    without writing the host's disk: in a volume (or a shadow) it is made there; elsewhere its
-    nearest existing directory is shadowed first."""
+    without writing the host's disk: in a volume (or a shadow, or a root of our own) it is made
+    there; elsewhere its nearest existing directory is shadowed first, or for a path right under
+    / the namespace gets a root of its own."""
     if os.path.lexists(target):
-        return
+        parent = os.path.dirname(target)
+        if os.path.isdir(target) == directory or parent != "/" or target in made:
+            return  # a kind that does not fit elsewhere is the mount's own error (ENOTDIR), as in kube
+        if "/" in made:  # the root is ours already: take the leftover out of it
+            _take_out(target)
+        else:
+            _new_root(leave_out=os.path.basename(target))
+            made["/"] = False
     parent = os.path.dirname(target)
     while not os.path.lexists(parent):
         parent = os.path.dirname(parent)
     owner = max((p for p in made if parent == p or parent.startswith(p.rstrip("/") + "/")), key=len, default=None)
-    if parent != "/" and not (owner is not None and (made[owner] or owner == parent)):
+    if parent == "/":
+        if "/" not in made:
+            _new_root(leave_out=None)
+            made["/"] = False
+    elif not (owner is not None and (made[owner] or owner == parent)):
         _shadow(parent)
         made[parent] = False
     if directory:
@@ -158,24 +176,83 @@ def _shadow(directory: str) -> None:
     try:
         info = os.stat(directory)
         entries = os.listdir(directory)
-        options = f"mode={info.st_mode & 0o7777:o},uid={info.st_uid},gid={info.st_gid}"
-        linux.mount("tmpfs", directory, "tmpfs", 0, options)
+        linux.mount("tmpfs", directory, "tmpfs", 0, _tmpfs_options(info))
         for name in entries:
-            was, here = f"/proc/self/fd/{original}/{name}", os.path.join(directory, name)
-            try:
-                mode = os.lstat(was).st_mode
-                if stat.S_ISLNK(mode):
-                    os.symlink(os.readlink(was), here)
-                    continue
-                if stat.S_ISDIR(mode):
-                    os.mkdir(here)
-                else:
-                    os.close(os.open(here, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-            except FileNotFoundError:
-                continue  # gone since it was listed
-            linux.mount(was, here, None, linux.MS_BIND | linux.MS_REC)
+            _show(original, name, directory)
     finally:
         os.close(original)
+
+
+def _new_root(leave_out: str | None) -> None:
+    """Give this namespace a root of its own: a tmpfs showing every entry of / (bound back, with
+    what is mounted under it) except `leave_out`, moved over / and entered (chroot).  A process
+    that joins the namespace later (`join`) starts at that top mount, so it sees the same.  The
+    tmpfs is filled while mounted on a directory that is bound back only after the move (else
+    its bind would take the tmpfs along): `leave_out` itself when it is a directory, which is
+    never bound back."""
+    original = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(original)
+        entries = [name for name in os.listdir("/") if name != leave_out]
+        candidates = [leave_out, *entries] if leave_out is not None else entries
+        directories = [n for n in candidates if n != "proc" and _is_directory(f"/{n}")]
+        if not directories:
+            raise OSError(errno.ENOTDIR, "no directory under / to build a container's root in")
+        scratch = directories[0]
+        linux.mount("tmpfs", f"/{scratch}", "tmpfs", 0, _tmpfs_options(info))
+        for name in entries:
+            if name == scratch:
+                os.mkdir(f"/{scratch}/{name}")  # bound once the tmpfs has left it
+            else:
+                _show(original, name, f"/{scratch}")
+        os.chdir(f"/{scratch}")
+        linux.mount(".", "/", None, linux.MS_MOVE)
+        os.chroot(".")
+        os.chdir("/")
+        if scratch != leave_out:
+            linux.mount(f"/proc/self/fd/{original}/{scratch}", f"/{scratch}", None, linux.MS_BIND | linux.MS_REC)
+    finally:
+        os.close(original)
+
+
+def _take_out(path: str) -> None:
+    """Remove what `_new_root` shows at `path`: a symlink made again, or an entry bound back."""
+    if not stat.S_ISLNK(os.lstat(path).st_mode):
+        linux.umount2(path, linux.MNT_DETACH)
+    if _is_directory(path):
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def _is_directory(path: str) -> bool:
+    """A directory itself, not a link to one (False when it is gone)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _tmpfs_options(info: os.stat_result) -> str:
+    return f"mode={info.st_mode & 0o7777:o},uid={info.st_uid},gid={info.st_gid}"
+
+
+def _show(original: int, name: str, directory: str) -> None:
+    """Show entry `name` of the directory open as `original` in `directory`: a symlink made
+    again, anything else made empty and the original bound over it."""
+    was, here = f"/proc/self/fd/{original}/{name}", os.path.join(directory, name)
+    try:
+        mode = os.lstat(was).st_mode
+        if stat.S_ISLNK(mode):
+            os.symlink(os.readlink(was), here)
+            return
+        if stat.S_ISDIR(mode):
+            os.mkdir(here)
+        else:
+            os.close(os.open(here, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    except FileNotFoundError:
+        return  # gone since it was listed
+    linux.mount(was, here, None, linux.MS_BIND | linux.MS_REC)
 
 
 def child_preexec(

@@ -449,3 +449,78 @@ def test_a_mount_point_inside_a_volume_is_made_in_the_volume(runtime: ProcessRun
     sync_until(w, "the container's output", lambda: output(runtime, "m7", "app") == b"value\nconf\n")
     assert (shared / "sub" / "conf").is_dir()
     assert not os.path.lexists(mount_dir)
+
+
+@pytest.fixture
+def leftovers() -> Iterator[tuple[str, str]]:
+    """A directory and an empty file right under /, as earlier containers' mount points are left
+    there on the host (kube's conformance uses /test-volume both for directories and files)."""
+    directory, file = f"/raftkube-left-dir-{uuid.uuid4().hex[:8]}", f"/raftkube-left-file-{uuid.uuid4().hex[:8]}"
+    os.mkdir(directory)
+    Path(file).touch()
+    yield directory, file
+    os.rmdir(directory)
+    os.unlink(file)
+
+
+def test_a_sub_path_file_binds_over_a_leftover_directory_under_root(
+    runtime: ProcessRuntime, leftovers: tuple[str, str]
+) -> None:
+    """Conformance "Subpath Atomic writer volumes should support subpaths with configmap pod":
+    the subPath names a key of a configMap, a file reached through the atomic writer's `..data`
+    link (inside the volume, so followed), bound at a path under / that the host has as a
+    directory; an emptyDir goes where the host has a file.  The container gets a root of its
+    own showing both, `kubectl exec` sees the same, and the host keeps its leftovers as they were."""
+    directory, file = leftovers
+    app = sh(
+        "app",
+        f"cat {directory}; echo; echo hi > {file}/note && cat {file}/note; ls /proc/self/fd >/dev/null && sleep 30",
+        [
+            {"name": "config", "mountPath": directory, "subPath": "configmap-key"},
+            {"name": "scratch", "mountPath": file},
+        ],
+    )
+    pod = a_pod("r1", [app], [{"name": "config", "configMap": {"name": "c"}}, {"name": "scratch", "emptyDir": {}}])
+    w = worker(runtime, pod, sources({"c": {"data": {"configmap-key": "configmap-value"}}}))
+    sync_until(w, "the container's output", lambda: output(runtime, "r1", "app") == b"configmap-value\nhi\n")
+    pid = until("the container to run", lambda: runtime.main_pid("r1", "app"))
+    seen = subprocess.run(["cat", directory], preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True)
+    assert seen.stdout == b"configmap-value"
+    assert os.path.isdir(directory) and not os.listdir(directory)
+    assert os.path.isfile(file) and os.path.getsize(file) == 0
+    assert (runtime.root / "pods" / "r1" / "volumes" / "scratch" / "note").read_text() == "hi\n"
+
+
+def test_mount_points_right_under_root_are_made_in_a_root_of_the_containers_own(runtime: ProcessRuntime) -> None:
+    """Conformance binds volumes at /test-volume, /etc/..., /test-volume/sub: a mount point
+    right under / that the host lacks (a directory and a file here, one nested in the other's
+    sibling) is made in the container's own root, never on the host's disk, where it would be
+    left for a later container to trip on; the rest of / is seen as it is, `kubectl exec` sees
+    the same, and /tmp is the host's (a write there lands on the host)."""
+    name = f"raftkube-top-{uuid.uuid4().hex[:8]}"
+    directory, nested, marker = f"/{name}-d", f"/{name}-n/deeper/file", f"/tmp/{name}-marker"
+    app = sh(
+        "app",
+        f"cat {directory}/k; echo; cat {nested}; echo; test -d /proc/self && echo > {marker} && sleep 30",
+        [
+            {"name": "config", "mountPath": directory},
+            {"name": "config", "mountPath": nested, "subPath": "k"},
+        ],
+    )
+    pod = a_pod("r2", [app], [{"name": "config", "configMap": {"name": "c"}}])
+    try:
+        w = worker(runtime, pod, sources({"c": {"data": {"k": "v"}}}))
+        sync_until(w, "the container's output", lambda: output(runtime, "r2", "app") == b"v\nv\n")
+        until("the marker on the host's /tmp", lambda: os.path.exists(marker))
+        pid = until("the container to run", lambda: runtime.main_pid("r2", "app"))
+        exec_cat = ["cat", nested]
+        seen = subprocess.run(exec_cat, preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True)
+        assert seen.stdout == b"v"
+        assert not os.path.lexists(directory) and not os.path.lexists(f"/{name}-n")
+    finally:  # only a broken sandbox leaves these (the assertion above says so)
+        for leftover in (nested, marker):
+            if os.path.isfile(leftover):
+                os.unlink(leftover)
+        for leftover in (directory, f"/{name}-n/deeper", f"/{name}-n"):
+            if os.path.isdir(leftover):
+                os.rmdir(leftover)
