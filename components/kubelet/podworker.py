@@ -98,6 +98,7 @@ class PodWorker:
         self.host_ip = host_ip
         self.pod_ip = host_ip  # the host network's; a pod network namespace gives its own
         self.netns: str | None = None  # the pod's network namespace file, when it has one
+        self.ipcns: str | None = None  # the pod's IPC namespace file (podipc.py), when it has one
         self.backoff = backoff or CrashBackOff()
         self.wall = wall
         self.start_time = ""
@@ -108,7 +109,7 @@ class PodWorker:
         self.hooks = Hooks()
         self.volumes = volumes  # None: the runtime has no files (fake containers)
         self._volume_error = ""  # why the pod's volumes could not be set up; no container starts
-        self.sandbox_error = ""  # why the pod's network could not be set up (the kubelet's to say)
+        self.sandbox_error = ""  # why the pod's network or IPC namespace could not be made (the kubelet's to say)
         self.images = images or HostImages()
         self._pulls: dict[str, tuple[float, float]] = {}  # container -> (its image's last failure, back-off)
 
@@ -312,7 +313,8 @@ class PodWorker:
 
     def _sandbox(self, container: Obj, env: Mapping[str, str]) -> Sandbox:
         """What sets the container apart: its volume mounts (a `subPathExpr` expanded with its
-        environment `env`) and managed /etc/hosts, the pod's network, its limits."""
+        environment `env`) and managed /etc/hosts, the pod's network and IPC namespaces and
+        sysctls, its limits."""
         where = f"spec.containers[{container['name']}]"
         mounts: tuple[Mount, ...] = ()
         if self.volumes is not None:
@@ -326,6 +328,8 @@ class PodWorker:
             netns=self.netns,
             limits=limits.of(container),
             user=None if user is None else (user.uid, user.gid, user.groups),
+            ipcns=self.ipcns,
+            sysctls=pod_sysctls(self.pod),
         )
 
     def _run_meta(self, container: Obj) -> dict[str, Any]:
@@ -488,3 +492,15 @@ def _drop_empty(**fields: Any) -> Obj:
 
 def ready_pod(status: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
+def pod_sysctls(pod: Obj) -> tuple[tuple[str, str], ...]:
+    """The pod's `spec.securityContext.sysctls` as (name, value), in its order (the apiserver
+    has checked their shape; anything else is left out)."""
+    context = (pod.get("spec") or {}).get("securityContext") or {}
+    items = context.get("sysctls") if isinstance(context, dict) else None
+    return tuple(
+        (item["name"], str(item.get("value", "")))
+        for item in items or ()
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
+    )

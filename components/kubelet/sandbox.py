@@ -1,15 +1,22 @@
 """What sets a container's process apart from the host: its volume mounts, the pod's network
-namespace and its resource limits.
+and IPC namespaces, the pod's sysctls and its resource limits.
 
 The pod worker describes it (`Sandbox`), the runtime records it in the run's `spec.json`, and
 the shim applies it in two steps.  `enter` runs in the shim before it starts the container: it
-joins the pod's network namespace (inherited by the container) and creates missing mount
-points; a failure is the container's StartError in its own words.  `child_preexec` runs in the
+joins the pod's IPC and network namespaces (inherited by the container) and writes the pod's
+sysctls there; a failure is the container's StartError in its own words.  `child_preexec` runs in the
 container's process between fork and exec: what must not touch the shim (a mount at /tmp would
 hide the shim's own run directory; the shim's memory must not count against a limit).  It
 reports a failure through a pipe, as subprocess says only "exception in preexec_fn".  `join`
 puts a `kubectl exec` command or an exec probe into the namespaces of the container's running
 process, so it sees what the container sees.
+
+Sysctls (`spec.securityContext.sysctls`) are written by every container's shim, in the pod's
+namespaces (the same values each time): each must be safe (machinery/sysctls.py: kube's
+kubelet refuses others unless told to allow them, and this one has no such flag) and live in a
+namespace the pod has of its own, an IPC one (podipc.py) for `kernel.shm*` and the like, a
+network one (`pod_network = "netns"`) for `net.*`; anything else would change the node, and is
+the container's StartError naming the sysctl.
 
 Mounts: the container gets a mount namespace of its own (private propagation, so nothing
 leaks to the host), with each volume bind-mounted at its mountPath; read-only ones are
@@ -44,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from components.kubelet import limits, linux
+from machinery import sysctls as sysctl_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +68,8 @@ class Sandbox:
     limits: Mapping[str, Any] = field(default_factory=dict)  # see limits.py
     # (uid, gid, supplementary groups) the process takes before exec (security.py); None: as is
     user: tuple[int, int, tuple[int, ...]] | None = None
+    ipcns: str | None = None  # the pod's IPC namespace file (podipc.py); None: the kubelet's
+    sysctls: tuple[tuple[str, str], ...] = ()  # the pod's (name, value), in its order
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +77,8 @@ class Sandbox:
             "netns": self.netns,
             "limits": dict(self.limits),
             "user": None if self.user is None else [self.user[0], self.user[1], list(self.user[2])],
+            "ipcns": self.ipcns,
+            "sysctls": [list(pair) for pair in self.sysctls],
         }
 
     @classmethod
@@ -78,7 +90,16 @@ class Sandbox:
         limits = value.get("limits")
         user = value.get("user")
         run_as = (int(user[0]), int(user[1]), tuple(int(g) for g in user[2])) if isinstance(user, list) else None
-        return cls(mounts, str(netns) if netns else None, limits if isinstance(limits, Mapping) else {}, run_as)
+        ipcns = value.get("ipcns")
+        pairs = tuple((str(n), str(v)) for n, v in value.get("sysctls") or ())
+        return cls(
+            mounts,
+            str(netns) if netns else None,
+            limits if isinstance(limits, Mapping) else {},
+            run_as,
+            str(ipcns) if ipcns else None,
+            pairs,
+        )
 
 
 class SandboxError(Exception):
@@ -87,8 +108,8 @@ class SandboxError(Exception):
 
 def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
     """The sandbox this process can set up, and a line for the container's log when it had to
-    leave the mounts or the user out (not root)."""
-    if os.geteuid() == 0 or (not sandbox.mounts and sandbox.user is None):
+    leave the mounts, the user or the sysctls out (not root)."""
+    if os.geteuid() == 0 or (not sandbox.mounts and sandbox.user is None and not sandbox.sysctls):
         return sandbox, ""
     notes = []
     if sandbox.mounts:
@@ -96,20 +117,51 @@ def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
         notes.append(f"raftkube: volumes not mounted ({paths}): the kubelet does not run as root\n")
     if sandbox.user is not None:
         notes.append(f"raftkube: runs as uid {os.geteuid()}, not {sandbox.user[0]}: the kubelet does not run as root\n")
+    if sandbox.sysctls:
+        names = ", ".join(name for name, _ in sandbox.sysctls)
+        notes.append(f"raftkube: sysctls not set ({names}): the kubelet does not run as root\n")
     return Sandbox((), sandbox.netns, sandbox.limits), "".join(notes)
 
 
 def enter(sandbox: Sandbox) -> None:
-    """In the shim, before it starts the container: join the pod's network, make mount points."""
-    if not sandbox.mounts and sandbox.netns is None:
+    """In the shim, before it starts the container: join the pod's IPC and network namespaces
+    and write the pod's sysctls in them."""
+    if not sandbox.mounts and sandbox.netns is None and sandbox.ipcns is None and not sandbox.sysctls:
         return
     if os.geteuid() != 0:
-        raise SandboxError("volume mounts and pod network namespaces need the kubelet to run as root")  # see usable
+        raise SandboxError("volume mounts and pod namespaces need the kubelet to run as root")  # see usable
     try:
+        if sandbox.ipcns is not None:
+            linux.setns(sandbox.ipcns, linux.CLONE_NEWIPC)
         if sandbox.netns is not None:
             linux.setns(sandbox.netns, linux.CLONE_NEWNET)
     except OSError as e:
         raise SandboxError(str(e)) from None
+    for name, value in sandbox.sysctls:
+        _set_sysctl(name, value, sandbox)
+
+
+def _set_sysctl(name: str, value: str, sandbox: Sandbox) -> None:
+    """Write one of the pod's sysctls, in the pod's own namespace; SandboxError naming it when
+    it is not safe, would change the node, or the kernel refuses it."""
+    where = f"spec.securityContext.sysctls: {name}"
+    if not sysctl_names.is_safe(name):
+        raise SandboxError(f"{where}: forbidden sysctl, not in the kubelet's safe set (no unsafe sysctl is allowed)")
+    namespace = sysctl_names.namespace_of(name)
+    if namespace is None:
+        raise SandboxError(f"{where}: not namespaced: setting it would change the node")
+    if namespace == "ipc" and sandbox.ipcns is None:
+        raise SandboxError(f"{where}: the pod has no IPC namespace of its own (hostIPC)")
+    if namespace == "net" and sandbox.netns is None:
+        raise SandboxError(
+            f"{where}: the pod has no network namespace of its own: pods share the node's network"
+            ' unless the kubelet runs with pod_network = "netns"'
+        )
+    try:
+        with open(sysctl_names.proc_path(name), "w") as f:
+            f.write(value)
+    except OSError as e:
+        raise SandboxError(f"{where}: cannot be set to {value!r}: {e.strerror}") from None
 
 
 def _mount_all(mounts: tuple[Mount, ...]) -> None:
@@ -287,11 +339,11 @@ def child_preexec(
 
 
 def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
-    """A preexec that enters the network and mount namespaces of process `pid` where they are
+    """A preexec that enters the IPC, network and mount namespaces of process `pid` where they are
     not this process's own (None when there is nothing to join).  Entering a mount namespace
     moves to its root, so the working dir `cwd` is entered again after."""
     kinds = []
-    for name, flag in (("net", linux.CLONE_NEWNET), ("mnt", linux.CLONE_NEWNS)):
+    for name, flag in (("ipc", linux.CLONE_NEWIPC), ("net", linux.CLONE_NEWNET), ("mnt", linux.CLONE_NEWNS)):
         try:
             if os.stat(f"/proc/{pid}/ns/{name}").st_ino != os.stat(f"/proc/self/ns/{name}").st_ino:
                 kinds.append((f"/proc/{pid}/ns/{name}", flag))
