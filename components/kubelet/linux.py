@@ -19,12 +19,14 @@ MS_MOVE = 0x2000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 MNT_DETACH = 0x2
+PR_SET_NO_NEW_PRIVS = 38
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _libc.unshare.argtypes = [ctypes.c_int]
 _libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 
 
 def _check(result: int, what: str) -> None:
@@ -35,6 +37,12 @@ def _check(result: int, what: str) -> None:
 
 def unshare(flags: int) -> None:
     _check(_libc.unshare(flags), "unshare")
+
+
+def set_no_new_privs() -> None:
+    """From now on no exec gains privileges (setuid bits and file capabilities are ignored);
+    inherited by every child, and never undone."""
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
 
 
 def setns(path: str, nstype: int) -> None:

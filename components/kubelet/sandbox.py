@@ -70,6 +70,7 @@ class Sandbox:
     user: tuple[int, int, tuple[int, ...]] | None = None
     ipcns: str | None = None  # the pod's IPC namespace file (podipc.py); None: the kubelet's
     sysctls: tuple[tuple[str, str], ...] = ()  # the pod's (name, value), in its order
+    no_new_privs: bool = False  # allowPrivilegeEscalation: false (security.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +80,7 @@ class Sandbox:
             "user": None if self.user is None else [self.user[0], self.user[1], list(self.user[2])],
             "ipcns": self.ipcns,
             "sysctls": [list(pair) for pair in self.sysctls],
+            "no_new_privs": self.no_new_privs,
         }
 
     @classmethod
@@ -99,6 +101,7 @@ class Sandbox:
             run_as,
             str(ipcns) if ipcns else None,
             pairs,
+            value.get("no_new_privs") is True,
         )
 
 
@@ -120,7 +123,7 @@ def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
     if sandbox.sysctls:
         names = ", ".join(name for name, _ in sandbox.sysctls)
         notes.append(f"raftkube: sysctls not set ({names}): the kubelet does not run as root\n")
-    return Sandbox((), sandbox.netns, sandbox.limits), "".join(notes)
+    return Sandbox((), sandbox.netns, sandbox.limits, no_new_privs=sandbox.no_new_privs), "".join(notes)
 
 
 def enter(sandbox: Sandbox) -> None:
@@ -313,9 +316,10 @@ def child_preexec(
     """What runs in the container's process before exec (None: nothing): its mounts (then the
     working dir is entered here: the caller passes no cwd to Popen), then its limits: it joins
     the run's `cgroup` when the shim made one, else takes them as rlimits (see limits.py), then
-    its user and groups.  A failure's words go to `report_fd` before the exception ends the child."""
+    its user and groups, then no new privileges.  A failure's words go to `report_fd` before the
+    exception ends the child."""
     apply_limits = limits.preexec(sandbox.limits, cgroup)
-    if not sandbox.mounts and apply_limits is None and sandbox.user is None:
+    if not sandbox.mounts and apply_limits is None and sandbox.user is None and not sandbox.no_new_privs:
         return None
 
     def prepare() -> None:
@@ -331,6 +335,8 @@ def child_preexec(
                 os.setgroups(list(groups))
                 os.setgid(gid)
                 os.setuid(uid)
+            if sandbox.no_new_privs:
+                linux.set_no_new_privs()
         except OSError as e:
             os.write(report_fd, str(e).encode(errors="replace")[:4096])
             raise
@@ -340,8 +346,9 @@ def child_preexec(
 
 def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
     """A preexec that enters the IPC, network and mount namespaces of process `pid` where they are
-    not this process's own (None when there is nothing to join).  Entering a mount namespace
-    moves to its root, so the working dir `cwd` is entered again after."""
+    not this process's own, and takes its no_new_privs flag when it has it (None when there is
+    nothing to take).  Entering a mount namespace moves to its root, so the working dir `cwd` is
+    entered again after."""
     kinds = []
     for name, flag in (("ipc", linux.CLONE_NEWIPC), ("net", linux.CLONE_NEWNET), ("mnt", linux.CLONE_NEWNS)):
         try:
@@ -349,7 +356,8 @@ def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
                 kinds.append((f"/proc/{pid}/ns/{name}", flag))
         except OSError:
             continue  # gone, or not ours to look at: run beside it as before
-    if not kinds:
+    no_new_privs = _has_no_new_privs(pid)
+    if not kinds and not no_new_privs:
         return None
 
     def enter_namespaces() -> None:
@@ -357,5 +365,16 @@ def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
             linux.setns(path, flag)
         if cwd:
             os.chdir(cwd)
+        if no_new_privs:
+            linux.set_no_new_privs()
 
     return enter_namespaces
+
+
+def _has_no_new_privs(pid: int) -> bool:
+    """Whether process `pid` runs with no_new_privs (False when it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return any(line.split() == ["NoNewPrivs:", "1"] for line in status.splitlines())

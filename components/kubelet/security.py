@@ -6,7 +6,10 @@ kube's kubelet decides it (kuberuntime's determineEffectiveSecurityContext and v
 - gid: `runAsGroup` the same way, else 0 (the primary group of an image user that has no entry);
 - supplementary groups: the pod's `supplementalGroups`, then its `fsGroup`;
 - `runAsNonRoot: true` refuses a container that would run as uid 0 (CreateContainerConfigError
-  with kube's words), checked before anything starts.
+  with kube's words), checked before anything starts;
+- no new privileges (`no_new_privs`): `allowPrivilegeEscalation: false` sets the process's
+  no_new_privs flag, so that a setuid program it runs keeps its caller's uid, as kube's runtime
+  does (unset or true leave it off; kube's validation refuses false with privileged).
 """
 
 from __future__ import annotations
@@ -69,3 +72,8 @@ def run_as(pod: Obj, container: Obj, where: str = "container") -> RunAs | None:
     if uid is None and gid is None and not groups:
         return None
     return RunAs(uid if uid is not None else 0, gid if gid is not None else 0, tuple(groups))
+
+
+def no_new_privs(container: Obj) -> bool:
+    """Whether the container's process may not gain privileges through exec."""
+    return as_dict(container.get("securityContext")).get("allowPrivilegeEscalation") is False

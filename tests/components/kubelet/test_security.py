@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.kubelet.security import RunAs, SecurityContextError, run_as
+from components.kubelet.security import RunAs, SecurityContextError, no_new_privs, run_as
 
 
 def pod(pod_sc: dict[str, Any] | None = None, **container_sc: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -48,3 +48,9 @@ def test_run_as_non_root_refuses_root_in_kubes_words() -> None:
 def test_ids_that_are_not_ids_are_refused_naming_the_field(bad: Any) -> None:
     with pytest.raises(SecurityContextError, match=r"container\.securityContext\.runAsUser"):
         run_as(*pod(None, runAsUser=bad))
+
+
+def test_only_allow_privilege_escalation_false_sets_no_new_privs() -> None:
+    assert no_new_privs({"securityContext": {"allowPrivilegeEscalation": False}})
+    for container in ({}, {"securityContext": {"allowPrivilegeEscalation": True}}, {"securityContext": None}):
+        assert not no_new_privs(container)
