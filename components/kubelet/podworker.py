@@ -34,7 +34,7 @@ from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
 from components.kubelet.sandbox import Mount, Sandbox
-from components.kubelet.security import SecurityContextError, no_new_privs, run_as
+from components.kubelet.security import SecurityContextError, capabilities, no_new_privs, run_as
 from components.kubelet.volumes import VolumeError
 from machinery import ephemeral_containers
 from machinery.objects import Obj
@@ -331,6 +331,7 @@ class PodWorker:
             ipcns=self.ipcns,
             sysctls=pod_sysctls(self.pod),
             no_new_privs=no_new_privs(container),
+            capabilities=capabilities(container, where),
         )
 
     def _run_meta(self, container: Obj) -> dict[str, Any]:

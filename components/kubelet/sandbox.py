@@ -71,6 +71,7 @@ class Sandbox:
     ipcns: str | None = None  # the pod's IPC namespace file (podipc.py); None: the kubelet's
     sysctls: tuple[tuple[str, str], ...] = ()  # the pod's (name, value), in its order
     no_new_privs: bool = False  # allowPrivilegeEscalation: false (security.py)
+    capabilities: frozenset[int] | None = None  # its bounding set (security.py); None: the kubelet's
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +82,7 @@ class Sandbox:
             "ipcns": self.ipcns,
             "sysctls": [list(pair) for pair in self.sysctls],
             "no_new_privs": self.no_new_privs,
+            "capabilities": None if self.capabilities is None else sorted(self.capabilities),
         }
 
     @classmethod
@@ -94,6 +96,7 @@ class Sandbox:
         run_as = (int(user[0]), int(user[1]), tuple(int(g) for g in user[2])) if isinstance(user, list) else None
         ipcns = value.get("ipcns")
         pairs = tuple((str(n), str(v)) for n, v in value.get("sysctls") or ())
+        caps = value.get("capabilities")
         return cls(
             mounts,
             str(netns) if netns else None,
@@ -102,6 +105,7 @@ class Sandbox:
             str(ipcns) if ipcns else None,
             pairs,
             value.get("no_new_privs") is True,
+            None if caps is None else frozenset(int(c) for c in caps),
         )
 
 
@@ -123,6 +127,7 @@ def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
     if sandbox.sysctls:
         names = ", ".join(name for name, _ in sandbox.sysctls)
         notes.append(f"raftkube: sysctls not set ({names}): the kubelet does not run as root\n")
+    # a kubelet that is not root has no capability to give away, nor CAP_SETPCAP to drop one
     return Sandbox((), sandbox.netns, sandbox.limits, no_new_privs=sandbox.no_new_privs), "".join(notes)
 
 
@@ -316,10 +321,14 @@ def child_preexec(
     """What runs in the container's process before exec (None: nothing): its mounts (then the
     working dir is entered here: the caller passes no cwd to Popen), then its limits: it joins
     the run's `cgroup` when the shim made one, else takes them as rlimits (see limits.py), then
-    its user and groups, then no new privileges.  A failure's words go to `report_fd` before the
-    exception ends the child."""
+    its capabilities (the ones it may not have leave the bounding set), its user and groups,
+    then no new privileges.  A failure's words go to `report_fd` before the exception ends the
+    child."""
     apply_limits = limits.preexec(sandbox.limits, cgroup)
-    if not sandbox.mounts and apply_limits is None and sandbox.user is None and not sandbox.no_new_privs:
+    drop: list[int] = []
+    if sandbox.capabilities is not None:
+        drop = sorted(linux.bounding_set() - sandbox.capabilities)
+    if not sandbox.mounts and apply_limits is None and sandbox.user is None and not sandbox.no_new_privs and not drop:
         return None
 
     def prepare() -> None:
@@ -330,6 +339,8 @@ def child_preexec(
                     os.chdir(cwd)
             if apply_limits is not None:
                 apply_limits()
+            if drop:  # after the mounts and the cgroup, which need what it drops
+                linux.drop_from_bounding_set(drop)
             if sandbox.user is not None:  # last: mounts and the cgroup need root
                 uid, gid, groups = sandbox.user
                 os.setgroups(list(groups))
@@ -346,8 +357,8 @@ def child_preexec(
 
 def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
     """A preexec that enters the IPC, network and mount namespaces of process `pid` where they are
-    not this process's own, and takes its no_new_privs flag when it has it (None when there is
-    nothing to take).  Entering a mount namespace moves to its root, so the working dir `cwd` is
+    not this process's own, and takes its bounding set and its no_new_privs flag (None when there
+    is nothing to take).  Entering a mount namespace moves to its root, so the working dir `cwd` is
     entered again after."""
     kinds = []
     for name, flag in (("ipc", linux.CLONE_NEWIPC), ("net", linux.CLONE_NEWNET), ("mnt", linux.CLONE_NEWNS)):
@@ -357,7 +368,11 @@ def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
         except OSError:
             continue  # gone, or not ours to look at: run beside it as before
     no_new_privs = _has_no_new_privs(pid)
-    if not kinds and not no_new_privs:
+    try:
+        drop = sorted(linux.bounding_set() - linux.bounding_set(pid))
+    except OSError:
+        drop = []  # gone
+    if not kinds and not no_new_privs and not drop:
         return None
 
     def enter_namespaces() -> None:
@@ -365,6 +380,8 @@ def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
             linux.setns(path, flag)
         if cwd:
             os.chdir(cwd)
+        if drop:
+            linux.drop_from_bounding_set(drop)
         if no_new_privs:
             linux.set_no_new_privs()
 

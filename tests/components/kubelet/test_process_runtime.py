@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.kubelet import containerlog, sandbox
+from components.kubelet import containerlog, sandbox, security
 from components.kubelet.process_runtime import ProcessRuntime, RunState
 from components.kubelet.sandbox import Sandbox
 from components.kubelet.shim import START_DELAY_ENV
@@ -196,3 +196,30 @@ def test_exec_into_a_container_without_new_privileges_has_none_either(runtime: P
     script = ["grep", "NoNewPrivs", "/proc/self/status"]
     seen = subprocess.run(script, preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True)
     assert seen.stdout.split() == [b"NoNewPrivs:", b"1"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping capabilities needs root")
+def test_a_root_container_that_is_not_privileged_has_only_its_capabilities_and_so_has_exec(
+    runtime: ProcessRuntime,
+) -> None:
+    """Conformance 'should run the container as unprivileged when false': a root process
+    without NET_ADMIN cannot add a link to the node's network (EPERM); its CapEff is its set,
+    and a process exec'd into it gets no more."""
+    keep = security.DEFAULT_CAPABILITIES
+    box = Sandbox(capabilities=keep)
+    script = "grep CapEff /proc/self/status; ip link add raftkube-dummy0 type dummy; sleep 30"
+    runtime.start("ns", "p", UID, "c", ["sh", "-c", script], {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, sandbox=box)
+    mask = f"{sum(1 << cap for cap in keep):016x}"
+
+    def said() -> str | None:
+        s = runtime.seen(UID, "c")
+        text = b"\n".join(e.text for e in containerlog.read(Path(s.log))).decode() if s and s.log else ""
+        return text if "Operation not permitted" in text else None
+
+    out = until("the container's output", said)
+    assert f"CapEff:\t{mask}" in out, out
+    assert "raftkube-dummy0" not in subprocess.run(["ip", "link"], capture_output=True, check=True, text=True).stdout
+    pid = until("the container to run", lambda: runtime.main_pid(UID, "c"))
+    grep = ["grep", "CapEff", "/proc/self/status"]
+    seen = subprocess.run(grep, preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True, text=True)
+    assert seen.stdout.split() == ["CapEff:", mask]
