@@ -16,11 +16,12 @@ attempt and ImagePullBackOff between attempts (10 s, doubling to 300 s, as kube'
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from components.kubelet import etchosts, limits, podphase
+from components.kubelet import etchosts, limits, podphase, termination
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
@@ -322,6 +323,8 @@ class PodWorker:
             if etchosts.wanted(container, [self.pod_ip], self.pod):
                 # the IP this kubelet reports as the pod's (kube's makeMounts takes the sandbox's)
                 mounts += (self.volumes.hosts_mount(self.pod, [self.pod_ip]),)
+            if os.geteuid() == 0:  # a kubelet that is not root mounts nothing, and would say so in each log
+                mounts += (self._termination_mount(container),)
         user = run_as(self.pod, container, where)
         return Sandbox(
             mounts=mounts,
@@ -333,6 +336,22 @@ class PodWorker:
             no_new_privs=no_new_privs(container),
             capabilities=capabilities(container, where),
         )
+
+    def _termination_mount(self, container: Obj) -> Mount:
+        """The next run's termination message file, bound at its terminationMessagePath."""
+        assert self.volumes is not None
+        done = self.runtime.attempts(self.uid, container["name"])  # type: ignore[attr-defined]  # volumes: the process runtime
+        file = termination.file_for(self.volumes.base.parent, container["name"], done[-1] + 1 if done else 0)
+        return Mount(str(file), termination.target_of(container), False)
+
+    def _ended(self, container: Obj, run: RunState) -> Obj:
+        """A finished run's `terminated` state, with its termination message (termination.py);
+        a run that never started keeps the runtime's words."""
+        message = run.message
+        if not message and self.volumes is not None:
+            file = termination.path_of(self.volumes.base.parent, container["name"], run.attempt)
+            message = termination.message(container, file, run.exit_code, run.log)
+        return _terminated(run, message)
 
     def _run_meta(self, container: Obj) -> dict[str, Any]:
         """What the runtime keeps with a run: the spec's hash, the image, and the fake runtime's
@@ -401,7 +420,7 @@ class PodWorker:
         if run.attempt > 0:
             previous = self.runtime.seen(self.uid, name, run.attempt - 1)
             if previous is not None and not previous.running:
-                status["lastState"] = {"terminated": _terminated(previous)}
+                status["lastState"] = {"terminated": self._ended(container, previous)}
         if run.running and self.hooks.post_start_pending(name, run.attempt):
             # kube reports a container running only once its postStart hook has finished
             status.update(started=False, state={"waiting": {"reason": "ContainerCreating"}})
@@ -423,9 +442,9 @@ class PodWorker:
                 self.backoff.delay(key), name, str(meta.get("name")), str(meta.get("namespace")), self.uid
             )
             status["state"] = {"waiting": {"reason": CRASH_LOOP, "message": message}}
-            status["lastState"] = {"terminated": _terminated(run)}
+            status["lastState"] = {"terminated": self._ended(container, run)}
         else:
-            status["state"] = {"terminated": _terminated(run)}
+            status["state"] = {"terminated": self._ended(container, run)}
             # kube: an init container that completed is Ready (conformance's InitContainer specs)
             status["ready"] = init and run.exit_code == 0
         return status
@@ -477,11 +496,11 @@ class PodWorker:
         return any((r := self.runtime.seen(self.uid, name)) is not None and r.running for name in self._specs())
 
 
-def _terminated(run: RunState) -> Obj:
+def _terminated(run: RunState, message: str) -> Obj:
     return _drop_empty(
         exitCode=run.exit_code if run.exit_code is not None else 128,
         reason=run.reason,
-        message=run.message,
+        message=message,
         startedAt=run.started_at,
         finishedAt=run.finished_at,
         containerID="",
