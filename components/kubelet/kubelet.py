@@ -181,6 +181,12 @@ class Kubelet:
         await self._probe(worker, now)
         status = worker.sync(now)
         self._start_hooks(worker)
+        if self._posted.get(uid) != status:
+            # first, also for a pod being deleted: one that finalizers keep shows how it ended
+            # (kube's status manager writes the final status before it deletes)
+            with contextlib.suppress(NotFoundError):
+                await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
+                self._posted[uid] = status
         if meta.get("deletionTimestamp") and not worker.running():
             with contextlib.suppress(NotFoundError):
                 await self.client.delete(
@@ -192,11 +198,6 @@ class Kubelet:
                         "preconditions": {"uid": uid},
                     },
                 )
-            return
-        if self._posted.get(uid) != status:
-            with contextlib.suppress(NotFoundError):
-                await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
-                self._posted[uid] = status
 
     def _allocatable(self) -> Obj:
         """The node's allocatable as last posted (kube's kubelet reads its Node object)."""
