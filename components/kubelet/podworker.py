@@ -373,6 +373,9 @@ class PodWorker:
             run = self.runtime.seen(self.uid, name)
             if run is None or not run.running or run.attempt != probing.attempt or name not in specs:
                 continue
+            started = _epoch(run.started_at)
+            if started is not None:
+                probing.state.count_from(started)
             out.extend((name, specs[name][0], t) for t in probing.state.due(now))
         return out
 
