@@ -12,7 +12,13 @@
 * No process a test module starts (store members, apiservers, components, through
   store.launch.spawn) may outlive that module.  One left running is killed by pid and the
   module fails, naming it: a leaked process would load the machine for the rest of the run
-  and hold ports and files."""
+  and hold ports and files.
+* No mount outlives its module: a kubelet a test killed leaves its pods' IPC namespace files
+  and Memory emptyDirs mounted in the test's temporary directory, as a crashed kubelet leaves
+  them on a node (the next one, or `raftkube down`, takes them off).  Whatever is mounted under
+  this session's temporary directory is taken off after each module, so that nothing holds
+  memory or keeps pytest from removing the directory.  Only this session's: another session's
+  (a second suite run beside this one) is not ours to touch."""
 
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from components.kubelet import tmpfs
 from machinery.process import launch
 from store.cli import locate
 
@@ -85,3 +92,10 @@ def no_process_outlives_its_module() -> Iterator[None]:
         launch._children.pop(pid, None)
     if leaked:
         pytest.fail("processes outlived their test module (killed now):\n" + "\n".join(leaked), pytrace=False)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_mount_outlives_its_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    yield
+    if os.geteuid() == 0:  # nobody else can mount
+        tmpfs.unmount_under(tmp_path_factory.getbasetemp())

@@ -83,7 +83,9 @@ class JobController(Controller):
         # pods whose tracking finalizer we removed while the informer still shows it: never
         # counted again (kube's finalizer expectations); forgotten once the informer catches up
         self._released: set[str] = set()
-        self.jobs.add_handler(EventHandler(on_add=self._job_seen, on_update=lambda _o, n: self._job_seen(n)))
+        self.jobs.add_handler(
+            EventHandler(on_add=self._job_seen, on_update=lambda _o, n: self._job_seen(n), on_delete=self._job_gone)
+        )
         self.pods.add_handler(
             EventHandler(
                 on_add=self._pod_added, on_update=lambda _o, n: self._pod_changed(n), on_delete=self._pod_changed
@@ -97,6 +99,18 @@ class JobController(Controller):
         if isinstance(uid, str):
             self._uid_to_key[uid] = key_of(job)
         self.enqueue(job)
+
+    def _job_gone(self, job: Obj) -> None:
+        """A deleted job's pods still carrying its tracking finalizer are let go (kube's
+        cleanupPodFinalizers): nothing else would change them, and a pod with a finalizer left
+        keeps its namespace Terminating."""
+        uid = (job.get("metadata") or {}).get("uid")
+        if not isinstance(uid, str):
+            return
+        self._uid_to_key.pop(uid, None)
+        for pod in self.pods.indexer.by_index(OWNER_UID_INDEX, uid):
+            if _controller_uid(pod, "Job") == uid and TRACKING in ((pod.get("metadata") or {}).get("finalizers") or ()):
+                self.queue.add(ORPHAN_PREFIX + key_of(pod))
 
     def _pod_added(self, pod: Obj) -> None:
         key = self._job_key_of(pod)

@@ -21,7 +21,8 @@ with an unknown image and no command cannot be run: `ImagePullError` (kube's Err
 
 An entry whose `applets` names a multi-call binary (busybox) runs a bare first word that is
 one of its applets through it (`sh -c ...` becomes `/bin/busybox sh -c ...`), as inside the
-image, where /bin/sh *is* busybox.  This module is pure: what exists on the host, the applet
+image, where /bin/sh *is* busybox; so does an applet's path in the image that the host lacks
+(`/bin/sysctl` on a host whose sysctl is /sbin's).  This module is pure: what exists on the host, the applet
 list and the binaries' digests come from `HostImages` (the one place with I/O) or the caller.
 """
 
@@ -163,8 +164,8 @@ def resolve(
     if entry.applets and not present(entry.applets):
         raise ImagePullError(f"image {image!r} runs {entry.applets} ({TABLE_KEY}), which is not on this host")
     argv = [*command, *args] if command else [*entry.entry_argv(), *(args or entry.cmd)]
-    if entry.applets and argv and "/" not in argv[0] and argv[0] in applets(entry.applets):
-        argv = [entry.applets, *argv]
+    if entry.applets and argv and _is_applet(argv[0], applets(entry.applets), present):
+        argv = [entry.applets, os.path.basename(argv[0]), *argv[1:]]
     if not argv:
         raise ImagePullError(f"image {image!r} has neither an entrypoint nor a command in {TABLE_KEY}")
     executable = ""
@@ -174,6 +175,19 @@ def resolve(
         if argv[0] in entry.programs:
             executable = str(peer_path(entry.peer))
     return Resolved(argv, dict(entry.env), entry.working_dir, entry, executable)
+
+
+APPLET_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin"})  # where busybox's image links its applets
+
+
+def _is_applet(program: str, names: frozenset[str], present: Callable[[str], bool]) -> bool:
+    """Whether a container of a multi-call binary's image runs `program` as one of its applets:
+    a bare applet name, or an applet's path in the image (`/bin/sysctl`) that this host lacks
+    (a path the host has, /bin/sh, runs as it is, as it always did)."""
+    if "/" not in program:
+        return program in names
+    directory, name = os.path.split(program)
+    return directory in APPLET_DIRS and name in names and not present(program)
 
 
 # -- the table as a user writes it ----------------------------------------------------------------

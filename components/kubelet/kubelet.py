@@ -30,11 +30,12 @@ from components.client.rest import (
     TransportError,
     path_of,
 )
-from components.kubelet import nodestatus, podworker, prober, tmpfs
+from components.kubelet import nodestatus, podipc, podworker, prober, tmpfs
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import build
 from components.kubelet.hooks import HookRun
 from components.kubelet.images import HostImages
+from components.kubelet.podipc import PodIpcError
 from components.kubelet.podnet import PodNetError, PodNetwork
 from components.kubelet.podsources import PodSources, ServiceLister
 from components.kubelet.podvolumes import PodVolumes
@@ -174,12 +175,18 @@ class Kubelet:
             volumes = self._volumes_of(uid)
             worker = PodWorker(pod, self.runtime, sources, self.config.address, volumes=volumes, images=self.images)
             self.workers[uid] = worker
-        if worker.netns is None and self._needs_network(pod):
-            await self._join_network(worker, pod)  # until it has one, no container starts
+        if (worker.netns is None and self._needs_network(pod)) or (worker.ipcns is None and self._needs_ipc(pod)):
+            await self._make_sandbox(worker, pod)  # until it is whole, no container starts
         worker.pod, worker.sources = pod, sources
         await self._probe(worker, now)
         status = worker.sync(now)
         self._start_hooks(worker)
+        if self._posted.get(uid) != status:
+            # first, also for a pod being deleted: one that finalizers keep shows how it ended
+            # (kube's status manager writes the final status before it deletes)
+            with contextlib.suppress(NotFoundError):
+                await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
+                self._posted[uid] = status
         if meta.get("deletionTimestamp") and not worker.running():
             with contextlib.suppress(NotFoundError):
                 await self.client.delete(
@@ -191,11 +198,6 @@ class Kubelet:
                         "preconditions": {"uid": uid},
                     },
                 )
-            return
-        if self._posted.get(uid) != status:
-            with contextlib.suppress(NotFoundError):
-                await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
-                self._posted[uid] = status
 
     def _allocatable(self) -> Obj:
         """The node's allocatable as last posted (kube's kubelet reads its Node object)."""
@@ -211,18 +213,29 @@ class Kubelet:
         """With a pod network, every pod but a hostNetwork one gets its own."""
         return self.network is not None and (pod.get("spec") or {}).get("hostNetwork") is not True
 
-    async def _join_network(self, worker: PodWorker, pod: Obj) -> None:
-        """Give the worker its pod's network; when it cannot be had now, the pod's containers
-        wait with kube's reason (FailedCreatePodSandBox) and the next sync tries again."""
-        assert self.network is not None
+    def _needs_ipc(self, pod: Obj) -> bool:
+        """A kubelet that runs processes as root gives every pod but a hostIPC one its own IPC
+        namespace (podipc.py)."""
+        return self._has_files() and podipc.usable() and (pod.get("spec") or {}).get("hostIPC") is not True
+
+    async def _make_sandbox(self, worker: PodWorker, pod: Obj) -> None:
+        """Give the worker its pod's own namespaces: its network (with a pod network) and its IPC
+        namespace; when one cannot be had now, the pod's containers wait with kube's reason
+        (FailedCreatePodSandBox) and the next sync tries again."""
         try:
-            address = await asyncio.to_thread(self.network.setup, worker.uid)
-        except PodNetError as e:
+            if worker.netns is None and self._needs_network(pod):
+                assert self.network is not None
+                address = await asyncio.to_thread(self.network.setup, worker.uid)
+                worker.pod_ip, worker.netns = address.ip, address.netns
+            if worker.ipcns is None and self._needs_ipc(pod):
+                pod_dir = Path(self.runtime.root) / "pods" / worker.uid  # type: ignore[attr-defined]
+                worker.ipcns = await asyncio.to_thread(podipc.ensure, pod_dir)
+        except (PodNetError, PodIpcError) as e:
             meta = pod.get("metadata") or {}
-            log.warning("pod %s/%s: no pod network: %s", meta.get("namespace"), meta.get("name"), e)
+            log.warning("pod %s/%s: no pod sandbox: %s", meta.get("namespace"), meta.get("name"), e)
             worker.sandbox_error = f"FailedCreatePodSandBox: {e}"
             return
-        worker.pod_ip, worker.netns, worker.sandbox_error = address.ip, address.netns, ""
+        worker.sandbox_error = ""
 
     async def _probe(self, worker: PodWorker, now: float) -> None:
         due = worker.due_probes(now)

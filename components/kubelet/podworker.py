@@ -16,11 +16,12 @@ attempt and ImagePullBackOff between attempts (10 s, doubling to 300 s, as kube'
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from components.kubelet import etchosts, limits, podphase
+from components.kubelet import etchosts, limits, podphase, termination
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
@@ -34,7 +35,7 @@ from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
 from components.kubelet.sandbox import Mount, Sandbox
-from components.kubelet.security import SecurityContextError, run_as
+from components.kubelet.security import SecurityContextError, capabilities, no_new_privs, run_as
 from components.kubelet.volumes import VolumeError
 from machinery import ephemeral_containers
 from machinery.objects import Obj
@@ -98,6 +99,7 @@ class PodWorker:
         self.host_ip = host_ip
         self.pod_ip = host_ip  # the host network's; a pod network namespace gives its own
         self.netns: str | None = None  # the pod's network namespace file, when it has one
+        self.ipcns: str | None = None  # the pod's IPC namespace file (podipc.py), when it has one
         self.backoff = backoff or CrashBackOff()
         self.wall = wall
         self.start_time = ""
@@ -108,7 +110,7 @@ class PodWorker:
         self.hooks = Hooks()
         self.volumes = volumes  # None: the runtime has no files (fake containers)
         self._volume_error = ""  # why the pod's volumes could not be set up; no container starts
-        self.sandbox_error = ""  # why the pod's network could not be set up (the kubelet's to say)
+        self.sandbox_error = ""  # why the pod's network or IPC namespace could not be made (the kubelet's to say)
         self.images = images or HostImages()
         self._pulls: dict[str, tuple[float, float]] = {}  # container -> (its image's last failure, back-off)
 
@@ -312,7 +314,8 @@ class PodWorker:
 
     def _sandbox(self, container: Obj, env: Mapping[str, str]) -> Sandbox:
         """What sets the container apart: its volume mounts (a `subPathExpr` expanded with its
-        environment `env`) and managed /etc/hosts, the pod's network, its limits."""
+        environment `env`) and managed /etc/hosts, the pod's network and IPC namespaces and
+        sysctls, its limits."""
         where = f"spec.containers[{container['name']}]"
         mounts: tuple[Mount, ...] = ()
         if self.volumes is not None:
@@ -320,13 +323,35 @@ class PodWorker:
             if etchosts.wanted(container, [self.pod_ip], self.pod):
                 # the IP this kubelet reports as the pod's (kube's makeMounts takes the sandbox's)
                 mounts += (self.volumes.hosts_mount(self.pod, [self.pod_ip]),)
+            if os.geteuid() == 0:  # a kubelet that is not root mounts nothing, and would say so in each log
+                mounts += (self._termination_mount(container),)
         user = run_as(self.pod, container, where)
         return Sandbox(
             mounts=mounts,
             netns=self.netns,
             limits=limits.of(container),
             user=None if user is None else (user.uid, user.gid, user.groups),
+            ipcns=self.ipcns,
+            sysctls=pod_sysctls(self.pod),
+            no_new_privs=no_new_privs(container),
+            capabilities=capabilities(container, where),
         )
+
+    def _termination_mount(self, container: Obj) -> Mount:
+        """The next run's termination message file, bound at its terminationMessagePath."""
+        assert self.volumes is not None
+        done = self.runtime.attempts(self.uid, container["name"])  # type: ignore[attr-defined]  # volumes: the process runtime
+        file = termination.file_for(self.volumes.base.parent, container["name"], done[-1] + 1 if done else 0)
+        return Mount(str(file), termination.target_of(container), False)
+
+    def _ended(self, container: Obj, run: RunState) -> Obj:
+        """A finished run's `terminated` state, with its termination message (termination.py);
+        a run that never started keeps the runtime's words."""
+        message = run.message
+        if not message and self.volumes is not None:
+            file = termination.path_of(self.volumes.base.parent, container["name"], run.attempt)
+            message = termination.message(container, file, run.exit_code, run.log)
+        return _terminated(run, message)
 
     def _run_meta(self, container: Obj) -> dict[str, Any]:
         """What the runtime keeps with a run: the spec's hash, the image, and the fake runtime's
@@ -348,6 +373,9 @@ class PodWorker:
             run = self.runtime.seen(self.uid, name)
             if run is None or not run.running or run.attempt != probing.attempt or name not in specs:
                 continue
+            started = _epoch(run.started_at)
+            if started is not None:
+                probing.state.count_from(started)
             out.extend((name, specs[name][0], t) for t in probing.state.due(now))
         return out
 
@@ -395,7 +423,7 @@ class PodWorker:
         if run.attempt > 0:
             previous = self.runtime.seen(self.uid, name, run.attempt - 1)
             if previous is not None and not previous.running:
-                status["lastState"] = {"terminated": _terminated(previous)}
+                status["lastState"] = {"terminated": self._ended(container, previous)}
         if run.running and self.hooks.post_start_pending(name, run.attempt):
             # kube reports a container running only once its postStart hook has finished
             status.update(started=False, state={"waiting": {"reason": "ContainerCreating"}})
@@ -417,9 +445,9 @@ class PodWorker:
                 self.backoff.delay(key), name, str(meta.get("name")), str(meta.get("namespace")), self.uid
             )
             status["state"] = {"waiting": {"reason": CRASH_LOOP, "message": message}}
-            status["lastState"] = {"terminated": _terminated(run)}
+            status["lastState"] = {"terminated": self._ended(container, run)}
         else:
-            status["state"] = {"terminated": _terminated(run)}
+            status["state"] = {"terminated": self._ended(container, run)}
             # kube: an init container that completed is Ready (conformance's InitContainer specs)
             status["ready"] = init and run.exit_code == 0
         return status
@@ -471,11 +499,11 @@ class PodWorker:
         return any((r := self.runtime.seen(self.uid, name)) is not None and r.running for name in self._specs())
 
 
-def _terminated(run: RunState) -> Obj:
+def _terminated(run: RunState, message: str) -> Obj:
     return _drop_empty(
         exitCode=run.exit_code if run.exit_code is not None else 128,
         reason=run.reason,
-        message=run.message,
+        message=message,
         startedAt=run.started_at,
         finishedAt=run.finished_at,
         containerID="",
@@ -488,3 +516,15 @@ def _drop_empty(**fields: Any) -> Obj:
 
 def ready_pod(status: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
+def pod_sysctls(pod: Obj) -> tuple[tuple[str, str], ...]:
+    """The pod's `spec.securityContext.sysctls` as (name, value), in its order (the apiserver
+    has checked their shape; anything else is left out)."""
+    context = (pod.get("spec") or {}).get("securityContext") or {}
+    items = context.get("sysctls") if isinstance(context, dict) else None
+    return tuple(
+        (item["name"], str(item.get("value", "")))
+        for item in items or ()
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
+    )

@@ -90,6 +90,13 @@ class ProbeTracker:
     def due(self, now: float) -> bool:
         return now >= self.next_due
 
+    def count_from(self, started_at: float) -> None:
+        """The container's own start time, once known: the initial delay counts from it (kube's
+        worker compares with `State.Running.StartedAt`), not from the moment the kubelet asked
+        for the start, which is earlier by the start's latency.  Only before the first probe."""
+        if self._run == 0:
+            self.next_due = max(self.next_due, started_at + self.probe.initial_delay)
+
     def observe(self, ok: bool, now: float) -> bool:
         """Record one probe's outcome; True when the verdict changed."""
         self.next_due = now + self.probe.period
@@ -117,6 +124,10 @@ class Container:
             for kind in KINDS
             if spec.get(kind) is not None
         }
+
+    def count_from(self, started_at: float) -> None:
+        for tracker in self.trackers.values():
+            tracker.count_from(started_at)
 
     @property
     def started(self) -> bool:

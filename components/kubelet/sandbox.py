@@ -1,15 +1,22 @@
 """What sets a container's process apart from the host: its volume mounts, the pod's network
-namespace and its resource limits.
+and IPC namespaces, the pod's sysctls and its resource limits.
 
 The pod worker describes it (`Sandbox`), the runtime records it in the run's `spec.json`, and
 the shim applies it in two steps.  `enter` runs in the shim before it starts the container: it
-joins the pod's network namespace (inherited by the container) and creates missing mount
-points; a failure is the container's StartError in its own words.  `child_preexec` runs in the
+joins the pod's IPC and network namespaces (inherited by the container) and writes the pod's
+sysctls there; a failure is the container's StartError in its own words.  `child_preexec` runs in the
 container's process between fork and exec: what must not touch the shim (a mount at /tmp would
 hide the shim's own run directory; the shim's memory must not count against a limit).  It
 reports a failure through a pipe, as subprocess says only "exception in preexec_fn".  `join`
 puts a `kubectl exec` command or an exec probe into the namespaces of the container's running
 process, so it sees what the container sees.
+
+Sysctls (`spec.securityContext.sysctls`) are written by every container's shim, in the pod's
+namespaces (the same values each time): each must be safe (machinery/sysctls.py: kube's
+kubelet refuses others unless told to allow them, and this one has no such flag) and live in a
+namespace the pod has of its own, an IPC one (podipc.py) for `kernel.shm*` and the like, a
+network one (`pod_network = "netns"`) for `net.*`; anything else would change the node, and is
+the container's StartError naming the sysctl.
 
 Mounts: the container gets a mount namespace of its own (private propagation, so nothing
 leaks to the host), with each volume bind-mounted at its mountPath; read-only ones are
@@ -44,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from components.kubelet import limits, linux
+from machinery import sysctls as sysctl_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +68,10 @@ class Sandbox:
     limits: Mapping[str, Any] = field(default_factory=dict)  # see limits.py
     # (uid, gid, supplementary groups) the process takes before exec (security.py); None: as is
     user: tuple[int, int, tuple[int, ...]] | None = None
+    ipcns: str | None = None  # the pod's IPC namespace file (podipc.py); None: the kubelet's
+    sysctls: tuple[tuple[str, str], ...] = ()  # the pod's (name, value), in its order
+    no_new_privs: bool = False  # allowPrivilegeEscalation: false (security.py)
+    capabilities: frozenset[int] | None = None  # its bounding set (security.py); None: the kubelet's
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +79,10 @@ class Sandbox:
             "netns": self.netns,
             "limits": dict(self.limits),
             "user": None if self.user is None else [self.user[0], self.user[1], list(self.user[2])],
+            "ipcns": self.ipcns,
+            "sysctls": [list(pair) for pair in self.sysctls],
+            "no_new_privs": self.no_new_privs,
+            "capabilities": None if self.capabilities is None else sorted(self.capabilities),
         }
 
     @classmethod
@@ -78,7 +94,19 @@ class Sandbox:
         limits = value.get("limits")
         user = value.get("user")
         run_as = (int(user[0]), int(user[1]), tuple(int(g) for g in user[2])) if isinstance(user, list) else None
-        return cls(mounts, str(netns) if netns else None, limits if isinstance(limits, Mapping) else {}, run_as)
+        ipcns = value.get("ipcns")
+        pairs = tuple((str(n), str(v)) for n, v in value.get("sysctls") or ())
+        caps = value.get("capabilities")
+        return cls(
+            mounts,
+            str(netns) if netns else None,
+            limits if isinstance(limits, Mapping) else {},
+            run_as,
+            str(ipcns) if ipcns else None,
+            pairs,
+            value.get("no_new_privs") is True,
+            None if caps is None else frozenset(int(c) for c in caps),
+        )
 
 
 class SandboxError(Exception):
@@ -87,8 +115,8 @@ class SandboxError(Exception):
 
 def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
     """The sandbox this process can set up, and a line for the container's log when it had to
-    leave the mounts or the user out (not root)."""
-    if os.geteuid() == 0 or (not sandbox.mounts and sandbox.user is None):
+    leave the mounts, the user or the sysctls out (not root)."""
+    if os.geteuid() == 0 or (not sandbox.mounts and sandbox.user is None and not sandbox.sysctls):
         return sandbox, ""
     notes = []
     if sandbox.mounts:
@@ -96,20 +124,52 @@ def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
         notes.append(f"raftkube: volumes not mounted ({paths}): the kubelet does not run as root\n")
     if sandbox.user is not None:
         notes.append(f"raftkube: runs as uid {os.geteuid()}, not {sandbox.user[0]}: the kubelet does not run as root\n")
-    return Sandbox((), sandbox.netns, sandbox.limits), "".join(notes)
+    if sandbox.sysctls:
+        names = ", ".join(name for name, _ in sandbox.sysctls)
+        notes.append(f"raftkube: sysctls not set ({names}): the kubelet does not run as root\n")
+    # a kubelet that is not root has no capability to give away, nor CAP_SETPCAP to drop one
+    return Sandbox((), sandbox.netns, sandbox.limits, no_new_privs=sandbox.no_new_privs), "".join(notes)
 
 
 def enter(sandbox: Sandbox) -> None:
-    """In the shim, before it starts the container: join the pod's network, make mount points."""
-    if not sandbox.mounts and sandbox.netns is None:
+    """In the shim, before it starts the container: join the pod's IPC and network namespaces
+    and write the pod's sysctls in them."""
+    if not sandbox.mounts and sandbox.netns is None and sandbox.ipcns is None and not sandbox.sysctls:
         return
     if os.geteuid() != 0:
-        raise SandboxError("volume mounts and pod network namespaces need the kubelet to run as root")  # see usable
+        raise SandboxError("volume mounts and pod namespaces need the kubelet to run as root")  # see usable
     try:
+        if sandbox.ipcns is not None:
+            linux.setns(sandbox.ipcns, linux.CLONE_NEWIPC)
         if sandbox.netns is not None:
             linux.setns(sandbox.netns, linux.CLONE_NEWNET)
     except OSError as e:
         raise SandboxError(str(e)) from None
+    for name, value in sandbox.sysctls:
+        _set_sysctl(name, value, sandbox)
+
+
+def _set_sysctl(name: str, value: str, sandbox: Sandbox) -> None:
+    """Write one of the pod's sysctls, in the pod's own namespace; SandboxError naming it when
+    it is not safe, would change the node, or the kernel refuses it."""
+    where = f"spec.securityContext.sysctls: {name}"
+    if not sysctl_names.is_safe(name):
+        raise SandboxError(f"{where}: forbidden sysctl, not in the kubelet's safe set (no unsafe sysctl is allowed)")
+    namespace = sysctl_names.namespace_of(name)
+    if namespace is None:
+        raise SandboxError(f"{where}: not namespaced: setting it would change the node")
+    if namespace == "ipc" and sandbox.ipcns is None:
+        raise SandboxError(f"{where}: the pod has no IPC namespace of its own (hostIPC)")
+    if namespace == "net" and sandbox.netns is None:
+        raise SandboxError(
+            f"{where}: the pod has no network namespace of its own: pods share the node's network"
+            ' unless the kubelet runs with pod_network = "netns"'
+        )
+    try:
+        with open(sysctl_names.proc_path(name), "w") as f:
+            f.write(value)
+    except OSError as e:
+        raise SandboxError(f"{where}: cannot be set to {value!r}: {e.strerror}") from None
 
 
 def _mount_all(mounts: tuple[Mount, ...]) -> None:
@@ -261,9 +321,14 @@ def child_preexec(
     """What runs in the container's process before exec (None: nothing): its mounts (then the
     working dir is entered here: the caller passes no cwd to Popen), then its limits: it joins
     the run's `cgroup` when the shim made one, else takes them as rlimits (see limits.py), then
-    its user and groups.  A failure's words go to `report_fd` before the exception ends the child."""
+    its capabilities (the ones it may not have leave the bounding set), its user and groups,
+    then no new privileges.  A failure's words go to `report_fd` before the exception ends the
+    child."""
     apply_limits = limits.preexec(sandbox.limits, cgroup)
-    if not sandbox.mounts and apply_limits is None and sandbox.user is None:
+    drop: list[int] = []
+    if sandbox.capabilities is not None:
+        drop = sorted(linux.bounding_set() - sandbox.capabilities)
+    if not sandbox.mounts and apply_limits is None and sandbox.user is None and not sandbox.no_new_privs and not drop:
         return None
 
     def prepare() -> None:
@@ -274,11 +339,15 @@ def child_preexec(
                     os.chdir(cwd)
             if apply_limits is not None:
                 apply_limits()
+            if drop:  # after the mounts and the cgroup, which need what it drops
+                linux.drop_from_bounding_set(drop)
             if sandbox.user is not None:  # last: mounts and the cgroup need root
                 uid, gid, groups = sandbox.user
                 os.setgroups(list(groups))
                 os.setgid(gid)
                 os.setuid(uid)
+            if sandbox.no_new_privs:
+                linux.set_no_new_privs()
         except OSError as e:
             os.write(report_fd, str(e).encode(errors="replace")[:4096])
             raise
@@ -287,17 +356,23 @@ def child_preexec(
 
 
 def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
-    """A preexec that enters the network and mount namespaces of process `pid` where they are
-    not this process's own (None when there is nothing to join).  Entering a mount namespace
-    moves to its root, so the working dir `cwd` is entered again after."""
+    """A preexec that enters the IPC, network and mount namespaces of process `pid` where they are
+    not this process's own, and takes its bounding set and its no_new_privs flag (None when there
+    is nothing to take).  Entering a mount namespace moves to its root, so the working dir `cwd` is
+    entered again after."""
     kinds = []
-    for name, flag in (("net", linux.CLONE_NEWNET), ("mnt", linux.CLONE_NEWNS)):
+    for name, flag in (("ipc", linux.CLONE_NEWIPC), ("net", linux.CLONE_NEWNET), ("mnt", linux.CLONE_NEWNS)):
         try:
             if os.stat(f"/proc/{pid}/ns/{name}").st_ino != os.stat(f"/proc/self/ns/{name}").st_ino:
                 kinds.append((f"/proc/{pid}/ns/{name}", flag))
         except OSError:
             continue  # gone, or not ours to look at: run beside it as before
-    if not kinds:
+    no_new_privs = _has_no_new_privs(pid)
+    try:
+        drop = sorted(linux.bounding_set() - linux.bounding_set(pid))
+    except OSError:
+        drop = []  # gone
+    if not kinds and not no_new_privs and not drop:
         return None
 
     def enter_namespaces() -> None:
@@ -305,5 +380,18 @@ def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
             linux.setns(path, flag)
         if cwd:
             os.chdir(cwd)
+        if drop:
+            linux.drop_from_bounding_set(drop)
+        if no_new_privs:
+            linux.set_no_new_privs()
 
     return enter_namespaces
+
+
+def _has_no_new_privs(pid: int) -> bool:
+    """Whether process `pid` runs with no_new_privs (False when it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return any(line.split() == ["NoNewPrivs:", "1"] for line in status.splitlines())

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from machinery import sysctls
 from machinery.objects import Obj, as_dict
 
 BASELINE = "baseline"
@@ -373,25 +374,6 @@ def seccomp_baseline(meta: Obj, spec: Obj) -> Result | None:
     return _seccomp(meta, spec, required=False)
 
 
-SYSCTLS_1_0 = frozenset(
-    {
-        "kernel.shm_rmid_forced",
-        "net.ipv4.ip_local_port_range",
-        "net.ipv4.tcp_syncookies",
-        "net.ipv4.ping_group_range",
-        "net.ipv4.ip_unprivileged_port_start",
-    }
-)
-SYSCTLS_1_27 = SYSCTLS_1_0 | {"net.ipv4.ip_local_reserved_ports"}
-SYSCTLS_1_29 = SYSCTLS_1_27 | {
-    "net.ipv4.tcp_keepalive_time",
-    "net.ipv4.tcp_fin_timeout",
-    "net.ipv4.tcp_keepalive_intvl",
-    "net.ipv4.tcp_keepalive_probes",
-}
-SYSCTLS_1_32 = SYSCTLS_1_29 | {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"}
-
-
 def _sysctls(allowed: frozenset[str]) -> CheckFn:
     def check(meta: Obj, spec: Obj) -> Result | None:
         names = [str(s.get("name", "")) for s in _list(_sc(spec).get("sysctls")) if isinstance(s, dict)]
@@ -579,10 +561,10 @@ CHECKS: tuple[Check, ...] = (
         Versioned(25, _unless_windows(seccomp_restricted), ("seccompProfile_baseline",)),
     )),
     Check("sysctls", BASELINE, (
-        Versioned(0, _sysctls(SYSCTLS_1_0)),
-        Versioned(27, _sysctls(SYSCTLS_1_27)),
-        Versioned(29, _sysctls(SYSCTLS_1_29)),
-        Versioned(32, _sysctls(SYSCTLS_1_32)),
+        Versioned(0, _sysctls(sysctls.SAFE_1_0)),
+        Versioned(27, _sysctls(sysctls.SAFE_1_27)),
+        Versioned(29, _sysctls(sysctls.SAFE_1_29)),
+        Versioned(32, _sysctls(sysctls.SAFE_1_32)),
     )),
     Check("windowsHostProcess", BASELINE, (Versioned(0, windows_host_process),)),
 )  # fmt: skip

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from apiserver.admission.podsecurity import checks as c
 from apiserver.admission.podsecurity.evaluate import LevelVersion, checks_for, detail, evaluate
 from apiserver.admission.podsecurity.policy import Policy, policy_of
+from machinery import sysctls
 from machinery.objects import Obj
 
 
@@ -128,7 +129,7 @@ CASES: list[tuple[c.CheckFn, Obj, Obj, Obj, str, str]] = [
         'forbidden annotation container.seccomp.security.alpha.kubernetes.io/a="unconfined"',
     ),
     (
-        c._sysctls(c.SYSCTLS_1_32),
+        c._sysctls(sysctls.SAFE_1_32),
         {},
         spec(securityContext={"sysctls": [{"name": "net.ipv4.tcp_rmem", "value": "1"}]}),
         spec(securityContext={"sysctls": [{"name": "kernel.msgmax", "value": "1"}, {"name": "net.ipv4.ip_forward"}]}),

@@ -86,6 +86,31 @@ def test_completions_and_parallelism(cluster: ApiserverUnderTest) -> None:
     scenario(cluster, "job-complete", body)
 
 
+def test_a_deleted_jobs_running_pods_lose_its_tracking_finalizer(cluster: ApiserverUnderTest) -> None:
+    """Kube's cleanupPodFinalizers: a job deleted while its pods run lets them go at once; they
+    would otherwise keep the finalizer, and their namespace Terminating, for good (conformance's
+    Job specs left namespaces so)."""
+
+    async def body(c: RestClient, ns: str) -> None:
+        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        await c.create(path, job("gone", parallelism=2, completions=2))
+
+        async def tracked() -> bool:
+            pods = await pods_of(c, ns, "gone")
+            return len(pods) == 2 and all(TRACKING in p["metadata"]["finalizers"] for p in pods)
+
+        await eventually(tracked, what="two tracked pods")
+        await c.delete(f"{path}/gone")  # background: no garbage collector runs here to take the pods
+
+        async def released() -> bool:
+            pods = await pods_of(c, ns, "gone")
+            return len(pods) == 2 and all(TRACKING not in (p["metadata"].get("finalizers") or []) for p in pods)
+
+        await eventually(released, what="the pods let go")
+
+    scenario(cluster, "job-deleted", body)
+
+
 def test_a_failing_pod_stops_at_the_backoff_limit_counted_once(cluster: ApiserverUnderTest) -> None:
     async def body(c: RestClient, ns: str) -> None:
         path = f"/apis/batch/v1/namespaces/{ns}/jobs"

@@ -130,6 +130,19 @@ def test_busybox_runs_a_bare_applet_through_busybox() -> None:
     assert resolve(SHIPPED, "busybox", ["/bin/sh", "-c", "x"], [], applets=applets).argv == ["/bin/sh", "-c", "x"]
 
 
+def test_an_applets_path_the_host_lacks_runs_through_busybox() -> None:
+    """Conformance's sysctl spec runs `/bin/sysctl` in busybox, where it is the applet; this
+    host's sysctl is /sbin's.  A path the host has (/bin/sh) runs as written; one outside the
+    image's bin dirs, or not an applet, too."""
+    applets = {"/bin/busybox": frozenset({"sh", "sysctl"})}.__getitem__
+    host = {"/bin/busybox", "/bin/sh"}.__contains__
+    got = resolve(SHIPPED, "busybox", ["/bin/sysctl", "kernel.shm_rmid_forced"], [], applets=applets, present=host)
+    assert got.argv == ["/bin/busybox", "sysctl", "kernel.shm_rmid_forced"]
+    assert resolve(SHIPPED, "busybox", ["/bin/sh", "-c", "x"], [], applets=applets, present=host).argv[0] == "/bin/sh"
+    for path in ("/opt/sysctl", "/bin/python3"):
+        assert resolve(SHIPPED, "busybox", [path], [], applets=applets, present=host).argv == [path]
+
+
 def test_an_unknown_image_runs_its_command_or_is_err_image_pull_naming_the_table() -> None:
     assert resolve(SHIPPED, "example.com/app:1", ["sleep"], ["5"]).argv == ["sleep", "5"]
     assert resolve(SHIPPED, "example.com/app:1", ["sleep"], ["5"]).entry is None

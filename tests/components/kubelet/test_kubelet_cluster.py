@@ -297,3 +297,52 @@ def test_node_status_posts_keep_resources_the_kubelet_does_not_own(cluster: Apis
                     await admin.delete(f"/api/v1/nodes/{node}")
 
     asyncio.run(go())
+
+
+def test_a_pod_kept_by_a_finalizer_shows_how_it_ended(cluster: ApiserverUnderTest, tmp_path: Path) -> None:
+    """Kube's status manager writes a deleted pod's final status before it deletes: a pod that
+    a finalizer keeps (the garbage collector's foregroundDeletion, a job's tracking) shows its
+    containers terminated, not running for good (conformance's "Garbage collector should not
+    be blocked by dependency circle" saw them so)."""
+    runtime = ProcessRuntime(tmp_path / "kubelet")
+    node = "kw-final"
+    path = "/api/v1/namespaces/default/pods/kw-kept"
+
+    async def go() -> None:
+        node_config = kubeconfig.load(component_kubeconfig(cluster.data_dir, f"kubelet:{node}"))
+        async with RestClient(node_config) as node_client, RestClient(kubeconfig.load(cluster.kubeconfig)) as admin:
+            task = asyncio.create_task(Kubelet(node_client, NodeConfig(node, "127.0.0.1", 10250), runtime).run())
+            try:
+                pod = {
+                    "metadata": {"name": "kw-kept", "finalizers": ["example.com/keep"]},
+                    "spec": {
+                        "nodeName": node,
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [{"name": "app", "image": "busybox", "command": ["sleep", "60"]}],
+                    },
+                }
+                await admin.create("/api/v1/namespaces/default/pods", pod)
+
+                async def running() -> Any:
+                    got = await _get(admin, path)
+                    return got if (got or {}).get("status", {}).get("phase") == "Running" else None
+
+                await eventually(running, "the pod Running")
+                await admin.delete(path)
+
+                async def ended() -> Any:
+                    got = await _get(admin, path)
+                    [app] = (got or {}).get("status", {}).get("containerStatuses") or [{}]
+                    return got if "terminated" in (app.get("state") or {}) else None
+
+                got = await eventually(ended, "the kept pod's container shown terminated")
+                assert got["metadata"]["deletionTimestamp"] and got["metadata"]["finalizers"] == ["example.com/keep"]
+                assert got["status"]["phase"] in ("Failed", "Succeeded")
+            finally:
+                with contextlib.suppress(NotFoundError):
+                    await admin.patch(path, {"metadata": {"finalizers": None}})
+                await stop_kubelet(task, runtime)
+                with contextlib.suppress(NotFoundError):
+                    await admin.delete(f"/api/v1/nodes/{node}")
+
+    asyncio.run(go())

@@ -31,6 +31,18 @@ def test_due_after_the_initial_delay_then_every_period() -> None:
     assert not t.due(106.9) and t.due(107.0)
 
 
+def test_the_initial_delay_counts_from_the_containers_own_start() -> None:
+    """Conformance "readiness probe should not be ready before initial delay": the container's
+    startedAt comes after the moment the kubelet asked for the start; the delay counts from it,
+    and only before the first probe (a later start time moves nothing)."""
+    t = tracker("readinessProbe", initialDelaySeconds=15)
+    t.count_from(100.3)
+    assert not t.due(115.29) and t.due(115.3)
+    t.observe(True, 115.3)
+    t.count_from(200.0)
+    assert t.due(125.3)  # the period's schedule, not a second delay
+
+
 def test_before_any_verdict_each_kind_reports_its_own_default() -> None:
     assert tracker("readinessProbe").result == "failure"
     assert tracker("livenessProbe").result == "success"

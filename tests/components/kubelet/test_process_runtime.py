@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.kubelet import containerlog
+from components.kubelet import containerlog, sandbox, security
 from components.kubelet.process_runtime import ProcessRuntime, RunState
 from components.kubelet.sandbox import Sandbox
 from components.kubelet.shim import START_DELAY_ENV
@@ -167,3 +168,58 @@ def test_a_container_of_another_user_runs_an_image_program_it_cannot_reach(
     s = until("the container to end", lambda: finished(runtime, "app"), 20.0)
     out = b"".join(e.text for e in containerlog.read(Path(s.log))).decode()
     assert (s.exit_code, out.strip()) == (0, "1001"), out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing a container's user needs root")
+@pytest.mark.parametrize(("no_new_privs", "euid"), [(False, "0"), (True, "1001")])
+def test_allow_privilege_escalation_false_keeps_a_setuid_program_at_the_callers_uid(
+    runtime: ProcessRuntime, tmp_path: Path, no_new_privs: bool, euid: str
+) -> None:
+    """Conformance 'should not allow privilege escalation when false': a setuid-root program
+    (the nonewprivs image's) run as uid 1001 gains uid 0 unless the container has no_new_privs."""
+    program = tmp_path / "setuid-id"
+    shutil.copy2("/usr/bin/id", program)
+    program.chmod(0o4755)
+    box = Sandbox(user=(1001, 1001, ()), no_new_privs=no_new_privs)
+    name = f"nnp-{no_new_privs}".lower()
+    runtime.start("ns", "p", UID, name, ["/image/id", "-u"], {}, sandbox=box, executable=str(program))
+    s = until("the container to end", lambda: finished(runtime, name), 20.0)
+    out = b"".join(e.text for e in containerlog.read(Path(s.log))).decode()
+    assert (s.exit_code, out.strip()) == (0, euid), out
+
+
+def test_exec_into_a_container_without_new_privileges_has_none_either(runtime: ProcessRuntime) -> None:
+    """kubectl exec's process takes the container's no_new_privs, as runc's exec does."""
+    box = Sandbox(no_new_privs=True)
+    runtime.start("ns", "p", UID, "c", ["sleep", "30"], {"PATH": "/usr/bin:/bin"}, sandbox=box)
+    pid = until("the container to run", lambda: runtime.main_pid(UID, "c"))
+    script = ["grep", "NoNewPrivs", "/proc/self/status"]
+    seen = subprocess.run(script, preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True)
+    assert seen.stdout.split() == [b"NoNewPrivs:", b"1"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping capabilities needs root")
+def test_a_root_container_that_is_not_privileged_has_only_its_capabilities_and_so_has_exec(
+    runtime: ProcessRuntime,
+) -> None:
+    """Conformance 'should run the container as unprivileged when false': a root process
+    without NET_ADMIN cannot add a link to the node's network (EPERM); its CapEff is its set,
+    and a process exec'd into it gets no more."""
+    keep = security.DEFAULT_CAPABILITIES
+    box = Sandbox(capabilities=keep)
+    script = "grep CapEff /proc/self/status; ip link add raftkube-dummy0 type dummy; sleep 30"
+    runtime.start("ns", "p", UID, "c", ["sh", "-c", script], {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, sandbox=box)
+    mask = f"{sum(1 << cap for cap in keep):016x}"
+
+    def said() -> str | None:
+        s = runtime.seen(UID, "c")
+        text = b"\n".join(e.text for e in containerlog.read(Path(s.log))).decode() if s and s.log else ""
+        return text if "Operation not permitted" in text else None
+
+    out = until("the container's output", said)
+    assert f"CapEff:\t{mask}" in out, out
+    assert "raftkube-dummy0" not in subprocess.run(["ip", "link"], capture_output=True, check=True, text=True).stdout
+    pid = until("the container to run", lambda: runtime.main_pid(UID, "c"))
+    grep = ["grep", "CapEff", "/proc/self/status"]
+    seen = subprocess.run(grep, preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True, text=True)
+    assert seen.stdout.split() == ["CapEff:", mask]

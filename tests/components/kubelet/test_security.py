@@ -1,12 +1,15 @@
-"""Who a container runs as (kube's effective securityContext) and runAsNonRoot's refusal."""
+"""Who a container runs as (kube's effective securityContext) and runAsNonRoot's refusal; its
+no_new_privs flag and its capabilities."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from components.kubelet.security import RunAs, SecurityContextError, run_as
+from components.kubelet import security
+from components.kubelet.security import RunAs, SecurityContextError, capabilities, no_new_privs, run_as
 
 
 def pod(pod_sc: dict[str, Any] | None = None, **container_sc: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -48,3 +51,36 @@ def test_run_as_non_root_refuses_root_in_kubes_words() -> None:
 def test_ids_that_are_not_ids_are_refused_naming_the_field(bad: Any) -> None:
     with pytest.raises(SecurityContextError, match=r"container\.securityContext\.runAsUser"):
         run_as(*pod(None, runAsUser=bad))
+
+
+def test_only_allow_privilege_escalation_false_sets_no_new_privs() -> None:
+    assert no_new_privs({"securityContext": {"allowPrivilegeEscalation": False}})
+    for container in ({}, {"securityContext": {"allowPrivilegeEscalation": True}}, {"securityContext": None}):
+        assert not no_new_privs(container)
+
+
+def test_a_container_keeps_the_runtimes_default_capabilities_changed_as_containerd_changes_them() -> None:
+    caps = security.CAPABILITIES
+    assert capabilities({}) == security.DEFAULT_CAPABILITIES
+    assert caps["NET_ADMIN"] not in security.DEFAULT_CAPABILITIES and caps["CHOWN"] in security.DEFAULT_CAPABILITIES
+    assert capabilities({"securityContext": {"privileged": True, "capabilities": {"drop": ["ALL"]}}}) is None
+    asked = {"securityContext": {"capabilities": {"add": ["NET_ADMIN", "cap_sys_time"], "drop": ["CHOWN"]}}}
+    want = (security.DEFAULT_CAPABILITIES | {caps["NET_ADMIN"], caps["SYS_TIME"]}) - {caps["CHOWN"]}
+    assert capabilities(asked) == want
+    every_but_chown = {"securityContext": {"capabilities": {"add": ["ALL"], "drop": ["CHOWN"]}}}
+    assert capabilities(every_but_chown) == frozenset(caps.values()) - {caps["CHOWN"]}
+    only_kill = {"securityContext": {"capabilities": {"drop": ["ALL"], "add": ["KILL"]}}}
+    assert capabilities(only_kill) == {caps["KILL"]}
+
+
+@pytest.mark.parametrize(
+    ("asked", "field"),
+    [
+        ({"add": ["NET_WIZARD"]}, "spec.containers[c].securityContext.capabilities.add[0]"),
+        ({"drop": ["KILL", 7]}, "spec.containers[c].securityContext.capabilities.drop[1]"),
+        ({"add": "NET_ADMIN"}, "spec.containers[c].securityContext.capabilities.add"),
+    ],
+)
+def test_a_capability_that_is_not_one_is_refused_naming_the_field(asked: dict[str, Any], field: str) -> None:
+    with pytest.raises(SecurityContextError, match=re.escape(field)):
+        capabilities({"securityContext": {"capabilities": asked}}, "spec.containers[c]")
