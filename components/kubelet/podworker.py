@@ -277,7 +277,9 @@ class PodWorker:
                     **image.env,
                     **env.values,
                 },
-                container.get("workingDir") or image.working_dir or None,
+                # else the image's WORKDIR, which is / for the images the table stands for (not
+                # the kubelet's own working dir: a container's relative writes would land there)
+                container.get("workingDir") or image.working_dir or "/",
                 run_meta,
                 sandbox,
                 executable=image.executable or None,

@@ -161,6 +161,15 @@ def test_the_pause_image_runs_idle_with_an_image_id(runtime: ProcessRuntime) -> 
     assert not w.running()
 
 
+def test_a_container_without_a_working_dir_starts_in_the_root(runtime: ProcessRuntime) -> None:
+    """Kube starts it in the image's WORKDIR (/ for busybox), not in the kubelet's working dir:
+    conformance's `touch checkfile` wrote into the directory `raftkube up` ran in."""
+    w = PodWorker(pod("cwd", sh("app", "pwd"), restartPolicy="Never"), runtime, NO_SOURCES, host_ip="127.0.0.1")
+    drive(w, lambda s: "terminated" in state(s, "app")["state"], "the container to end")
+    run = runtime.seen("cwd", "app")
+    assert run is not None and [e.text for e in containerlog.read(Path(run.log))] == [b"/"]
+
+
 def _catches(pid: int, sig: int) -> bool:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("SigCgt:"):
