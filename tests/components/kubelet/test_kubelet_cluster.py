@@ -26,7 +26,7 @@ from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import STATUS_PERIOD_S, NodeConfig
 from components.kubelet.process_runtime import ProcessRuntime
 from tests.apiserver.support import ApiserverUnderTest
-from tests.components.kubelet.inprocess import stop_kubelet
+from tests.components.kubelet.inprocess import get_or_none, stop_kubelet
 from tests.support.wait import eventually
 
 NODE = "kw-1"
@@ -54,7 +54,9 @@ def test_a_pod_bound_to_the_node_runs_and_is_deleted(cluster: ApiserverUnderTest
 
                 await eventually(node_ready, "the node registered and Ready")
                 lease = await eventually(
-                    lambda: _get(admin, f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{NODE}"),
+                    lambda: get_or_none(
+                        admin, f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{NODE}"
+                    ),
                     "the node's Lease",
                 )
                 assert lease["spec"]["holderIdentity"] == NODE
@@ -108,7 +110,7 @@ def test_a_pod_bound_to_the_node_runs_and_is_deleted(cluster: ApiserverUnderTest
                 await admin.delete("/api/v1/namespaces/default/pods/kw-pod")
 
                 async def gone() -> bool:
-                    return await _get(admin, "/api/v1/namespaces/default/pods/kw-pod") is None
+                    return await get_or_none(admin, "/api/v1/namespaces/default/pods/kw-pod") is None
 
                 await eventually(gone, "the kubelet to confirm the deletion")
                 assert not Path(f"/proc/{container_pid}").exists()  # the process ended before the confirmation
@@ -180,13 +182,6 @@ def test_images_run_through_the_table_or_back_off_their_pull(cluster: ApiserverU
     asyncio.run(go())
 
 
-async def _get(client: RestClient, path: str) -> Any:
-    try:
-        return await client.get(path)
-    except NotFoundError:
-        return None
-
-
 def start_kubelet(cluster: ApiserverUnderTest, node: str, root: Path) -> subprocess.Popen[bytes]:
     kubeconfig_path = component_kubeconfig(cluster.data_dir, f"kubelet:{node}")
     argv = [sys.executable, "-m", "components.cli", "kubelet", "--kubeconfig", str(kubeconfig_path)]
@@ -200,7 +195,7 @@ def test_a_restarted_kubelet_process_adopts_its_running_pod(
     node, root = "kw-2", tmp_path / "kubelet"
 
     async def pod_status(admin: RestClient) -> Any:
-        got = await _get(admin, "/api/v1/namespaces/default/pods/kw-adopt")
+        got = await get_or_none(admin, "/api/v1/namespaces/default/pods/kw-adopt")
         return (got or {}).get("status") or {}
 
     async def go() -> None:
@@ -242,7 +237,7 @@ def test_a_restarted_kubelet_process_adopts_its_running_pod(
 
 
 async def _absent(client: RestClient, path: str) -> bool:
-    return await _get(client, path) is None
+    return await get_or_none(client, path) is None
 
 
 @pytest.mark.parametrize(
@@ -324,14 +319,14 @@ def test_a_pod_kept_by_a_finalizer_shows_how_it_ended(cluster: ApiserverUnderTes
                 await admin.create("/api/v1/namespaces/default/pods", pod)
 
                 async def running() -> Any:
-                    got = await _get(admin, path)
+                    got = await get_or_none(admin, path)
                     return got if (got or {}).get("status", {}).get("phase") == "Running" else None
 
                 await eventually(running, "the pod Running")
                 await admin.delete(path)
 
                 async def ended() -> Any:
-                    got = await _get(admin, path)
+                    got = await get_or_none(admin, path)
                     [app] = (got or {}).get("status", {}).get("containerStatuses") or [{}]
                     return got if "terminated" in (app.get("state") or {}) else None
 

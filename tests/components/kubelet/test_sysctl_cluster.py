@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,7 +21,7 @@ from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig
 from components.kubelet.process_runtime import ProcessRuntime
 from tests.apiserver.support import ApiserverUnderTest
-from tests.components.kubelet.inprocess import stop_kubelet
+from tests.components.kubelet.inprocess import get_or_none, stop_kubelet
 from tests.support.wait import eventually
 
 NODE = "kw-sysctl"
@@ -71,7 +70,7 @@ def test_a_pods_safe_sysctl_is_set_in_its_own_ipc_namespace(cluster: ApiserverUn
                 await admin.delete(POD)
 
                 async def gone() -> bool:
-                    return not (runtime.root / "pods" / uid).exists() and await _get(admin, POD) is None
+                    return not (runtime.root / "pods" / uid).exists() and await get_or_none(admin, POD) is None
 
                 await eventually(gone, "the pod deleted and its directory removed")
                 assert str(ipc_file) not in Path("/proc/self/mountinfo").read_text()
@@ -82,9 +81,3 @@ def test_a_pods_safe_sysctl_is_set_in_its_own_ipc_namespace(cluster: ApiserverUn
                     await admin.delete(f"/api/v1/nodes/{NODE}")
 
     asyncio.run(go())
-
-
-async def _get(client: RestClient, path: str) -> Any:
-    with contextlib.suppress(NotFoundError):
-        return await client.get(path)
-    return None

@@ -22,7 +22,7 @@ from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig
 from components.kubelet.process_runtime import ProcessRuntime
 from tests.apiserver.support import ApiserverUnderTest
-from tests.components.kubelet.inprocess import stop_kubelet
+from tests.components.kubelet.inprocess import get_or_none, stop_kubelet
 from tests.components.kubelet.test_tmpfs import mounts_at
 from tests.support.wait import eventually
 
@@ -74,7 +74,7 @@ def test_a_pods_memory_empty_dir_is_tmpfs_inside_and_goes_with_the_pod(
                 await admin.delete(POD)
 
                 async def gone() -> bool:
-                    return not (runtime.root / "pods" / uid).exists() and await _get(admin, POD) is None
+                    return not (runtime.root / "pods" / uid).exists() and await get_or_none(admin, POD) is None
 
                 await eventually(gone, "the pod deleted and its directory removed")
                 assert mounts_at(volume) == []
@@ -85,9 +85,3 @@ def test_a_pods_memory_empty_dir_is_tmpfs_inside_and_goes_with_the_pod(
                     await admin.delete(f"/api/v1/nodes/{NODE}")
 
     asyncio.run(go())
-
-
-async def _get(client: RestClient, path: str) -> Any:
-    with contextlib.suppress(NotFoundError):
-        return await client.get(path)
-    return None
