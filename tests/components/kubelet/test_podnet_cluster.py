@@ -26,7 +26,8 @@ from components.kubelet.process_runtime import ProcessRuntime
 from machinery.process.launch import free_ports
 from tests.apiserver.kubectl_support import kubectl_running
 from tests.apiserver.support import ApiserverUnderTest
-from tests.components.kubelet.test_kubelet_cluster import _absent, _get, eventually
+from tests.components.kubelet.inprocess import get_or_none
+from tests.components.kubelet.test_kubelet_cluster import _absent, eventually
 from tests.components.kubelet.test_podnet import SERVER, free_cidr
 
 # network namespaces need root and iproute2: where they are missing these tests fail, loudly
@@ -65,7 +66,7 @@ def test_a_pod_on_a_netns_kubelet_has_its_own_ip_and_is_probed_there(
         await admin.create("/api/v1/namespaces/default/pods", pod)
 
         async def ready() -> Any:
-            got = await _get(admin, "/api/v1/namespaces/default/pods/pn-pod")
+            got = await get_or_none(admin, "/api/v1/namespaces/default/pods/pn-pod")
             st = (got or {}).get("status") or {}
             conditions = st.get("conditions") or ()
             return st if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
