@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from components.client.events import NORMAL, WARNING, EventRecorder, ObjectRef, reference
 from components.client.indexer import NAMESPACE_INDEX
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
@@ -112,6 +113,7 @@ class Kubelet:
         self._node_status: Obj | None = None
         self._node_posted_at = 0.0
         self._wake = asyncio.Event()
+        self.events = EventRecorder(client, "kubelet", config.name, host=config.name)
 
     # -- the node -------------------------------------------------------------------------------
 
@@ -123,6 +125,8 @@ class Kubelet:
         except AlreadyExistsError:
             await self.client.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": node["metadata"]["labels"]}})
         await self._post_node_status(node["status"])
+        # kube's node reference carries the node's name as its uid
+        self.events.record(ObjectRef("v1", "Node", "", name, name), NORMAL, "Starting", "Starting kubelet.")
 
     async def _post_node_status(self, status: Obj) -> None:
         await self.client.patch(f"/api/v1/nodes/{self.config.name}/status", {"status": status})
@@ -181,6 +185,9 @@ class Kubelet:
         await self._probe(worker, now)
         status = worker.sync(now)
         self._start_hooks(worker)
+        for event in worker.take_events():
+            ref = reference(pod, "v1", "Pod", event.field_path)
+            self.events.record(ref, event.type, event.reason, event.message)
         if self._posted.get(uid) != status:
             # first, also for a pod being deleted: one that finalizers keep shows how it ended
             # (kube's status manager writes the final status before it deletes)
@@ -233,6 +240,9 @@ class Kubelet:
         except (PodNetError, PodIpcError) as e:
             meta = pod.get("metadata") or {}
             log.warning("pod %s/%s: no pod sandbox: %s", meta.get("namespace"), meta.get("name"), e)
+            if worker.sandbox_error != f"FailedCreatePodSandBox: {e}":
+                failed = f"Failed to create pod sandbox: {e}"
+                self.events.record(reference(pod, "v1", "Pod"), WARNING, "FailedCreatePodSandBox", failed)
             worker.sandbox_error = f"FailedCreatePodSandBox: {e}"
             return
         worker.sandbox_error = ""
@@ -253,7 +263,7 @@ class Kubelet:
             env = _handler_env(worker, spec)
             pid = self._main_pid(worker, container)
             outcome = await prober.run(tracker.probe, spec, worker.pod_ip, env, spec.get("workingDir"), pid)
-            worker.record_probe(container, tracker, outcome.ok, self.clock())
+            worker.record_probe(container, tracker, outcome.ok, self.clock(), outcome.reason)
 
         await asyncio.gather(*(one(c, s, t) for c, s, t in due))
 
@@ -385,6 +395,7 @@ class Kubelet:
             for t in [*tasks, *self._hook_tasks]:
                 t.cancel()
             await asyncio.gather(*tasks, *self._hook_tasks, return_exceptions=True)
+            await self.events.flush(timeout=2.0)  # what happened last is worth telling
             await self.factory.stop()
 
     async def _every(self, period: float, step: Callable[[], Any]) -> None:

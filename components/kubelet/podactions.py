@@ -62,6 +62,7 @@ class Plan:
     kills: list[Kill] = field(default_factory=list)
     starts: list[Start] = field(default_factory=list)
     wake_in: float | None = None  # look again this soon (a back-off runs out), else on an event
+    backing_off: list[str] = field(default_factory=list)  # containers that wait out a crash back-off
     failed: bool = False  # the pod has failed for good (an init container under Never)
 
 
@@ -99,6 +100,7 @@ class _Planner:
         wait = self.backoff.remaining(key, finished, self.now)
         if wait > 0:
             self._wake(wait)
+            self.plan.backing_off.append(name)
             return False
         self.backoff.restarted(key, finished, self.now)
         self.plan.starts.append(Start(name, init))

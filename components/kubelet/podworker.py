@@ -9,6 +9,11 @@ restarted, and never ready; it counts for neither the phase nor the conditions. 
 executed elsewhere (they do I/O and take time): `due_probes(now)` says which to run,
 `record_probe` takes their outcomes.  Times are epoch seconds; the worker never sleeps.
 
+What happens to the pod is also told as kube's kubelet tells it in Events (Pulled, Created,
+Started, Killing, BackOff, Unhealthy, Failed, FailedMount, ...): the worker queues them
+(`take_events`) and the kubelet writes them.  A condition that lasts (a missing ConfigMap, an
+image back-off, a crash back-off) is told when it begins, not at every sync.
+
 A container's image is "pulled" by looking it up in the image table (images.py) when the
 runtime runs processes: an image it cannot run waits as kube's does, ErrImagePull at each
 attempt and ImagePullBackOff between attempts (10 s, doubling to 300 s, as kube's image back-off).
@@ -27,7 +32,7 @@ from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
 from components.kubelet.envvars import EnvError, Sources, build, expand
 from components.kubelet.fake_runtime import PREFIX as FAKE_PREFIX
-from components.kubelet.hooks import HookRun, Hooks
+from components.kubelet.hooks import POST_START, HookRun, Hooks
 from components.kubelet.images import HostImages, ImagePullError, Resolved
 from components.kubelet.podactions import Seen, plan, spec_hash
 from components.kubelet.podvolumes import PodVolumes
@@ -35,13 +40,14 @@ from components.kubelet.probes import Container as ContainerProbes
 from components.kubelet.probes import ProbeError, ProbeTracker
 from components.kubelet.process_runtime import RunState
 from components.kubelet.sandbox import Mount, Sandbox
-from components.kubelet.security import SecurityContextError, capabilities, no_new_privs, run_as
+from components.kubelet.security import SecurityContextError, capabilities, no_new_privs, read_only_root, run_as
 from components.kubelet.volumes import VolumeError
 from machinery import ephemeral_containers
 from machinery.objects import Obj
 from machinery.qos import qos_class
 
 DEFAULT_GRACE_S = 30.0
+MAX_QUEUED_EVENTS = 256  # between two takes; older ones are dropped first
 IMAGE_BACKOFF_S = 10.0  # kube's image pull back-off: 10 s, doubling ...
 IMAGE_BACKOFF_MAX_S = 300.0  # ... up to 5 min
 
@@ -81,6 +87,17 @@ def _epoch(text: str) -> float | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class PodEvent:
+    """One thing to report about the pod, in kube's kubelet's reason and words; `field_path`
+    names the container (`spec.containers{web}`), empty for the pod itself."""
+
+    type: str  # Normal or Warning
+    reason: str
+    message: str
+    field_path: str = ""
+
+
 class PodWorker:
     def __init__(
         self,
@@ -100,7 +117,7 @@ class PodWorker:
         self.pod_ip = host_ip  # the host network's; a pod network namespace gives its own
         self.netns: str | None = None  # the pod's network namespace file, when it has one
         self.ipcns: str | None = None  # the pod's IPC namespace file (podipc.py), when it has one
-        self.backoff = backoff or CrashBackOff()
+        self.backoff = backoff if backoff is not None else CrashBackOff()  # an empty one is falsy (__len__)
         self.wall = wall
         self.start_time = ""
         self._started_at: float | None = None  # `now` of the first sync: activeDeadlineSeconds counts from it
@@ -113,6 +130,45 @@ class PodWorker:
         self.sandbox_error = ""  # why the pod's network or IPC namespace could not be made (the kubelet's to say)
         self.images = images or HostImages()
         self._pulls: dict[str, tuple[float, float]] = {}  # container -> (its image's last failure, back-off)
+        self._events: list[PodEvent] = []
+        self._told: set[tuple[str, str, int]] = set()  # (what, container, attempt) told once per run
+
+    # -- events -------------------------------------------------------------------------------
+
+    def take_events(self) -> list[PodEvent]:
+        """The events queued since the last take (the kubelet writes them)."""
+        events, self._events = self._events, []
+        return events
+
+    def _event(self, event_type: str, reason: str, message: str, container: str = "") -> None:
+        """Queue an event about the pod, or about one of its containers."""
+        if len(self._events) >= MAX_QUEUED_EVENTS:
+            del self._events[0]
+        self._events.append(PodEvent(event_type, reason, message, self._field_path(container) if container else ""))
+
+    def _field_path(self, container: str) -> str:
+        """kube's reference to one container of the pod (GenerateContainerRef)."""
+        spec = self.pod.get("spec") or {}
+        for kind in ("initContainers", "containers", "ephemeralContainers"):
+            if any(isinstance(c, dict) and c.get("name") == container for c in spec.get(kind) or ()):
+                return f"spec.{kind}{{{container}}}"
+        return f"spec.containers{{{container}}}"
+
+    def _once(self, what: str, container: str, attempt: int) -> bool:
+        """True the first time `what` happens to this run of the container."""
+        key = (what, container, attempt)
+        if key in self._told:
+            return False
+        self._told.add(key)
+        return True
+
+    def _wait(self, name: str, reason: str, message: str, *events: tuple[str, str, str]) -> None:
+        """The container waits for `reason`; `events` (type, reason, message) are told when
+        that reason or its message is new."""
+        if self._waiting.get(name) != (reason, message):
+            for event in events:
+                self._event(*event, container=name)
+        self._waiting[name] = (reason, message)
 
     def container_names(self) -> list[str]:
         return list(self._specs())
@@ -162,25 +218,41 @@ class PodWorker:
         for name in specs:  # a failed postStart kills its container (the policy restarts it)
             run = self.runtime.seen(self.uid, name)
             if run is not None and run.running and self.hooks.post_start_failed(name, run.attempt):
+                self._killing(name, run.attempt, "FailedPostStartHook")
                 self.runtime.stop(self.uid, name, grace, now)
         if self.volumes is not None:
             try:
                 self.volumes.sync(self.pod, self.sources)
                 self._volume_error = ""
             except (VolumeError, OSError) as e:
-                self._volume_error = f"MountVolume.SetUp failed: {e}"
+                failed = f"MountVolume.SetUp failed: {e}"
+                if failed != self._volume_error:
+                    self._event("Warning", "FailedMount", failed)
+                self._volume_error = failed
         seen = {name: s for name in specs if (s := self._seen(name, now)) is not None}
         actions = plan(self.pod, seen, self.backoff, now)
         for kill in actions.kills:
             stop_grace: float | None = grace
             run = self.runtime.seen(self.uid, kill.container)
             if kill.container in specs and run is not None and run.running:
+                self._killing(kill.container, run.attempt, kill.reason)
                 stop_grace = self.hooks.pre_stop(specs[kill.container][0], run.attempt, now, grace)
             if stop_grace is not None:  # None: its preStop hook still runs
                 self.runtime.stop(self.uid, kill.container, stop_grace, now)
+        for name in actions.backing_off:
+            run = self.runtime.seen(self.uid, name)
+            if run is not None and self._once("BackOff", name, run.attempt):
+                meta = self.pod.get("metadata") or {}
+                pod = f"{meta.get('name')}_{meta.get('namespace')}({self.uid})"  # kube's format.Pod
+                self._event("Warning", "BackOff", f"Back-off restarting failed container {name} in pod {pod}", name)
         for start in actions.starts:
             self._start(specs[start.container][0], now)
         return self.status(now)
+
+    def _killing(self, name: str, attempt: int, why: str) -> None:
+        """Tell once per run that the container is being stopped, and `why`."""
+        if self._once("Killing", name, attempt):
+            self._event("Normal", "Killing", why, name)
 
     def _past_deadline(self, now: float) -> bool:
         """kube's activeDeadlineHandler: the pod has been active on the node longer than
@@ -194,6 +266,7 @@ class PodWorker:
         for name in specs:
             run = self.runtime.seen(self.uid, name)
             if run is not None and run.running:
+                self._killing(name, run.attempt, f"Stopping container {name}")
                 stop_grace = self.hooks.pre_stop(specs[name][0], run.attempt, now, grace)
                 if stop_grace is not None:  # None: its preStop hook still runs
                     self.runtime.stop(self.uid, name, stop_grace, now)
@@ -251,12 +324,13 @@ class PodWorker:
             probe_state = ContainerProbes(container, now, f"spec.containers[{name}]")
             sandbox = self._sandbox(container, env.values)
         except (EnvError, ProbeError, VolumeError, SecurityContextError, OSError) as e:  # OSError: the hosts file
-            self._waiting[name] = ("CreateContainerConfigError", str(e))
+            self._wait(name, "CreateContainerConfigError", str(e), ("Warning", "Failed", f"Error: {e}"))
             return
+        image_name = str(container.get("image") or "")
         try:
             image = self._pull(container, env.values)
         except ImagePullError as e:
-            self._pull_failed(name, str(container.get("image") or ""), str(e), now)
+            self._pull_failed(name, image_name, str(e), now)
             return
         run_meta = self._run_meta(container)
         if getattr(self.runtime, "needs_command", True):
@@ -285,10 +359,14 @@ class PodWorker:
                 executable=image.executable or None,
             )
         except (ValueError, RuntimeError, OSError) as e:  # the runtime could not create it
-            self._waiting[name] = ("CreateContainerError", str(e))
+            self._wait(name, "CreateContainerError", str(e), ("Warning", "Failed", f"Error: {e}"))
             return
+        self._event("Normal", "Pulled", f'Container image "{image_name}" already present on machine', name)
+        self._event("Normal", "Created", f"Created container: {name}", name)
+        self._event("Normal", "Started", f"Started container {name}", name)
         self._waiting.pop(name, None)
         self._pulls.pop(name, None)
+        self._told = {k for k in self._told if k[1] != name or k[2] >= attempt - 1}  # bounded: recent runs only
         self._probing[name] = _Probing(attempt, probe_state)
         self.hooks.forget(name, attempt)
         self.hooks.post_start(container, attempt, now, self._grace() or DEFAULT_GRACE_S)
@@ -308,11 +386,24 @@ class PodWorker:
         """ErrImagePull when an attempt is due, ImagePullBackOff until the next one is."""
         failed = self._pulls.get(name)
         if failed is not None and now < failed[0] + failed[1]:
-            self._waiting[name] = ("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {message}')
+            self._wait(
+                name,
+                "ImagePullBackOff",
+                f'Back-off pulling image "{image}": ErrImagePull: {message}',
+                ("Normal", "BackOff", f'Back-off pulling image "{image}"'),
+                ("Warning", "Failed", "Error: ImagePullBackOff"),
+            )
             return
         delay = IMAGE_BACKOFF_S if failed is None else min(2 * failed[1], IMAGE_BACKOFF_MAX_S)
         self._pulls[name] = (now, delay)
-        self._waiting[name] = ("ErrImagePull", message)
+        self._waiting.pop(name, None)  # each attempt is told
+        self._wait(
+            name,
+            "ErrImagePull",
+            message,
+            ("Warning", "Failed", f'Failed to pull image "{image}": {message}'),
+            ("Warning", "Failed", "Error: ErrImagePull"),
+        )
 
     def _sandbox(self, container: Obj, env: Mapping[str, str]) -> Sandbox:
         """What sets the container apart: its volume mounts (a `subPathExpr` expanded with its
@@ -337,6 +428,7 @@ class PodWorker:
             sysctls=pod_sysctls(self.pod),
             no_new_privs=no_new_privs(container),
             capabilities=capabilities(container, where),
+            read_only_root=read_only_root(container),
         )
 
     def _termination_mount(self, container: Obj) -> Mount:
@@ -386,13 +478,21 @@ class PodWorker:
         return self.hooks.due()
 
     def hook_done(self, run: HookRun, ok: bool, message: str) -> None:
+        if not ok:  # kube leaves the hook's output out of the event: it may carry secrets
+            reason = "FailedPostStartHook" if run.hook == POST_START else "FailedPreStopHook"
+            self._event("Warning", reason, f"{run.hook[0].upper()}{run.hook[1:]}Hook failed", run.container)
         self.hooks.finished(run, ok, message)
 
-    def record_probe(self, container: str, tracker: ProbeTracker, ok: bool, now: float) -> bool:
-        """One probe's outcome; True when a verdict changed (the status is worth posting)."""
+    def record_probe(self, container: str, tracker: ProbeTracker, ok: bool, now: float, why: str = "") -> bool:
+        """One probe's outcome (`why` it failed); True when a verdict changed (the status is
+        worth posting)."""
         probing = self._probing.get(container)
         if probing is None or tracker not in probing.state.trackers.values():
             return False  # a probe of a run that has since been replaced
+        if not ok:
+            kind = tracker.probe.kind.removesuffix("Probe").capitalize()
+            said = f"{kind} probe failed: {why}" if why else f"{kind} probe failed"
+            self._event("Warning", "Unhealthy", said, container)
         return tracker.observe(ok, now)
 
     # -- status ---------------------------------------------------------------------------------

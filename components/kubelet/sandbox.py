@@ -34,6 +34,10 @@ the wrong kind for a mount (a directory /test-volume where a subPath binds a fil
 file over a directory, or of a directory over a file, fails with ENOTDIR) is left out of that
 root, and the mount point made in its place.  The working dir is entered after the mounts, so
 a workingDir inside a volume is the volume.
+A read-only root (`readOnlyRootFilesystem`) is every mount of the namespace but the volumes
+(and what lies under them) and the kernel's /proc, /sys and /dev, remounted read-only once the
+volumes are in place (`_read_only_root`): the host's / and what is mounted on it are the
+container's root filesystem here, and they stay writable for the host.
 Mounts need root: a kubelet that is not root starts the container without them (`usable`
 says so in the container's log), since every pod has its service account volume and no pod
 would start otherwise.  A network namespace needs root too (the kubelet refuses
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -72,6 +77,7 @@ class Sandbox:
     sysctls: tuple[tuple[str, str], ...] = ()  # the pod's (name, value), in its order
     no_new_privs: bool = False  # allowPrivilegeEscalation: false (security.py)
     capabilities: frozenset[int] | None = None  # its bounding set (security.py); None: the kubelet's
+    read_only_root: bool = False  # readOnlyRootFilesystem (security.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +89,7 @@ class Sandbox:
             "sysctls": [list(pair) for pair in self.sysctls],
             "no_new_privs": self.no_new_privs,
             "capabilities": None if self.capabilities is None else sorted(self.capabilities),
+            "read_only_root": self.read_only_root,
         }
 
     @classmethod
@@ -106,6 +113,7 @@ class Sandbox:
             pairs,
             value.get("no_new_privs") is True,
             None if caps is None else frozenset(int(c) for c in caps),
+            value.get("read_only_root") is True,
         )
 
 
@@ -116,7 +124,9 @@ class SandboxError(Exception):
 def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
     """The sandbox this process can set up, and a line for the container's log when it had to
     leave the mounts, the user or the sysctls out (not root)."""
-    if os.geteuid() == 0 or (not sandbox.mounts and sandbox.user is None and not sandbox.sysctls):
+    if os.geteuid() == 0 or (
+        not sandbox.mounts and sandbox.user is None and not sandbox.sysctls and not sandbox.read_only_root
+    ):
         return sandbox, ""
     notes = []
     if sandbox.mounts:
@@ -127,6 +137,8 @@ def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
     if sandbox.sysctls:
         names = ", ".join(name for name, _ in sandbox.sysctls)
         notes.append(f"raftkube: sysctls not set ({names}): the kubelet does not run as root\n")
+    if sandbox.read_only_root:
+        notes.append("raftkube: the root filesystem is not read-only: the kubelet does not run as root\n")
     # a kubelet that is not root has no capability to give away, nor CAP_SETPCAP to drop one
     return Sandbox((), sandbox.netns, sandbox.limits, no_new_privs=sandbox.no_new_privs), "".join(notes)
 
@@ -172,8 +184,9 @@ def _set_sysctl(name: str, value: str, sandbox: Sandbox) -> None:
         raise SandboxError(f"{where}: cannot be set to {value!r}: {e.strerror}") from None
 
 
-def _mount_all(mounts: tuple[Mount, ...]) -> None:
-    """In the container's process: a private mount namespace with every mount in it."""
+def _mount_all(mounts: tuple[Mount, ...], read_only_root: bool = False) -> None:
+    """In the container's process: a private mount namespace with every mount in it (and the
+    rest read-only when `read_only_root`)."""
     linux.unshare(linux.CLONE_NEWNS)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     sources: list[int] = []  # opened in the new namespace: a bind takes its source from there
@@ -191,9 +204,53 @@ def _mount_all(mounts: tuple[Mount, ...]) -> None:
             if m.read_only:
                 linux.mount(None, m.target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_REC)
             made[m.target] = True
+        if read_only_root:
+            _read_only_root({m.target for m in mounts})
     finally:
         for fd in sources:
             os.close(fd)
+
+
+KERNEL_FILESYSTEMS = ("/proc", "/sys", "/dev")  # a container runtime's own mounts: never the image's files
+_KEPT_FLAGS = {"nosuid": linux.MS_NOSUID, "nodev": linux.MS_NODEV, "noexec": linux.MS_NOEXEC}
+
+
+def _read_only_root(volumes: set[str]) -> None:
+    """Remount read-only every mount of this namespace that is not a volume (nor under one) nor
+    a kernel filesystem, keeping its nosuid/nodev/noexec.  The last mount at a path is the one
+    seen there, and a bind remount changes that one alone."""
+    for target, options in _mounts():
+        if any(_within(target, top) for top in (*volumes, *KERNEL_FILESYSTEMS)):
+            continue
+        if "ro" in options:
+            continue
+        flags = linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY
+        for name, flag in _KEPT_FLAGS.items():
+            if name in options:
+                flags |= flag
+        try:
+            linux.mount(None, target, None, flags)
+        except OSError as e:
+            if e.errno not in (errno.ENOENT, errno.EINVAL):  # gone, or hidden under a later mount
+                raise OSError(e.errno, f"read-only root: remount {target}: {e.strerror}") from None
+
+
+def _within(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _mounts() -> list[tuple[str, set[str]]]:
+    """(mount point, per-mount options) of each mount of this namespace, as /proc/self/mountinfo
+    lists them (octal escapes in paths decoded)."""
+    out = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 6:
+                continue
+            target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            out.append((target, set(fields[5].split(","))))
+    return out
 
 
 def _mount_point(target: str, directory: bool, made: dict[str, bool]) -> None:
@@ -328,13 +385,20 @@ def child_preexec(
     drop: list[int] = []
     if sandbox.capabilities is not None:
         drop = sorted(linux.bounding_set() - sandbox.capabilities)
-    if not sandbox.mounts and apply_limits is None and sandbox.user is None and not sandbox.no_new_privs and not drop:
+    if (
+        not sandbox.mounts
+        and not sandbox.read_only_root
+        and apply_limits is None
+        and sandbox.user is None
+        and not sandbox.no_new_privs
+        and not drop
+    ):
         return None
 
     def prepare() -> None:
         try:
-            if sandbox.mounts:
-                _mount_all(sandbox.mounts)
+            if sandbox.mounts or sandbox.read_only_root:
+                _mount_all(sandbox.mounts, sandbox.read_only_root)
                 if cwd:
                     os.chdir(cwd)
             if apply_limits is not None:

@@ -82,6 +82,11 @@ def run_as(pod: Obj, container: Obj, where: str = "container") -> RunAs | None:
     return RunAs(uid if uid is not None else 0, gid if gid is not None else 0, tuple(groups))
 
 
+def read_only_root(container: Obj) -> bool:
+    """Whether the container's root filesystem is read-only (its volumes stay as mounted)."""
+    return as_dict(container.get("securityContext")).get("readOnlyRootFilesystem") is True
+
+
 def no_new_privs(container: Obj) -> bool:
     """Whether the container's process may not gain privileges through exec."""
     return as_dict(container.get("securityContext")).get("allowPrivilegeEscalation") is False

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from components.client.events import NORMAL, WARNING, EventRecorder, reference
 from components.client.informer import EventHandler, InformerFactory
 from components.client.listwatch import Resource
 from components.client.rest import ApiError, ConflictError, NotFoundError, RestClient, TransportError, path_of
 from components.scheduler.cache import Cache
-from components.scheduler.events import EventRecorder
 from components.scheduler.framework import Algorithm, FitError
 from components.scheduler.metrics import Metrics
 from components.scheduler.nodeinfo import DEFAULT_SCHEDULER, PodInfo, pod_key
@@ -62,7 +62,7 @@ class Scheduler:
         self.queue = SchedulingQueue()
         self.algorithm = Algorithm(rng)
         self.metrics = metrics or Metrics()
-        self.events = EventRecorder(client, identity)
+        self.events = EventRecorder(client, DEFAULT_SCHEDULER, identity)
         self.factory = InformerFactory(client, clock=self.clock)
         # affinity terms' namespaceSelectors read namespaces' labels (kube's namespace lister)
         self.namespaces = self.factory.informer(NAMESPACES)
@@ -228,7 +228,7 @@ class Scheduler:
         message = fit.message()
         log.info("%s is unschedulable: %s", qp.key, message)
         self.metrics.attempts.labels("unschedulable", DEFAULT_SCHEDULER).inc()
-        self.events.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        self.events.record(reference(pod, "v1", "Pod"), WARNING, "FailedScheduling", message, "Scheduling")
         self._spawn(self._set_condition(pod, message))
         self.queue.add_unschedulable(qp, now, fit.unschedulable_plugins() or {"NoNodes"})
 
@@ -263,7 +263,8 @@ class Scheduler:
             return
         self.queue.done(qp.key)
         self.metrics.e2e.observe(max(0.0, self.clock.now() - qp.timestamp))
-        self.events.record(qp.pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {ns}/{name} to {node}")
+        assigned = f"Successfully assigned {ns}/{name} to {node}"
+        self.events.record(reference(qp.pod, "v1", "Pod"), NORMAL, "Scheduled", assigned, "Binding")
 
     async def _preempt(self, pod: Obj, node: str, victims: list[Obj]) -> None:
         meta = pod.get("metadata") or {}
@@ -283,7 +284,11 @@ class Scheduler:
                     {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": vm.get("uid")}},
                 )
                 self.events.record(
-                    v, "Normal", "Preempted", "Preempting", f"Preempted by pod {meta.get('uid')} on node {node}"
+                    reference(v, "v1", "Pod"),
+                    NORMAL,
+                    "Preempted",
+                    f"Preempted by pod {meta.get('uid')} on node {node}",
+                    "Preempting",
                 )
             except NotFoundError:
                 pass

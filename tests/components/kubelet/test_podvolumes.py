@@ -8,6 +8,7 @@ bounded; every container is killed by pid at the end (the `runtime` fixture)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
 import subprocess
@@ -524,3 +525,28 @@ def test_mount_points_right_under_root_are_made_in_a_root_of_the_containers_own(
         for leftover in (directory, f"/{name}-n/deeper", f"/{name}-n"):
             if os.path.isdir(leftover):
                 os.rmdir(leftover)
+
+
+def test_a_read_only_root_refuses_writes_but_its_volumes_take_them(runtime: ProcessRuntime, mount_dir: str) -> None:
+    """Conformance "should not write to root filesystem": `readOnlyRootFilesystem` makes every
+    write outside the container's volumes fail with EROFS, in the container only."""
+    root_file, tmp_file = f"/raftkube-ro-{uuid.uuid4().hex[:8]}", f"/tmp/raftkube-ro-{uuid.uuid4().hex[:8]}"
+    script = (
+        f"{{ echo x > {root_file}; }} 2>/dev/null || echo root-refused; "
+        f"{{ echo x > {tmp_file}; }} 2>/dev/null || echo tmp-refused; "
+        f"echo x > {mount_dir}/f && echo volume-written; sleep 30"
+    )
+    app = sh("app", script, [{"name": "scratch", "mountPath": mount_dir}])
+    app["securityContext"] = {"readOnlyRootFilesystem": True}
+    pod = a_pod("ro1", [app], [{"name": "scratch", "emptyDir": {}}])
+    w = worker(runtime, pod, sources())
+    try:
+        want = b"root-refused\ntmp-refused\nvolume-written\n"
+        sync_until(w, "the container's writes", lambda: output(runtime, "ro1", "app") == want)
+        assert (runtime.root / "pods" / "ro1" / "volumes" / "scratch" / "f").read_text() == "x\n"
+        # the host's root stays writable: the remount was the container's namespace's alone
+        Path(tmp_file).write_text("host")
+    finally:
+        for leftover in (root_file, tmp_file):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)

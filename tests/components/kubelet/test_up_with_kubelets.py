@@ -1,6 +1,6 @@
 """`raftkube up` with two kubelets: both nodes register Ready, a Deployment's pods run as real
-processes spread over them, and `raftkube down` leaves no process behind (kubelets, shims and
-containers included)."""
+processes spread over them, `kubectl describe` shows the kubelet's events, and `raftkube down`
+leaves no process behind (kubelets, shims and containers included)."""
 
 from __future__ import annotations
 
@@ -109,6 +109,21 @@ def test_two_kubelets_run_a_deployment_and_down_leaves_nothing(cluster: Apiserve
         name, node = p["metadata"]["name"], p["spec"]["nodeName"]
         until(f"{name}'s log", lambda name=name, node=node: cluster.ok("logs", name) == f"up on {node}\n")
         assert cluster.ok("exec", name, "--", "sh", "-c", "echo $NODE") == f"{node}\n"
+    # the kubelet tells what it did, beside the scheduler (kube's reasons, as kubectl describe shows them)
+    name = pods[0]["metadata"]["name"]
+
+    def described() -> str | None:
+        out = cluster.ok("describe", "pod", name)
+        return out if "Started container c" in out else None
+
+    events = until(f"{name}'s kubelet events in kubectl describe", described).split("Events:")[1]
+    for reason, source, message in [
+        ("Scheduled", "default-scheduler", f"Successfully assigned default/{name} to"),
+        ("Pulled", "kubelet", 'Container image "busybox" already present on machine'),
+        ("Created", "kubelet", "Created container: c"),
+        ("Started", "kubelet", "Started container c"),
+    ]:
+        assert any(reason in line and source in line and message in line for line in events.splitlines()), events
     assert processes_under(cluster.data_dir)  # the kubelets and the shims name the data dir
     containers = [
         int(orjson.loads(state.read_bytes())["pid"])
