@@ -4,8 +4,8 @@ exec: the command runs with the container's environment and working directory (t
 runtime's "inside the container"); exit 0 passes, anything else or the timeout fails (the
 command is killed).  httpGet: a GET to host (default the pod's IP), port (a number or the name
 of a container port), path and headers; 200-399 passes; HTTPS is not verified, as kube does
-not.  tcpSocket: a connection that opens passes.  grpc is not supported by this kubelet and
-fails, with a reason.  Every outcome comes with a short reason for the probe's event.
+not.  tcpSocket: a connection that opens passes.  grpc: the standard health service answers
+SERVING (grpcprobe.py).  Every outcome comes with a short reason for the probe's event.
 """
 
 from __future__ import annotations
@@ -137,6 +137,11 @@ async def run(
     probe: Probe, container: Mapping[str, Any], pod_ip: str, env: dict[str, str], cwd: str | None, pid: int = 0
 ) -> Outcome:
     """One run of `probe` against `container`, never longer than its timeout (plus the kill)."""
+    if probe.handler == "grpc":
+        from components.kubelet import grpcprobe  # noqa: PLC0415 - grpcio (70 ms) loads when a pod has one
+
+        failed = await grpcprobe.check(probe.action, probe.timeout, pod_ip)
+        return Outcome(failed is None, failed or "")
     if probe.handler not in ("exec", "httpGet", "tcpSocket"):
         return Outcome(False, f"{probe.handler} probes are not supported by this kubelet")
     return await run_handler(probe.handler, probe.action, probe.timeout, container, pod_ip, env, cwd, pid)
