@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from apiserver.launcher import LocalApiserver
+from components.kubelet.podnet import forwarding_enabled
 from machinery.process.launch import child_env
 
 UP_TIMEOUT_S = 420.0
@@ -89,14 +90,23 @@ def copy_logs(data_dir: Path, into: Path) -> None:
 
 
 @contextlib.contextmanager
-def fresh_cluster(config: Path, logs_into: Path, say: Callable[[str], None]) -> Iterator[Path]:
-    """A fresh cluster for the duration of the block; yields its admin kubeconfig."""
+def fresh_cluster(
+    config: Path, logs_into: Path, say: Callable[[str], None], pod_network: str = "host"
+) -> Iterator[Path]:
+    """A fresh cluster for the duration of the block, its pods on `pod_network`; yields its
+    admin kubeconfig."""
     tmp = Path(tempfile.mkdtemp(prefix="raftkube-conformance-"))
     data_dir = tmp / "cluster"
     env = child_env({"XDG_STATE_HOME": str(tmp / "state")})
     up = ["up", "--detach", "--free-ports", "--data-dir", str(data_dir)]
     if config.is_file():
         up += ["--config", str(config.resolve())]
+    up += ["--pod-network", pod_network]
+    if pod_network == "netns" and not forwarding_enabled():
+        say(
+            "conformance: net.ipv4.ip_forward is 0 (left as it is): pods of different nodes cannot reach"
+            " each other, and specs that need it fail (sysctl -w net.ipv4.ip_forward=1 allows it)"
+        )
     try:
         say(f"conformance: starting a fresh cluster in {data_dir} (raftkube {' '.join(up)})")
         started = time.monotonic()

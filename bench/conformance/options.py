@@ -9,6 +9,7 @@ constructs RE2 lacks (lookaround, backreferences) are refused here rather than b
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ class Options:
     content_type: str
     config: Path
     """The cluster.toml the fresh cluster starts with (as `raftkube up --config`)."""
+    pod_network: str = "host"
+    """The fresh cluster's (`raftkube up --pod-network`): netns unless asked otherwise or not root,
+    since conformance runs replicas that listen on the same port and dials pods by their IPs."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ def from_args(args: argparse.Namespace) -> Options:
         timeout_s=parse_duration("--timeout", args.timeout),
         content_type=args.content_type,
         config=args.config,
+        pod_network=args.pod_network or ("netns" if os.geteuid() == 0 else "host"),
     )
 
 

@@ -138,7 +138,7 @@ def target(opts: Options, logs_into: Path) -> Iterator[Path]:
     if opts.kubeconfig is not None:
         yield opts.kubeconfig
         return
-    with cluster.fresh_cluster(opts.config, logs_into, say) as kubeconfig:
+    with cluster.fresh_cluster(opts.config, logs_into, say, opts.pod_network) as kubeconfig:
         yield kubeconfig
 
 

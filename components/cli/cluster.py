@@ -74,6 +74,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--hollow-nodes", type=int, help=f"hollow nodes to run, 0-{MAX_HOLLOW} (cluster.toml [kubelets] hollow)"
     )
     up.add_argument(
+        "--pod-network",
+        choices=("host", "netns"),
+        help="host: pods share the host's network; netns (root): each pod its own namespace and IP"
+        " (cluster.toml [kubelets] pod_network)",
+    )
+    up.add_argument(
         "--upstream",
         metavar="PARTS",
         help="run the built upstream kube-scheduler/kube-controller-manager in place of ours:"
@@ -183,6 +189,8 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
             argv += [flag, str(value)]
     if args.hollow_nodes is not None:
         argv += ["--hollow-nodes", str(args.hollow_nodes)]
+    if args.pod_network is not None:
+        argv += ["--pod-network", args.pod_network]
     if args.upstream is not None:
         argv += ["--upstream", args.upstream]
     if args.free_ports:
@@ -503,8 +511,11 @@ def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:
         if not 0 <= args.hollow_nodes <= MAX_HOLLOW:
             raise UsageError(f"--hollow-nodes must be from 0 to {MAX_HOLLOW}, got {args.hollow_nodes}")
         k = dataclasses.replace(k, hollow=args.hollow_nodes)
+    if args.pod_network is not None:
+        k = dataclasses.replace(k, pod_network=args.pod_network)
     if k.pod_network == "netns" and k.count and os.geteuid() != 0:
-        raise UsageError(f'{args.config}: kubelets.pod_network = "netns" needs root (run `up` as root, or use host)')
+        where = "--pod-network netns" if args.pod_network else f'{args.config}: kubelets.pod_network = "netns"'
+        raise UsageError(f"{where} needs root (run `up` as root, or use host)")
     return k
 
 

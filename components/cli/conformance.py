@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--config", type=Path, default=Path("cluster.toml"), help="the fresh cluster's cluster.toml (as `raftkube up`)"
     )
+    p.add_argument(
+        "--pod-network",
+        choices=("host", "netns"),
+        help="the fresh cluster's pod network (as `raftkube up --pod-network`); default netns when root, else host:"
+        " pods of a Deployment that listen on one port need their own IPs",
+    )
     p.set_defaults(run=_run)
     sub_p = p.add_subparsers(dest="conformance", metavar="COMMAND")
     rep = sub_p.add_parser("report", help="rebuild conformance.json and conformance.md from JUnit files")

@@ -4,6 +4,7 @@ parallel pass and the serial one), and the usage errors it stops at before start
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,17 @@ def test_missing_ginkgo_alone_is_named(
     assert main(["conformance", "--parallel", "3", "--report", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "not built: " + str(peers.peer_path("ginkgo")) + ";" in err and "peers build --only e2e.test,ginkgo" in err
+
+
+def test_the_fresh_cluster_puts_pods_in_network_namespaces_when_it_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert opts().pod_network == "netns"  # replicas listening on one port need IPs of their own
+    assert opts("--pod-network", "host").pod_network == "host"
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert opts().pod_network == "host"  # netns needs root
+
+
+def test_an_unknown_pod_network_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        opts("--pod-network", "bridge")
+    assert stopped.value.code == 2 and "--pod-network" in capsys.readouterr().err

@@ -1,0 +1,34 @@
+"""`raftkube up --pod-network`: the flag lies over cluster.toml's [kubelets] pod_network, the
+kubelets `up` starts get it, and netns without root is refused naming the flag (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+from components.cli import cluster
+from components.cli.main import build_parser
+from machinery.process.command import UsageError
+
+
+def _args(tmp_path: Path, *argv: str) -> argparse.Namespace:
+    config = tmp_path / "cluster.toml"
+    config.write_text('[kubelets]\ncount = 2\npod_network = "host"\n')
+    return build_parser().parse_args(["up", "--config", str(config), *argv])
+
+
+def test_the_flag_lies_over_cluster_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert cluster._kubelet_settings(_args(tmp_path)).pod_network == "host"
+    settings = cluster._kubelet_settings(_args(tmp_path, "--pod-network", "netns"))
+    assert settings.pod_network == "netns"
+    assert settings.network_args("node-1") == ("--pod-network", "netns", "--pod-cidr", "10.244.1.0/24")
+
+
+def test_netns_without_root_is_refused_naming_the_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(UsageError, match="--pod-network netns needs root"):
+        cluster._kubelet_settings(_args(tmp_path, "--pod-network", "netns"))
