@@ -1,5 +1,5 @@
 """The garbage collector against a real apiserver: background, foreground and orphan
-propagation, dangling owners (at creation and after), partial ownership, and the graph's
+propagation, a circle of owners, dangling owners (at creation and after), partial ownership, and the graph's
 bookkeeping (pure)."""
 
 from __future__ import annotations
@@ -75,6 +75,23 @@ def test_foreground_deletion_waits_for_blocking_dependents(cluster: ApiserverUnd
         await eventually(lambda: gone(c, f"{base}/owner"), what="the owner gone after its dependent")
 
     scenario(cluster, "gc-foreground", body)
+
+
+def test_a_circle_of_owners_deleted_in_the_foreground_goes_whole(cluster: ApiserverUnderTest) -> None:
+    """Conformance "should not be blocked by dependency circle": one owns two owns three owns one,
+    each reference blocking; deleting one in the foreground deletes all three."""
+
+    async def body(c: RestClient, base: str) -> None:
+        made = [await c.create(base, {"metadata": {"name": n}}) for n in ("one", "two", "three")]
+        for i, obj in enumerate(made):
+            owner = made[i - 1]  # one is owned by three, two by one, three by two
+            await c.patch(f"{base}/{obj['metadata']['name']}", {"metadata": {"ownerReferences": [owned_by(owner)]}})
+        await asyncio.sleep(0.5)  # the collector has seen the circle
+        await c.delete(f"{base}/one", {"propagationPolicy": "Foreground"})
+        for name in ("one", "two", "three"):
+            await eventually(lambda name=name: gone(c, f"{base}/{name}"), what=f"{name} deleted", timeout=20)
+
+    scenario(cluster, "gc-circle", body)
 
 
 async def _deleting(c: RestClient, path: str) -> bool:
