@@ -19,10 +19,12 @@ cluster.toml entries ([[kubelets.images]]) come before the shipped ones, so they
 A pod whose container has a `command` runs it whatever its image (as before the table); one
 with an unknown image and no command cannot be run: `ImagePullError` (kube's ErrImagePull).
 
-An entry whose `applets` names a multi-call binary (busybox) runs a bare first word that is
-one of its applets through it (`sh -c ...` becomes `/bin/busybox sh -c ...`), as inside the
-image, where /bin/sh *is* busybox; so does an applet's path in the image that the host lacks
-(`/bin/sysctl` on a host whose sysctl is /sbin's).  This module is pure: what exists on the host, the applet
+An entry whose `applets` names a multi-call binary (busybox) runs a first word that is one of
+its applets, bare (`sh`) or at its path in the image (`/bin/sh`, `/bin/sysctl`), through it, as
+inside the image, where /bin/sh *is* busybox: the binary is the executable and argv[0] stays as
+written, so busybox picks the applet from it and its messages name it as the image's would
+("/bin/sh: can't create /file: Read-only file system"; the host's /bin/sh may be another
+shell, and a host's sysctl may be /sbin's).  This module is pure: what exists on the host, the applet
 list and the binaries' digests come from `HostImages` (the one place with I/O) or the caller.
 """
 
@@ -164,10 +166,10 @@ def resolve(
     if entry.applets and not present(entry.applets):
         raise ImagePullError(f"image {image!r} runs {entry.applets} ({TABLE_KEY}), which is not on this host")
     argv = [*command, *args] if command else [*entry.entry_argv(), *(args or entry.cmd)]
-    if entry.applets and argv and _is_applet(argv[0], applets(entry.applets), present):
-        argv = [entry.applets, os.path.basename(argv[0]), *argv[1:]]
     if not argv:
         raise ImagePullError(f"image {image!r} has neither an entrypoint nor a command in {TABLE_KEY}")
+    if entry.applets and _is_applet(argv[0], applets(entry.applets)):
+        return Resolved(argv, dict(entry.env), entry.working_dir, entry, entry.applets)
     executable = ""
     if entry.peer and entry.programs:
         if not command:
@@ -180,14 +182,13 @@ def resolve(
 APPLET_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin"})  # where busybox's image links its applets
 
 
-def _is_applet(program: str, names: frozenset[str], present: Callable[[str], bool]) -> bool:
+def _is_applet(program: str, names: frozenset[str]) -> bool:
     """Whether a container of a multi-call binary's image runs `program` as one of its applets:
-    a bare applet name, or an applet's path in the image (`/bin/sysctl`) that this host lacks
-    (a path the host has, /bin/sh, runs as it is, as it always did)."""
+    a bare applet name, or an applet's path in the image (`/bin/sh`, `/bin/sysctl`)."""
     if "/" not in program:
         return program in names
     directory, name = os.path.split(program)
-    return directory in APPLET_DIRS and name in names and not present(program)
+    return directory in APPLET_DIRS and name in names
 
 
 # -- the table as a user writes it ----------------------------------------------------------------

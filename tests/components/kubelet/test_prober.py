@@ -111,6 +111,8 @@ def test_port_resolution(port: Any, expected: int | None) -> None:
     assert resolve_port(port, {"ports": [{"name": "web", "containerPort": 9000}]}) == expected
 
 
-def test_grpc_is_refused_with_a_reason() -> None:
-    out = go(probe(grpc={"port": 9000}))
-    assert out == Outcome(False, "grpc probes are not supported by this kubelet")
+def test_a_grpc_probe_asks_the_health_service_at_the_pods_ip() -> None:
+    """Nothing listens: the probe fails in kube's words (grpcprobe.py's tests cover the answers)."""
+    [port] = free_ports(1)
+    out = go(probe(grpc={"port": port}, timeoutSeconds=1))
+    assert not out.ok and out.reason.startswith(f"timeout: failed to connect service '127.0.0.1:{port}'")
