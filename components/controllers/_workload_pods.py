@@ -36,8 +36,9 @@ def selector_matches(selector: Any, obj_labels: Mapping[str, str]) -> bool:
 # -- ownership ------------------------------------------------------------------------------
 
 
-def owner_ref(owner: Mapping[str, Any], kind: str, api_version: str = "apps/v1") -> Obj:
-    """The ownerReference a controller sets on what it makes or adopts."""
+def owner_ref(owner: Mapping[str, Any], kind: str, api_version: str) -> Obj:
+    """The ownerReference a controller sets on what it makes or adopts (`api_version` the
+    owner's: the garbage collector finds the owner by it)."""
     m = metadata(owner)
     return {
         "apiVersion": api_version,

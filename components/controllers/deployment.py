@@ -126,7 +126,7 @@ class DeploymentController(Controller):
                         rs, [r for r in metadata(rs).get("ownerReferences") or () if r.get("uid") != uid]
                     )
             elif ref is None and matches and not deleting and not metadata(rs).get("deletionTimestamp"):
-                refs = [*(metadata(rs).get("ownerReferences") or ()), owner_ref(d, "Deployment")]
+                refs = [*(metadata(rs).get("ownerReferences") or ()), owner_ref(d, "Deployment", "apps/v1")]
                 adopted = await self._set_owners(rs, refs)
                 if adopted is not None:
                     owned.append(adopted)
@@ -255,7 +255,7 @@ class DeploymentController(Controller):
                 "name": name,
                 "namespace": ns,
                 "labels": dict(template["metadata"]["labels"]),
-                "ownerReferences": [owner_ref(d, "Deployment")],
+                "ownerReferences": [owner_ref(d, "Deployment", "apps/v1")],
             },
             "spec": {
                 "replicas": 0,

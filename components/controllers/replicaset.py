@@ -189,7 +189,10 @@ class ReplicaSetController(Controller):
                         pod, [r for r in metadata(pod).get("ownerReferences") or () if r.get("uid") != uid]
                     )
             elif ref is None and matches and not deleting:
-                refs = [*(metadata(pod).get("ownerReferences") or ()), owner_ref(rs, self.owners.kind)]
+                refs = [
+                    *(metadata(pod).get("ownerReferences") or ()),
+                    owner_ref(rs, self.owners.kind, self.owners.group_version),
+                ]
                 if await self._set_owners(pod, refs):
                     owned.append(pod)
         return owned
@@ -246,7 +249,7 @@ class ReplicaSetController(Controller):
         tmeta = template.get("metadata") or {}
         body_meta: Obj = {
             "generateName": f"{metadata(rs).get('name')}-",
-            "ownerReferences": [owner_ref(rs, self.owners.kind)],
+            "ownerReferences": [owner_ref(rs, self.owners.kind, self.owners.group_version)],
         }
         for field in ("labels", "annotations", "finalizers"):
             if tmeta.get(field):

@@ -307,8 +307,9 @@ def test_replicationcontroller_creates_adopts_scales_and_reports(cluster: Apiser
                 assert "orphan" in [p["metadata"]["name"] for p in pods] and len(pods) == 2
                 for p in pods:
                     [ref] = p["metadata"]["ownerReferences"]
-                    want = ("ReplicationController", rc["metadata"]["uid"], True)
-                    assert (ref["kind"], ref["uid"], ref["controller"]) == want
+                    # apiVersion v1, the RC's own: the garbage collector finds the owner by it
+                    want = ("v1", "ReplicationController", rc["metadata"]["uid"], True)
+                    assert (ref["apiVersion"], ref["kind"], ref["uid"], ref["controller"]) == want
                 await client.patch(f"{rcs}/db/scale", {"spec": {"replicas": 3}})
                 await eventually(lambda: status_is(3), what="scaled up to 3")
 
