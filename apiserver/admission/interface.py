@@ -3,7 +3,9 @@
 Order, as in kube-apiserver: the resource's defaulting, then every mutating plugin (which
 may change the object), then the resource's validation, then every validating plugin (which
 may only refuse, with a StatusError).  Plugins see creates, updates (with the stored object)
-and deletes; a plugin says which writes concern it, so the chain skips it cheaply otherwise.
+and deletes, and connects (exec, attach, port-forward: the object is the request's options,
+PodExecOptions and the like, and nothing is stored); a plugin says which requests concern it,
+so the chain skips it cheaply otherwise.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from apiserver.auth.user import User
 from apiserver.resources.base import ResourceDef
 from machinery.objects import Obj
 
-Operation = Literal["CREATE", "UPDATE", "DELETE"]
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
 
 @dataclass(slots=True)
@@ -27,7 +29,7 @@ class AdmissionRequest:
     namespace: str | None
     name: str
     user: User
-    object: Obj | None  # what will be stored (None for a delete); mutating plugins change it
+    object: Obj | None  # what will be stored (None for a delete; a connect's options); mutating plugins change it
     old_object: Obj | None  # what is stored now (None for a create)
     dry_run: bool = False
 

@@ -123,6 +123,8 @@ class NodeRestriction:
         self._node_by_name = node_by_name
 
     def handles(self, request: AdmissionRequest) -> bool:
+        if request.operation == "CONNECT":
+            return False  # writes only: what a node may connect to is RBAC's to say
         if NODES_GROUP not in request.user.groups or not request.user.name.startswith(NODE_PREFIX):
             return False
         key = (request.resource.group, request.resource.plural)

@@ -27,6 +27,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
 from apiserver import errors
+from apiserver.http.params import query_bool
 from machinery import pod_log_options
 from machinery.objects import Obj
 from machinery.tasks import until_first_ends
@@ -180,6 +181,31 @@ class StreamEndpoint:
     passed: tuple[str, ...]
     # whether the path ends in a container (the request's `container`, or the pod's only one)
     names_container: bool = False
+    # the kind of the request's options, which admission sees as the connect's object
+    options_kind: str = ""
+
+    def options(self, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> Obj:
+        """The request as the options object kube's admission sees for a CONNECT (v1
+        PodExecOptions, PodAttachOptions, PodPortForwardOptions); 400 names a bad parameter."""
+        single = dict(query)
+        out: Obj = {"kind": self.options_kind, "apiVersion": "v1"}
+        for name in ("stdin", "stdout", "stderr", "tty"):
+            if name in self.passed:
+                out[name] = query_bool(single, name)
+        if self.names_container:
+            out["container"] = self.container(pod, query)[0]
+        if "command" in self.passed:
+            out["command"] = [v for k, v in query if k == "command"]
+        if "ports" in self.passed:
+            ports = []
+            for k, v in query:
+                if k == "ports":
+                    for part in v.split(","):
+                        if not (part.isascii() and part.isdigit() and 0 < int(part) < 65536):
+                            raise errors.bad_request(f"ports: invalid value {part!r}: must be a port number")
+                        ports.append(int(part))
+            out["ports"] = ports
+        return out
 
     def container(self, pod: Mapping[str, Any], query: list[tuple[str, str]]) -> tuple[str, ...]:
         """The container part of the path (checked: 400 when the pod has no such container)."""
@@ -192,8 +218,13 @@ class StreamEndpoint:
         return kubelet.url(_pod_path(self.path, pod, *self.container(pod, query)), urlencode(passed))
 
 
-EXEC = StreamEndpoint("exec", ("command", "stdin", "stdout", "stderr", "tty"), names_container=True)
-PORT_FORWARD = StreamEndpoint("portForward", ("ports",))
+EXEC = StreamEndpoint(
+    "exec", ("command", "stdin", "stdout", "stderr", "tty"), names_container=True, options_kind="PodExecOptions"
+)
+ATTACH = StreamEndpoint(
+    "attach", ("stdin", "stdout", "stderr", "tty"), names_container=True, options_kind="PodAttachOptions"
+)
+PORT_FORWARD = StreamEndpoint("portForward", ("ports",), options_kind="PodPortForwardOptions")
 
 
 def _pod_path(endpoint: str, pod: Mapping[str, Any], *more: str) -> str:
@@ -320,10 +351,11 @@ class NodeAccess:
 
     async def check_stream(
         self, namespace: str | None, name: str, endpoint: StreamEndpoint, query: list[tuple[str, str]]
-    ) -> None:
-        """The checks of an exec or port-forward request, without opening it."""
+    ) -> Obj:
+        """The checks of an exec, attach or port-forward request, without opening it: its
+        options object (what admission sees)."""
         pod, _ = await self._pod_and_kubelet(namespace, name)
-        endpoint.container(pod, query)
+        return endpoint.options(pod, query)
 
     async def pod_stream(
         self,

@@ -27,7 +27,8 @@ def _int(query: Mapping[str, str], name: str, default: int, lo: int = 0, hi: int
     return value
 
 
-def _bool(query: Mapping[str, str], name: str) -> bool:
+def query_bool(query: Mapping[str, str], name: str) -> bool:
+    """A boolean query parameter as kube reads it (absent: false); 400 names a bad one."""
     text = query.get(name, "")
     if text in ("", "false", "0", "False"):
         return False
@@ -80,9 +81,9 @@ def list_params(resource: ResourceDef, query: Mapping[str, str]) -> ListParams:
         raise errors.bad_request(
             f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"'
         )
-    watch = _bool(query, "watch")
+    watch = query_bool(query, "watch")
     sie_text = query.get("sendInitialEvents")
-    send_initial = None if sie_text is None else _bool(query, "sendInitialEvents")
+    send_initial = None if sie_text is None else query_bool(query, "sendInitialEvents")
     if watch:
         # kube's rules for watches: the match only goes with sendInitialEvents, and must be NotOlderThan
         if send_initial is not None and match != "NotOlderThan":
@@ -112,7 +113,7 @@ def list_params(resource: ResourceDef, query: Mapping[str, str]) -> ListParams:
         limit=_int(query, "limit", 0),
         continue_token=cont,
         watch=watch,
-        allow_bookmarks=_bool(query, "allowWatchBookmarks"),
+        allow_bookmarks=query_bool(query, "allowWatchBookmarks"),
         send_initial_events=send_initial,
         timeout_seconds=_int(query, "timeoutSeconds", 0, 0, MAX_TIMEOUT_SECONDS),
         include_object=include,
@@ -148,4 +149,4 @@ def write_params(query: Mapping[str, str], user_agent: str, options: str = "Crea
     if not manager:
         # kube names an unnamed manager after the client's user agent, up to the first '/'
         manager = (user_agent.split("/", 1)[0] or "unknown")[:128]
-    return WriteParams(dry == "All", manager, validation, _bool(query, "force"))
+    return WriteParams(dry == "All", manager, validation, query_bool(query, "force"))

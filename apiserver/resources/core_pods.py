@@ -7,7 +7,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.age import human_duration
 from apiserver.errors import Cause
-from apiserver.http.kubelet_proxy import EXEC, PORT_FORWARD
+from apiserver.http.kubelet_proxy import ATTACH, EXEC, PORT_FORWARD
 from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler
 from apiserver.http.subresources.kubelet import PodLogHandler, PodStreamHandler
@@ -267,6 +267,7 @@ RESOURCE = ResourceDef(
     short_names=("po",),
     categories=("all",),
     subresources=(
+        Subresource("attach", "PodAttachOptions", verbs=("create", "get"), handler=PodStreamHandler(ATTACH)),
         Subresource("binding", "Binding", verbs=("create",), handler=BindingHandler()),
         Subresource("ephemeralcontainers", "Pod", handler=ObjectViewHandler(EPHEMERAL_CONTAINERS)),
         Subresource("eviction", "Eviction", group="policy", version="v1", verbs=("create",), handler=EvictionHandler()),

@@ -1,11 +1,13 @@
 """The kubelet's HTTPS server (kube's port 10250): what the apiserver reaches for `pods/log`,
-`pods/exec`, `pods/portforward` and `nodes/proxy`.
+`pods/exec`, `pods/attach`, `pods/portforward` and `nodes/proxy`.
 
     GET /healthz                                  ok
     GET /pods                                     the pods this kubelet runs (a PodList)
     GET /containerLogs/NS/POD/CONTAINER?...       a container's log (PodLogOptions; follow streams)
     GET /exec/NS/POD/CONTAINER?command=..&stdin=..&stdout=..&stderr=..&tty=..
                                                   WebSocket, v5/v4.channel.k8s.io (exec_session)
+    GET /attach/NS/POD/CONTAINER?stdout=..&stderr=..
+                                                  WebSocket, the same protocols (attach_session)
     GET /portForward/NS/POD                       WebSocket, SPDY/3.1+portforward.k8s.io (portforward)
 
 Only a client with a certificate from the cluster CA gets through the handshake; of those, only
@@ -28,7 +30,7 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from components.kubelet import containerlog, exec_session, portforward
+from components.kubelet import attach_session, containerlog, exec_session, portforward
 from components.kubelet.podworker import PodWorker
 from components.kubelet.process_runtime import ProcessRuntime
 from machinery import pod_log_options
@@ -76,6 +78,7 @@ class KubeletServer:
         self.app.router.add_get("/pods", self._pods)
         self.app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         self.app.router.add_get("/exec/{namespace}/{pod}/{container}", self._exec)
+        self.app.router.add_get("/attach/{namespace}/{pod}/{container}", self._attach)
         self.app.router.add_get("/portForward/{namespace}/{pod}", self._port_forward)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -194,6 +197,24 @@ class KubeletServer:
         except ValueError as e:
             raise web.HTTPBadRequest(text=f"{e}\n") from None
         return await exec_session.serve(request, params, context.env, context.cwd, context.pid)
+
+    async def _attach(self, request: web.Request) -> web.StreamResponse:
+        worker = self._worker(request)
+        name = request.match_info["container"]
+        self._container(worker, name)
+        run = self.runtime.seen(worker.uid, name)
+        if run is None or not run.running or not run.log:
+            raise web.HTTPBadRequest(text=f'container "{name}" is not running\n')
+        try:
+            params = attach_session.parse_query(request.query, name)
+        except ValueError as e:
+            raise web.HTTPBadRequest(text=f"{e}\n") from None
+
+        def running() -> bool:
+            state = self.runtime.seen(worker.uid, name, run.attempt)
+            return state is not None and state.running
+
+        return await attach_session.serve(request, params, Path(run.log), running)
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
         worker = self._worker(request)

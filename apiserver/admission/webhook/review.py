@@ -77,14 +77,15 @@ def build_request(uid: str, version: str, request: AdmissionRequest, invocation:
         user_info["uid"] = user.uid
     if user.extra:
         user_info["extra"] = user.extra_dict()
-    options: Obj = {"kind": _OPTIONS_KIND[request.operation], "apiVersion": "meta.k8s.io/v1"}
-    if request.dry_run:
-        options["dryRun"] = ["All"]
+    kind, request_kind = _gvk(invocation.resource), _gvk(request.resource)
+    if request.operation == "CONNECT" and request.object is not None:
+        # a connect's kind is its options' (v1 PodExecOptions, PodAttachOptions, ...), as kube's
+        kind = request_kind = {"group": "", "version": "v1", "kind": str(request.object.get("kind") or "")}
     body: Obj = {
         "uid": uid,
-        "kind": _gvk(invocation.resource),
+        "kind": kind,
         "resource": _gvr(invocation.resource),
-        "requestKind": _gvk(request.resource),
+        "requestKind": request_kind,
         "requestResource": _gvr(request.resource),
         "name": request.name,
         "namespace": review_namespace(request),
@@ -93,8 +94,12 @@ def build_request(uid: str, version: str, request: AdmissionRequest, invocation:
         "object": invocation.object,
         "oldObject": invocation.old_object,
         "dryRun": request.dry_run,
-        "options": options,
     }
+    if request.operation != "CONNECT":  # a connect has no operation options
+        options: Obj = {"kind": _OPTIONS_KIND[request.operation], "apiVersion": "meta.k8s.io/v1"}
+        if request.dry_run:
+            options["dryRun"] = ["All"]
+        body["options"] = options
     if invocation.subresource:
         body["subResource"] = invocation.subresource
     if request.subresource:

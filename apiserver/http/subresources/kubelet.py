@@ -1,7 +1,8 @@
 """The subresources that end on a kubelet (kube's log, exec, attach, portforward and proxy
 connecters): `pods/log` streamed through (or read out over a WebSocket, as kube's
-StreamObject does for an upgrade request), `pods/exec` and `pods/portforward` relayed as
-WebSocket sessions, `nodes/proxy` streamed through.  How the kubelet is reached is
+StreamObject does for an upgrade request), `pods/exec`, `pods/attach` and `pods/portforward`
+relayed as WebSocket sessions once admission has let the CONNECT through (its object is the
+request's options: a webhook may refuse an exec), `nodes/proxy` streamed through.  How the kubelet is reached is
 `apiserver.http.kubelet_proxy`; these say which of its calls a subresource is (a stream
 handler carries the kubelet path it reaches)."""
 
@@ -15,12 +16,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from apiserver import errors
+from apiserver.admission.interface import AdmissionRequest
 from apiserver.http import wsstream
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.kubelet_proxy import StreamEndpoint
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.subresources.handler import SubresourceHandler
 from apiserver.http.wsstream import WebSocketSession
+from apiserver.request_context import current_user
 from apiserver.resources.base import ResourceDef
 
 
@@ -53,7 +56,7 @@ async def _nothing() -> AsyncGenerator[bytes, None]:
 
 @dataclass(frozen=True, eq=False)
 class PodStreamHandler(SubresourceHandler):
-    """exec and portforward: WebSocket sessions; a plain request only learns why it failed."""
+    """exec, attach and portforward: WebSocket sessions; a plain request only learns why it failed."""
 
     streams: ClassVar[bool] = True
     # the kubelet call a session is (kubelet_proxy.EXEC, PORT_FORWARD)
@@ -80,7 +83,22 @@ class PodStreamHandler(SubresourceHandler):
         self, scope: ResourceScope, target: ResourcePath, query: list[tuple[str, str]], protocols: Sequence[str]
     ) -> WebSocketSession:
         assert target.name is not None and target.subresource is not None
-        return await scope.kubelets().pod_stream(target.namespace, target.name, self.endpoint, query, list(protocols))
+        access = scope.kubelets()
+        options = await access.check_stream(target.namespace, target.name, self.endpoint, query)
+        await _admit_connect(scope, target, options)
+        return await access.pod_stream(target.namespace, target.name, self.endpoint, query, list(protocols))
+
+
+async def _admit_connect(scope: ResourceScope, target: ResourcePath, options: dict[str, object]) -> None:
+    """Admission of a CONNECT (kube's connect handler admits, then validates, the options)."""
+    assert target.name is not None and target.subresource is not None
+    resource = scope.by_path[(target.group, target.version, target.resource)]
+    chain = scope.registries[resource].admission
+    request = AdmissionRequest(
+        "CONNECT", resource, target.subresource, target.namespace, target.name, current_user(), options, None
+    )
+    await chain.admit(request)
+    await chain.validate(request)
 
 
 class NodeProxyHandler(SubresourceHandler):

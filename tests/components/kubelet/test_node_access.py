@@ -1,6 +1,8 @@
 """Reaching into pods through the apiserver and a kubelet process's HTTPS API, with real kubectl:
 `kubectl logs` (follow, tail, timestamps, previous), `kubectl exec` (output, stderr, exit
-codes, stdin, a terminal with its size), `kubectl port-forward` to an HTTP server in the pod,
+codes, stdin, a terminal with its size), `kubectl attach` (the output from then on), an
+admission webhook that sees exec and attach as CONNECTs and may refuse one,
+`kubectl port-forward` to an HTTP server in the pod,
 `kubectl debug` adding an ephemeral container that exec and logs then reach;
 and who may not: no client certificate, another component's, a user bound only to `view`."""
 
@@ -30,6 +32,7 @@ from machinery.process import pki
 from machinery.process.launch import free_ports
 from tests.apiserver.kubectl_support import finish, kubectl_running
 from tests.apiserver.support import ApiserverUnderTest, kubectl_binary
+from tests.apiserver.webhook_support import configuration, hook, make_tls, webhook_server
 from tests.support.wait import until as wait_until
 
 NODE = "na-1"
@@ -48,6 +51,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.wfile.write(out)
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 """
+
+
+TICK = "echo tick $i; sleep 0.2"
 
 
 def until(what: str, check: Callable[[], Any], wait: float = WAIT_S) -> Any:
@@ -88,6 +94,15 @@ def node(cluster: ApiserverUnderTest, tmp_path_factory: pytest.TempPathFactory) 
                     "name": "counter",
                     "image": "busybox",
                     "command": ["sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.3; done"],
+                },
+                {  # ticks until the test leaves a file in the root: what `kubectl attach` reads
+                    "name": "ticker",
+                    "image": "busybox",
+                    "command": [
+                        "sh",
+                        "-c",
+                        f"i=0; until [ -e {root}/stop-ticker ]; do i=$((i+1)); echo tick $i; sleep 0.2; done",
+                    ],
                 },
             ],
         },
@@ -352,3 +367,69 @@ def test_kubectl_debug_adds_an_ephemeral_container_that_runs(cluster: ApiserverU
     until("polo in the debugger's log", lambda: "polo" in cluster.ok("logs", POD, "-c", "debugger"))
     taken = cluster.kubectl("debug", POD, "-c", "web", "--image", "busybox", "--profile", "general", "--", "true")
     assert taken.returncode == 1 and 'spec.ephemeralContainers[1].name: Duplicate value: "web"' in taken.stderr
+
+
+def test_attach_streams_the_output_from_then_on_until_the_container_ends(
+    cluster: ApiserverUnderTest, node: dict[str, Any]
+) -> None:
+    argv = [str(kubectl_binary(33)), "--kubeconfig", str(cluster.kubeconfig), "attach", POD, "-c", "ticker"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # bounded: the container ends below, and so does attach
+        assert re.fullmatch(r"tick \d+\n", first), first
+        (node["root"] / "stop-ticker").touch()
+        out, err = proc.communicate(timeout=WAIT_S)
+        assert proc.returncode == 0, err
+        ticks = [int(line.split()[1]) for line in (first + out).splitlines() if line.startswith("tick ")]
+        assert ticks == list(range(ticks[0], ticks[0] + len(ticks)))  # in order, none lost
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    no_stdin = cluster.kubectl("attach", "-i", POD, "-c", "web")
+    assert no_stdin.returncode != 0
+
+
+def test_a_webhook_sees_exec_and_attach_as_connects_and_may_refuse_them(
+    cluster: ApiserverUnderTest, node: dict[str, Any], tmp_path: Path
+) -> None:
+    """Conformance "should be able to deny attaching pod": the webhook gets the request's options
+    (PodExecOptions, PodAttachOptions) as the object, and its words reach kubectl."""
+    tls = make_tls(tmp_path)
+    seen: list[dict[str, Any]] = []
+
+    def judge(review: dict[str, Any]) -> dict[str, Any]:
+        request = review["request"]
+        seen.append(request)
+        if request["object"].get("command") == ["forbidden"]:
+            return {"allowed": False, "status": {"code": 403, "message": "exec of 'forbidden' is not allowed"}}
+        return {"allowed": True}
+
+    async def go() -> None:
+        async with webhook_server(tls) as server:
+            server.handlers["/connect"] = judge
+            resources = ["pods/exec", "pods/attach"]
+            rules = [{"operations": ["CONNECT"], "apiGroups": [""], "apiVersions": ["v1"], "resources": resources}]
+            webhook = hook("connects.example.com", server.url("/connect"), tls.ca_bundle, rules=rules)
+            config = configuration("ValidatingWebhookConfiguration", "na-connects", webhook)
+            await asyncio.to_thread(cluster.ok, "apply", "-f", "-", stdin=json.dumps(config))
+            try:
+                for _ in range(100):  # bounded: the configuration reaches the apiserver's cache
+                    run = await asyncio.to_thread(cluster.kubectl, "exec", POD, "-c", "web", "--", "forbidden")
+                    if "exec of 'forbidden' is not allowed" in run.stderr:
+                        break
+                    await asyncio.sleep(0.2)
+                assert run.returncode != 0 and "exec of 'forbidden' is not allowed" in run.stderr, run.stderr
+                allowed = await asyncio.to_thread(cluster.ok, "exec", POD, "-c", "web", "--", "echo", "allowed")
+                assert allowed == "allowed\n"
+            finally:
+                await asyncio.to_thread(cluster.kubectl, "delete", "validatingwebhookconfiguration", "na-connects")
+
+    asyncio.run(go())
+    request = next(r for r in seen if r["object"].get("command") == ["echo", "allowed"])
+    assert request["operation"] == "CONNECT" and request["subResource"] == "exec" and request["name"] == POD
+    assert request["kind"] == {"group": "", "version": "v1", "kind": "PodExecOptions"}
+    assert request["resource"] == {"group": "", "version": "v1", "resource": "pods"}
+    assert request["object"]["container"] == "web" and request["object"]["stdout"] is True
+    assert "options" not in request  # a connect has no operation options
