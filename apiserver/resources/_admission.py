@@ -113,7 +113,8 @@ def _validate_client_config(config: Obj, here: str, causes: list[Cause]) -> None
             if not svc.get(part):
                 causes.append(v.required(v.child(svc_field, part), f"service {part} is required"))
         path = svc.get("path")
-        if path is not None and (not isinstance(path, str) or not path.startswith("/")):
+        # absent, empty and "/" all mean the root, as in kube's ValidateWebhookService
+        if path is not None and (not isinstance(path, str) or (path and not path.startswith("/"))):
             causes.append(v.invalid(v.child(svc_field, "path"), path, "must start with a '/'"))
         causes += v.validate_port(svc.get("port"), v.child(svc_field, "port"), optional=True)
     bundle = config.get("caBundle")

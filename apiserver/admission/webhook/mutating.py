@@ -104,6 +104,11 @@ class MutatingWebhook:
                 raise internal_error(
                     f'admission webhook "{hook.name}" changed {".".join(path)}, which a webhook may not change'
                 )
+        if not request.subresource and request.operation in ("CREATE", "UPDATE"):
+            # kube decodes a patched object through its scheme, which defaults what the patch
+            # added (an init container gets its terminationMessagePolicy: conformance "should
+            # mutate pod and apply defaults after mutation")
+            request.resource.default(result)
         request.object = result
         return True
 

@@ -13,6 +13,7 @@ import pytest
 
 from machinery.objects import Obj
 from tests.apiserver.webhook_support import (
+    REGISTRATION,
     TLS,
     Cluster,
     WebhookServer,
@@ -578,3 +579,37 @@ def test_a_service_reference_reaches_a_ready_endpoint_verified_as_the_services_d
         assert r.status_code == 500 and "tls: failed to verify certificate" in r.json()["message"], r.text
 
     run(svc_tls, scenario)
+
+
+def test_what_a_mutating_webhook_adds_is_defaulted(tls: TLS) -> None:
+    """Conformance "should mutate pod and apply defaults after mutation": an init container a
+    webhook adds gets the defaults a client's would (kube decodes the patched object)."""
+
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        init = {"name": "webhook-added-init-container", "image": "busybox:1.36", "command": ["true"]}
+        added_init = [{"op": "add", "path": "/spec/initContainers", "value": [init]}]
+        server.handlers["/init"] = lambda review: patch(added_init)
+        rules = [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]
+        webhook = hook("init.example.com", server.url("/init"), tls.ca_bundle, rules=rules)
+        c.mutating.set(configuration(MWC, "m", webhook))
+        pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        r = await c.client.post("/api/v1/namespaces/default/pods", json=pod)
+        assert r.status_code == 201, r.text
+        [added] = r.json()["spec"]["initContainers"]
+        assert added["terminationMessagePolicy"] == "File" and added["terminationMessagePath"] == "/dev/termination-log"
+        assert added["imagePullPolicy"] == "IfNotPresent"  # a tag other than latest
+
+    run(tls, scenario)
+
+
+@pytest.mark.parametrize("path", ["", "/"])
+def test_a_service_path_that_is_empty_or_the_root_is_valid(tls: TLS, path: str) -> None:
+    """As kube's ValidateWebhookService (conformance registers one with an empty path)."""
+
+    async def scenario(c: Cluster, server: WebhookServer) -> None:
+        config = service_client_config("default", "hooks", 443, path, tls.ca_bundle)
+        body = configuration(VWC, f"empty-path{len(path)}", hook("svc.example.com", "", "", clientConfig=config))
+        r = await c.client.post(f"/apis/{REGISTRATION}/validatingwebhookconfigurations", json=body)
+        assert r.status_code == 201, r.text
+
+    run(tls, scenario)
