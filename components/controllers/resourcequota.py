@@ -1,14 +1,18 @@
 """The resourcequota controller: each ResourceQuota's `status.hard` mirrors its spec and
 `status.used` is recounted from what the namespace holds (admission's rules, see _infra_quota).
 
-Pods, services, secrets and configmaps come from informers (a change enqueues the namespace's
-quotas); other `count/<resource>.<group>` names are LISTed at each recount.  Every quota is
-recounted again 5 minutes after its last recount (kube's full resync).  A status already right
-is not written; a write that loses to admission's charge (Conflict) is retried."""
+Pods, services, secrets and configmaps come from informers; other `count/<resource>.<group>`
+names are LISTed at each recount.  What enqueues a recount is kube's: a quota whose spec.hard
+changed (or that has no status yet), and a change that gives usage back (an object deleted, a
+pod finished, a service's type changed).  Not a create, nor the quota's own status change:
+admission charged those, and a recount from an informer that has not seen the new object yet
+would undercount and let the next creates past the quota.  Every quota is recounted again 5
+minutes after its last recount (kube's full resync).  A status already right is not written; a
+write that loses to admission's charge (Conflict) is retried."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.client.indexer import NAMESPACE_INDEX, key_of, split_key
@@ -41,19 +45,50 @@ def _canonical(values: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def _pod_finished(old: Obj, new: Obj) -> bool:
+    """kube's replenishment of pods: one that finished no longer counts."""
+
+    def done(pod: Obj) -> bool:
+        return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+    return done(new) and not done(old)
+
+
+def _type_changed(old: Obj, new: Obj) -> bool:
+    """A service's type decides whether it counts as a load balancer or a node port."""
+    return (old.get("spec") or {}).get("type") != (new.get("spec") or {}).get("type")
+
+
+def _never(old: Obj, new: Obj) -> bool:
+    return False
+
+
 class ResourceQuotaController(Controller):
     name = "resourcequota"
 
     def setup(self) -> None:
         self.quotas = self.factory.informer(QUOTAS)
-        self.quotas.add_handler(EventHandler(on_add=self.enqueue, on_update=lambda _o, n: self.enqueue(n)))
+        self.quotas.add_handler(EventHandler(on_add=self.enqueue, on_update=self._quota_updated))
         self.watched: dict[GroupResource, SharedInformer] = {}
         for r in (QUOTAS, *WATCHED):
             informer = self.factory.informer(r)
             self.watched[GroupResource(r.group, r.plural)] = informer
-            informer.add_handler(
-                EventHandler(on_add=self._changed, on_update=lambda _o, n: self._changed(n), on_delete=self._changed)
-            )
+            gives_back = {"pods": _pod_finished, "services": _type_changed}.get(r.plural, _never)
+            informer.add_handler(EventHandler(on_update=self._when(gives_back), on_delete=self._changed))
+
+    def _when(self, gives_back: Callable[[Obj, Obj], bool]) -> Callable[[Obj, Obj], None]:
+        """An update handler that recounts when the update `gives_back` usage."""
+
+        def updated(old: Obj, new: Obj) -> None:
+            if gives_back(old, new):
+                self._changed(new)
+
+        return updated
+
+    def _quota_updated(self, old: Obj, new: Obj) -> None:
+        """A new limit is recounted; a status write (admission's charge, ours) is not."""
+        if (old.get("spec") or {}).get("hard") != (new.get("spec") or {}).get("hard") or not new.get("status"):
+            self.enqueue(new)
 
     def _changed(self, obj: Obj) -> None:
         namespace = objects.namespace(obj)
