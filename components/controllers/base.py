@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 
+from components.client.events import EventRecorder
 from components.client.indexer import key_of
 from components.client.informer import InformerFactory
 from components.client.rest import ApiError, ConflictError, RestClient, TransportError
@@ -32,7 +33,8 @@ class Requeue(Exception):
 
 
 class Controller:
-    """Subclasses set `name`, implement `setup` and `reconcile`."""
+    """Subclasses set `name`, implement `setup` and `reconcile`; `events` reports what they did
+    as kube's `<name>-controller` does."""
 
     name = "controller"
     workers = 2
@@ -44,6 +46,7 @@ class Controller:
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             default_controller_rate_limiter(self.clock), clock=self.clock
         )
+        self.events = EventRecorder(client, f"{self.name}-controller", "")
         # counters for /metrics
         self.reconciles = 0
         self.failures = 0

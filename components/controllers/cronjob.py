@@ -19,6 +19,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from components.client.events import NORMAL, reference
 from components.client.indexer import OWNER_UID_INDEX
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
@@ -128,7 +129,9 @@ class CronJobController(Controller):
                 with contextlib.suppress(NotFoundError):
                     await self.client.delete(JOBS.path(ns, j["metadata"]["name"]), {"propagationPolicy": "Background"})
         with contextlib.suppress(AlreadyExistsError):  # started at this time already
-            await self.client.create(JOBS.path(ns), self._job_for(cronjob, due))
+            made = await self.client.create(JOBS.path(ns), self._job_for(cronjob, due))
+            said = f"Created job {made['metadata']['name']}"
+            self.events.record(reference(cronjob, "batch/v1", "CronJob"), NORMAL, "SuccessfulCreate", said)
         return True
 
     def _job_for(self, cronjob: Obj, due: datetime) -> Obj:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from components.client.events import NORMAL, reference
 from components.client.indexer import NAMESPACE_INDEX, OWNER_UID_INDEX
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
@@ -268,6 +269,13 @@ class DeploymentController(Controller):
         rs["metadata"]["annotations"] = ro.new_rs_annotations(d, {}, new_revision, exists=False)
         try:
             made = await self.client.create(REPLICA_SETS.path(ns), rs)
+            replicas = rs["spec"]["replicas"]
+            self.events.record(
+                reference(d, "apps/v1", "Deployment"),
+                NORMAL,
+                "ScalingReplicaSet",
+                f"Scaled up replica set {name} from 0 to {replicas}",
+            )
         except AlreadyExistsError:
             found = await self.client.get(REPLICA_SETS.path(ns, name))
             ours = (controller_ref(found) or {}).get("uid") == metadata(d).get("uid")
@@ -296,9 +304,15 @@ class DeploymentController(Controller):
         body = copy.deepcopy(rs)
         body["metadata"]["annotations"] = annotations
         body["spec"]["replicas"] = size
-        return await self.client.replace(
+        scaled = await self.client.replace(
             REPLICA_SETS.path(metadata(rs).get("namespace"), metadata(rs).get("name")), body
         )
+        was = ro.replicas_of(rs)
+        if was != size:  # kube's words, as `kubectl describe deployment` shows them
+            way = "up" if size > was else "down"
+            said = f"Scaled {way} replica set {metadata(rs).get('name')} from {was} to {size}"
+            self.events.record(reference(d, "apps/v1", "Deployment"), NORMAL, "ScalingReplicaSet", said)
+        return scaled
 
     async def _set_revision(self, d: Obj, revision: str) -> None:
         annotations = metadata(d).setdefault("annotations", {})

@@ -16,6 +16,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from components.client.events import NORMAL, WARNING, reference
 from components.client.indexer import OWNER_UID_INDEX, key_of, split_key
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
@@ -233,7 +234,9 @@ class JobController(Controller):
             missing = wanted - len(active)
             self._expected[key] = (missing, self.clock.now() + EXPECTATION_TIMEOUT_S)
             for _ in range(missing):
-                await self.client.create(PODS.path(job["metadata"]["namespace"]), self._pod_for(job))
+                made = await self.client.create(PODS.path(job["metadata"]["namespace"]), self._pod_for(job))
+                said = f"Created pod: {made['metadata']['name']}"
+                self.events.record(reference(job, "batch/v1", "Job"), NORMAL, "SuccessfulCreate", said)
         elif len(active) > wanted:
             extra = sorted(active, key=lambda p: p["metadata"].get("creationTimestamp") or "", reverse=True)
             await self._delete_pods(extra[: len(active) - wanted])
@@ -263,6 +266,11 @@ class JobController(Controller):
         if verdict.type == "Complete":
             status["completionTime"] = now
         await self._write_status(job, status)
+        # kube's words: "Completed"/"Job completed", else the failure's reason and message
+        if verdict.type == "Complete":
+            self.events.record(reference(job, "batch/v1", "Job"), NORMAL, "Completed", "Job completed")
+        else:
+            self.events.record(reference(job, "batch/v1", "Job"), WARNING, verdict.reason, verdict.message)
 
     async def _expire(self, job: Obj, done: Obj) -> None:
         """ttlSecondsAfterFinished: the job (and, through the GC, its pods) goes after it."""

@@ -7,7 +7,10 @@ Keys are `namespace/name` of ReplicaSets.  A reconcile claims the namespace's ac
 the missing pods in slow-start batches (1, 2, 4, ...; a failure stops the rest) or deletes the
 surplus in kube's order (`_workload_pods.pods_to_delete`), then writes `status`.  Creations and
 deletions are recorded as expectations first and act again only once the pod informer has
-shown them all (or after 5 minutes), so a burst of events never creates or deletes twice."""
+shown them all (or after 5 minutes), so a burst of events never creates or deletes twice.
+Each creation and deletion is told in an event (SuccessfulCreate, FailedCreate, ...), and a
+failed one sets the `ReplicaFailure` condition until a reconcile manages again (conformance
+"should surface a failure condition on a common issue like exceeded quota")."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from components.client.events import NORMAL, WARNING, ObjectRef, reference
 from components.client.indexer import NAMESPACE_INDEX, OWNER_UID_INDEX, key_of
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
@@ -162,7 +166,7 @@ class ReplicaSetController(Controller):
             error = await self._manage(key, rs, pods)
         now = self.wall()
         min_ready = int(spec(rs).get("minReadySeconds") or 0)
-        await self._write_status(rs, pods, now)
+        await self._write_status(rs, pods, now, error)
         if error is not None:
             raise error
         waits = [w for w in (available_in(p, min_ready, now) for p in pods) if w is not None]
@@ -226,7 +230,7 @@ class ReplicaSetController(Controller):
             count = min(diff, BURST_REPLICAS)
             victims = pods_to_delete(pods, self._related_pods(rs, pods), count, self.wall())
             self.expectations.expect_deletions(key, [key_of(p) for p in victims])
-            results = await asyncio.gather(*(self._delete_pod(key, p) for p in victims), return_exceptions=True)
+            results = await asyncio.gather(*(self._delete_pod(key, p, rs) for p in victims), return_exceptions=True)
             errors = [r for r in results if isinstance(r, Exception)]
             return errors[0] if errors else None
         return None
@@ -256,13 +260,21 @@ class ReplicaSetController(Controller):
                 body_meta[field] = copy.deepcopy(tmeta[field])
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": body_meta, "spec": copy.deepcopy(template.get("spec"))}
         try:
-            await self.client.create(PODS.path(metadata(rs).get("namespace")), body)
+            created = await self.client.create(PODS.path(metadata(rs).get("namespace")), body)
         except ForbiddenError as e:
             if "being terminated" in e.message:
                 return  # the namespace is going: its pods are not wanted
+            self.events.record(self._ref(rs), WARNING, "FailedCreate", f"Error creating: {e.message}")
             raise
+        except ApiError as e:
+            self.events.record(self._ref(rs), WARNING, "FailedCreate", f"Error creating: {e.message}")
+            raise
+        self.events.record(self._ref(rs), NORMAL, "SuccessfulCreate", f"Created pod: {metadata(created).get('name')}")
 
-    async def _delete_pod(self, key: str, pod: Obj) -> None:
+    def _ref(self, rs: Obj) -> ObjectRef:
+        return reference(rs, self.owners.group_version, self.owners.kind)
+
+    async def _delete_pod(self, key: str, pod: Obj, rs: Obj) -> None:
         m = metadata(pod)
         try:
             await self.client.delete(
@@ -271,9 +283,12 @@ class ReplicaSetController(Controller):
         except ApiError as e:
             self.expectations.deletion_observed(key, key_of(pod))  # it will not be observed going
             if not isinstance(e, NotFoundError):
+                self.events.record(self._ref(rs), WARNING, "FailedDelete", f"Error deleting: {e.message}")
                 raise
+            return
+        self.events.record(self._ref(rs), NORMAL, "SuccessfulDelete", f"Deleted pod: {m.get('name')}")
 
-    async def _write_status(self, rs: Obj, pods: list[Obj], now: float) -> None:
+    async def _write_status(self, rs: Obj, pods: list[Obj], now: float, error: Exception | None = None) -> None:
         template_labels = ((spec(rs).get("template") or {}).get("metadata") or {}).get("labels") or {}
         min_ready = int(spec(rs).get("minReadySeconds") or 0)
         new: Obj = dict(status(rs))
@@ -285,11 +300,32 @@ class ReplicaSetController(Controller):
         )
         if metadata(rs).get("generation") is not None:
             new["observedGeneration"] = metadata(rs)["generation"]
+        new["conditions"] = _with_replica_failure(new.get("conditions"), rs, len(pods), error, now)
+        if not new["conditions"]:
+            del new["conditions"]
         if new == status(rs):
             return
         body = {**rs, "status": new}
         m = metadata(rs)
         await self.client.replace(self.owners.path(m.get("namespace"), m.get("name"), "status"), body)
+
+
+def _with_replica_failure(held: Any, rs: Obj, count: int, error: Exception | None, now: float) -> list[Obj]:
+    """kube's calculateStatus: a failed create or delete adds `ReplicaFailure` (once: the first
+    error's words stay), a reconcile that manages removes it."""
+    conditions = [c for c in held or () if isinstance(c, dict)]
+    failed = next((c for c in conditions if c.get("type") == "ReplicaFailure"), None)
+    if error is not None and failed is None:
+        replicas = spec(rs).get("replicas")
+        want = int(replicas) if isinstance(replicas, int) else 1
+        reason = "FailedCreate" if count < want else "FailedDelete" if count > want else ""
+        message = error.message if isinstance(error, ApiError) else str(error)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+        entry = {"type": "ReplicaFailure", "status": "True", "lastTransitionTime": stamp, "message": message}
+        conditions.append({**entry, "reason": reason} if reason else entry)
+    elif error is None and failed is not None:
+        conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
+    return conditions
 
 
 class ReplicationManager(ReplicaSetController):

@@ -12,6 +12,7 @@ from components.client.rest import RestClient
 from components.controllers._workload_expectations import Expectations
 from components.controllers._workload_pods import pods_to_delete, selector_matches
 from components.controllers.replicaset import ReplicaSetController, ReplicationManager, slow_start_batch
+from components.controllers.resourcequota import ResourceQuotaController
 from components.controllers.runner import running
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_replicaset_support import (
@@ -146,12 +147,19 @@ class FakeClient:
 
     def __init__(self) -> None:
         self.creates: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
         self.status_writes = 0
 
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         await asyncio.sleep(0)
-        self.creates.append(body)
+        if path.endswith("/events"):
+            self.events.append(body)  # what the controller tells (SuccessfulCreate)
+        else:
+            self.creates.append(body)
         return body
+
+    async def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return body  # an event's count bumped
 
     async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         self.status_writes += 1
@@ -401,3 +409,49 @@ def test_a_burst_of_updates_against_the_apiserver_makes_exactly_the_replicas(clu
                 assert len(await pods_of(client, ns)) == 20
 
     asyncio.run(go())
+
+
+def test_a_quota_that_refuses_a_pod_is_a_replica_failure_and_events_tell_it(cluster: ApiserverUnderTest) -> None:
+    """Conformance "should surface a failure condition on a common issue like exceeded quota":
+    a ReplicationController wanting 3 pods under a quota of 2 gets ReplicaFailure (FailedCreate,
+    the quota's words) and FailedCreate events; scaled to 2 the condition goes."""
+
+    async def go() -> None:
+        ns = "rc-quota"
+        rcs = f"/api/v1/namespaces/{ns}/replicationcontrollers"
+        async with api(cluster) as client:
+            await make_namespace(client, ns)
+            quota = {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}}
+            await client.create(f"/api/v1/namespaces/{ns}/resourcequotas", quota)
+            async with running(client, [ReplicationManager, ResourceQuotaController]):
+
+                async def quota_counted() -> bool:
+                    got = await client.get(f"/api/v1/namespaces/{ns}/resourcequotas/pods")
+                    return (got.get("status") or {}).get("hard") == {"pods": "2"}
+
+                await eventually(quota_counted, what="the quota's status")
+                template = {"metadata": {"labels": {"app": "q"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+                await client.create(rcs, {"metadata": {"name": "q"}, "spec": {"replicas": 3, "template": template}})
+
+                async def failure() -> Any:
+                    conditions = ((await client.get(f"{rcs}/q")).get("status") or {}).get("conditions") or []
+                    return next((c for c in conditions if c["type"] == "ReplicaFailure"), None)
+
+                cond = await eventually(failure, what="ReplicaFailure")
+                assert cond["status"] == "True" and cond["reason"] == "FailedCreate"
+                assert "exceeded quota" in cond["message"]
+
+                async def reasons() -> set[str]:
+                    got = await client.get(f"/api/v1/namespaces/{ns}/events")
+                    return {e["reason"] for e in got.get("items") or [] if e["involvedObject"]["name"] == "q"}
+
+                await eventually(reasons, what="the events")
+                assert {"SuccessfulCreate", "FailedCreate"} <= await reasons()
+                await client.patch(f"{rcs}/q", {"spec": {"replicas": 2}})
+                await eventually(lambda: _no(failure), what="ReplicaFailure removed")
+
+    asyncio.run(go())
+
+
+async def _no(check: Any) -> bool:
+    return await check() is None
