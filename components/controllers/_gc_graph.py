@@ -62,7 +62,8 @@ class Graph:
         self._dependents: dict[str, set[str]] = {}
 
     def upsert(self, resource: Resource, obj: Obj) -> set[str]:
-        """Record `obj`; returns the UIDs to look at: itself, and owners it stopped or started naming."""
+        """Record `obj`; returns the UIDs to look at: itself, and owners it stopped or started
+        naming, or whose reference changed whether it blocks."""
         meta = obj.get("metadata") or {}
         uid = meta.get("uid")
         if not isinstance(uid, str) or not uid:
@@ -85,7 +86,13 @@ class Graph:
             self._unlink(gone, uid)
         for new in after - before:
             self._dependents.setdefault(new, set()).add(uid)
-        return {uid} | (before ^ after)
+        # an owner whose reference stopped (or started) blocking: its foreground deletion may go on
+        reblocked = (
+            {o for o, _ in {(o.uid, o.block) for o in old.owners} ^ {(o.uid, o.block) for o in node.owners}}
+            if old
+            else set()
+        )
+        return {uid} | (before ^ after) | reblocked
 
     def remove(self, uid: str) -> set[str]:
         """Forget a deleted object; returns the UIDs to look at: its dependents and its owners."""

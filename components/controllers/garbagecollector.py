@@ -10,7 +10,10 @@ are UIDs.  For an object with owners:
 For an owner being deleted (deletionTimestamp set):
 * finalizer `orphan` -> remove its ownerReference from every dependent, then the finalizer;
 * finalizer `foregroundDeletion` -> delete every dependent (foreground when it has dependents
-  of its own); when no dependent with blockOwnerDeletion is left, remove the finalizer.
+  of its own), but one that has another owner alive and not itself waiting for its dependents
+  only loses its reference to this one (kube's "solid" owners; conformance "should not delete
+  dependents that have both valid owner and owner that's waiting for dependents to be
+  deleted"); when no dependent with blockOwnerDeletion is left, remove the finalizer.
   A dependent deleted in the foreground whose own dependents already wait for theirs may close
   a circle (a owns b owns c owns a: each would wait for the next forever), so first its
   ownerReferences stop blocking, as kube's collector does (conformance "should not be blocked
@@ -154,6 +157,11 @@ class GarbageCollector(Controller):
         with contextlib.suppress(NotFoundError):
             await self.client.patch(node.resource.path(node.namespace, node.name), patch, "strategic")
 
+    def _waits_for_dependents(self, uid: str) -> bool:
+        """An owner being deleted in the foreground (not a solid owner: it is going too)."""
+        node = self.graph.nodes.get(uid)
+        return node is not None and node.deleting and FOREGROUND in node.finalizers
+
     async def _unblock_owner_refs(self, node: Node) -> None:
         """Every ownerReference of `node` no longer blocks its owner's foreground deletion."""
         patch = {
@@ -173,6 +181,12 @@ class GarbageCollector(Controller):
     async def _delete_dependents(self, owner: Node) -> None:
         for dependent in self.graph.dependents_of(owner.uid):
             if dependent.deleting:
+                continue
+            others = [o for o in dependent.owners if o.uid != owner.uid]
+            alive = {o.uid: await self._owner_exists(dependent, o) for o in others}
+            if any(alive[o.uid] and not self._waits_for_dependents(o.uid) for o in others):
+                gone = [o.uid for o in others if not alive[o.uid]]
+                await self._drop_owner_refs(dependent, [owner.uid, *gone])  # a solid owner keeps it
                 continue
             below = self.graph.dependents_of(dependent.uid)
             if any(d.deleting and FOREGROUND in d.finalizers for d in below):

@@ -94,6 +94,26 @@ def test_a_circle_of_owners_deleted_in_the_foreground_goes_whole(cluster: Apiser
     scenario(cluster, "gc-circle", body)
 
 
+def test_a_dependent_with_another_owner_alive_only_loses_the_reference(cluster: ApiserverUnderTest) -> None:
+    """Conformance "should not delete dependents that have both valid owner and owner that's
+    waiting for dependents to be deleted": owner a goes in the foreground; `both` (owned by a
+    and b) stays, owned by b alone; `only-a` goes; then a goes."""
+
+    async def body(c: RestClient, base: str) -> None:
+        a = await c.create(base, {"metadata": {"name": "a"}})
+        b = await c.create(base, {"metadata": {"name": "b"}})
+        await c.create(base, {"metadata": {"name": "both", "ownerReferences": [owned_by(a), owned_by(b)]}})
+        await c.create(base, {"metadata": {"name": "only-a", "ownerReferences": [owned_by(a)]}})
+        await asyncio.sleep(0.5)  # the collector has seen them
+        await c.delete(f"{base}/a", {"propagationPolicy": "Foreground"})
+        await eventually(lambda: gone(c, f"{base}/a"), what="a gone after its dependents")
+        assert await gone(c, f"{base}/only-a")
+        kept = await c.get(f"{base}/both")
+        assert [r["name"] for r in kept["metadata"]["ownerReferences"]] == ["b"]
+
+    scenario(cluster, "gc-solid", body)
+
+
 async def _deleting(c: RestClient, path: str) -> bool:
     obj = await c.get(path)
     return bool(obj["metadata"].get("deletionTimestamp"))
@@ -142,6 +162,11 @@ def test_graph_links_and_unlinks() -> None:
     assert [n.uid for n in g.dependents_of("o")] == ["d"]  # kept although the owner is unseen
     g.upsert(CM, owner)
     assert [n.uid for n in g.blocking_dependents("o")] == ["d"]
+    # the reference stops blocking: the owner is looked at again (its foreground deletion may go on)
+    unblocked = {"metadata": {**dep["metadata"], "ownerReferences": [{"uid": "o", "blockOwnerDeletion": False}]}}
+    assert g.upsert(CM, unblocked) == {"d", "o"} and g.blocking_dependents("o") == []
+    assert g.upsert(CM, unblocked) == {"d"}  # nothing changed: only itself
+    g.upsert(CM, dep)
     assert g.remove("o") == {"d"}
     dep["metadata"]["ownerReferences"] = []
     assert g.upsert(CM, dep) == {"d", "o"}
