@@ -83,8 +83,9 @@ COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeed
 
 def finished_conditions(existing: list[Any], verdict: Verdict, now: str) -> list[Any]:
     """`existing` with the verdict's interim condition (unless already there) and its final one,
-    in kube's order.  The interim carries the verdict's reason and message (CompletionsReached
-    for a success, as kube says it); the final one is as the verdict has it."""
+    in kube's order.  Both carry the verdict's reason and message, CompletionsReached for a
+    success without one: kube 1.33's newSuccessCondition (JobSuccessPolicy is on) says so on
+    Complete too, and conformance waits for Complete with that reason."""
 
     def condition(kind: str, reason: str, message: str) -> dict[str, Any]:
         return {
@@ -97,8 +98,8 @@ def finished_conditions(existing: list[Any], verdict: Verdict, now: str) -> list
 
     interim = INTERIM[verdict.type]
     out = list(existing)
+    reason, message = (verdict.reason, verdict.message) if verdict.reason else COMPLETIONS_REACHED
     if not any(isinstance(c, dict) and c.get("type") == interim and c.get("status") == "True" for c in out):
-        reason, message = (verdict.reason, verdict.message) if verdict.reason else COMPLETIONS_REACHED
         out.append(condition(interim, reason, message))
-    out.append(condition(verdict.type, verdict.reason, verdict.message))
+    out.append(condition(verdict.type, reason, message))
     return out

@@ -74,7 +74,7 @@ def test_completions_and_parallelism(cluster: ApiserverUnderTest) -> None:
             await asyncio.sleep(0.3)
 
         async def complete() -> bool:
-            return condition(await c.get(f"{path}/work")) == ("Complete", "")
+            return condition(await c.get(f"{path}/work")) == ("Complete", "CompletionsReached")
 
         await eventually(complete, what="Complete")
         done = await c.get(f"{path}/work")

@@ -15,7 +15,9 @@ def _types(conditions: list[dict[str, str]]) -> list[tuple[str, str]]:
 def test_complete_follows_success_criteria_met() -> None:
     out = finished_conditions([], Verdict("Complete", "", ""), NOW)
     assert _types(out) == [("SuccessCriteriaMet", "True"), ("Complete", "True")]
-    assert out[0]["reason"] == "CompletionsReached" and "reason" not in out[1]
+    # kube 1.33 (JobSuccessPolicy on) gives Complete the reason too; conformance waits for it
+    assert out[0]["reason"] == out[1]["reason"] == "CompletionsReached"
+    assert out[1]["message"] == "Reached expected number of succeeded pods"
     assert out[0]["lastTransitionTime"] == NOW
 
 
