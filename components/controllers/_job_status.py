@@ -42,7 +42,11 @@ def spec_numbers(job: Mapping[str, Any]) -> tuple[int, int | None, int]:
 
 
 def job_verdict(job: Mapping[str, Any], counts: Counts, active_for_s: float | None) -> Verdict | None:
-    """Complete, Failed, or None (still running).  `active_for_s`: since status.startTime."""
+    """Complete, Failed, or None (still running).  `active_for_s`: since status.startTime.
+    A FailureTarget already set (a pod matched a FailJob rule of the podFailurePolicy) fails it."""
+    for c in (job.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == "FailureTarget" and c.get("status") == "True":
+            return Verdict("Failed", str(c.get("reason") or ""), str(c.get("message") or ""))
     _parallelism, completions, limit = spec_numbers(job)
     if counts.failed > limit:
         return Verdict("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")

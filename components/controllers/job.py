@@ -21,6 +21,7 @@ from components.client.indexer import OWNER_UID_INDEX, key_of, split_key
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import NotFoundError
+from components.controllers import _job_failure_policy as failure_policy
 from components.controllers._job_status import (
     BACKOFF_BASE_S,
     Counts,
@@ -198,7 +199,17 @@ class JobController(Controller):
         ]
         if newly:
             for p in newly:
-                (succeeded if _phase(p) == "Succeeded" else failed).append(p["metadata"]["uid"])
+                if _phase(p) == "Succeeded":
+                    succeeded.append(p["metadata"]["uid"])
+                    continue
+                verdict = failure_policy.match(job, p)
+                if verdict is not None and verdict.action == failure_policy.IGNORE:
+                    await self._release(p)  # not counted against the backoffLimit
+                    self._released.add(p["metadata"]["uid"])
+                    continue
+                failed.append(p["metadata"]["uid"])
+                if verdict is not None and verdict.action == failure_policy.FAIL_JOB:
+                    _fail_target(status, verdict.message)
             status["uncountedTerminatedPods"] = {"succeeded": succeeded, "failed": failed}
             await self._write_status(job, status)
             return True
@@ -306,6 +317,24 @@ class JobController(Controller):
         ns, name = split_key(key_of(job))
         body = {**job, "status": status}
         await self.client.replace(JOBS.path(ns, name, "status"), body)
+
+
+def _fail_target(status: Obj, message: str) -> None:
+    """kube's FailureTarget for a FailJob rule (the first one that matched stays)."""
+    conditions = status.setdefault("conditions", [])
+    if any(isinstance(c, dict) and c.get("type") == "FailureTarget" for c in conditions):
+        return
+    now = _now_rfc3339()
+    conditions.append(
+        {
+            "type": "FailureTarget",
+            "status": "True",
+            "reason": failure_policy.REASON,
+            "message": message,
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+        }
+    )
 
 
 def _phase(pod: Obj) -> str:

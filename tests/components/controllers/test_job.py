@@ -212,3 +212,52 @@ def test_pure_decisions() -> None:
     assert pods_wanted(queue, Counts(0, 0, 0)) == 2 and pods_wanted(queue, Counts(1, 1, 0)) == 0
     assert job_verdict(queue, Counts(1, 1, 0), 1.0) is None and job_verdict(queue, Counts(0, 1, 0), 1.0) is not None
     assert [failure_backoff(n, 10) for n in (0, 1, 2, 3, 10)] == [0, 10, 20, 40, 360]
+
+
+async def fail_with(c: RestClient, pod: Obj, code: int) -> None:
+    """The pod failed, its container with `code` (what a kubelet reports)."""
+    meta = pod["metadata"]
+    terminated = {"exitCode": code, "reason": "Error"}
+    statuses = [{"name": "c", "image": "busybox", "ready": False, "restartCount": 0}]
+    statuses[0]["state"] = {"terminated": terminated}
+    body = {"status": {"phase": "Failed", "containerStatuses": statuses}}
+    await c.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status", body)
+
+
+def test_a_pod_failure_policy_ignores_one_code_and_fails_the_job_on_another(cluster: ApiserverUnderTest) -> None:
+    """Conformance "should allow to use the pod failure policy on exit code to fail the job
+    early": exit 42 is ignored (not counted, a new pod is made), exit 1 fails the job at once
+    with reason PodFailurePolicy although the backoffLimit is far."""
+
+    async def body(c: RestClient, ns: str) -> None:
+        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        rules = [
+            {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [42]}},
+            {"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In", "values": [1]}},
+        ]
+        await c.create(path, job("policy", completions=2, backoffLimit=6, podFailurePolicy={"rules": rules}))
+        first = (await eventually(lambda: pods_of(c, ns, "policy"), what="a pod"))[0]
+        await fail_with(c, first, 42)
+
+        async def replaced() -> list[Obj]:
+            pods = await pods_of(c, ns, "policy")
+            return [p for p in pods if p["metadata"]["uid"] != first["metadata"]["uid"]]
+
+        second = (await eventually(replaced, what="a pod in place of the ignored failure"))[0]
+        held = await c.get(f"{path}/policy")
+        assert not held["status"].get("failed") and condition(held) is None  # not counted
+        await fail_with(c, second, 1)
+
+        async def failed() -> Obj | None:
+            got = await c.get(f"{path}/policy")
+            return got if condition(got) == ("Failed", "PodFailurePolicy") else None
+
+        done = await eventually(failed, what="Failed by the policy")
+        final = next(x for x in done["status"]["conditions"] if x["type"] == "Failed")
+        assert final["message"] == (
+            f"Container c for pod {ns}/{second['metadata']['name']} failed with exit code 1"
+            " matching FailJob rule at index 1"
+        )
+        assert done["status"]["failed"] == 1
+
+    scenario(cluster, "job-policy", body)
