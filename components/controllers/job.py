@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from components.client.events import NORMAL, WARNING, reference
-from components.client.indexer import OWNER_UID_INDEX, key_of, split_key
+from components.client.indexer import NAMESPACE_INDEX, OWNER_UID_INDEX, key_of, split_key
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import NotFoundError
 from components.controllers import _job_failure_policy as failure_policy
+from components.controllers._claim import claim_pods
 from components.controllers._job_status import (
     BACKOFF_BASE_S,
     Counts,
@@ -31,6 +32,7 @@ from components.controllers._job_status import (
     job_verdict,
     pods_wanted,
 )
+from components.controllers._workload_pods import owner_ref, selector_matches
 from components.controllers.base import Controller, Requeue
 from machinery.objects import Obj
 from machinery.pods import is_ready
@@ -131,8 +133,25 @@ class JobController(Controller):
         key = self._job_key_of(pod)
         if key is not None:
             self.queue.add(key)
-        elif TRACKING in ((pod.get("metadata") or {}).get("finalizers") or ()):
+            return
+        if _controller_uid(pod, "Job") is None:  # an orphan: the jobs that would adopt it look at it
+            adopters = self._matching_jobs(pod)
+            for adopter in adopters:
+                self.queue.add(adopter)
+            if adopters:
+                return
+        if TRACKING in ((pod.get("metadata") or {}).get("finalizers") or ()):
             self.queue.add(ORPHAN_PREFIX + key_of(pod))  # its job is gone: let the pod go
+
+    def _matching_jobs(self, pod: Obj) -> list[str]:
+        """The keys of the jobs in the pod's namespace whose selector matches it (kube's getPodJobs)."""
+        meta = pod.get("metadata") or {}
+        found = meta.get("labels") or {}
+        return [
+            key_of(j)
+            for j in self.jobs.indexer.by_index(NAMESPACE_INDEX, str(meta.get("namespace") or ""))
+            if selector_matches((j.get("spec") or {}).get("selector"), found)
+        ]
 
     def _job_key_of(self, pod: Obj) -> str | None:
         uid = _controller_uid(pod, "Job")
@@ -146,7 +165,7 @@ class JobController(Controller):
     async def reconcile(self, key: str) -> None:
         if key.startswith(ORPHAN_PREFIX):
             pod = self.pods.indexer.get(key[len(ORPHAN_PREFIX) :])
-            if pod is not None and self._job_key_of(pod) is None:
+            if pod is not None and self._job_key_of(pod) is None and not self._matching_jobs(pod):
                 await self._release(pod)
             return
         job = self.jobs.indexer.get(key)
@@ -156,6 +175,10 @@ class JobController(Controller):
             return
         uid = job["metadata"]["uid"]
         pods = [p for p in self.pods.indexer.by_index(OWNER_UID_INDEX, uid) if _controller_uid(p, "Job") == uid]
+        selector = (job.get("spec") or {}).get("selector")
+        if isinstance(selector, dict) and selector:  # adopt orphans it matches, release what it no longer does
+            candidates = self.pods.indexer.by_index(NAMESPACE_INDEX, job["metadata"]["namespace"])
+            pods = await claim_pods(self.client, job, selector, candidates, self._owner_ref(job), lambda p: True)
         status: Obj = copy.deepcopy(job.get("status") or {})
         if await self._track_finished(key, job, pods, status):
             return
@@ -258,17 +281,12 @@ class JobController(Controller):
         meta["generateName"] = f"{job['metadata']['name']}-"
         meta.pop("name", None)
         meta["finalizers"] = [*(meta.get("finalizers") or []), TRACKING]
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "name": job["metadata"]["name"],
-                "uid": job["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        meta["ownerReferences"] = [self._owner_ref(job)]
         return {"apiVersion": "v1", "kind": "Pod", **template}
+
+    @staticmethod
+    def _owner_ref(job: Obj) -> Obj:
+        return owner_ref(job, "Job", "batch/v1")
 
     async def _finish(self, job: Obj, status: Obj, verdict: Verdict) -> None:
         now = _now_rfc3339()

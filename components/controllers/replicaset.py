@@ -25,6 +25,7 @@ from components.client.indexer import NAMESPACE_INDEX, OWNER_UID_INDEX, key_of
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import ApiError, ForbiddenError, NotFoundError
+from components.controllers._claim import claim_pods
 from components.controllers._workload_expectations import Expectations
 from components.controllers._workload_pods import (
     available_in,
@@ -175,45 +176,16 @@ class ReplicaSetController(Controller):
 
     async def _claim(self, rs: Obj) -> list[Obj]:
         """The active pods this ReplicaSet owns after adopting matching orphans and releasing
-        owned pods that no longer match (kube's ClaimPods)."""
-        m = metadata(rs)
-        ns, uid, selector = m.get("namespace") or "", m.get("uid"), self.selector(rs)
-        deleting = bool(m.get("deletionTimestamp"))
-        owned: list[Obj] = []
-        for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, ns):
-            if not is_active(pod):
-                continue
-            ref = controller_ref(pod)
-            matches = selector_matches(selector, labels(pod))
-            if ref is not None and ref.get("uid") == uid:
-                if matches:
-                    owned.append(pod)
-                elif not deleting:
-                    await self._set_owners(
-                        pod, [r for r in metadata(pod).get("ownerReferences") or () if r.get("uid") != uid]
-                    )
-            elif ref is None and matches and not deleting:
-                refs = [
-                    *(metadata(pod).get("ownerReferences") or ()),
-                    owner_ref(rs, self.owners.kind, self.owners.group_version),
-                ]
-                if await self._set_owners(pod, refs):
-                    owned.append(pod)
-        return owned
-
-    async def _set_owners(self, pod: Obj, refs: list[Any]) -> bool:
-        """Replace the pod's ownerReferences if it is still the version we saw; False if it is gone."""
-        m = metadata(pod)
-        patch = [
-            {"op": "test", "path": "/metadata/uid", "value": m.get("uid")},
-            {"op": "test", "path": "/metadata/resourceVersion", "value": m.get("resourceVersion")},
-            {"op": "add", "path": "/metadata/ownerReferences", "value": refs},
-        ]
-        try:
-            await self.client.patch(PODS.path(m.get("namespace"), m.get("name")), patch, patch_type="json")
-        except NotFoundError:
-            return False
-        return True
+        owned pods that no longer match (kube's ClaimPods: _claim.py)."""
+        ns = metadata(rs).get("namespace") or ""
+        return await claim_pods(
+            self.client,
+            rs,
+            self.selector(rs),
+            self.pods.indexer.by_index(NAMESPACE_INDEX, ns),
+            owner_ref(rs, self.owners.kind, self.owners.group_version),
+            is_active,
+        )
 
     async def _manage(self, key: str, rs: Obj, pods: list[Obj]) -> Exception | None:
         replicas = spec(rs).get("replicas")

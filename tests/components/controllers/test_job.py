@@ -261,3 +261,37 @@ def test_a_pod_failure_policy_ignores_one_code_and_fails_the_job_on_another(clus
         assert done["status"]["failed"] == 1
 
     scenario(cluster, "job-policy", body)
+
+
+def test_a_job_adopts_matching_orphans_and_releases_pods_that_stop_matching(cluster: ApiserverUnderTest) -> None:
+    """Conformance "Job should adopt matching orphans and release non-matching pods" (kube's
+    ClaimPods, _claim.py): a pod whose owner reference was removed is taken back; a pod whose
+    labels no longer match the job's selector is let go."""
+
+    async def body(c: RestClient, ns: str) -> None:
+        path = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        made = await c.create(path, job("claim", parallelism=2, completions=2))
+        uid = made["metadata"]["uid"]
+
+        async def two() -> list[Obj]:
+            pods = await pods_of(c, ns, "claim")
+            return pods if len(pods) == 2 else []
+
+        orphan, other = await eventually(two, what="two pods")
+        pods_path = f"/api/v1/namespaces/{ns}/pods"
+        await c.patch(f"{pods_path}/{orphan['metadata']['name']}", {"metadata": {"ownerReferences": None}})
+
+        async def owner_of(name: str) -> str | None:
+            refs = (await c.get(f"{pods_path}/{name}"))["metadata"].get("ownerReferences") or []
+            return next((r["uid"] for r in refs if r.get("controller")), None)
+
+        await eventually(lambda: _is(owner_of(orphan["metadata"]["name"]), uid), what="the orphan adopted")
+        relabel = {"metadata": {"labels": {"batch.kubernetes.io/controller-uid": None, "controller-uid": None}}}
+        await c.patch(f"{pods_path}/{other['metadata']['name']}", relabel)
+        await eventually(lambda: _is(owner_of(other["metadata"]["name"]), None), what="the pod released")
+
+    scenario(cluster, "job-claim", body)
+
+
+async def _is(got: Any, want: Any) -> bool:
+    return await got == want
