@@ -47,6 +47,7 @@ from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
 from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess
 from apiserver.http.metrics import Metrics, request_labels
+from apiserver.http.pod_proxy import PodProxyClient
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.router import find_subresource, route
 from apiserver.kubernetes_service import KubernetesService, keep_forever
@@ -129,6 +130,7 @@ class Api:
         )
         self.scope.token_requests = self.service_accounts.requests
         self.kubelets = KubeletClient(kubelet_tls)
+        self.scope.pod_proxy = PodProxyClient()
         self.scope.node_access = NodeAccess(
             self.kubelets, functools.partial(self._get_core, PODS), functools.partial(self._get_core, NODES)
         )
@@ -184,6 +186,8 @@ class Api:
                     await task
         await self.admission.close()
         await self.kubelets.close()
+        if self.scope.pod_proxy is not None:
+            await self.scope.pod_proxy.close()
         await self.scope.stop()
 
     def ready(self) -> bool:

@@ -12,6 +12,7 @@ from apiserver.http.subresources.binding import BindingHandler
 from apiserver.http.subresources.eviction import EvictionHandler
 from apiserver.http.subresources.kubelet import PodLogHandler, PodStreamHandler
 from apiserver.http.subresources.object_view import ObjectViewHandler, status_view
+from apiserver.http.subresources.pod_proxy import PodProxyHandler
 from apiserver.registry.strategy import OWNER_REFERENCES, UpdateStrategy
 from apiserver.resources._podspec import default_pod_only, default_pod_spec, validate_pod_spec
 from apiserver.resources._shared import ensure, has_condition
@@ -276,6 +277,7 @@ RESOURCE = ResourceDef(
         Subresource(
             "portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler(PORT_FORWARD)
         ),
+        Subresource("proxy", "PodProxyOptions", verbs=("create", "get", "patch", "update"), handler=PodProxyHandler()),
         Subresource("status", "Pod", handler=status_view(OWNER_REFERENCES)),
     ),
     default=default,

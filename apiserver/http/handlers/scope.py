@@ -19,6 +19,7 @@ from apiserver.auth.token_request import TokenRequests
 from apiserver.http import patching
 from apiserver.http.inflight import InFlight
 from apiserver.http.kubelet_proxy import NodeAccess
+from apiserver.http.pod_proxy import PodProxyClient
 from apiserver.registry.generic import Registry
 from apiserver.resources.base import ResourceDef, object_fields
 from apiserver.storage.interface import Storage
@@ -48,6 +49,7 @@ class ResourceScope:
         # serviceaccounts/token (set by the app, which owns the signing key)
         self.token_requests: TokenRequests | None = None
         self.node_access: NodeAccess | None = None  # pods/log, exec, portforward, nodes/proxy
+        self.pod_proxy: PodProxyClient | None = None  # pods/proxy
         for res in resources:
             self.by_path[(res.group, res.version, res.plural)] = res
             if res.virtual:

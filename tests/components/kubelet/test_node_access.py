@@ -433,3 +433,20 @@ def test_a_webhook_sees_exec_and_attach_as_connects_and_may_refuse_them(
     assert request["resource"] == {"group": "", "version": "v1", "resource": "pods"}
     assert request["object"]["container"] == "web" and request["object"]["stdout"] is True
     assert "options" not in request  # a connect has no operation options
+
+
+def test_pods_proxy_relays_http_to_the_pod(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
+    """`pods/proxy` as kubectl and client-go use it (conformance's "serve a basic image on each
+    replica" reads its pods so): the method, the rest of the path and the body reach the pod."""
+    port = node["web_port"]
+    base = f"/api/v1/namespaces/default/pods/{POD}:{port}/proxy"
+    until("the pod's IP in its status", lambda: cluster.ok("get", "pod", POD, "-o", "jsonpath={.status.podIP}"))
+    assert cluster.ok("get", "--raw", f"{base}/index.html") == "hello through port-forward\n"
+    with_scheme = f"/api/v1/namespaces/default/pods/http:{POD}:{port}/proxy/index.html"
+    assert cluster.ok("get", "--raw", with_scheme) == "hello through port-forward\n"
+    posted = cluster.kubectl("create", "--raw", f"{base}/count", "-f", "-", stdin="12345")
+    assert posted.returncode == 0 and posted.stdout == "5", posted.stderr
+    missing = cluster.kubectl("get", "--raw", f"{base}/no-such-file")
+    assert missing.returncode != 0 and "NotFound" in missing.stderr + missing.stdout
+    bad = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/default/pods/{POD}:http/proxy/")
+    assert bad.returncode != 0 and "no port named 'http'" in bad.stderr

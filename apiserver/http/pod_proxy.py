@@ -1,0 +1,130 @@
+"""`pods/proxy`: an HTTP request relayed to a pod, as kube-apiserver's proxy does it.
+
+The path names the pod as `[scheme:]name[:port]` (`/api/v1/namespaces/ns/pods/web:8080/proxy/
+healthz`); without a port the pod's first declared container port is used, as kube's
+ResourceLocation does.  The request goes to the pod's IP (its status), with its method, the
+rest of the path, the query and the body; the answer comes back with its status, its content
+type and its body streamed.  https is not verified (kube's pod proxy does not either).  What a
+client sends is bounded by the apiserver's body limit; what the pod answers is streamed, never
+held.  A pod that is not running, has no IP or does not answer is kube's 503.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+from starlette.responses import StreamingResponse
+
+from apiserver import errors
+
+CONNECT_TIMEOUT_S = 5.0
+PASSED_HEADERS = ("accept", "content-type", "user-agent")  # kube drops the rest (credentials above all)
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyTarget:
+    scheme: str
+    name: str
+    port: str
+
+
+def parse_target(text: str) -> ProxyTarget:
+    """`name`, `name:port` or `scheme:name:port` (kube's net.SplitSchemeNamePort); 400 otherwise."""
+    parts = text.split(":")
+    if len(parts) == 1:
+        target = ProxyTarget("", parts[0], "")
+    elif len(parts) == 2:
+        target = ProxyTarget("", parts[0], parts[1])
+    elif len(parts) == 3 and parts[0] in ("http", "https", ""):
+        target = ProxyTarget(parts[0], parts[1], parts[2])
+    else:
+        raise errors.bad_request(f"invalid proxy target {text!r}: want name, name:port or scheme:name:port")
+    if not target.name:
+        raise errors.bad_request(f"invalid proxy target {text!r}: no pod name")
+    return target
+
+
+def pod_port(pod: Mapping[str, Any], port: str) -> int:
+    """The port to reach: a number, a container port's name, or (none) the first declared one."""
+    declared = [
+        p
+        for c in (pod.get("spec") or {}).get("containers") or ()
+        if isinstance(c, dict)
+        for p in c.get("ports") or ()
+        if isinstance(p, dict) and isinstance(p.get("containerPort"), int)
+    ]
+    if not port:
+        if not declared:
+            return 80  # kube's default when the pod declares no port
+        return int(declared[0]["containerPort"])
+    if port.isascii() and port.isdigit():
+        number = int(port)
+        if 0 < number < 65536:
+            return number
+        raise errors.bad_request(f"invalid port {port!r}")
+    named = next((p for p in declared if p.get("name") == port), None)
+    if named is None:
+        raise errors.bad_request(f"no port named {port!r} in pod {(pod.get('metadata') or {}).get('name')}")
+    return int(named["containerPort"])
+
+
+def pod_url(pod: Mapping[str, Any], target: ProxyTarget, subpath: str, query: str) -> str:
+    """Where the request goes: the pod's IP and port, the rest of the path and the query."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    ip = status.get("podIP")
+    if not ip or status.get("phase") in ("Succeeded", "Failed"):
+        raise errors.unavailable(f"pod {meta.get('name')} has no running address to proxy to")
+    host = f"[{ip}]" if ":" in str(ip) else str(ip)
+    path = "/" + quote(subpath.lstrip("/"), safe="/:@!$&'()*+,;=-._~%")
+    return f"{target.scheme or 'http'}://{host}:{pod_port(pod, target.port)}{path}" + (f"?{query}" if query else "")
+
+
+class PodProxyClient:
+    """One pooled session to pods (plain HTTP, or https without verification)."""
+
+    def __init__(self) -> None:
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            unverified = ssl.create_default_context()
+            unverified.check_hostname = False
+            unverified.verify_mode = ssl.CERT_NONE
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=unverified, limit=256),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S),
+                auto_decompress=False,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def relay(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> StreamingResponse:
+        """Send the request on; the pod's answer, streamed."""
+        passed = {k: v for k, v in headers.items() if k.lower() in PASSED_HEADERS}
+        try:
+            response = await self._client().request(method, url, headers=passed, data=body or None)
+        except ValueError as e:  # a URL the client library will not send (a path yarl refuses)
+            raise errors.bad_request(f"cannot proxy to {url.split('?', maxsplit=1)[0]!r}: {e}") from None
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise errors.unavailable(f"error trying to reach the pod at {url.split('?', maxsplit=1)[0]}: {e}") from None
+
+        async def content() -> AsyncGenerator[bytes, None]:
+            try:
+                async for chunk in response.content.iter_any():
+                    yield chunk
+            except (aiohttp.ClientError, OSError):
+                return
+            finally:
+                response.release()
+
+        kept = {k: v for k, v in response.headers.items() if k.lower() in ("content-type", "content-encoding")}
+        return StreamingResponse(content(), status_code=response.status, headers=kept)

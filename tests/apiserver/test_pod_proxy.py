@@ -1,0 +1,50 @@
+"""Where `pods/proxy` sends a request: the target as the path names it, the port (a number, a
+named container port, or the first declared one), the pod's IP; refusals are 400/503."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from apiserver.errors import StatusError
+from apiserver.http.pod_proxy import ProxyTarget, parse_target, pod_url
+
+POD = {
+    "metadata": {"name": "web"},
+    "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}, {"containerPort": 9}]}]},
+    "status": {"phase": "Running", "podIP": "10.244.1.7"},
+}
+
+
+def test_targets_as_kube_splits_them() -> None:
+    assert parse_target("web") == ProxyTarget("", "web", "")
+    assert parse_target("web:8080") == ProxyTarget("", "web", "8080")
+    assert parse_target("https:web:443") == ProxyTarget("https", "web", "443")
+    for bad in ("ftp:web:21", "a:b:c:d", ":80"):
+        with pytest.raises(StatusError) as refused:
+            parse_target(bad)
+        assert refused.value.code == 400
+
+
+def test_the_url_takes_the_pods_ip_and_port() -> None:
+    assert pod_url(POD, parse_target("web"), "", "") == "http://10.244.1.7:8080/"
+    assert pod_url(POD, parse_target("web:http"), "a/b c", "x=1") == "http://10.244.1.7:8080/a/b%20c?x=1"
+    assert pod_url(POD, parse_target("https:web:9443"), "/healthz", "") == "https://10.244.1.7:9443/healthz"
+    with pytest.raises(StatusError, match="no port named 'grpc'"):
+        pod_url(POD, parse_target("web:grpc"), "", "")
+    done = {**POD, "status": {"phase": "Succeeded", "podIP": "10.244.1.7"}}
+    with pytest.raises(StatusError) as refused:
+        pod_url(done, parse_target("web"), "", "")
+    assert refused.value.code == 503
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_any_target_and_path_give_an_http_url_to_the_pod_or_a_refusal(name: str, path: str) -> None:
+    try:
+        url = pod_url(POD, parse_target(name), path, "")
+    except StatusError as e:
+        assert e.code in (400, 503)
+        return
+    assert url.startswith(("http://10.244.1.7:", "https://10.244.1.7:"))
+    assert "\n" not in url and " " not in url
