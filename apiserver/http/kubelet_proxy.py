@@ -100,6 +100,18 @@ def _error(status: int, text: str) -> errors.StatusError:
     )
 
 
+async def chunks_of(response: aiohttp.ClientResponse) -> AsyncGenerator[bytes, None]:
+    """A relayed answer's body as it comes; the connection goes back to the pool at its end, or
+    when the client that reads it leaves."""
+    try:
+        async for chunk in response.content.iter_any():
+            yield chunk
+    except (aiohttp.ClientError, OSError):
+        return
+    finally:
+        response.release()
+
+
 class KubeletClient:
     """One pooled HTTPS session to every kubelet."""
 
@@ -133,17 +145,7 @@ class KubeletClient:
             text = (await response.content.read(4096)).decode(errors="replace")
             response.release()
             raise _error(response.status, text)
-
-        async def body() -> AsyncGenerator[bytes, None]:
-            try:
-                async for chunk in response.content.iter_any():
-                    yield chunk
-            except (aiohttp.ClientError, OSError):
-                return
-            finally:
-                response.release()
-
-        return response.headers.get("Content-Type", "text/plain"), body()
+        return response.headers.get("Content-Type", "text/plain"), chunks_of(response)
 
     async def websocket(self, url: str, protocols: list[str]) -> aiohttp.ClientWebSocketResponse:
         """A WebSocket to the kubelet offering the client's subprotocols; a refusal raises the

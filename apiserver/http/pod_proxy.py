@@ -12,7 +12,7 @@ held.  A pod that is not running, has no IP or does not answer is kube's 503.
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -21,6 +21,7 @@ import aiohttp
 from starlette.responses import StreamingResponse
 
 from apiserver import errors
+from apiserver.http.kubelet_proxy import chunks_of
 
 CONNECT_TIMEOUT_S = 5.0
 PASSED_HEADERS = ("accept", "content-type", "user-agent")  # kube drops the rest (credentials above all)
@@ -117,14 +118,5 @@ class PodProxyClient:
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise errors.unavailable(f"error trying to reach the pod at {url.split('?', maxsplit=1)[0]}: {e}") from None
 
-        async def content() -> AsyncGenerator[bytes, None]:
-            try:
-                async for chunk in response.content.iter_any():
-                    yield chunk
-            except (aiohttp.ClientError, OSError):
-                return
-            finally:
-                response.release()
-
         kept = {k: v for k, v in response.headers.items() if k.lower() in ("content-type", "content-encoding")}
-        return StreamingResponse(content(), status_code=response.status, headers=kept)
+        return StreamingResponse(chunks_of(response), status_code=response.status, headers=kept)

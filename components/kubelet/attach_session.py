@@ -30,25 +30,16 @@ class AttachParams:
     stderr: bool
 
 
-def _flag(query: Mapping[str, str], name: str) -> bool:
-    value = (query.get(name) or "").lower()
-    if value in ("", "false", "0"):
-        return False
-    if value in ("true", "1"):
-        return True
-    raise ValueError(f"{name}: must be true or false, got {query.get(name)!r}")
-
-
 def parse_query(query: Mapping[str, str], container: str) -> AttachParams:
     """The attach options; ValueError says why this one cannot be served."""
-    stdin, tty = _flag(query, "stdin"), _flag(query, "tty")
+    stdin, tty = channels.query_flag(query, "stdin"), channels.query_flag(query, "tty")
     if stdin:
         raise ValueError(
             f"stdin: container {container} has no stdin to attach to (this kubelet gives containers /dev/null)"
         )
     if tty:
         raise ValueError(f"tty: container {container} has no terminal (this kubelet's runtime allocates none)")
-    params = AttachParams(_flag(query, "stdout"), _flag(query, "stderr"))
+    params = AttachParams(channels.query_flag(query, "stdout"), channels.query_flag(query, "stderr"))
     if not (params.stdout or params.stderr):
         raise ValueError("you must specify at least one of stdin, stdout, stderr")
     return params
@@ -58,7 +49,7 @@ async def serve(
     request: web.Request, params: AttachParams, log: Path, running: Callable[[], bool]
 ) -> web.StreamResponse:
     """Relay what the run whose log is `log` writes from now on, while `running()`."""
-    offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+    offered = channels.offered_in(request.headers.get("Sec-WebSocket-Protocol", ""))
     protocol = channels.choose(offered)
     if protocol is None:
         raise web.HTTPBadRequest(

@@ -12,6 +12,7 @@ otherwise.  This module is the pure part: choosing the protocol, framing, parsin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
@@ -24,6 +25,21 @@ MAX_DIMENSION = 10_000  # rows or columns: more is not a terminal
 
 class ChannelError(ValueError):
     """A message the protocol does not allow; the session ends with it."""
+
+
+def offered_in(header: str) -> list[str]:
+    """The subprotocols a client offers in its Sec-WebSocket-Protocol header."""
+    return [p.strip() for p in header.split(",") if p.strip()]
+
+
+def query_flag(query: Mapping[str, str], name: str) -> bool:
+    """A session's boolean option (`stdin=true`) as kube reads it; ValueError names a bad one."""
+    value = (query.get(name) or "").lower()
+    if value in ("", "false", "0"):
+        return False
+    if value in ("true", "1"):
+        return True
+    raise ValueError(f"{name}: must be true or false, got {query.get(name)!r}")
 
 
 def choose(offered: list[str] | tuple[str, ...]) -> str | None:

@@ -33,15 +33,6 @@ class ExecParams:
     tty: bool
 
 
-def _flag(query: Mapping[str, str], name: str) -> bool:
-    value = (query.get(name) or "").lower()
-    if value in ("", "false", "0"):
-        return False
-    if value in ("true", "1"):
-        return True
-    raise ValueError(f"{name}: must be true or false, got {query.get(name)!r}")
-
-
 def parse_query(query: Mapping[str, str]) -> ExecParams:
     """The exec options (`command` repeated, one per argument); ValueError names the bad one."""
     getall = getattr(query, "getall", None)
@@ -51,7 +42,11 @@ def parse_query(query: Mapping[str, str]) -> ExecParams:
     if len(command) > MAX_ARGS:
         raise ValueError(f"command: at most {MAX_ARGS} arguments, got {len(command)}")
     params = ExecParams(
-        command, _flag(query, "stdin"), _flag(query, "stdout"), _flag(query, "stderr"), _flag(query, "tty")
+        command,
+        channels.query_flag(query, "stdin"),
+        channels.query_flag(query, "stdout"),
+        channels.query_flag(query, "stderr"),
+        channels.query_flag(query, "tty"),
     )
     if not (params.stdin or params.stdout or params.stderr):
         raise ValueError("you must specify at least one of stdin, stdout, stderr")
@@ -69,7 +64,7 @@ async def _send_outcome(ws: web.WebSocketResponse, protocol: str, exit_code: int
 async def serve(
     request: web.Request, params: ExecParams, env: dict[str, str], cwd: str | None, pid: int = 0
 ) -> web.StreamResponse:
-    offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+    offered = channels.offered_in(request.headers.get("Sec-WebSocket-Protocol", ""))
     protocol = channels.choose(offered)
     if protocol is None:
         raise web.HTTPBadRequest(
