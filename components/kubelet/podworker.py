@@ -429,6 +429,10 @@ class PodWorker:
             no_new_privs=no_new_privs(container),
             capabilities=capabilities(container, where),
             read_only_root=read_only_root(container),
+            # the pod's hostname (kube's runtimes set it); a hostNetwork pod has the node's
+            hostname=None
+            if (self.pod.get("spec") or {}).get("hostNetwork") is True
+            else etchosts.hostname_and_domain(self.pod)[0] or None,
         )
 
     def _termination_mount(self, container: Obj) -> Mount:

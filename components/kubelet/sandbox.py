@@ -1,5 +1,5 @@
 """What sets a container's process apart from the host: its volume mounts, the pod's network
-and IPC namespaces, the pod's sysctls and its resource limits.
+and IPC namespaces, the pod's sysctls, its hostname and its resource limits.
 
 The pod worker describes it (`Sandbox`), the runtime records it in the run's `spec.json`, and
 the shim applies it in two steps.  `enter` runs in the shim before it starts the container: it
@@ -38,6 +38,11 @@ A read-only root (`readOnlyRootFilesystem`) is every mount of the namespace but 
 (and what lies under them) and the kernel's /proc, /sys and /dev, remounted read-only once the
 volumes are in place (`_read_only_root`): the host's / and what is mounted on it are the
 container's root filesystem here, and they stay writable for the host.
+The hostname: a pod's containers see the pod's (spec.hostname or its name, as kube's runtimes
+set it), in a UTS namespace of the container's own made before anything else (a hostNetwork
+pod keeps the node's); `kubectl exec` joins it.  Programs that name themselves by it
+(agnhost serve-hostname answers with it: conformance's "serve a basic image on each replica")
+see the pod, not the machine.
 Mounts need root: a kubelet that is not root starts the container without them (`usable`
 says so in the container's log), since every pod has its service account volume and no pod
 would start otherwise.  A network namespace needs root too (the kubelet refuses
@@ -49,6 +54,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import socket
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -78,6 +84,7 @@ class Sandbox:
     no_new_privs: bool = False  # allowPrivilegeEscalation: false (security.py)
     capabilities: frozenset[int] | None = None  # its bounding set (security.py); None: the kubelet's
     read_only_root: bool = False  # readOnlyRootFilesystem (security.py)
+    hostname: str | None = None  # the pod's hostname, in a UTS namespace of its own; None: the node's
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +97,7 @@ class Sandbox:
             "no_new_privs": self.no_new_privs,
             "capabilities": None if self.capabilities is None else sorted(self.capabilities),
             "read_only_root": self.read_only_root,
+            "hostname": self.hostname,
         }
 
     @classmethod
@@ -114,6 +122,7 @@ class Sandbox:
             value.get("no_new_privs") is True,
             None if caps is None else frozenset(int(c) for c in caps),
             value.get("read_only_root") is True,
+            str(value["hostname"]) if value.get("hostname") else None,
         )
 
 
@@ -125,7 +134,11 @@ def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
     """The sandbox this process can set up, and a line for the container's log when it had to
     leave the mounts, the user or the sysctls out (not root)."""
     if os.geteuid() == 0 or (
-        not sandbox.mounts and sandbox.user is None and not sandbox.sysctls and not sandbox.read_only_root
+        not sandbox.mounts
+        and sandbox.user is None
+        and not sandbox.sysctls
+        and not sandbox.read_only_root
+        and sandbox.hostname is None
     ):
         return sandbox, ""
     notes = []
@@ -139,6 +152,8 @@ def usable(sandbox: Sandbox) -> tuple[Sandbox, str]:
         notes.append(f"raftkube: sysctls not set ({names}): the kubelet does not run as root\n")
     if sandbox.read_only_root:
         notes.append("raftkube: the root filesystem is not read-only: the kubelet does not run as root\n")
+    if sandbox.hostname is not None:
+        notes.append(f"raftkube: hostname is the node's, not {sandbox.hostname}: the kubelet does not run as root\n")
     # a kubelet that is not root has no capability to give away, nor CAP_SETPCAP to drop one
     return Sandbox((), sandbox.netns, sandbox.limits, no_new_privs=sandbox.no_new_privs), "".join(notes)
 
@@ -388,6 +403,7 @@ def child_preexec(
     if (
         not sandbox.mounts
         and not sandbox.read_only_root
+        and sandbox.hostname is None
         and apply_limits is None
         and sandbox.user is None
         and not sandbox.no_new_privs
@@ -397,6 +413,9 @@ def child_preexec(
 
     def prepare() -> None:
         try:
+            if sandbox.hostname is not None:  # first: it needs CAP_SYS_ADMIN, which may be dropped below
+                linux.unshare(linux.CLONE_NEWUTS)
+                socket.sethostname(sandbox.hostname)
             if sandbox.mounts or sandbox.read_only_root:
                 _mount_all(sandbox.mounts, sandbox.read_only_root)
                 if cwd:
@@ -420,12 +439,18 @@ def child_preexec(
 
 
 def join(pid: int, cwd: str | None = None) -> Callable[[], None] | None:
-    """A preexec that enters the IPC, network and mount namespaces of process `pid` where they are
+    """A preexec that enters the IPC, UTS, network and mount namespaces of process `pid` where they are
     not this process's own, and takes its bounding set and its no_new_privs flag (None when there
     is nothing to take).  Entering a mount namespace moves to its root, so the working dir `cwd` is
     entered again after."""
     kinds = []
-    for name, flag in (("ipc", linux.CLONE_NEWIPC), ("net", linux.CLONE_NEWNET), ("mnt", linux.CLONE_NEWNS)):
+    namespaces = (
+        ("ipc", linux.CLONE_NEWIPC),
+        ("uts", linux.CLONE_NEWUTS),
+        ("net", linux.CLONE_NEWNET),
+        ("mnt", linux.CLONE_NEWNS),
+    )
+    for name, flag in namespaces:
         try:
             if os.stat(f"/proc/{pid}/ns/{name}").st_ino != os.stat(f"/proc/self/ns/{name}").st_ino:
                 kinds.append((f"/proc/{pid}/ns/{name}", flag))

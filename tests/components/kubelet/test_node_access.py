@@ -160,6 +160,7 @@ def test_exec(cluster: ApiserverUnderTest, node: dict[str, Any]) -> None:
     assert run.returncode == 3
     assert run.stdout == f"out\nfrom-the-pod-spec\n{node['root']}\n"  # the container's env and working dir
     assert "err" in run.stderr and "command terminated with exit code 3" in run.stderr
+    assert cluster.ok("exec", POD, "-c", "web", "--", "hostname") == f"{POD}\n"  # exec joins the pod's UTS namespace
     status = cluster.ok("exec", POD, "-c", "web", "--", "cat", "/proc/self/status")
     assert re.search(r"^Pid:\s+\d+$", status, re.M)
     echoed = cluster.kubectl("exec", "-i", POD, "-c", "web", "--", "cat", stdin="hello\nworld\n")

@@ -6,6 +6,7 @@ container is killed by pid at the end."""
 from __future__ import annotations
 
 import signal
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -342,3 +343,21 @@ def test_an_ephemeral_container_that_exits_is_never_restarted(runtime: ProcessRu
     assert seen["state"]["terminated"]["exitCode"] == 3 and seen["restartCount"] == 0 and seen["ready"] is False
     assert runtime.attempts("eph2", "debugger") == [0]
     assert status["phase"] == "Running"
+
+
+def test_a_container_sees_its_pods_hostname_and_a_host_network_pod_the_nodes(runtime: ProcessRuntime) -> None:
+    """kube's runtimes give a pod's containers its hostname (agnhost serve-hostname answers with
+    it); a hostNetwork pod keeps the node's."""
+    w = PodWorker(pod("uts", sh("app", "hostname; sleep 30")), runtime, NO_SOURCES, host_ip="127.0.0.1")
+    named = pod("uts2", sh("app", "hostname; sleep 30"), hostname="db-0")
+    w2 = PodWorker(named, runtime, NO_SOURCES, host_ip="127.0.0.1")
+    host = pod("uts3", sh("app", "hostname; sleep 30"), hostNetwork=True)
+    w3 = PodWorker(host, runtime, NO_SOURCES, host_ip="127.0.0.1")
+
+    def said(uid: str) -> str:
+        run = runtime.seen(uid, "app")
+        return b"".join(e.text for e in containerlog.read(Path(run.log))).decode() if run and run.log else ""
+
+    for worker, uid, want in ((w, "uts", "p-uts"), (w2, "uts2", "db-0"), (w3, "uts3", socket.gethostname())):
+        drive(worker, lambda s, uid=uid: bool(said(uid)), f"{uid}'s hostname")
+        assert said(uid) == want
