@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from apiserver import errors
+from apiserver.http.handlers.body import read_limited
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.pod_proxy import parse_target, pod_url
 from apiserver.http.requestinfo import ResourcePath
@@ -22,7 +23,8 @@ class PodProxyHandler(SubresourceHandler):
         where = parse_target(target.name)
         pod = await scope.kubelets().get_pod(target.namespace, where.name)
         url = pod_url(pod, where, target.subpath, request.url.query)
-        return await scope.pod_proxy.relay(request.method, url, request.headers, await request.body())
+        body = await read_limited(request)  # the apiserver's body limit: 413 past it, never buffered beyond
+        return await scope.pod_proxy.relay(request.method, url, request.headers, body)
 
     async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
         return await self._relay(scope, request, target)

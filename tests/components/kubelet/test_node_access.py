@@ -344,6 +344,8 @@ def test_a_viewer_may_read_logs_but_not_exec(cluster: ApiserverUnderTest, node: 
         assert 'User "na-viewer" cannot create resource "pods/exec"' in denied.stderr
         forward = as_viewer("port-forward", f"pod/{POD}", f"{free_ports(1)[0]}:{node['web_port']}")
         assert forward.returncode == 1 and 'cannot create resource "pods/portforward"' in forward.stderr
+        proxied = as_viewer("get", "--raw", f"/api/v1/namespaces/default/pods/{POD}:{node['web_port']}/proxy/")
+        assert proxied.returncode == 1 and 'cannot get resource "pods/proxy"' in proxied.stderr
     finally:
         cluster.kubectl("delete", "rolebinding", "na-viewer")
 
@@ -451,3 +453,5 @@ def test_pods_proxy_relays_http_to_the_pod(cluster: ApiserverUnderTest, node: di
     assert missing.returncode != 0 and "NotFound" in missing.stderr + missing.stdout
     bad = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/default/pods/{POD}:http/proxy/")
     assert bad.returncode != 0 and "no port named 'http'" in bad.stderr
+    big = cluster.kubectl("create", "--raw", f"{base}/count", "-f", "-", stdin="x" * (4 << 20))
+    assert big.returncode != 0 and "Request entity too large" in big.stderr  # the apiserver's 3 MiB
