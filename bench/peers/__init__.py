@@ -1,6 +1,6 @@
 """The upstream peers, built from Go modules: `raftkube peers build` and `raftkube peers status`.
 
-kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo, agnhost, etcd and
+kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs, etcd and
 etcdctl 3.6 are yardsticks for tests, conformance and benchmarks, never runtime dependencies:
 they are built on demand with the machine's `go` through the Go module proxy into the cache
 that machinery.process.peers names, and nothing of their source is in this repository.

@@ -49,6 +49,12 @@ class Peer:
     """`build`, `test` (a test binary: `go test -c`) or `install` (`go install pkg@version`)."""
     version_args: tuple[str, ...]
     """What makes it print its version."""
+    answer: str = ""
+    """What a peer with no version command prints when run ("": it prints its version)."""
+    mode: int = 0o755
+    """Its file mode once built: nonewprivs is setuid and setgid root, as its image's Dockerfile
+    (`chmod +s`) makes it, so that a container running as another user gains root through it
+    unless allowPrivilegeEscalation is false."""
 
 
 PEERS: dict[str, Peer] = {
@@ -60,6 +66,7 @@ PEERS: dict[str, Peer] = {
         Peer("e2e.test", f"{KUBE}/test/e2e", "test", ("--version",)),
         Peer("ginkgo", f"{GINKGO_MODULE}/ginkgo", "install", ("version",)),
         Peer("agnhost", f"{KUBE}/test/images/agnhost", "build", ("--version",)),
+        Peer("nonewprivs", f"{KUBE}/test/images/nonewprivs", "build", (), answer="Effective uid: ", mode=0o6755),
         Peer("etcd", "go.etcd.io/etcd/server/v3", "build", ("--version",)),
         Peer("etcdctl", "go.etcd.io/etcd/etcdctl/v3", "build", ("version",)),
     )
@@ -215,7 +222,8 @@ class Builder:
                 peer.package,
             ]
             self.go.run(args, workdir)
-        reports = self.version_of(part, peer, expect)
+        reports = self.version_of(part, peer, peer.answer or expect)
+        part.chmod(peer.mode)
         sha = sha256_of(part)
         part.replace(manifest.folder / peer.name)
         seconds = round(time.monotonic() - started, 1)
@@ -260,7 +268,8 @@ class Builder:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Build the upstream peers (kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo, "
-        f"agnhost, etcd, etcdctl) with the machine's go through the Go module proxy into {peers.peers_root()}/; "
+        "agnhost, nonewprivs, etcd, etcdctl) "
+        f"with the machine's go through the Go module proxy into {peers.peers_root()}/; "
         "what is already built (manifest.json, sha256) is skipped."
     )
     parser.add_argument("--kubernetes", default=peers.KUBERNETES_VERSION, metavar="v1.33.N", help="Kubernetes release")

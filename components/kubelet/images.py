@@ -92,6 +92,13 @@ SHIPPED: tuple[ImageEntry, ...] = (
         cmd=("pause",),
         programs=("/agnhost", "/agnhost-2"),
     ),
+    # nonewprivs' Dockerfile: COPY nnp /usr/local/bin/nnp (setuid root), CMD ["nnp"]: it prints its
+    # effective uid, root unless allowPrivilegeEscalation is false
+    ImageEntry(
+        image="registry.k8s.io/e2e-test-images/nonewprivs",
+        peer="nonewprivs",
+        programs=("/usr/local/bin/nnp", "nnp"),
+    ),
     # busybox: no ENTRYPOINT, CMD ["sh"]
     ImageEntry(image="busybox", cmd=("sh",), applets="/bin/busybox"),
     ImageEntry(image="registry.k8s.io/e2e-test-images/busybox", cmd=("sh",), applets="/bin/busybox"),

@@ -1,11 +1,11 @@
 """Where the upstream peers live once built: kube-apiserver, kube-controller-manager,
-kube-scheduler, e2e.test, ginkgo, agnhost, etcd and etcdctl 3.6.
+kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs, etcd and etcdctl 3.6.
 
 The peers are yardsticks (tests, conformance, benchmarks), never runtime dependencies, so
 they live in the user's cache, outside the repository, one folder per pinned version:
 ``$XDG_CACHE_HOME/raftkube/peers/kubernetes-v1.33.13/kube-apiserver``.  A version in the
 folder name means a new pin never picks up an old binary.  `raftkube peers build` fills the
-folders; the kubelet's image table (agnhost), the conformance runner and the benchmarks read
+folders; the kubelet's image table (agnhost, nonewprivs), the conformance runner and the benchmarks read
 them through `peer_path`, so the layout is written down once, here.
 """
 
@@ -21,7 +21,15 @@ our apiserver reports 1.33)."""
 ETCD_VERSION = "v3.6.17"
 """The newest etcd 3.6 patch release the Go module proxy serves."""
 
-KUBERNETES_PEERS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "e2e.test", "ginkgo", "agnhost")
+KUBERNETES_PEERS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "e2e.test",
+    "ginkgo",
+    "agnhost",
+    "nonewprivs",
+)
 ETCD_PEERS = ("etcd", "etcdctl")
 
 

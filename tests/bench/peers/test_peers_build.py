@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -70,6 +71,9 @@ def test_builds_every_peer_stamped_and_recorded(fake_go: FakeGo, capsys: pytest.
     assert "gitMajor=1 " in apiserver and "gitMinor=33 " in apiserver and "gitTreeState=clean" in apiserver
     assert any(c.startswith("test -c ") and c.endswith("k8s.io/kubernetes/test/e2e") for c in builds)
     assert any("-X main.Version=2.53" in c for c in builds)
+    # nonewprivs answers with its effective uid, and is setuid root as its image makes it
+    assert kube["nonewprivs"]["reports"].startswith("Effective uid: ")
+    assert stat.S_IMODE(peers.peer_path("nonewprivs").stat().st_mode) == 0o6755
     assert "install -trimpath -ldflags=-s -w github.com/onsi/ginkgo/v2/ginkgo@v2.21.0" in builds
     gomod = (peers.peers_root() / "build/kubernetes-v1.33.13/go.mod").read_text()
     assert "k8s.io/client-go => k8s.io/client-go v0.33.13" in gomod

@@ -217,3 +217,10 @@ def test_cluster_toml_entries_are_checked_and_handed_to_the_kubelets(tmp_path: P
     flag, table = settings.image_args()
     assert flag == "--images" and image_table(table).resolve("example.com/app:2", [], ["-v"]).argv == ["/bin/app", "-v"]
     assert KubeletSettings().image_args() == ()
+
+
+def test_nonewprivs_runs_the_built_peer_under_its_in_image_name() -> None:
+    """Conformance's allowPrivilegeEscalation specs run the image's CMD, `nnp`, which prints its
+    effective uid: the built (setuid) peer runs, named as in the image."""
+    got = resolve(SHIPPED, "registry.k8s.io/e2e-test-images/nonewprivs:1.3", [], [])
+    assert got.argv == ["/usr/local/bin/nnp"] and got.executable == str(peer_path("nonewprivs"))
