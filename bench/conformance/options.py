@@ -25,7 +25,10 @@ KUBECTL = "kubectl.1.33"
 """The e2e kubectl tests shell out to kubectl; it should be the suite's own minor."""
 KUBECTL_DIRS = (Path("/usr/lib/google-cloud-sdk/bin"),)
 """Where versioned kubectl binaries live beside gcloud's dispatcher when not on PATH."""
-BUILD_HINT = "raftkube peers build --only e2e.test,ginkgo"
+IMAGE_PEERS = ("agnhost", "nonewprivs", "busybox")
+"""What the image table runs for conformance's images: a run without one would fail its pods
+for the wrong reason (busybox would fall back to Debian's, which drops `data-1` variables)."""
+BUILD_HINT = "raftkube peers build --only e2e.test,ginkgo," + ",".join(IMAGE_PEERS)
 
 _DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>h|m|s)")
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0}
@@ -131,7 +134,8 @@ def find_binaries(parallel: int, kubectl: Path | None) -> Binaries:
     command: a missing peer is never a silent skip."""
     e2e = peers.peer_path("e2e.test")
     ginkgo = peers.peer_path("ginkgo") if parallel > 1 else None
-    missing = [str(p) for p in (e2e, ginkgo) if p is not None and not p.is_file()]
+    images = [peers.peer_path(name) for name in IMAGE_PEERS]
+    missing = [str(p) for p in (e2e, ginkgo, *images) if p is not None and not p.is_file()]
     if missing:
         raise UsageError(f"not built: {', '.join(missing)}; build with `{BUILD_HINT}`")
     return Binaries(e2e=e2e, ginkgo=ginkgo, kubectl=find_kubectl(kubectl))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.peers import busybox
 from bench.peers.go import BuildError, Go, find_go, json_objects
 from bench.peers.gomod import (
     GINKGO_MODULE,
@@ -46,7 +47,8 @@ class Peer:
     name: str
     package: str
     how: str
-    """`build`, `test` (a test binary: `go test -c`) or `install` (`go install pkg@version`)."""
+    """`build`, `test` (a test binary: `go test -c`), `install` (`go install pkg@version`) or
+    `make` (C source with its own Makefile: busybox)."""
     version_args: tuple[str, ...]
     """What makes it print its version."""
     answer: str = ""
@@ -69,9 +71,14 @@ PEERS: dict[str, Peer] = {
         Peer("nonewprivs", f"{KUBE}/test/images/nonewprivs", "build", (), answer="Effective uid: ", mode=0o6755),
         Peer("etcd", "go.etcd.io/etcd/server/v3", "build", ("--version",)),
         Peer("etcdctl", "go.etcd.io/etcd/etcdctl/v3", "build", ("version",)),
+        Peer("busybox", "busybox", "make", ("--help",)),
     )
 }
-assert tuple(PEERS) == peers.KUBERNETES_PEERS + peers.ETCD_PEERS
+assert tuple(PEERS) == peers.ALL_PEERS
+
+
+def needs_go(names: list[str]) -> bool:
+    return any(PEERS[n].how != "make" for n in names)
 
 
 def kube_ldflags(version: str) -> str:
@@ -104,12 +111,26 @@ def selected(only: str | None) -> list[str]:
 class Builder:
     """Builds the chosen peers of one Kubernetes and one etcd release, saying each step."""
 
-    def __init__(self, go: Go, kubernetes: str, etcd: str, say: Callable[[str], None]) -> None:
-        self.go = go
-        self.versions = {**dict.fromkeys(peers.KUBERNETES_PEERS, kubernetes), **dict.fromkeys(peers.ETCD_PEERS, etcd)}
+    def __init__(
+        self, go: Go | None, kubernetes: str, etcd: str, say: Callable[[str], None], compiler: str = ""
+    ) -> None:
+        self._go = go
+        self.compiler = compiler
+        """The C compiler's version line, recorded with what `make` builds."""
+        self.versions = {
+            **dict.fromkeys(peers.KUBERNETES_PEERS, kubernetes),
+            **dict.fromkeys(peers.ETCD_PEERS, etcd),
+            **dict.fromkeys(peers.BUSYBOX_PEERS, peers.BUSYBOX_VERSION),
+        }
         self.say = say
         self.kube_gomod: str | None = None
         self.kube_source_dir: Path | None = None
+
+    @property
+    def go(self) -> Go:
+        if self._go is None:  # run() finds go whenever a Go peer is chosen
+            raise BuildError("no go toolchain was found for a Go peer")
+        return self._go
 
     def workdir(self, peer: str) -> Path:
         return peers.peers_root() / "build" / peers.version_dir(peer, self.versions[peer]).name
@@ -138,7 +159,11 @@ class Builder:
         """Write the module `names` are built in and fetch what they import."""
         started = time.monotonic()
         version = self.versions[names[0]]
-        if names[0] in peers.ETCD_PEERS:
+        if names[0] in peers.BUSYBOX_PEERS:
+            url = busybox.SOURCE_URL.format(version=version.lstrip("v"))
+            self.say(f"{'(busybox source)':<24} {version:<9} fetching {url} ...")
+            busybox.fetch_source(version.lstrip("v"), workdir)
+        elif names[0] in peers.ETCD_PEERS:
             self.say(f"{'(etcd module)':<24} {version:<9} resolving in {workdir} ...")
             workdir.mkdir(parents=True, exist_ok=True)
             (workdir / "go.mod").write_text(etcd_module(version))
@@ -192,7 +217,12 @@ class Builder:
         manifest.folder.mkdir(parents=True, exist_ok=True)
         part = manifest.folder / f".{peer.name}.part"
         source, expect = f"{peer.package}@{version}", version.lstrip("v")
-        if peer.how == "install":
+        toolchain = self.compiler if peer.how == "make" else self.go.version
+        if peer.how == "make":
+            source = f"{busybox.SOURCE_URL.format(version=expect)} (sha256 {busybox.SOURCE_SHA256[expect][:12]})"
+            busybox.build(workdir / f"busybox-{expect}", part)
+            part.chmod(0o755)
+        elif peer.how == "install":
             pinned = required_version(self.kube_gomod or "", GINKGO_MODULE)
             if pinned is None:
                 raise BuildError(f"k8s.io/kubernetes {version}'s go.mod pins no {GINKGO_MODULE}")
@@ -228,7 +258,7 @@ class Builder:
         part.replace(manifest.folder / peer.name)
         seconds = round(time.monotonic() - started, 1)
         built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        manifest.record(Entry(peer.name, version, source, sha, built_at, seconds, self.go.version, reports))
+        manifest.record(Entry(peer.name, version, source, sha, built_at, seconds, toolchain, reports))
         self.say(f"{peer.name:<24} {version:<9} built in {seconds:.0f} s ({sha[:12]})")
 
     def agnhost_version(self) -> str:
@@ -246,8 +276,9 @@ class Builder:
     def version_of(self, binary: Path, peer: Peer, expect: str) -> str:
         """The first line `binary` answers its version command with; it must name `expect`."""
         try:
-            proc = subprocess.run(
-                [str(binary), *peer.version_args],
+            proc = subprocess.run(  # argv[0] is its name: busybox picks its applet by it
+                [peer.name, *peer.version_args],
+                executable=str(binary),
                 check=False,
                 capture_output=True,
                 text=True,
@@ -268,7 +299,7 @@ class Builder:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Build the upstream peers (kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo, "
-        "agnhost, nonewprivs, etcd, etcdctl) "
+        "agnhost, nonewprivs, etcd, etcdctl; busybox from its C source) "
         f"with the machine's go through the Go module proxy into {peers.peers_root()}/; "
         "what is already built (manifest.json, sha256) is skipped."
     )
@@ -282,11 +313,14 @@ def run(args: argparse.Namespace) -> int:
     kubernetes = check_version("--kubernetes", args.kubernetes, r"v1\.33\.\d+", peers.KUBERNETES_VERSION)
     etcd = check_version("--etcd", args.etcd, r"v3\.6\.\d+", peers.ETCD_VERSION)
     names = selected(args.only)
-    go = find_go()
+    go = find_go() if needs_go(names) else None
+    compiler = busybox.find_toolchain() if "busybox" in names else ""
     started = time.monotonic()
-    print(f"peers: {go.version}, GOPROXY={go.proxy}, into {peers.peers_root()}", flush=True)
+    tools = [f"{go.version}, GOPROXY={go.proxy}"] if go else []
+    tools += [compiler] if compiler else []
+    print(f"peers: {'; '.join(tools)}, into {peers.peers_root()}", flush=True)
     try:
-        Builder(go, kubernetes, etcd, lambda line: print(line, flush=True)).build_all(names)
+        Builder(go, kubernetes, etcd, lambda line: print(line, flush=True), compiler).build_all(names)
     except BuildError as e:
         print(f"raftkube: peers build failed: {e}", file=sys.stderr)
         return 1

@@ -31,13 +31,14 @@ class Entry:
     version: str
     """The release of the folder it belongs to (v1.33.13, v3.6.17): what the build is keyed by."""
     source: str
-    """The Go package and version it was built from (ginkgo's is the one Kubernetes pins)."""
+    """The Go package and version it was built from (ginkgo's is the one Kubernetes pins), or
+    the source tarball and its sha256 (busybox)."""
     sha256: str
     built_at: str
     """UTC, ISO 8601."""
     build_seconds: float
     go: str
-    """The toolchain that built it (`go env GOVERSION`)."""
+    """The toolchain that built it (`go env GOVERSION`; the C compiler's version for busybox)."""
     reports: str
     """The first line it answers its version command with, as checked at build time."""
 

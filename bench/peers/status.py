@@ -16,14 +16,15 @@ def rows(kubernetes: str, etcd: str) -> list[tuple[str, str, State, str, str]]:
     out = []
     manifests: dict[str, Manifest] = {}
     for name in PEERS:
-        version = etcd if name in peers.ETCD_PEERS else kubernetes
+        version = {"etcd": etcd, "kubernetes": kubernetes}.get(peers.family(name), peers.pinned_version(name))
         folder = peers.version_dir(name, version)
         manifest = manifests.setdefault(str(folder), Manifest(folder))
         state = manifest.state(name, version)
         entry = manifest.entries.get(name)
         sha = entry.sha256[:12] if entry and state is not State.MISSING else "-"
         # ginkgo's own release (the one Kubernetes pins) says more than its folder's
-        shown = entry.source.rsplit("@", 1)[-1] if entry and state is State.PRESENT else version
+        pinned_elsewhere = PEERS[name].how == "install"
+        shown = entry.source.rsplit("@", 1)[-1] if entry and state is State.PRESENT and pinned_elsewhere else version
         out.append((name, shown, state, sha, str(folder / name)))
     return out
 

@@ -58,10 +58,6 @@ class PeerUnavailable(UsageError):
     """A peer is not built, damaged, or not the pinned version: exit 2 with the build command."""
 
 
-def _pinned(name: str) -> str:
-    return peers.ETCD_VERSION if name in peers.ETCD_PEERS else peers.KUBERNETES_VERSION
-
-
 def check_peers(names: tuple[str, ...] = REQUIRED) -> dict[str, Path]:
     """Each peer's path, once it is built as the manifest recorded and answers `--version` with
     its pinned release; PeerUnavailable naming every one that is not, and the command that
@@ -70,7 +66,7 @@ def check_peers(names: tuple[str, ...] = REQUIRED) -> dict[str, Path]:
     problems: list[str] = []
     bad: list[str] = []
     for name in names:
-        version, path = _pinned(name), peers.peer_path(name)
+        version, path = peers.pinned_version(name), peers.peer_path(name)
         state = Manifest(path.parent).state(name, version)
         if state is not State.PRESENT:
             problems.append(f"{name} {version} is {state.value} ({path})")

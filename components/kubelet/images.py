@@ -3,8 +3,9 @@
 Our kubelet pulls no image; it runs a container as a process on the node.  Conformance pods
 name images and often give only `args` (or nothing), so each known image stands for what its
 ENTRYPOINT and CMD would have run: the pause image an idle process, agnhost the built agnhost,
-busybox Debian's busybox.  `resolve` turns (image, command, args) into the argv to run the way
-a container runtime does (kube's "Define a Command and Arguments for a Container"):
+busybox the built upstream busybox (Debian's /bin/busybox until it is built).  `resolve`
+turns (image, command, args) into the argv to run the way a container runtime does (kube's
+"Define a Command and Arguments for a Container"):
 
     command  args   runs
     -        -      ENTRYPOINT + CMD
@@ -40,7 +41,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from machinery.process.peers import ETCD_PEERS, KUBERNETES_PEERS, peer_path
+from machinery.process.peers import ALL_PEERS, peer_path
 
 TABLE_KEY = "kubelets.images"
 """Where a user extends the table (cluster.toml); error messages name it."""
@@ -70,6 +71,11 @@ class ImageEntry:
     """A built upstream peer (`raftkube peers build`) that starts the entrypoint, e.g. agnhost."""
     applets: str = ""
     """A multi-call binary (/bin/busybox) that runs a bare first word that is one of its applets."""
+    applets_peer: str = ""
+    """A built peer that, once built, is the multi-call binary instead of `applets`: upstream
+    busybox, whose sh passes on environment variables that are not shell names (`data-1`), as
+    the image's does; Debian's is patched to drop them.  Until it is built, `applets` serves
+    (our own tests and CI build no peer); `raftkube conformance` requires it."""
     programs: tuple[str, ...] = ()
     """Paths inside the image that are the entry's peer (agnhost's `/agnhost`, `/agnhost-2`): a
     command naming one runs the peer, with argv[0] as written (programs print it)."""
@@ -100,8 +106,10 @@ SHIPPED: tuple[ImageEntry, ...] = (
         programs=("/usr/local/bin/nnp", "nnp"),
     ),
     # busybox: no ENTRYPOINT, CMD ["sh"]
-    ImageEntry(image="busybox", cmd=("sh",), applets="/bin/busybox"),
-    ImageEntry(image="registry.k8s.io/e2e-test-images/busybox", cmd=("sh",), applets="/bin/busybox"),
+    ImageEntry(image="busybox", cmd=("sh",), applets="/bin/busybox", applets_peer="busybox"),
+    ImageEntry(
+        image="registry.k8s.io/e2e-test-images/busybox", cmd=("sh",), applets="/bin/busybox", applets_peer="busybox"
+    ),
     # the e2e httpd and nginx images serve HTTP on port 80: agnhost's netexec does the same
     ImageEntry(image="registry.k8s.io/e2e-test-images/httpd", peer="agnhost", entrypoint=("netexec", "--http-port=80")),
     ImageEntry(image="registry.k8s.io/e2e-test-images/nginx", peer="agnhost", entrypoint=("netexec", "--http-port=80")),
@@ -170,13 +178,16 @@ def resolve(
             f"image {image!r} runs {entry.peer} ({peer_path(entry.peer)}), which is not built:"
             f" run `raftkube peers build --only {entry.peer}`"
         )
-    if entry.applets and not present(entry.applets):
-        raise ImagePullError(f"image {image!r} runs {entry.applets} ({TABLE_KEY}), which is not on this host")
+    multicall = entry.applets
+    if entry.applets_peer and present(str(peer_path(entry.applets_peer))):
+        multicall = str(peer_path(entry.applets_peer))
+    if multicall and not present(multicall):
+        raise ImagePullError(f"image {image!r} runs {multicall} ({TABLE_KEY}), which is not on this host")
     argv = [*command, *args] if command else [*entry.entry_argv(), *(args or entry.cmd)]
     if not argv:
         raise ImagePullError(f"image {image!r} has neither an entrypoint nor a command in {TABLE_KEY}")
-    if entry.applets and _is_applet(argv[0], applets(entry.applets)):
-        return Resolved(argv, dict(entry.env), entry.working_dir, entry, entry.applets)
+    if multicall and _is_applet(argv[0], applets(multicall)):
+        return Resolved(argv, dict(entry.env), entry.working_dir, entry, multicall)
     executable = ""
     if entry.peer and entry.programs:
         if not command:
@@ -201,8 +212,8 @@ def _is_applet(program: str, names: frozenset[str]) -> bool:
 # -- the table as a user writes it ----------------------------------------------------------------
 
 _LIST_KEYS = ("entrypoint", "cmd", "programs")
-_TEXT_KEYS = ("image", "peer", "applets", "working_dir")
-PEERS = KUBERNETES_PEERS + ETCD_PEERS
+_TEXT_KEYS = ("image", "peer", "applets", "applets_peer", "working_dir")
+PEERS = ALL_PEERS
 
 
 def parse_entries(items: Any, where: str) -> tuple[ImageEntry, ...]:
@@ -242,8 +253,9 @@ def _entry(item: Any, where: str) -> ImageEntry:
         raise ValueError(f"{where}.image must be a repository glob without tag or digest, got {values['image']!r}")
     if repository(values["image"]) != values["image"] and not values["image"].startswith(_HUB_PREFIXES):
         raise ValueError(f"{where}.image must be a repository glob without tag or digest, got {values['image']!r}")
-    if "peer" in values and values["peer"] not in PEERS:
-        raise ValueError(f"{where}.peer must be one of {', '.join(PEERS)}, got {values['peer']!r}")
+    for key in ("peer", "applets_peer"):
+        if key in values and values[key] not in PEERS:
+            raise ValueError(f"{where}.{key} must be one of {', '.join(PEERS)}, got {values[key]!r}")
     for key in ("applets", "working_dir"):
         if key in values and not values[key].startswith("/"):
             raise ValueError(f"{where}.{key} must be an absolute path, got {values[key]!r}")

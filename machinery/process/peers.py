@@ -1,5 +1,6 @@
 """Where the upstream peers live once built: kube-apiserver, kube-controller-manager,
-kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs, etcd and etcdctl 3.6.
+kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs, etcd and etcdctl 3.6, and upstream
+busybox (the e2e busybox image's programs; the only peer built from C).
 
 The peers are yardsticks (tests, conformance, benchmarks), never runtime dependencies, so
 they live in the user's cache, outside the repository, one folder per pinned version:
@@ -32,6 +33,14 @@ KUBERNETES_PEERS = (
 )
 ETCD_PEERS = ("etcd", "etcdctl")
 
+BUSYBOX_VERSION = "v1.37.0"
+"""Upstream busybox (the e2e image has 1.36.1, whose source no archive reachable here keeps;
+1.37.0's pristine tarball is in Debian's)."""
+
+BUSYBOX_PEERS = ("busybox",)
+
+ALL_PEERS = KUBERNETES_PEERS + ETCD_PEERS + BUSYBOX_PEERS
+
 
 def peers_root() -> Path:
     """The cache folder holding every built peer: `$XDG_CACHE_HOME/raftkube/peers`
@@ -41,14 +50,23 @@ def peers_root() -> Path:
     return base / "raftkube" / "peers"
 
 
+def family(peer: str) -> str:
+    """The release `peer` comes from: `kubernetes`, `etcd` or `busybox`; ValueError if none."""
+    for name, members in (("kubernetes", KUBERNETES_PEERS), ("etcd", ETCD_PEERS), ("busybox", BUSYBOX_PEERS)):
+        if peer in members:
+            return name
+    raise ValueError(f"unknown peer {peer!r}: one of {', '.join(ALL_PEERS)}")
+
+
+def pinned_version(peer: str) -> str:
+    """The release of `peer` this code is pinned to."""
+    return {"kubernetes": KUBERNETES_VERSION, "etcd": ETCD_VERSION, "busybox": BUSYBOX_VERSION}[family(peer)]
+
+
 def version_dir(peer: str, version: str | None = None) -> Path:
-    """The folder of the version that provides `peer` (kubernetes-<v> or etcd-<v>): the
-    pinned one unless `version` names another (`raftkube peers build --kubernetes v1.33.N`)."""
-    if peer in KUBERNETES_PEERS:
-        return peers_root() / f"kubernetes-{version or KUBERNETES_VERSION}"
-    if peer in ETCD_PEERS:
-        return peers_root() / f"etcd-{version or ETCD_VERSION}"
-    raise ValueError(f"unknown peer {peer!r}: one of {', '.join(KUBERNETES_PEERS + ETCD_PEERS)}")
+    """The folder of the version that provides `peer` (kubernetes-<v>, etcd-<v>, busybox-<v>):
+    the pinned one unless `version` names another (`raftkube peers build --kubernetes v1.33.N`)."""
+    return peers_root() / f"{family(peer)}-{version or pinned_version(peer)}"
 
 
 def peer_path(peer: str, version: str | None = None) -> Path:

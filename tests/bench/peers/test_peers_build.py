@@ -4,23 +4,26 @@ fails), offline and in seconds.  The real build is checked by test_peers_built.p
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from bench.peers import busybox
 from components.cli.main import main
 from machinery.process import peers
 from tests.support.paths import ROOT
 
 HERE = Path(__file__).parent
-ALL = peers.KUBERNETES_PEERS + peers.ETCD_PEERS
+ALL = peers.ALL_PEERS
 
 
 @dataclass
@@ -48,7 +51,29 @@ def fake_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeGo:
     monkeypatch.setenv("FAKE_GO_LOG", str(tmp_path / "go.log"))
     monkeypatch.setenv("FAKE_KUBE_GOMOD", str(HERE / "data" / "kubernetes-v1.33.13.go.mod"))
     monkeypatch.setenv("FAKE_KUBE_DIR", str(kube_dir))
+    fake_busybox_source(tmp_path / "busybox-src", monkeypatch)
     return FakeGo(tmp_path / "go.log")
+
+
+FAKE_MAKEFILE = """defconfig:
+\t@echo configured
+busybox:
+\t@printf '#!/bin/sh\\necho "BusyBox v1.37.0 (fake) multi-call binary."\\n' > busybox
+"""
+
+
+def fake_busybox_source(folder: Path, monkeypatch: pytest.MonkeyPatch, makefile: str = FAKE_MAKEFILE) -> Path:
+    """A busybox release tarball whose Makefile "builds" a script answering as busybox does,
+    served from a file: URL and pinned by its sha256, so the build runs offline with real make."""
+    source = folder / "busybox-1.37.0"
+    source.mkdir(parents=True)
+    (source / "Makefile").write_text(makefile)
+    tarball = folder / "busybox_1.37.0.orig.tar.bz2"
+    with tarfile.open(tarball, "w:bz2") as archive:
+        archive.add(source, arcname="busybox-1.37.0")
+    monkeypatch.setattr(busybox, "SOURCE_URL", f"file://{folder}/busybox_{{version}}.orig.tar.bz2")
+    monkeypatch.setattr(busybox, "SOURCE_SHA256", {"1.37.0": hashlib.sha256(tarball.read_bytes()).hexdigest()})
+    return tarball
 
 
 def manifest(folder: str) -> dict[str, dict[str, object]]:
@@ -74,6 +99,10 @@ def test_builds_every_peer_stamped_and_recorded(fake_go: FakeGo, capsys: pytest.
     # nonewprivs answers with its effective uid, and is setuid root as its image makes it
     assert kube["nonewprivs"]["reports"].startswith("Effective uid: ")
     assert stat.S_IMODE(peers.peer_path("nonewprivs").stat().st_mode) == 0o6755
+    # busybox comes from its pinned C source, built by make with the machine's compiler
+    box = manifest("busybox-v1.37.0")["busybox"]
+    assert str(box["source"]).endswith(f"(sha256 {busybox.SOURCE_SHA256['1.37.0'][:12]})")
+    assert str(box["reports"]).startswith("BusyBox v1.37.0") and str(box["go"]).startswith("cc ")
     assert "install -trimpath -ldflags=-s -w github.com/onsi/ginkgo/v2/ginkgo@v2.21.0" in builds
     gomod = (peers.peers_root() / "build/kubernetes-v1.33.13/go.mod").read_text()
     assert "k8s.io/client-go => k8s.io/client-go v0.33.13" in gomod
@@ -192,3 +221,10 @@ def test_an_unserved_staging_module_stands_in_at_an_older_patch(
     gomod = (peers.peers_root() / "build/kubernetes-v1.33.13/go.mod").read_text()
     assert "k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.33.5\n" in gomod
     assert "k8s.io/client-go => k8s.io/client-go v0.33.13\n" in gomod
+
+
+def test_busybox_alone_needs_no_go(fake_go: FakeGo, monkeypatch: pytest.MonkeyPatch) -> None:
+    (Path(os.environ["FAKE_GO_LOG"]).parent / "bin" / "go").unlink()
+    assert main(["peers", "build", "--only", "busybox"]) == 0
+    assert peers.peer_path("busybox").is_file()
+    assert main(["peers", "build", "--only", "busybox,etcd"]) == 2  # etcd needs go: usage, nothing built

@@ -37,7 +37,7 @@ def test_each_peer_answers_its_pinned_version(name: str) -> None:
     path = peers.peer_path(name)
     if not path.is_file():
         pytest.fail(f"{path} is not built: run `raftkube peers build --only {name}`")
-    expect = (peers.ETCD_VERSION if name in peers.ETCD_PEERS else peers.KUBERNETES_VERSION).lstrip("v")
+    expect = peers.pinned_version(name).lstrip("v")
     if name == "ginkgo":
         expect = Manifest(path.parent).entries[name].source.rsplit("@v", 1)[1]  # the version Kubernetes pins
     if name == "agnhost":

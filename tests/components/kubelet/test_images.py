@@ -123,7 +123,7 @@ def test_busybox_runs_a_bare_applet_through_busybox() -> None:
     applets = {"/bin/busybox": frozenset({"sh", "sleep", "wget"})}.__getitem__
 
     def run(command: list[str], args: list[str]) -> tuple[list[str], str]:
-        got = resolve(SHIPPED, "busybox", command, args, applets=applets)
+        got = resolve(SHIPPED, "busybox", command, args, applets=applets, present=lambda p: p == "/bin/busybox")
         return got.argv, got.executable
 
     # busybox is the executable; argv[0] stays as written, and busybox picks the applet from it
@@ -174,6 +174,7 @@ def test_the_image_env_and_working_dir_come_with_the_entry() -> None:
         ([{"image": "x", "cmd": "a"}], r"images\[0\]\.cmd must be an array of strings"),
         ([{"image": "x", "entrypoint": ["a", 1]}], r"images\[0\]\.entrypoint must be an array of strings"),
         ([{"image": "x", "peer": "nope"}], r"images\[0\]\.peer must be one of"),
+        ([{"image": "x", "cmd": ["sh"], "applets_peer": "nope"}], r"images\[0\]\.applets_peer must be one of"),
         ([{"image": "x", "cmd": ["a"], "env": {"A": 1}}], r"images\[0\]\.env must be a table of strings"),
         ([{"image": "x", "cmd": ["a"], "working_dir": "rel"}], r"images\[0\]\.working_dir must be an absolute path"),
         ([{"image": "x", "cmd": ["a"], "tag": "1"}], r"images\[0\] has unknown keys: tag"),
@@ -217,6 +218,19 @@ def test_cluster_toml_entries_are_checked_and_handed_to_the_kubelets(tmp_path: P
     flag, table = settings.image_args()
     assert flag == "--images" and image_table(table).resolve("example.com/app:2", [], ["-v"]).argv == ["/bin/app", "-v"]
     assert KubeletSettings().image_args() == ()
+
+
+def test_a_built_upstream_busybox_stands_in_for_debians() -> None:
+    """Upstream busybox's sh passes on environment variables that are not shell names (a
+    ConfigMap's `data-1`), as the image's does; Debian's drops them.  Once built it runs the
+    busybox images' applets; before, Debian's does (our tests and CI build no peer)."""
+    upstream = str(peer_path("busybox"))
+    applets = {"/bin/busybox": frozenset({"sh"}), upstream: frozenset({"sh", "env"})}.__getitem__
+    for image in ("busybox:1.36", "registry.k8s.io/e2e-test-images/busybox:1.36.1-1"):
+        built = resolve(SHIPPED, image, ["sh", "-c", "env"], [], applets=applets, present=lambda p: True)
+        assert built.executable == upstream
+        debian = resolve(SHIPPED, image, [], [], applets=applets, present=lambda p: p == "/bin/busybox")
+        assert (debian.argv, debian.executable) == (["sh"], "/bin/busybox")
 
 
 def test_nonewprivs_runs_the_built_peer_under_its_in_image_name() -> None:
