@@ -30,6 +30,9 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     e2e.parent.mkdir(parents=True)
     e2e.write_text(f"#!{sys.executable}\n" + (DATA / "fake_e2e.py").read_text())
     e2e.chmod(0o755)
+    for image_peer in ("agnhost", "nonewprivs", "busybox"):  # the run only checks they are there
+        peers.peer_path(image_peer).parent.mkdir(parents=True, exist_ok=True)
+        peers.peer_path(image_peer).write_text("#!/bin/sh\n")
     (tmp_path / "namespaces").write_text("default kube-system my-app-2")
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
     monkeypatch.setenv("FAKE_E2E_JUNIT", str(DATA / "junit_01.xml"))
