@@ -92,8 +92,10 @@ class Kubelet:
         network: PodNetwork | None = None,
         images: HostImages | None = None,
         services: ServiceLister | None = None,
+        private_tmp: bool = True,
     ) -> None:
         self.client = client
+        self.private_tmp = private_tmp  # each container run its own /tmp (container_tmp.py)
         self.images = images or HostImages()  # what a container's image runs (the shipped table)
         self.network = network
         self.config = config
@@ -177,7 +179,15 @@ class Kubelet:
         worker = self.workers.get(uid)
         if worker is None:
             volumes = self._volumes_of(uid)
-            worker = PodWorker(pod, self.runtime, sources, self.config.address, volumes=volumes, images=self.images)
+            worker = PodWorker(
+                pod,
+                self.runtime,
+                sources,
+                self.config.address,
+                volumes=volumes,
+                images=self.images,
+                private_tmp=self.private_tmp,
+            )
             self.workers[uid] = worker
         if (worker.netns is None and self._needs_network(pod)) or (worker.ipcns is None and self._needs_ipc(pod)):
             await self._make_sandbox(worker, pod)  # until it is whole, no container starts

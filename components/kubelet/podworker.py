@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from components.kubelet import etchosts, limits, podphase, termination
+from components.kubelet import container_tmp, etchosts, limits, podphase, termination
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
@@ -109,6 +109,7 @@ class PodWorker:
         wall: Callable[[float], str] = lambda now: timestamp(int(now * 1e9)),
         volumes: PodVolumes | None = None,
         images: HostImages | None = None,
+        private_tmp: bool = True,
     ) -> None:
         self.pod = pod
         self.runtime = runtime
@@ -129,6 +130,7 @@ class PodWorker:
         self._volume_error = ""  # why the pod's volumes could not be set up; no container starts
         self.sandbox_error = ""  # why the pod's network or IPC namespace could not be made (the kubelet's to say)
         self.images = images or HostImages()
+        self.private_tmp = private_tmp  # each container run its own /tmp (container_tmp.py)
         self._pulls: dict[str, tuple[float, float]] = {}  # container -> (its image's last failure, back-off)
         self._events: list[PodEvent] = []
         self._told: set[tuple[str, str, int]] = set()  # (what, container, attempt) told once per run
@@ -418,6 +420,8 @@ class PodWorker:
                 mounts += (self.volumes.hosts_mount(self.pod, [self.pod_ip]),)
             if os.geteuid() == 0:  # a kubelet that is not root mounts nothing, and would say so in each log
                 mounts += (self._termination_mount(container),)
+                if self.private_tmp and not read_only_root(container):
+                    mounts = (self._tmp_mount(container), *mounts)  # first: volumes under /tmp go inside it
         user = run_as(self.pod, container, where)
         return Sandbox(
             mounts=mounts,
@@ -441,6 +445,12 @@ class PodWorker:
         done = self.runtime.attempts(self.uid, container["name"])  # type: ignore[attr-defined]  # volumes: the process runtime
         file = termination.file_for(self.volumes.base.parent, container["name"], done[-1] + 1 if done else 0)
         return Mount(str(file), termination.target_of(container), False)
+
+    def _tmp_mount(self, container: Obj) -> Mount:
+        """The next run's own empty /tmp (container_tmp.py)."""
+        assert self.volumes is not None
+        done = self.runtime.attempts(self.uid, container["name"])  # type: ignore[attr-defined]  # volumes: the process runtime
+        return container_tmp.mount_for(self.volumes.base.parent, container["name"], done[-1] + 1 if done else 0)
 
     def _ended(self, container: Obj, run: RunState) -> Obj:
         """A finished run's `terminated` state, with its termination message (termination.py);

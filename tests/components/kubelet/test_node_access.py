@@ -89,6 +89,7 @@ def node(cluster: ApiserverUnderTest, tmp_path_factory: pytest.TempPathFactory) 
                     "command": [sys.executable, "-c", WEB_SERVER, str(web_port)],
                     "workingDir": str(root),
                     "env": [{"name": "MARK", "value": "from-the-pod-spec"}],
+                    "volumeMounts": [{"name": "site", "mountPath": str(root)}],  # /tmp is the container's own
                 },
                 {
                     "name": "counter",
@@ -103,8 +104,10 @@ def node(cluster: ApiserverUnderTest, tmp_path_factory: pytest.TempPathFactory) 
                         "-c",
                         f"i=0; until [ -e {root}/stop-ticker ]; do i=$((i+1)); echo tick $i; sleep 0.2; done",
                     ],
+                    "volumeMounts": [{"name": "site", "mountPath": str(root)}],
                 },
             ],
+            "volumes": [{"name": "site", "hostPath": {"path": str(root)}}],
         },
     }
     (root / "index.html").write_text("hello through port-forward\n")

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.kubelet import containerlog, sandbox
+from components.kubelet import container_tmp, containerlog, sandbox
 from components.kubelet.envvars import Sources
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
@@ -496,10 +496,10 @@ def test_mount_points_right_under_root_are_made_in_a_root_of_the_containers_own(
     """Conformance binds volumes at /test-volume, /etc/..., /test-volume/sub: a mount point
     right under / that the host lacks (a directory and a file here, one nested in the other's
     sibling) is made in the container's own root, never on the host's disk, where it would be
-    left for a later container to trip on; the rest of / is seen as it is, `kubectl exec` sees
-    the same, and /tmp is the host's (a write there lands on the host)."""
+    left for a later container to trip on; the rest of / is seen as it is, and `kubectl exec`
+    sees the same."""
     name = f"raftkube-top-{uuid.uuid4().hex[:8]}"
-    directory, nested, marker = f"/{name}-d", f"/{name}-n/deeper/file", f"/tmp/{name}-marker"
+    directory, nested, marker = f"/{name}-d", f"/{name}-n/deeper/file", f"/var/tmp/{name}-marker"
     app = sh(
         "app",
         f"cat {directory}/k; echo; cat {nested}; echo; test -d /proc/self && echo > {marker} && sleep 30",
@@ -512,7 +512,7 @@ def test_mount_points_right_under_root_are_made_in_a_root_of_the_containers_own(
     try:
         w = worker(runtime, pod, sources({"c": {"data": {"k": "v"}}}))
         sync_until(w, "the container's output", lambda: output(runtime, "r2", "app") == b"v\nv\n")
-        until("the marker on the host's /tmp", lambda: os.path.exists(marker))
+        until("the marker on the host's /var/tmp", lambda: os.path.exists(marker))
         pid = until("the container to run", lambda: runtime.main_pid("r2", "app"))
         exec_cat = ["cat", nested]
         seen = subprocess.run(exec_cat, preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True)
@@ -554,3 +554,39 @@ def test_a_read_only_root_refuses_writes_but_its_volumes_take_them(runtime: Proc
         for leftover in (root_file, tmp_file):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(leftover)
+
+
+def test_each_container_run_has_its_own_tmp(runtime: ProcessRuntime) -> None:
+    """As on an image's root filesystem: what a container writes to /tmp neither the node nor
+    its pod's other container sees (conformance's exec-probe specs each write /tmp/health side
+    by side); a volume mounted under /tmp shows inside it; `kubectl exec` sees the same /tmp."""
+    mark = f"raftkube-own-tmp-{uuid.uuid4().hex[:8]}"
+    writer = sh("writer", f"echo mine > /tmp/{mark}; echo written; sleep 30", [])
+    reader = sh(
+        "reader",
+        f"sleep 1; test -e /tmp/{mark} && echo shared || echo own; cat /tmp/cfg/k; echo; sleep 30",
+        [{"name": "config", "mountPath": "/tmp/cfg"}],
+    )
+    pod = a_pod("t1", [writer, reader], [{"name": "config", "configMap": {"name": "c"}}])
+    w = worker(runtime, pod, sources({"c": {"data": {"k": "v"}}}))
+    sync_until(w, "the writer's output", lambda: output(runtime, "t1", "writer") == b"written\n")
+    sync_until(w, "the reader's output", lambda: output(runtime, "t1", "reader") == b"own\nv\n")
+    assert not os.path.exists(f"/tmp/{mark}")
+    pid = until("the writer to run", lambda: runtime.main_pid("t1", "writer"))
+    seen = subprocess.run(
+        ["cat", f"/tmp/{mark}"], preexec_fn=sandbox.join(pid), capture_output=True, timeout=10, check=True
+    )
+    assert seen.stdout == b"mine\n"
+    for name, private in (("writer", True), ("reader", False)):  # the reader's file is its volume's
+        assert (runtime.root / "pods" / "t1" / "tmp" / name / "0" / mark).exists() is private
+
+
+def test_a_private_tmp_is_made_empty_per_run_and_older_runs_are_removed(tmp_path: Path) -> None:
+    first = container_tmp.mount_for(tmp_path, "app", 0)
+    assert first.target == "/tmp" and not first.read_only
+    assert Path(first.source).stat().st_mode & 0o7777 == 0o1777  # any user may write, as /tmp
+    (Path(first.source) / "left").write_text("x")
+    container_tmp.mount_for(tmp_path, "app", 1)
+    third = container_tmp.mount_for(tmp_path, "app", 2)
+    assert sorted(p.name for p in (tmp_path / "tmp" / "app").iterdir()) == ["1", "2"]  # the previous run stays
+    assert list(Path(third.source).iterdir()) == []
