@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,17 @@ PEERS: dict[str, Peer] = {
     )
 }
 assert tuple(PEERS) == peers.ALL_PEERS
+
+
+IMAGE_FILES: dict[str, tuple[tuple[str, str], ...]] = {
+    "agnhost": (
+        ("test/images/agnhost/porter/localhost.crt", "localhost.crt"),
+        ("test/images/agnhost/porter/localhost.key", "localhost.key"),
+    )
+}
+"""(file in the Kubernetes source, its name in `<peer>-files/`): what the peer's image ADDs
+besides the program and the program reads (agnhost's Dockerfile puts these at its root; the
+kubelet's image table binds them there)."""
 
 
 def needs_go(names: list[str]) -> bool:
@@ -142,6 +154,8 @@ class Builder:
             folder = peers.version_dir(name, self.versions[name])
             manifest = manifests.setdefault(folder, Manifest(folder))
             state = manifest.state(name, self.versions[name])
+            if state is State.PRESENT and not self.image_files_present(name):
+                state = State.MISSING  # built before its image files were: built again, with them
             if state is State.PRESENT:
                 sha = manifest.entries[name].sha256[:12]
                 self.say(f"{name:<24} {self.versions[name]:<9} skipped: built ({sha})")
@@ -253,6 +267,7 @@ class Builder:
             ]
             self.go.run(args, workdir)
         reports = self.version_of(part, peer, peer.answer or expect)
+        self.install_image_files(peer.name)
         part.chmod(peer.mode)
         sha = sha256_of(part)
         part.replace(manifest.folder / peer.name)
@@ -260,6 +275,25 @@ class Builder:
         built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         manifest.record(Entry(peer.name, version, source, sha, built_at, seconds, toolchain, reports))
         self.say(f"{peer.name:<24} {version:<9} built in {seconds:.0f} s ({sha[:12]})")
+
+    def image_files_present(self, name: str) -> bool:
+        folder = peers.image_files_dir(name, self.versions[name])
+        return all((folder / file).is_file() for _, file in IMAGE_FILES.get(name, ()))
+
+    def install_image_files(self, name: str) -> None:
+        """Copy the files `name`'s image adds from the Kubernetes source into `<peer>-files/`."""
+        wanted = IMAGE_FILES.get(name, ())
+        if not wanted:
+            return
+        folder = peers.image_files_dir(name, self.versions[name])
+        folder.mkdir(parents=True, exist_ok=True)
+        for source, file in wanted:
+            origin = (self.kube_source_dir or Path("/nonexistent")) / source
+            try:
+                shutil.copyfile(origin, folder / file)
+            except OSError as e:
+                raise BuildError(f"{name}'s image file {source} could not be copied: {e}") from None
+            (folder / file).chmod(0o644)
 
     def agnhost_version(self) -> str:
         """agnhost's own image version (test/images/agnhost/VERSION), which its Makefile stamps."""

@@ -41,7 +41,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from machinery.process.peers import ALL_PEERS, peer_path
+from machinery.process.peers import ALL_PEERS, image_files_dir, peer_path
 
 TABLE_KEY = "kubelets.images"
 """Where a user extends the table (cluster.toml); error messages name it."""
@@ -83,9 +83,22 @@ class ImageEntry:
     """The image's WORKDIR (a container's workingDir wins)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """The image's ENV (a container's env wins)."""
+    files: tuple[tuple[str, str], ...] = ()
+    """(path in the image, file name in the peer's `<peer>-files/` folder): files of the image
+    its program reads, bound read-only at their paths (agnhost's /localhost.crt and .key, the
+    certificate its netexec serves HTTPS with); `raftkube peers build` puts them there."""
 
     def entry_argv(self) -> list[str]:
         return ([str(peer_path(self.peer))] if self.peer else []) + list(self.entrypoint)
+
+    def host_files(self) -> tuple[tuple[str, str], ...]:
+        """(host file, path in the image) of each of its `files`."""
+        folder = image_files_dir(self.peer) if self.peer else Path("/nonexistent")
+        return tuple((str(folder / name), target) for target, name in self.files)
+
+
+AGNHOST_FILES = (("/localhost.crt", "localhost.crt"), ("/localhost.key", "localhost.key"))
+"""agnhost's Dockerfile: ADD porter/localhost.crt localhost.crt (and .key), at the image's root."""
 
 
 SHIPPED: tuple[ImageEntry, ...] = (
@@ -97,6 +110,7 @@ SHIPPED: tuple[ImageEntry, ...] = (
         peer="agnhost",
         cmd=("pause",),
         programs=("/agnhost", "/agnhost-2"),
+        files=AGNHOST_FILES,
     ),
     # nonewprivs' Dockerfile: COPY nnp /usr/local/bin/nnp (setuid root), CMD ["nnp"]: it prints its
     # effective uid, root unless allowPrivilegeEscalation is false
@@ -127,6 +141,8 @@ class Resolved:
     """The table entry used (None: an unknown image whose container has a command)."""
     executable: str = ""
     """The host program to run when argv[0] is an in-image path of the entry's peer ("": argv[0])."""
+    files: tuple[tuple[str, str], ...] = ()
+    """(host file, path in the image) to bind read-only in the container (ImageEntry.files)."""
 
 
 _HUB_PREFIXES = ("docker.io/library/", "index.docker.io/library/", "docker.io/", "index.docker.io/")
@@ -160,11 +176,13 @@ def resolve(
     *,
     applets: Callable[[str], frozenset[str]] = lambda binary: frozenset(),
     present: Callable[[str], bool] = lambda program: True,
+    file_exists: Callable[[str], bool] = lambda path: True,
 ) -> Resolved:
     """The argv (and the image's env and working dir) a container runs; ImagePullError when
     the image is not in the table and the container has no command, or the program its entry
     names is not on this host.  `applets(binary)`: the applets of a multi-call binary;
-    `present(program)`: whether a program (a path or a name on PATH) exists."""
+    `present(program)`: whether a program (a path or a name on PATH) exists; `file_exists(path)`:
+    whether an image file is there."""
     entry = match(table, image)
     if entry is None:
         if not command:
@@ -173,10 +191,12 @@ def resolve(
                 " and the container has no command to run instead"
             )
         return Resolved([*command, *args], {}, "", None)
-    if entry.peer and not present(str(peer_path(entry.peer))):
+    if entry.peer and not (
+        present(str(peer_path(entry.peer))) and all(file_exists(host) for host, _ in entry.host_files())
+    ):
         raise ImagePullError(
-            f"image {image!r} runs {entry.peer} ({peer_path(entry.peer)}), which is not built:"
-            f" run `raftkube peers build --only {entry.peer}`"
+            f"image {image!r} runs {entry.peer} ({peer_path(entry.peer)}), which is not built"
+            f"{' with its image files' if entry.files else ''}: run `raftkube peers build --only {entry.peer}`"
         )
     multicall = entry.applets
     if entry.applets_peer and present(str(peer_path(entry.applets_peer))):
@@ -187,14 +207,14 @@ def resolve(
     if not argv:
         raise ImagePullError(f"image {image!r} has neither an entrypoint nor a command in {TABLE_KEY}")
     if multicall and _is_applet(argv[0], applets(multicall)):
-        return Resolved(argv, dict(entry.env), entry.working_dir, entry, multicall)
+        return Resolved(argv, dict(entry.env), entry.working_dir, entry, multicall, entry.host_files())
     executable = ""
     if entry.peer and entry.programs:
         if not command:
             argv[0] = entry.programs[0]  # the ENTRYPOINT runs under its in-image name, as in the image
         if argv[0] in entry.programs:
             executable = str(peer_path(entry.peer))
-    return Resolved(argv, dict(entry.env), entry.working_dir, entry, executable)
+    return Resolved(argv, dict(entry.env), entry.working_dir, entry, executable, entry.host_files())
 
 
 APPLET_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin"})  # where busybox's image links its applets
@@ -294,7 +314,9 @@ class HostImages:
         self._digests: dict[tuple[str, int, int], str] = {}
 
     def resolve(self, image: str, command: list[str], args: list[str]) -> Resolved:
-        return resolve(self.table, image, command, args, applets=self.applets, present=_present)
+        return resolve(
+            self.table, image, command, args, applets=self.applets, present=_present, file_exists=os.path.isfile
+        )
 
     def applets(self, binary: str) -> frozenset[str]:
         if binary not in self._applets:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from components.kubelet import container_tmp, etchosts, limits, podphase, termination
@@ -334,6 +334,10 @@ class PodWorker:
         except ImagePullError as e:
             self._pull_failed(name, image_name, str(e), now)
             return
+        if image.files and self.volumes is not None and os.geteuid() == 0:
+            # the image's own files first: the container's volumes lie over them, as over an image
+            files = tuple(Mount(host, target, True) for host, target in image.files)
+            sandbox = replace(sandbox, mounts=files + sandbox.mounts)
         run_meta = self._run_meta(container)
         if getattr(self.runtime, "needs_command", True):
             program = [image.executable] if image.executable else image.argv  # the host's file

@@ -72,3 +72,9 @@ def version_dir(peer: str, version: str | None = None) -> Path:
 def peer_path(peer: str, version: str | None = None) -> Path:
     """Where the binary `peer` is (or will be, once built)."""
     return version_dir(peer, version) / peer
+
+
+def image_files_dir(peer: str, version: str | None = None) -> Path:
+    """Where `raftkube peers build` puts files of `peer`'s image that its program reads
+    (agnhost's TLS certificate), beside the peer: `<peer>-files/`."""
+    return version_dir(peer, version) / f"{peer}-files"

@@ -46,6 +46,9 @@ def fake_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeGo:
     kube_dir = tmp_path / "kubernetes-src"
     (kube_dir / "test/images/agnhost").mkdir(parents=True)
     (kube_dir / "test/images/agnhost/VERSION").write_text("2.53\n")
+    (kube_dir / "test/images/agnhost/porter").mkdir()
+    for name in ("localhost.crt", "localhost.key"):
+        (kube_dir / "test/images/agnhost/porter" / name).write_text(f"the image's {name}\n")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("FAKE_GO_LOG", str(tmp_path / "go.log"))
@@ -96,6 +99,8 @@ def test_builds_every_peer_stamped_and_recorded(fake_go: FakeGo, capsys: pytest.
     assert "gitMajor=1 " in apiserver and "gitMinor=33 " in apiserver and "gitTreeState=clean" in apiserver
     assert any(c.startswith("test -c ") and c.endswith("k8s.io/kubernetes/test/e2e") for c in builds)
     assert any("-X main.Version=2.53" in c for c in builds)
+    # agnhost's image files, from the source, beside it (the kubelet binds them at /localhost.*)
+    assert (peers.image_files_dir("agnhost") / "localhost.crt").read_text() == "the image's localhost.crt\n"
     # nonewprivs answers with its effective uid, and is setuid root as its image makes it
     assert kube["nonewprivs"]["reports"].startswith("Effective uid: ")
     assert stat.S_IMODE(peers.peer_path("nonewprivs").stat().st_mode) == 0o6755
@@ -228,3 +233,12 @@ def test_busybox_alone_needs_no_go(fake_go: FakeGo, monkeypatch: pytest.MonkeyPa
     assert main(["peers", "build", "--only", "busybox"]) == 0
     assert peers.peer_path("busybox").is_file()
     assert main(["peers", "build", "--only", "busybox,etcd"]) == 2  # etcd needs go: usage, nothing built
+
+
+def test_an_agnhost_built_before_its_image_files_is_built_again_with_them(fake_go: FakeGo) -> None:
+    assert main(["peers", "build", "--only", "agnhost"]) == 0
+    shutil.rmtree(peers.image_files_dir("agnhost"))
+    before = len(fake_go.builds())
+    assert main(["peers", "build", "--only", "agnhost"]) == 0
+    assert len(fake_go.builds()) == before + 1
+    assert (peers.image_files_dir("agnhost") / "localhost.key").is_file()

@@ -24,11 +24,13 @@ from hypothesis import strategies as st
 
 from components.kubelet import container_tmp, containerlog, sandbox
 from components.kubelet.envvars import Sources
+from components.kubelet.images import HostImages
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 from components.kubelet.process_runtime import ProcessRuntime
 from components.kubelet.volumes import VolumeError
 from machinery.objects import Obj
+from machinery.process import peers
 from tests.support.wait import until
 
 
@@ -590,3 +592,42 @@ def test_a_private_tmp_is_made_empty_per_run_and_older_runs_are_removed(tmp_path
     third = container_tmp.mount_for(tmp_path, "app", 2)
     assert sorted(p.name for p in (tmp_path / "tmp" / "app").iterdir()) == ["1", "2"]  # the previous run stays
     assert list(Path(third.source).iterdir()) == []
+
+
+def test_an_images_own_files_are_bound_read_only_at_their_paths(
+    runtime: ProcessRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """agnhost's netexec serves HTTPS with the image's /localhost.crt and .key (conformance's
+    lifecycle-hook handler pod): the table binds the files the peers build put beside the peer,
+    read-only, for any user."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    peers.peer_path("agnhost").parent.mkdir(parents=True)
+    peers.peer_path("agnhost").write_text("#!/bin/sh\n")
+    peers.peer_path("agnhost").chmod(0o755)
+    peers.image_files_dir("agnhost").mkdir()
+    for name in ("localhost.crt", "localhost.key"):
+        (peers.image_files_dir("agnhost") / name).write_text(f"image {name}\n")
+    script = "cat /localhost.crt /localhost.key; { echo x > /localhost.crt; } 2>/dev/null || echo read-only; sleep 30"
+    app = {
+        "name": "app",
+        "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+        "command": ["sh", "-c", script],
+        "securityContext": {"runAsUser": 1000},
+    }
+    pod = a_pod("f1", [app], [])
+    uid = pod["metadata"]["uid"]
+    w = PodWorker(
+        pod,
+        runtime,
+        sources(),
+        "127.0.0.1",
+        volumes=PodVolumes(runtime.root / "pods" / uid / "volumes"),
+        images=HostImages(),
+    )
+    sync_until(
+        w,
+        "the image files read",
+        lambda: output(runtime, "f1", "app") == b"image localhost.crt\nimage localhost.key\nread-only\n",
+    )
+    assert not os.path.exists("/localhost.crt")  # in the container's own root only
+    assert not os.path.exists("/localhost.crt")
