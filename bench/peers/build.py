@@ -82,6 +82,12 @@ IMAGE_FILES: dict[str, tuple[tuple[str, str], ...]] = {
     "agnhost": (
         ("test/images/agnhost/porter/localhost.crt", "localhost.crt"),
         ("test/images/agnhost/porter/localhost.key", "localhost.key"),
+        # the nautilus and kitten images are agnhost with these added (kubectl's Update Demo)
+        *(
+            (f"test/images/{demo}/html/{file}", f"{demo}/{file}")
+            for demo in ("nautilus", "kitten")
+            for file in ("data.json", f"{demo}.jpg")
+        ),
     )
 }
 """(file in the Kubernetes source, its name in `<peer>-files/`): what the peer's image ADDs
@@ -286,10 +292,10 @@ class Builder:
         if not wanted:
             return
         folder = peers.image_files_dir(name, self.versions[name])
-        folder.mkdir(parents=True, exist_ok=True)
         for source, file in wanted:
             origin = (self.kube_source_dir or Path("/nonexistent")) / source
             try:
+                (folder / file).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(origin, folder / file)
             except OSError as e:
                 raise BuildError(f"{name}'s image file {source} could not be copied: {e}") from None

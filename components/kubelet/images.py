@@ -119,6 +119,18 @@ SHIPPED: tuple[ImageEntry, ...] = (
         peer="nonewprivs",
         programs=("/usr/local/bin/nnp", "nnp"),
     ),
+    # nautilus and kitten (kubectl's Update Demo): agnhost with CMD ["test-webserver"], which serves
+    # the image's root, where each adds its data.json and picture
+    *(
+        ImageEntry(
+            image=f"registry.k8s.io/e2e-test-images/{demo}",
+            peer="agnhost",
+            cmd=("test-webserver",),
+            programs=("/agnhost", "/agnhost-2"),
+            files=(*AGNHOST_FILES, ("/data.json", f"{demo}/data.json"), (f"/{demo}.jpg", f"{demo}/{demo}.jpg")),
+        )
+        for demo in ("nautilus", "kitten")
+    ),
     # busybox: no ENTRYPOINT, CMD ["sh"]
     ImageEntry(image="busybox", cmd=("sh",), applets="/bin/busybox", applets_peer="busybox"),
     ImageEntry(

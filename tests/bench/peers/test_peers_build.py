@@ -46,9 +46,12 @@ def fake_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeGo:
     kube_dir = tmp_path / "kubernetes-src"
     (kube_dir / "test/images/agnhost").mkdir(parents=True)
     (kube_dir / "test/images/agnhost/VERSION").write_text("2.53\n")
-    (kube_dir / "test/images/agnhost/porter").mkdir()
-    for name in ("localhost.crt", "localhost.key"):
-        (kube_dir / "test/images/agnhost/porter" / name).write_text(f"the image's {name}\n")
+    for name in ("agnhost/porter/localhost.crt", "agnhost/porter/localhost.key", "nautilus/html/data.json"):
+        (kube_dir / "test/images" / name).parent.mkdir(parents=True, exist_ok=True)
+        (kube_dir / "test/images" / name).write_text(f"the image's {Path(name).name}\n")
+    for name in ("nautilus/html/nautilus.jpg", "kitten/html/kitten.jpg", "kitten/html/data.json"):
+        (kube_dir / "test/images" / name).parent.mkdir(parents=True, exist_ok=True)
+        (kube_dir / "test/images" / name).write_bytes(b"\xff\xd8")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("FAKE_GO_LOG", str(tmp_path / "go.log"))
@@ -101,6 +104,7 @@ def test_builds_every_peer_stamped_and_recorded(fake_go: FakeGo, capsys: pytest.
     assert any("-X main.Version=2.53" in c for c in builds)
     # agnhost's image files, from the source, beside it (the kubelet binds them at /localhost.*)
     assert (peers.image_files_dir("agnhost") / "localhost.crt").read_text() == "the image's localhost.crt\n"
+    assert (peers.image_files_dir("agnhost") / "nautilus/data.json").read_text() == "the image's data.json\n"
     # nonewprivs answers with its effective uid, and is setuid root as its image makes it
     assert kube["nonewprivs"]["reports"].startswith("Effective uid: ")
     assert stat.S_IMODE(peers.peer_path("nonewprivs").stat().st_mode) == 0o6755

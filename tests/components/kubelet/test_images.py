@@ -21,7 +21,7 @@ from components.kubelet.images import (
 )
 from components.kubelet.main import image_table
 from machinery.process.config import ConfigError
-from machinery.process.peers import peer_path
+from machinery.process.peers import image_files_dir, peer_path
 
 TOOL = ImageEntry(image="example.com/tool", entrypoint=("/bin/tool", "--verbose"), cmd=("serve", "--port=80"))
 
@@ -238,3 +238,14 @@ def test_nonewprivs_runs_the_built_peer_under_its_in_image_name() -> None:
     effective uid: the built (setuid) peer runs, named as in the image."""
     got = resolve(SHIPPED, "registry.k8s.io/e2e-test-images/nonewprivs:1.3", [], [])
     assert got.argv == ["/usr/local/bin/nnp"] and got.executable == str(peer_path("nonewprivs"))
+
+
+def test_update_demos_images_are_agnhost_serving_their_own_files() -> None:
+    """kubectl's Update Demo reads /data.json from nautilus and kitten pods through pods/proxy:
+    agnhost's test-webserver serves the image's root, where each image adds its files."""
+    folder = image_files_dir("agnhost")
+    for demo in ("nautilus", "kitten"):
+        got = resolve(SHIPPED, f"registry.k8s.io/e2e-test-images/{demo}:1.7", [], [])
+        assert got.argv == ["/agnhost", "test-webserver"] and got.executable == str(peer_path("agnhost"))
+        assert (str(folder / demo / "data.json"), "/data.json") in got.files
+        assert (str(folder / "localhost.crt"), "/localhost.crt") in got.files  # its base image's
