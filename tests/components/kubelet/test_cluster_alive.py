@@ -141,7 +141,7 @@ def test_a_config_map_volume_served_through_port_forward(cluster: ApiserverUnder
             cluster,
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "site"}, "data": {"index.html": "v1"}},
         )
-        site = deployment("site", 1, f"exec {sys.executable} -m http.server {port} --bind 127.0.0.1 --directory {www}")
+        site = deployment("site", 1, f"exec python3 -m http.server {port} --bind 127.0.0.1 --directory {www}")
         spec = site["spec"]["template"]["spec"]
         spec["volumes"] = [{"name": "www", "configMap": {"name": "site"}}]
         spec["containers"][0]["volumeMounts"] = [{"name": "www", "mountPath": www}]

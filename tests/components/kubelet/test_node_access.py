@@ -86,7 +86,7 @@ def node(cluster: ApiserverUnderTest, tmp_path_factory: pytest.TempPathFactory) 
                 {
                     "name": "web",
                     "image": "python:3",
-                    "command": [sys.executable, "-c", WEB_SERVER, str(web_port)],
+                    "command": ["python3", "-c", WEB_SERVER, str(web_port)],  # the image's: /tmp is its own
                     "workingDir": str(root),
                     "env": [{"name": "MARK", "value": "from-the-pod-spec"}],
                     "volumeMounts": [{"name": "site", "mountPath": str(root)}],  # /tmp is the container's own

@@ -54,7 +54,7 @@ def test_a_pod_on_a_netns_kubelet_has_its_own_ip_and_is_probed_there(
                 {
                     "name": "web",
                     "image": "python",
-                    "command": [sys.executable, "-c", SERVER],
+                    "command": ["python3", "-c", SERVER],  # the image's: /tmp is its own
                     "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
                 }
             ],

@@ -99,7 +99,7 @@ def test_a_pod_sees_the_kubernetes_service_and_reaches_it(cluster: ApiserverUnde
                 {
                     "name": "env",
                     "image": "python:3",
-                    "command": [sys.executable, "-c", PRINT],
+                    "command": ["python3", "-c", PRINT],  # the image's: /tmp is its own
                     "env": [{"name": "MEM_LIMIT", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}}],
                 }
             ],
