@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -40,7 +41,33 @@ HANDED_OUT_KEPT = 4096
 _handed_out: dict[int, None] = {}  # insertion-ordered: the oldest is dropped first
 
 
+LISTEN_PORT_FLOOR = 10000
+"""The lowest port `free_ports` picks: above the well-known and most registered services."""
+_random = random.Random()
+
+
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel hands to outgoing connections (ip_local_port_range)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def _bind_any(host: str) -> socket.socket:
+    """A socket bound to a free port below the kernel's ephemeral range when one is found:
+    a port from that range (what binding port 0 gives) can be taken by any outgoing
+    connection in the second between `free_ports` releasing it and its user binding it
+    (clean run 34: a store member's 'address already in use' under load); below the range
+    only another listener picking the same port at random can."""
+    top = _ephemeral_floor()
+    for _ in range(100 if top > LISTEN_PORT_FLOOR + 1000 else 0):
+        s = socket.socket()
+        try:
+            s.bind((host, _random.randrange(LISTEN_PORT_FLOOR, top)))
+            return s
+        except OSError:
+            s.close()
     s = socket.socket()
     s.bind((host, 0))
     return s

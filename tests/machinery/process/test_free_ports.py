@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from machinery.process import launch
-from machinery.process.launch import LauncherError, free_ports
+from machinery.process.launch import LISTEN_PORT_FLOOR, LauncherError, free_ports
 
 
 class _Bound:
@@ -67,3 +68,10 @@ def test_real_ports_are_distinct_across_calls_and_bindable() -> None:
     assert len(set(picked)) == len(picked)
     with socket.socket() as s:
         s.bind(("127.0.0.1", picked[-1]))
+
+
+def test_ports_come_from_below_the_range_outgoing_connections_take_theirs() -> None:
+    """A port from the ephemeral range can be taken by any connect() between free_ports and
+    its user's bind; below it only another listener could take it."""
+    floor = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert all(LISTEN_PORT_FLOOR <= p < floor for p in free_ports(20))
