@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -153,6 +153,14 @@ def _synthesized_kind(group: str, version: str, kind: str) -> Schema:
     }
 
 
+def _custom_kind(group: str, version: str, kind: str, schema: Mapping[str, Any]) -> Schema:
+    """A CRD version's schema as kube publishes it: with apiVersion, kind and ObjectMeta."""
+    props = dict(schema.get("properties") or {})
+    props.update(_type_meta(group, version))
+    props["metadata"] = {"description": "Standard object's metadata.", "allOf": [_ref(META + "ObjectMeta")]}
+    return {**schema, "properties": props, "x-kubernetes-group-version-kind": [_gvk(group, version, kind)]}
+
+
 def _synthesized_list(group: str, version: str, kind: str, item: str) -> Schema:
     return {
         "type": "object",
@@ -179,13 +187,19 @@ class _DocumentBuilder:
         self.tag = f"{_group_camel(gv.group)[:1].lower()}{_group_camel(gv.group)[1:]}_{gv.version}"
         self.id_infix = f"{_group_camel(gv.group)}{_camel(gv.version)}"
 
-    def schema_for(self, group: str, version: str, kind: str) -> tuple[str, bool]:
-        """The component name of a kind and whether Kubernetes publishes its schema."""
+    def schema_for(
+        self, group: str, version: str, kind: str, custom: Mapping[str, Any] | None = None
+    ) -> tuple[str, bool]:
+        """The component name of a kind and whether its schema is published (a built-in kind's
+        by Kubernetes, a custom kind's by its CRD: `custom`)."""
         name = self.source.name_for(group, version, kind)
-        published = name is not None
+        published = name is not None or custom is not None
         if name is None:
             name = synthesized_name(group, version, kind)
-            self.synthesized[name] = _synthesized_kind(group, version, kind)
+            if custom is not None:
+                self.synthesized[name] = _custom_kind(group, version, kind, custom)
+            elif name not in self.synthesized:  # a subresource of a custom kind names it too
+                self.synthesized[name] = _synthesized_kind(group, version, kind)
         if name not in self.roots:
             self.roots.append(name)
         return name, published
@@ -226,7 +240,7 @@ class _DocumentBuilder:
     def add(self, r: ResourceDef) -> None:
         group, version = self.gv.group, self.gv.version
         base = f"/{self.gv.path}"
-        kind_name, published = self.schema_for(group, version, r.kind)
+        kind_name, published = self.schema_for(group, version, r.kind, r.openapi_schema)
         list_name = self.list_schema_for(group, version, r.kind, kind_name)
         gvk = _gvk(group, version, r.kind)
         obj = _ref(kind_name)

@@ -47,15 +47,19 @@ class _Node:
     whose schema constrains nothing maps to None.  `values` is the schema of a free-form map's
     values, `items` of a list's items; either is None when it constrains nothing.  `keys` are
     the key fields of an associative list (server-side apply names its items by them).
+    `open`: a struct that also keeps the fields it does not name (a custom resource's
+    `x-kubernetes-preserve-unknown-fields` beside `properties`, or such a root, whose metadata
+    is still pruned as ObjectMeta).
     """
 
-    __slots__ = ("fields", "items", "keys", "values")
+    __slots__ = ("fields", "items", "keys", "open", "values")
 
     def __init__(self) -> None:
         self.fields: dict[str, _Node | None] | None = None
         self.values: _Node | None = None
         self.items: _Node | None = None
         self.keys: tuple[str, ...] = ()
+        self.open = False
 
 
 _Defs = Mapping[str, Mapping[str, Any]]
@@ -133,13 +137,69 @@ def _root(group: str, version: str, kind: str) -> _Node | None:
     return root
 
 
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+# the kinds defined at run time (CustomResourceDefinitions), by (group, version, kind)
+_custom: dict[tuple[str, str, str], _Node | None] = {}
+
+
+def _compile_custom(node: Mapping[str, Any], *, resource: bool, depth: int = 0) -> _Node | None:
+    """A custom resource's structural schema (inline, no `$ref`) as a tree.  A resource (the
+    root, or an `x-kubernetes-embedded-resource`) always has apiVersion, kind and an ObjectMeta
+    metadata, pruned as a built-in kind's are."""
+    if depth > 128:
+        return None
+    preserve = node.get("x-kubernetes-preserve-unknown-fields") is True
+    embedded = resource or node.get("x-kubernetes-embedded-resource") is True
+    out = _Node()
+    props = node.get("properties")
+    if isinstance(props, Mapping) or embedded:
+        named = props if isinstance(props, Mapping) else {}
+        out.fields = {
+            name: _compile_custom(sub, resource=False, depth=depth + 1) if isinstance(sub, Mapping) else None
+            for name, sub in named.items()
+        }
+        if embedded:
+            out.fields["apiVersion"] = None
+            out.fields["kind"] = None
+            out.fields["metadata"] = _compiler()._named(_OBJECT_META)
+        out.open = preserve
+        return out
+    if preserve:
+        return None
+    extra = node.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        out.values = _compile_custom(extra, resource=False, depth=depth + 1)
+        return out if out.values is not None else None
+    if node.get("type") == "object" and extra is None:
+        out.fields = {}  # an object that names no field keeps none (structural pruning)
+        return out
+    items = node.get("items")
+    if isinstance(items, Mapping):
+        out.items = _compile_custom(items, resource=False, depth=depth + 1)
+        keys = node.get("x-kubernetes-list-map-keys")
+        if node.get("x-kubernetes-list-type") == "map" and isinstance(keys, list):
+            out.keys = tuple(str(k) for k in keys)
+        return out if out.items is not None else None
+    return None
+
+
+def register_custom(group: str, version: str, kind: str, root_schema: Mapping[str, Any]) -> None:
+    """Prune a custom kind's objects against its version's schema from now on."""
+    _custom[(group, version, kind)] = _compile_custom(root_schema, resource=True)
+
+
+def forget_custom(group: str, version: str, kind: str) -> None:
+    _custom.pop((group, version, kind), None)
+
+
 def prune(group: str, version: str, kind: str, obj: dict[str, Any], *, apply_paths: bool = False) -> list[str]:
     """Drop from `obj`, in place, every field the kind's schema does not have; return the paths
     of the fields dropped (at most `MAX_REPORTED` of them), in document order.
 
     Paths are as kube's strict decoder words them (`spec.containers[0].bogus`), or with
     `apply_paths` as server-side apply does (`.spec.containers[name="c"].bogus`)."""
-    root = _root(group, version, kind)
+    custom = (group, version, kind)
+    root = _custom[custom] if custom in _custom else _root(group, version, kind)
     found: list[str] = []
     if root is not None:
         _prune(root, obj, "", found, apply_paths)
@@ -159,7 +219,7 @@ def _prune(node: _Node, value: Any, path: str, found: list[str], smd: bool) -> N
                     child = fields[key]
                     if child is not None and isinstance(sub, _CONTAINERS):
                         _prune(child, sub, f"{path}.{key}" if path or smd else key, found, smd)
-                else:
+                elif not node.open:
                     if unknown is None:
                         unknown = []
                     unknown.append(key)

@@ -42,6 +42,9 @@ class AdmissionContext:
     caches: Mapping[tuple[str, str], Any]
     authorization: Authorization
     clock: Callable[[], float]
+    # every resource served when asked, custom kinds' versions included (webhooks match a
+    # request against each version of one stored resource)
+    served: Callable[[], Iterable[ResourceDef]] | None = None
 
 
 Factory = Callable[[AdmissionContext], Any]  # the plugin, or None when the server lacks what it needs
@@ -141,8 +144,8 @@ PLUGINS: dict[str, Factory] = {
     "ValidatingAdmissionPolicy": lambda ctx: validating_policy.from_caches(ctx.caches),
     # webhook configurations come from the caches of ("admissionregistration.k8s.io",
     # "mutatingwebhookconfigurations") / "validatingwebhookconfigurations", looked up per request
-    "MutatingAdmissionWebhook": lambda ctx: mutating_plugin(ctx.caches, ctx.registries),
-    "ValidatingAdmissionWebhook": lambda ctx: validating_plugin(ctx.caches, ctx.registries),
+    "MutatingAdmissionWebhook": lambda ctx: mutating_plugin(ctx.caches, ctx.registries, ctx.served),
+    "ValidatingAdmissionWebhook": lambda ctx: validating_plugin(ctx.caches, ctx.registries, ctx.served),
 }
 
 # kube-apiserver's recommended order; names not (yet) in PLUGINS are skipped

@@ -42,6 +42,8 @@ from apiserver.authz.rbac.aggregation import keep_aggregated
 from apiserver.authz.reviews import Reviews
 from apiserver.bootstrap import ensure_system_namespaces
 from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
+from apiserver.crd.kinds import CRD_GROUP
+from apiserver.crd.serving import CustomResourceServing
 from apiserver.http import negotiation
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
@@ -51,6 +53,7 @@ from apiserver.http.pod_proxy import PodProxyClient
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.router import find_subresource, route
 from apiserver.kubernetes_service import KubernetesService, keep_forever
+from apiserver.openapi_v2 import SwaggerDocument
 from apiserver.request_context import reset_user, set_user
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
@@ -103,10 +106,13 @@ class Api:
         self._aggregator: asyncio.Task[None] | None = None
         self.clock = clock
         self.scope = ResourceScope(storage, resources, clock, watch_cache_capacity)
-        self.resources = resources
         self.metrics = Metrics()
         self.inflight = self.scope.inflight = InFlight(inflight_limits)
-        self.openapi = openapi.OpenAPIDocuments(resources)
+        self._openapi = (self.scope.generation, openapi.OpenAPIDocuments(resources))
+        self._swagger = (self.scope.generation, SwaggerDocument(resources))
+        crds = self.scope.by_path.get((CRD_GROUP, "v1", "customresourcedefinitions"))
+        self.custom_resources = CustomResourceServing(self.scope, crds, clock=clock) if crds is not None else None
+        self._crd_loop: asyncio.Task[None] | None = None
         caches = {(r.group, r.plural): c for r, c in self.scope.caches.items()}
         self.authorization = Authorization(parse_mode(authorization_mode), caches)
         self.reviews = Reviews(self.authorization.chain, self.authorization.policy)
@@ -116,6 +122,7 @@ class Api:
             caches=caches,
             authorization=self.authorization,
             clock=clock,
+            served=self.scope.resources,
         )
         self.admission = build_chain(admission_plugins, context)
         self.scope.use_admission(self.admission)
@@ -134,6 +141,29 @@ class Api:
         self.scope.node_access = NodeAccess(
             self.kubelets, functools.partial(self._get_core, PODS), functools.partial(self._get_core, NODES)
         )
+
+    @property
+    def resources(self) -> tuple[ResourceDef, ...]:
+        """What is served now: the built-in kinds and the custom ones of the stored CRDs."""
+        return self.scope.resources()
+
+    @property
+    def openapi(self) -> openapi.OpenAPIDocuments:
+        """The OpenAPI documents of what is served now (rebuilt when a CRD changes it)."""
+        generation, documents = self._openapi
+        if generation != self.scope.generation:
+            documents = openapi.OpenAPIDocuments(self.resources)
+            self._openapi = (self.scope.generation, documents)
+        return documents
+
+    @property
+    def swagger(self) -> SwaggerDocument:
+        """The OpenAPI v2 document of what is served now."""
+        generation, document = self._swagger
+        if generation != self.scope.generation:
+            document = SwaggerDocument(self.resources)
+            self._swagger = (self.scope.generation, document)
+        return document
 
     async def _get_core(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A fresh read of a core/v1 object (what TokenRequest and token checks look up)."""
@@ -168,6 +198,8 @@ class Api:
             self._aggregator = asyncio.create_task(
                 keep_aggregated(self.scope.caches[roles], self.scope.registries[roles])
             )
+        if self.custom_resources is not None:
+            self._crd_loop = asyncio.create_task(self.custom_resources.run())
         if self.compaction_interval > 0:
             self._compactor = asyncio.create_task(compact_forever(self.storage, self.compaction_interval))
         kept = [self.scope.by_path.get(p) for p in (("", "v1", "services"), ("", "v1", "endpoints"))]
@@ -179,11 +211,13 @@ class Api:
             )
 
     async def stop(self) -> None:
-        for task in (self._aggregator, self._compactor, self._service_keeper):
+        for task in (self._aggregator, self._compactor, self._service_keeper, self._crd_loop):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self.custom_resources is not None:
+            await self.custom_resources.stop()
         await self.admission.close()
         await self.kubelets.close()
         if self.scope.pod_proxy is not None:
@@ -191,7 +225,9 @@ class Api:
         await self.scope.stop()
 
     def ready(self) -> bool:
-        return self.scope.ready()
+        """The built-in kinds' caches are filled and the stored CRDs' kinds are served."""
+        crds = self.custom_resources
+        return self.scope.ready() and (crds is None or crds.synced)
 
 
 def build_app(
@@ -367,6 +403,15 @@ async def _route(api: Api, request: Request) -> Response:
         found = _discovery(api, request, path)
         if found is not None:
             return found
+        if path == "/openapi/v2":
+            if not _accepts_json(request.headers.get("accept", "")):
+                # client-go asks for v2 in protobuf, which we do not serve: a JSON body would
+                # fail its decoding, a 406 says why
+                raise errors.StatusError(406, "NotAcceptable", "only application/json is served at /openapi/v2")
+            body, etag = api.swagger.body()
+            if request.headers.get("if-none-match") == etag:
+                return Response(status_code=304, headers={"ETag": etag})
+            return Response(body, media_type=negotiation.JSON, headers={"ETag": etag})
         if path == "/openapi/v3":
             return Response(api.openapi.root(), media_type=negotiation.JSON)
         if path.startswith("/openapi/v3/"):
@@ -381,6 +426,13 @@ async def _route(api: Api, request: Request) -> Response:
     if request.method == "HEAD":
         return Response(status_code=405)
     return await route(api.scope, request, target)
+
+
+def _accepts_json(accept: str) -> bool:
+    if not accept.strip():
+        return True
+    kinds = {part.split(";", 1)[0].strip() for part in accept.split(",")}
+    return bool(kinds & {"application/json", "application/*", "*/*"})
 
 
 def _issuer_discovery(api: Api, request: Request, path: str) -> Response:

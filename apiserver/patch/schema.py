@@ -160,9 +160,32 @@ def _definitions() -> tuple[dict[str, Schema], dict[tuple[str, str, str], str]]:
     return defs, index
 
 
-@cache
+# the kinds defined at run time (CustomResourceDefinitions), by (group, version, kind)
+_custom: dict[tuple[str, str, str], Meta] = {}
+_OBJECT_META_REF = "#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def register_custom(group: str, version: str, kind: str, root_schema: Schema) -> None:
+    """Merge a custom kind's objects by its version's schema from now on (list types and map
+    keys for server-side apply), its metadata as ObjectMeta."""
+    defs, _ = _definitions()
+    props = dict(root_schema.get("properties") or {})
+    props["metadata"] = {"$ref": _OBJECT_META_REF}
+    _custom[(group, version, kind)] = Meta({**root_schema, "properties": props}, defs)
+
+
+def forget_custom(group: str, version: str, kind: str) -> None:
+    _custom.pop((group, version, kind), None)
+
+
 def meta_for(group: str, version: str, kind: str) -> Meta:
-    """The root `Meta` of a kind, or `UNKNOWN` when no schema describes it (e.g. a custom resource)."""
+    """The root `Meta` of a kind, or `UNKNOWN` when no schema describes it."""
+    custom = _custom.get((group, version, kind))
+    return custom if custom is not None else _builtin_meta(group, version, kind)
+
+
+@cache
+def _builtin_meta(group: str, version: str, kind: str) -> Meta:
     defs, index = _definitions()
     name = index.get((group, version, kind))
     if name is None:

@@ -136,6 +136,9 @@ class ResourceDef:
     # `{"replicas": 0}`).  None: the kind has no status (ConfigMap) or a pointer one.  Clients
     # generated from the Go types read `d.status.observed_generation` right after a create.
     empty_status: Mapping[str, Any] | None = None
+    # The OpenAPI schema of a kind Kubernetes does not publish one for (a CRD version's
+    # openAPIV3Schema): what /openapi/v3 serves for it, so `kubectl explain` reads it.
+    openapi_schema: Mapping[str, Any] | None = None
 
     @property
     def group_version(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import orjson
 
@@ -59,11 +59,12 @@ def no_equivalents(res: ResourceDef) -> Sequence[ResourceDef]:
     return ()
 
 
-def equivalents_among(resources: Sequence[ResourceDef]) -> Equivalents:
-    """Resources that are one stored resource under several groups/versions (same store name)."""
+def equivalents_among(resources: Callable[[], Iterable[ResourceDef]]) -> Equivalents:
+    """Resources that are one stored resource under several groups/versions (same store name),
+    among those served when asked (a CRD's versions come and go while the server runs)."""
 
     def find(res: ResourceDef) -> Sequence[ResourceDef]:
-        return [r for r in resources if r is not res and r.store_name == res.store_name and r.plural == res.plural]
+        return [r for r in resources() if r is not res and r.store_name == res.store_name and r.plural == res.plural]
 
     return find
 

@@ -74,6 +74,7 @@ def dispatcher(
     *,
     mutating: bool,
     resolve_service: ServiceResolver | None = None,
+    served: Callable[[], Iterable[ResourceDef]] | None = None,
 ) -> Dispatcher:
     def source() -> ConfigSource | None:
         found: ConfigSource | None = caches.get(configurations)
@@ -84,7 +85,11 @@ def dispatcher(
     async def namespace(name: str) -> dict[str, Any] | None:
         return await namespace_of(None, name)
 
-    resources: list[ResourceDef] = [r.resource for r in registries.values() if hasattr(r, "resource")]
+    def resources() -> Iterable[ResourceDef]:
+        if served is not None:
+            return served()
+        return [r.resource for r in registries.values() if hasattr(r, "resource")]
+
     return Dispatcher(
         CompiledHooks(source, mutating=mutating),
         WebhookClient(resolve_service=resolve_service or service_resolver(caches, registries)),
@@ -94,12 +99,16 @@ def dispatcher(
 
 
 def mutating_plugin(
-    caches: Mapping[tuple[str, str], Any], registries: Mapping[tuple[str, str], Any]
+    caches: Mapping[tuple[str, str], Any],
+    registries: Mapping[tuple[str, str], Any],
+    served: Callable[[], Iterable[ResourceDef]] | None = None,
 ) -> MutatingWebhook:
-    return MutatingWebhook(dispatcher(caches, registries, MUTATING_CONFIGURATIONS, mutating=True))
+    return MutatingWebhook(dispatcher(caches, registries, MUTATING_CONFIGURATIONS, mutating=True, served=served))
 
 
 def validating_plugin(
-    caches: Mapping[tuple[str, str], Any], registries: Mapping[tuple[str, str], Any]
+    caches: Mapping[tuple[str, str], Any],
+    registries: Mapping[tuple[str, str], Any],
+    served: Callable[[], Iterable[ResourceDef]] | None = None,
 ) -> ValidatingWebhook:
-    return ValidatingWebhook(dispatcher(caches, registries, VALIDATING_CONFIGURATIONS, mutating=False))
+    return ValidatingWebhook(dispatcher(caches, registries, VALIDATING_CONFIGURATIONS, mutating=False, served=served))

@@ -50,17 +50,55 @@ class ResourceScope:
         self.token_requests: TokenRequests | None = None
         self.node_access: NodeAccess | None = None  # pods/log, exec, portforward, nodes/proxy
         self.pod_proxy: PodProxyClient | None = None  # pods/proxy
+        self._capacity = watch_cache_capacity
+        self._admission: AdmissionChain | None = None
+        # bumped whenever the served resources change (a CRD served or withdrawn): what is built
+        # from them (OpenAPI documents, webhook matching) rebuilds when it sees a new value
+        self.generation = 0
         for res in resources:
-            self.by_path[(res.group, res.version, res.plural)] = res
-            if res.virtual:
-                continue
-            self.registries[res] = Registry(res, storage, clock=clock, track_fields=patching.track_fields)
-            self.caches[res] = Cacher(
-                storage, res, capacity=watch_cache_capacity, fields_of=functools.partial(object_fields, res)
-            )
+            self._add(res)
+        # readiness waits for the built-in kinds' caches only: a custom kind's cache starting
+        # while the server runs does not make the server unready
+        self._builtin = tuple(self.caches.values())
+
+    def _add(self, res: ResourceDef) -> None:
+        self.by_path[(res.group, res.version, res.plural)] = res
+        if res.virtual:
+            return
+        registry = Registry(res, self.storage, clock=self.clock, track_fields=patching.track_fields)
+        if self._admission is not None:
+            registry.admission = self._admission
+        self.registries[res] = registry
+        self.caches[res] = Cacher(
+            self.storage, res, capacity=self._capacity, fields_of=functools.partial(object_fields, res)
+        )
+
+    def resources(self) -> tuple[ResourceDef, ...]:
+        """What is served now, built-in kinds first, then custom ones in the order they came."""
+        return tuple(self.by_path.values())
+
+    async def serve(self, res: ResourceDef) -> None:
+        """Serve a resource defined at run time (a CRD's version), replacing what served its path."""
+        old = self.by_path.get((res.group, res.version, res.plural))
+        if old is not None:
+            await self.withdraw(old)
+        self._add(res)
+        self.generation += 1
+        await self.caches[res].start()
+
+    async def withdraw(self, res: ResourceDef) -> None:
+        """Stop serving `res`: its path answers 404 from now on, its cache stops."""
+        if self.by_path.get((res.group, res.version, res.plural)) is res:
+            del self.by_path[(res.group, res.version, res.plural)]
+        self.registries.pop(res, None)
+        cache = self.caches.pop(res, None)
+        self.generation += 1
+        if cache is not None:
+            await cache.stop()
 
     def use_admission(self, chain: AdmissionChain) -> None:
         """Every write from now on passes `chain` (built once the caches it reads exist)."""
+        self._admission = chain
         for registry in self.registries.values():
             registry.admission = chain
 
@@ -71,7 +109,7 @@ class ResourceScope:
         await asyncio.gather(*(c.stop() for c in self.caches.values()), return_exceptions=True)
 
     def ready(self) -> bool:
-        return all(c.ready for c in self.caches.values())
+        return all(c.ready for c in self._builtin)
 
     def kubelets(self) -> NodeAccess:
         """The way to kubelets; 503 on a server built without one."""

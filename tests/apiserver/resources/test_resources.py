@@ -35,6 +35,7 @@ EXPECTED = {
         "podtemplates",
         "replicationcontrollers",
     },
+    ("apiextensions.k8s.io", "v1"): {"customresourcedefinitions"},
     ("admissionregistration.k8s.io", "v1"): {
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
@@ -359,6 +360,39 @@ CASES: dict[tuple[str, str], tuple[Obj, Obj, set[str]]] = {
             "spec": {"scaleTargetRef": {"kind": "Deployment"}, "minReplicas": 3, "maxReplicas": 2},
         },
         {"spec.scaleTargetRef.name", "spec.maxReplicas"},
+    ),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (
+        {
+            "metadata": meta("gizmos.example.com", None),
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "gizmos", "kind": "Gizmo"},
+                "versions": [
+                    {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+                ],
+            },
+        },
+        {
+            "metadata": meta("gizmo.example.com", None),
+            "spec": {
+                "group": "example",
+                "scope": "Everywhere",
+                "names": {"plural": "gizmos", "kind": "Gizmo", "listKind": "Gizmo"},
+                "versions": [{"name": "V1", "served": True, "storage": False}],
+                "conversion": {"strategy": "Webhook"},
+            },
+        },
+        {
+            "metadata.name",
+            "spec.group",
+            "spec.scope",
+            "spec.names.listKind",
+            "spec.versions",
+            "spec.versions[0].name",
+            "spec.versions[0].schema.openAPIV3Schema",
+            "spec.conversion.webhook.clientConfig",
+        },
     ),
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): (
         {"metadata": meta("inject", None), "webhooks": [WEBHOOK]},
