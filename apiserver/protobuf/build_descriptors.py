@@ -15,7 +15,7 @@ Regenerate (after `fetch` of both repositories, or from any git clone of them):
 
     python -m apiserver.protobuf.build_descriptors \\
         --api-git /path/kubernetes+api/repo --apimachinery-git /path/kubernetes+apimachinery/repo \\
-        --ref v0.33.9
+        --apiextensions-git /path/kubernetes+apiextensions-apiserver/repo --ref v0.33.9
 
 The `--ref` tag is the client-go/api release matching the Kubernetes minor we claim (1.33).
 """
@@ -56,6 +56,7 @@ ROOTS: tuple[tuple[str, str], ...] = (
     ("api", "node/v1"),
     ("api", "flowcontrol/v1"),
     ("apimachinery", "pkg/apis/meta/v1"),
+    ("apiextensions-apiserver", "pkg/apis/apiextensions/v1"),
 )
 
 SCALARS = {
@@ -388,10 +389,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--api-git", required=True, help="git dir of kubernetes/api")
     ap.add_argument("--apimachinery-git", required=True, help="git dir of kubernetes/apimachinery")
+    ap.add_argument("--apiextensions-git", required=True, help="git dir of kubernetes/apiextensions-apiserver (CRDs)")
     ap.add_argument("--ref", default="v0.33.9")
     ap.add_argument("--out", default=str(HERE))
     args = ap.parse_args()
-    fds, go_info = build({"api": args.api_git, "apimachinery": args.apimachinery_git}, args.ref)
+    git_dirs = {
+        "api": args.api_git,
+        "apimachinery": args.apimachinery_git,
+        "apiextensions-apiserver": args.apiextensions_git,
+    }
+    fds, go_info = build(git_dirs, args.ref)
     out = Path(args.out)
     (out / "k8s.desc").write_bytes(fds.SerializeToString(deterministic=True))
     (out / "k8s_go.json").write_text(json.dumps(go_info, sort_keys=True, separators=(",", ":")) + "\n")

@@ -20,10 +20,15 @@ from apiserver.protobuf.schema import (
     DURATION,
     FIELDS_V1,
     INT_OR_STRING,
+    JSON_VALUE,
     MICRO_TIME,
+    PROPS_OR_ARRAY,
+    PROPS_OR_BOOL,
+    PROPS_OR_STRINGS,
     QUANTITY,
     QUANTITY_VALUE,
     RAW_EXTENSION,
+    SCHEMA_UNIONS,
     SPECIAL,
     TIME,
     Field,
@@ -48,6 +53,9 @@ def fill(schema: Schema, msg: Any, value: Any, path: str = "", *, top: bool = Tr
     name = msg.DESCRIPTOR.full_name
     if name in SPECIAL:
         _special(name, msg, value, path)
+        return
+    if name in SCHEMA_UNIONS:
+        _schema_union(schema, name, msg, value, path)
         return
     info = schema.message(name)
     if info.slice_of:
@@ -95,7 +103,7 @@ def _set(schema: Schema, msg: Any, f: Field, value: Any, path: str) -> None:
         if f.message:
             items = getattr(msg, f.name)
             for i, v in enumerate(value):
-                if v is None:
+                if v is None and f.message != JSON_VALUE:  # a JSON value may be null (an enum's)
                     raise NotRepresentable(f"{path}[{i}]: null in an array of objects")
                 fill(schema, items.add(), v, f"{path}[{i}]", top=False)
         else:
@@ -145,6 +153,23 @@ def _scalar(fd: Any, value: Any, path: str) -> Any:
     return value
 
 
+def _schema_union(schema: Schema, name: str, msg: Any, value: Any, path: str) -> None:
+    """A JSON schema's union member from its JSON (Go's UnmarshalJSON of these types)."""
+    if isinstance(value, dict):
+        fill(schema, msg.schema, value, path, top=False)
+        if name == PROPS_OR_BOOL:
+            msg.allows = True
+    elif name == PROPS_OR_BOOL and isinstance(value, bool):
+        msg.allows = value
+    elif name == PROPS_OR_ARRAY and isinstance(value, list):
+        for i, item in enumerate(value):
+            fill(schema, msg.jSONSchemas.add(), item, f"{path}[{i}]", top=False)
+    elif name == PROPS_OR_STRINGS and isinstance(value, list) and all(isinstance(x, str) for x in value):
+        msg.property.extend(value)
+    else:
+        raise NotRepresentable(f"{path}: not a schema")
+
+
 def _special(name: str, msg: Any, value: Any, path: str) -> None:
     if name in (TIME, MICRO_TIME):
         if not isinstance(value, str):
@@ -179,5 +204,7 @@ def _special(name: str, msg: Any, value: Any, path: str) -> None:
         msg.raw = orjson.dumps(value)
     elif name == FIELDS_V1:
         msg.Raw = orjson.dumps(value)
+    elif name == JSON_VALUE:
+        msg.raw = orjson.dumps(value)
     else:  # pragma: no cover - SPECIAL is the list above
         raise NotRepresentable(f"{path}: {name}")

@@ -28,9 +28,18 @@ QUANTITY_VALUE = "k8s.io.apimachinery.pkg.api.resource.QuantityValue"
 INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 UNKNOWN = "k8s.io.apimachinery.pkg.runtime.Unknown"
+APIEXTENSIONS = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1"
+JSON_VALUE = f"{APIEXTENSIONS}.JSON"  # any JSON value, as raw bytes (a schema's default, enum, example)
+# a JSON schema's unions: the schema when it is set, else the other member
+PROPS_OR_BOOL = f"{APIEXTENSIONS}.JSONSchemaPropsOrBool"  # additionalProperties: a schema or a bool
+PROPS_OR_ARRAY = f"{APIEXTENSIONS}.JSONSchemaPropsOrArray"  # items: a schema or an array of schemas
+PROPS_OR_STRINGS = f"{APIEXTENSIONS}.JSONSchemaPropsOrStringArray"  # dependencies: a schema or names
+SCHEMA_UNIONS = frozenset({PROPS_OR_BOOL, PROPS_OR_ARRAY, PROPS_OR_STRINGS})
 
 # messages whose Go type has its own JSON form (a string, a number, raw JSON)
-SPECIAL = frozenset({TIME, MICRO_TIME, DURATION, FIELDS_V1, QUANTITY, QUANTITY_VALUE, INT_OR_STRING, RAW_EXTENSION})
+SPECIAL = frozenset(
+    {TIME, MICRO_TIME, DURATION, FIELDS_V1, QUANTITY, QUANTITY_VALUE, INT_OR_STRING, RAW_EXTENSION, JSON_VALUE}
+)
 
 # API group -> proto package prefix (the version is appended)
 GROUP_PACKAGES = {
@@ -53,6 +62,7 @@ GROUP_PACKAGES = {
     "node.k8s.io": "k8s.io.api.node",
     "flowcontrol.apiserver.k8s.io": "k8s.io.api.flowcontrol",
     "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta",
+    "apiextensions.k8s.io": "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions",
 }
 
 # meta/v1 kinds that every group version carries (client-go sends DeleteOptions as `v1`,

@@ -22,11 +22,14 @@ from apiserver import errors
 from apiserver.protobuf import gotime
 from apiserver.protobuf.schema import (
     DURATION,
+    FIELDS_V1,
     INT_OR_STRING,
     MICRO_TIME,
+    PROPS_OR_ARRAY,
+    PROPS_OR_BOOL,
     QUANTITY,
     QUANTITY_VALUE,
-    RAW_EXTENSION,
+    SCHEMA_UNIONS,
     SPECIAL,
     TIME,
     Field,
@@ -80,6 +83,8 @@ def _message(schema: Schema, msg: Any, path: str, budget: _Budget) -> Any:
     budget.spend()
     if name in SPECIAL:
         return _special(name, msg, path)
+    if name in SCHEMA_UNIONS:
+        return _schema_union(schema, name, msg, path, budget)
     info = schema.message(name)
     if info.slice_of:
         return [_scalar(v) for v in msg.items]
@@ -161,7 +166,21 @@ def _field(schema: Schema, msg: Any, f: Field, path: str, budget: _Budget) -> An
 def _scalar(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)  # Go's encoding/json prints a float64 10 as `10`
     return value
+
+
+def _schema_union(schema: Schema, name: str, msg: Any, path: str, budget: _Budget) -> Any:
+    """A JSON schema's `additionalProperties`, `items` or `dependencies` value, as Go's
+    MarshalJSON of these unions writes it: the schema when one is set, else the other member."""
+    if msg.HasField("schema"):
+        return _message(schema, msg.schema, path, budget)
+    if name == PROPS_OR_BOOL:
+        return msg.allows
+    if name == PROPS_OR_ARRAY:
+        return [_message(schema, s, f"{path}[{i}]", budget) for i, s in enumerate(msg.jSONSchemas)] or None
+    return list(msg.property) or None
 
 
 def _special(name: str, msg: Any, path: str) -> Any:
@@ -180,9 +199,10 @@ def _special(name: str, msg: Any, path: str) -> Any:
         return msg.string if msg.string else "0"
     if name == INT_OR_STRING:
         return msg.strVal if msg.type == 1 else msg.intVal
-    # RawExtension and FieldsV1 carry raw JSON bytes
-    raw = msg.raw if name == RAW_EXTENSION else msg.Raw
-    if not msg.HasField("raw" if name == RAW_EXTENSION else "Raw"):
+    # RawExtension, FieldsV1 and JSON carry raw JSON bytes
+    member = "Raw" if name == FIELDS_V1 else "raw"
+    raw = getattr(msg, member)
+    if not msg.HasField(member):
         return None
     try:
         return orjson.loads(raw)
