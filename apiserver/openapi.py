@@ -153,10 +153,23 @@ def _synthesized_kind(group: str, version: str, kind: str) -> Schema:
     }
 
 
+API_VERSION_DESCRIPTION = (
+    "APIVersion defines the versioned schema of this representation of an object. Servers should convert "
+    "recognized schemas to the latest internal value, and may reject unrecognized values. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+)
+KIND_DESCRIPTION = (
+    "Kind is a string value representing the REST resource this object represents. Servers may infer this "
+    "from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+)
+
+
 def _custom_kind(group: str, version: str, kind: str, schema: Mapping[str, Any]) -> Schema:
-    """A CRD version's schema as kube publishes it: with apiVersion, kind and ObjectMeta."""
-    props = dict(schema.get("properties") or {})
-    props.update(_type_meta(group, version))
+    """A CRD version's schema as kube publishes it: with apiVersion, kind (TypeMeta's words) and ObjectMeta."""
+    props = dict(schema.get("properties") or {}) if isinstance(schema.get("properties"), Mapping) else {}
+    props["apiVersion"] = {"type": "string", "description": API_VERSION_DESCRIPTION}
+    props["kind"] = {"type": "string", "description": KIND_DESCRIPTION}
     props["metadata"] = {"description": "Standard object's metadata.", "allOf": [_ref(META + "ObjectMeta")]}
     return {**schema, "properties": props, "x-kubernetes-group-version-kind": [_gvk(group, version, kind)]}
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from apiserver.openapi import API_VERSION_DESCRIPTION as _API_VERSION
+from apiserver.openapi import KIND_DESCRIPTION as _KIND
 from apiserver.openapi import synthesized_name
 from apiserver.openapi_schemas import COMPONENTS, SchemaSource, default_source
 from apiserver.resources.base import ResourceDef
@@ -32,14 +34,6 @@ DEFINITIONS = "#/definitions/"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 LIST_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
 _META_DESCRIPTION = "Standard object's metadata."
-_API_VERSION = (
-    "APIVersion defines the versioned schema of this representation of an object. Servers should convert "
-    "recognized schemas to the latest internal value, and may reject unrecognized values."
-)
-_KIND = (
-    "Kind is a string value representing the REST resource this object represents. Servers may infer this "
-    "from the endpoint the client submits requests to. Cannot be updated. In CamelCase."
-)
 _MAX_DEPTH = 128
 
 

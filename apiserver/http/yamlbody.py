@@ -118,6 +118,9 @@ class _BudgetComposer(Composer):
         return node
 
 
+MAX_DUPLICATES = 100  # repeated keys named per body (the rest are dropped all the same)
+
+
 class _JsonConstructor(SafeConstructor):
     """PyYAML's safe constructor, building only what JSON holds, as sigs.k8s.io/yaml does: map
     keys become strings (`1: a` is {"1": "a"}, and `true: b` does not collide with it), a
@@ -125,14 +128,21 @@ class _JsonConstructor(SafeConstructor):
     as strings), `!!binary` is its base64 text (how JSON carries bytes), a `!!set` is a map of
     nulls (as YAML writes it) and `!!omap` / `!!pairs` a list of one-member maps."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.duplicates: list[str] = []  # keys a map repeats (the last one wins, as in go-yaml)
+
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         if not isinstance(node, MappingNode):
             raise ConstructorError(None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
         self.flatten_mapping(node)
         mapping: dict[Hashable, Any] = {}
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            mapping[_key(key)] = self.construct_object(value_node, deep=deep)
+            key = _key(self.construct_object(key_node, deep=deep))
+            if key in mapping and len(self.duplicates) < MAX_DUPLICATES:
+                # go-yaml's strict decoder's words, with its 1-based line
+                self.duplicates.append(f'line {key_node.start_mark.line + 1}: key "{key}" already set in map')
+            mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
     def construct_set_as_map(self, node: MappingNode) -> Any:
@@ -197,6 +207,19 @@ class _Loader(_BudgetComposer, CParser, _JsonConstructor, _JsonResolver):
         self._start_budget()
 
 
+def duplicate_keys(body: bytes) -> list[str]:
+    """The keys a YAML body's maps repeat, as go-yaml's strict decoder names them (`line 9: key
+    "foo" already set in map`): what `fieldValidation=Strict` refuses in an apply patch.  The
+    body was decoded once already (within its budget), so this second pass is bounded too."""
+    loader = _Loader(body, jsonbudget.MAX_BYTES, jsonbudget.MAX_DEPTH)
+    try:
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            loader.get_data()
+    finally:
+        loader.dispose()
+    return loader.duplicates
+
+
 def load_documents(
     body: bytes, *, max_bytes: int = jsonbudget.MAX_BYTES, max_depth: int = jsonbudget.MAX_DEPTH
 ) -> list[Any]:
@@ -228,4 +251,4 @@ def load_documents(
     return docs
 
 
-__all__ = ["YamlRefused", "YamlTooDeep", "YamlTooLarge", "load_documents", "yaml"]
+__all__ = ["YamlRefused", "YamlTooDeep", "YamlTooLarge", "duplicate_keys", "load_documents", "yaml"]

@@ -11,11 +11,12 @@ this script reads both, at one tag, and writes:
 - `k8s_go.json`: per message, per field number, the Go JSON name and what Go's
   `encoding/json` does with the field (omitempty, pointer, slice, map, []byte, inline).
 
-Regenerate (after `fetch` of both repositories, or from any git clone of them):
+Regenerate (after `fetch` of the four repositories, or from git clones of them):
 
     python -m apiserver.protobuf.build_descriptors \\
         --api-git /path/kubernetes+api/repo --apimachinery-git /path/kubernetes+apimachinery/repo \\
-        --apiextensions-git /path/kubernetes+apiextensions-apiserver/repo --ref v0.33.9
+        --apiextensions-git /path/kubernetes+apiextensions-apiserver/repo \\
+        --aggregator-git /path/kubernetes+kube-aggregator/repo --ref v0.33.9
 
 The `--ref` tag is the client-go/api release matching the Kubernetes minor we claim (1.33).
 """
@@ -57,6 +58,7 @@ ROOTS: tuple[tuple[str, str], ...] = (
     ("api", "flowcontrol/v1"),
     ("apimachinery", "pkg/apis/meta/v1"),
     ("apiextensions-apiserver", "pkg/apis/apiextensions/v1"),
+    ("kube-aggregator", "pkg/apis/apiregistration/v1"),
 )
 
 SCALARS = {
@@ -390,6 +392,7 @@ def main() -> None:
     ap.add_argument("--api-git", required=True, help="git dir of kubernetes/api")
     ap.add_argument("--apimachinery-git", required=True, help="git dir of kubernetes/apimachinery")
     ap.add_argument("--apiextensions-git", required=True, help="git dir of kubernetes/apiextensions-apiserver (CRDs)")
+    ap.add_argument("--aggregator-git", required=True, help="git dir of kubernetes/kube-aggregator (APIServices)")
     ap.add_argument("--ref", default="v0.33.9")
     ap.add_argument("--out", default=str(HERE))
     args = ap.parse_args()
@@ -397,6 +400,7 @@ def main() -> None:
         "api": args.api_git,
         "apimachinery": args.apimachinery_git,
         "apiextensions-apiserver": args.apiextensions_git,
+        "kube-aggregator": args.aggregator_git,
     }
     fds, go_info = build(git_dirs, args.ref)
     out = Path(args.out)

@@ -63,6 +63,7 @@ GROUP_PACKAGES = {
     "flowcontrol.apiserver.k8s.io": "k8s.io.api.flowcontrol",
     "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta",
     "apiextensions.k8s.io": "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions",
+    "apiregistration.k8s.io": "k8s.io.kube_aggregator.pkg.apis.apiregistration",
 }
 
 # meta/v1 kinds that every group version carries (client-go sends DeleteOptions as `v1`,

@@ -58,8 +58,10 @@ class SchemaChecker:
             return schema
         return schema
 
-    def check(self, obj: Any) -> list[Cause]:
-        """Every type, required-field and enum failure of `obj`, paths from the object root."""
+    def check(self, obj: Any, lenient: tuple[str, ...] = ()) -> list[Cause]:
+        """Every type, required-field and enum failure of `obj`, paths from the object root.
+        Below the top-level fields named in `lenient`, required fields are not checked (kube
+        validates no CRD status condition's type)."""
         causes: list[Cause] = []
         root = self._resolve(self._source.get(self._root))
         if not isinstance(obj, dict):
@@ -68,7 +70,7 @@ class SchemaChecker:
         for name, value in obj.items():
             if name in _SKIPPED_ROOT or name not in props:
                 continue
-            self._walk(value, props[name], name, causes, 0)
+            self._walk(value, props[name], name, causes, 0, required=name not in lenient)
         causes += self._missing(obj, root, "")
         return causes
 
@@ -92,7 +94,9 @@ class SchemaChecker:
                 causes += self._missing({}, sub, here, depth + 1)
         return causes
 
-    def _walk(self, value: Any, schema: Schema, path: str, causes: list[Cause], depth: int) -> None:
+    def _walk(
+        self, value: Any, schema: Schema, path: str, causes: list[Cause], depth: int, *, required: bool = True
+    ) -> None:
         if value is None or depth > _MAX_DEPTH:
             return  # null is "unset" for every optional field, as Go's decoder treats it
         schema = self._resolve(schema)
@@ -110,19 +114,22 @@ class SchemaChecker:
         if isinstance(enum, list) and enum and isinstance(value, str) and value not in enum:
             causes.append(v.not_supported(path, value, [str(e) for e in enum]))
         if isinstance(value, dict):
-            self._walk_object(value, schema, path, causes, depth)
+            self._walk_object(value, schema, path, causes, depth, required)
         elif isinstance(value, list):
             items = schema.get("items")
             if isinstance(items, dict):
                 for i, item in enumerate(value):
-                    self._walk(item, items, v.index(path, i), causes, depth + 1)
+                    self._walk(item, items, v.index(path, i), causes, depth + 1, required=required)
 
-    def _walk_object(self, value: Obj, schema: Schema, path: str, causes: list[Cause], depth: int) -> None:
+    def _walk_object(
+        self, value: Obj, schema: Schema, path: str, causes: list[Cause], depth: int, required: bool
+    ) -> None:
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         for name, sub in value.items():
             if isinstance(props, dict) and name in props:
-                self._walk(sub, props[name], v.child(path, name), causes, depth + 1)
+                self._walk(sub, props[name], v.child(path, name), causes, depth + 1, required=required)
             elif isinstance(extra, dict):
-                self._walk(sub, extra, v.key(path, name), causes, depth + 1)
-        causes += self._missing(value, schema, path)
+                self._walk(sub, extra, v.key(path, name), causes, depth + 1, required=required)
+        if required:
+            causes += self._missing(value, schema, path)

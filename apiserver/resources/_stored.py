@@ -78,11 +78,13 @@ def stored_kind(
     age_last: bool = True,
     fields: FieldsFunc | None = None,
     field_selectors: Sequence[str] = (),
+    lenient: Sequence[str] = (),
 ) -> ResourceDef:
     """The ResourceDef of a kind whose structure comes from its schema; `rules` adds what the
     schema cannot say (kube's validation.go), `immutable` the dotted paths fixed once created.
     `status`, when the kind has a /status subresource, is the status every answer carries at
     least: the members of kube's Go status struct that are not omitempty, at their zero values;
+    `lenient`: top-level fields below which the schema's required fields are not enforced.
     `status_view` serves it: a custom resource's (only status from the request) unless the kind
     says otherwise, as a built-in kind does (STATUS_VIEW: spec reset, the rest from the request)."""
     subresources: list[Subresource] = []
@@ -98,7 +100,7 @@ def stored_kind(
         causes = v.validate_object_meta(obj, namespaced=namespaced, name_fn=name_fn, old=old)
         checker = _checker(group, version, kind)
         if checker is not None:
-            causes += checker.check(obj)
+            causes += checker.check(obj, tuple(lenient))
         for path in immutable:
             causes += v.validate_immutable(obj, old, path)
         return causes + rules(obj, old)

@@ -193,6 +193,7 @@ RESOURCE = stored_kind(
     status_view=STATUS_VIEW,  # kube's CRD statusStrategy: spec from the stored object, the rest from the request
     default=default,
     rules=rules,
+    lenient=("status",),  # a condition with a message alone is accepted (conformance updates one)
     columns=(Column("Created At", "date", description="the time the definition was created"),),
     row=row,
     age_last=False,

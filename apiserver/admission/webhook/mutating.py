@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import orjson
 
+from apiserver import pruning
 from apiserver.admission.interface import AdmissionRequest
 from apiserver.admission.webhook.config import Hook
 from apiserver.admission.webhook.dispatch import Dispatcher, convert, failure_status
@@ -105,10 +106,14 @@ class MutatingWebhook:
                     f'admission webhook "{hook.name}" changed {".".join(path)}, which a webhook may not change'
                 )
         if not request.subresource and request.operation in ("CREATE", "UPDATE"):
-            # kube decodes a patched object through its scheme, which defaults what the patch
-            # added (an init container gets its terminationMessagePolicy: conformance "should
-            # mutate pod and apply defaults after mutation")
-            request.resource.default(result)
+            # kube decodes a patched object through its scheme, which drops the fields the kind
+            # does not have (a custom resource's schema prunes them: conformance "should mutate
+            # custom resource with pruning") and defaults what the patch added (an init
+            # container gets its terminationMessagePolicy: "should mutate pod and apply
+            # defaults after mutation")
+            res = request.resource
+            pruning.prune(res.group, res.version, res.kind, result)
+            res.default(result)
         request.object = result
         return True
 

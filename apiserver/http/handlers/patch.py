@@ -27,6 +27,7 @@ class PatchRequest:
     content_type: str
     body: Any
     options: params.WriteParams
+    raw: bytes = b""  # as sent (an apply patch's YAML is checked for repeated keys)
 
     @property
     def is_apply(self) -> bool:
@@ -53,7 +54,7 @@ async def read_patch(request: Request, query: dict[str, str]) -> PatchRequest:
             [errors.Cause("FieldValueRequired", "is required for apply patch", "fieldManager")],
             "meta.k8s.io",
         )
-    return PatchRequest(content_type, body, w)
+    return PatchRequest(content_type, body, w, raw)
 
 
 async def patch_object(
@@ -69,8 +70,10 @@ async def patch_object(
     patch = await read_patch(request, query)
     content_type, body, w, is_apply = patch.content_type, patch.body, patch.options, patch.is_apply
     warnings: list[str] = []
+    decoding: list[str] = []  # an apply's repeated YAML keys, under Warn
 
     if is_apply:
+        decoding = patching.strict_yaml(patch.raw, w.field_validation)
         patching.refuse_unknown_applied(res, body, target.namespace, target.name)
     in_patch = patching.json_patch_unknown_fields(body) if content_type == negotiation.JSON_PATCH else []
 
@@ -94,4 +97,4 @@ async def patch_object(
         create_if_missing=is_apply and target.subresource is None,
         track=not is_apply,
     )
-    return with_warnings(respond(request, res, result, scope.clock, 201 if created else 200), warnings)
+    return with_warnings(respond(request, res, result, scope.clock, 201 if created else 200), decoding + warnings)

@@ -241,3 +241,21 @@ def test_a_conflicting_crd_is_not_served_and_says_why() -> None:
         assert (await client.get(f"/apis/{GROUP}/v1/namespaces/default/gizmos")).status_code == 404
 
     serve(exercise)
+
+
+def test_strict_apply_names_repeated_yaml_keys_and_warn_warns() -> None:
+    async def exercise(client: httpx.AsyncClient) -> None:
+        assert (await client.post(CRDS, json=widget_crd())).status_code == 201
+        await established(client, f"widgets.{GROUP}")
+        body = f"apiVersion: {GROUP}/v1\nkind: Widget\nmetadata:\n  name: y\nspec:\n  size: 1\n  size: 2\n"
+        headers = {"Content-Type": "application/apply-patch+yaml"}
+        strict = await client.patch(
+            f"{WIDGETS}/y?fieldManager=m&fieldValidation=Strict", content=body.encode(), headers=headers
+        )
+        assert strict.status_code == 400, strict.text
+        assert 'line 7: key "size" already set in map' in strict.json()["message"]
+        warned = await client.patch(f"{WIDGETS}/y?fieldManager=m", content=body.encode(), headers=headers)
+        assert warned.status_code == 201 and warned.json()["spec"]["size"] == 2, warned.text
+        assert "already set in map" in warned.headers.get("warning", "")
+
+    serve(exercise)

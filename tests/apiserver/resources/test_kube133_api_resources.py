@@ -13,7 +13,6 @@ from tests.apiserver.support import ApiserverUnderTest
 KUBE_133 = Path(__file__).parent / "data" / "kube-1.33-api-resources.txt"
 
 NOT_YET = {
-    ("apiregistration.k8s.io/v1", "apiservices"): "aggregated APIs (a later issue)",
     ("v1", "bindings"): "core Binding: pods/binding serves the scheduler; the top-level resource is not served",
 }
 

@@ -36,6 +36,7 @@ EXPECTED = {
         "replicationcontrollers",
     },
     ("apiextensions.k8s.io", "v1"): {"customresourcedefinitions"},
+    ("apiregistration.k8s.io", "v1"): {"apiservices"},
     ("admissionregistration.k8s.io", "v1"): {
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
@@ -392,6 +393,38 @@ CASES: dict[tuple[str, str], tuple[Obj, Obj, set[str]]] = {
             "spec.versions[0].name",
             "spec.versions[0].schema.openAPIV3Schema",
             "spec.conversion.webhook.clientConfig",
+        },
+    ),
+    ("apiregistration.k8s.io", "apiservices"): (
+        {
+            "metadata": meta("v1alpha1.wardle.example.com", None),
+            "spec": {
+                "group": "wardle.example.com",
+                "version": "v1alpha1",
+                "groupPriorityMinimum": 2000,
+                "versionPriority": 200,
+                "service": {"namespace": "sample", "name": "api"},
+            },
+        },
+        {
+            "metadata": meta("v1.wardle.example.com", None),
+            "spec": {
+                "group": "wardle.example.com",
+                "version": "v1alpha1",
+                "groupPriorityMinimum": 0,
+                "versionPriority": 2000,
+                "service": {"name": "api", "port": 0},
+                "caBundle": "Zm9v",
+                "insecureSkipTLSVerify": True,
+            },
+        },
+        {
+            "metadata.name",
+            "spec.groupPriorityMinimum",
+            "spec.versionPriority",
+            "spec.service.namespace",
+            "spec.service.port",
+            "spec.insecureSkipTLSVerify",
         },
     ),
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): (
