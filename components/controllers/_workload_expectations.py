@@ -44,6 +44,10 @@ class Expectations:
     def expect_deletions(self, key: str, pod_keys: Iterable[str]) -> None:
         self._records[key] = _Record(adds=0, deletes=set(pod_keys), at=self._now())
 
+    def expect(self, key: str, creations: int, pod_keys: Iterable[str]) -> None:
+        """Both at once (a DaemonSet creates on some nodes while it deletes on others)."""
+        self._records[key] = _Record(adds=creations, deletes=set(pod_keys), at=self._now())
+
     def creation_observed(self, key: str) -> None:
         rec = self._records.get(key)
         if rec is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from components.controllers.base import Controller
 from components.controllers.cronjob import CronJobController
+from components.controllers.daemonset import DaemonSetController
 from components.controllers.deployment import DeploymentController
 from components.controllers.disruption import DisruptionController
 from components.controllers.endpoints import EndpointsController
@@ -26,6 +27,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
         ReplicaSetController,
         ReplicationManager,
         DeploymentController,
+        DaemonSetController,
         JobController,
         CronJobController,
         NamespaceController,
