@@ -2,12 +2,13 @@
 StatefulSets; Deployments keep theirs in ReplicaSets).
 
 A revision's `data` is the patch that puts the template back (`{"spec": {"template": {...,
-"$patch": "replace"}}}`), written as Go's encoding/json writes that map: keys sorted, no
-spaces, so a client comparing it byte for byte with its own (kube's `daemon.Match`) finds the
-current revision.  Its name is `<owner>-<hash>`, its hash label the template hash pods carry
-(`controller-revision-hash`), and `revision` orders the history: the template the owner has
-now is the newest, an old template come back (a rollback) takes its old revision object with
-a new number, so pods still on it are kept.
+"$patch": "replace"}}}`), its keys in the order Go's encoding/json writes that map (sorted), so
+that the bytes the apiserver serves are the bytes a client compares with its own encoding of
+the patch (kube's `daemon.Match`) and it finds the current revision.  Its name is
+`<owner>-<hash>`, its hash label the template hash (a DaemonSet's pods carry the hash, a
+StatefulSet's the revision's name, in `controller-revision-hash`), and `revision` orders the
+history: the template the owner has now is the newest, an old template come back (a
+rollback) takes its old revision object with a new number, so pods still on it are kept.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from components.client.listwatch import Resource
+from components.client.rest import AlreadyExistsError, RestClient
 from components.controllers._workload_rollout import template_hash
-from machinery.objects import Obj, metadata, spec
+from machinery.objects import Obj, metadata, spec, status
+
+REVISIONS = Resource("apps", "v1", "controllerrevisions", kind="ControllerRevision")
 
 REVISION_HASH_LABEL = "controller-revision-hash"
 
@@ -37,7 +42,10 @@ def template_patch(owner: Obj) -> dict[str, Any]:
     meta = template.get("metadata")
     template["metadata"] = {"creationTimestamp": None, **(meta if isinstance(meta, dict) else {})}
     template["$patch"] = "replace"
-    return {"spec": {"template": template}}
+    # keys in Go's order (sorted): the revision is served back as stored, and a client compares
+    # those bytes with its own encoding of the patch
+    sorted_copy: dict[str, Any] = json.loads(_go_json({"spec": {"template": template}}))
+    return sorted_copy
 
 
 def data_text(data: Any) -> str:
@@ -101,3 +109,30 @@ def to_prune(revisions: Sequence[Obj], in_use: set[str], current: str, limit: in
     ]
     old.sort(key=revision_number)
     return old[: max(0, len(old) - max(limit, 0))]
+
+
+async def sync_revision(client: RestClient, owner: Obj, owners: Resource, revisions: list[Obj]) -> Obj:
+    """The revision of the template the owner has now: found (renumbered as the newest when an
+    older template came back), or made.  A name taken by another template is a hash collision:
+    the owner's status.collisionCount goes up (the next pass hashes differently), as kube's."""
+    newest = newest_number(revisions)
+    found = sorted((r for r in revisions if matches(owner, r)), key=revision_number)
+    ns = metadata(owner).get("namespace")
+    if found:
+        current = found[-1]
+        if revision_number(current) < newest:
+            body = {**copy.deepcopy(current), "revision": newest + 1}
+            current = await client.replace(REVISIONS.path(ns, metadata(current).get("name")), body)
+        return current
+    body = new_revision(owner, owners.kind, owners.group_version, newest + 1)
+    try:
+        return await client.create(REVISIONS.path(ns), body)
+    except AlreadyExistsError:
+        existing = await client.get(REVISIONS.path(ns, metadata(body).get("name")))
+        if matches(owner, existing):
+            return existing
+        collisions = int(status(owner).get("collisionCount") or 0) + 1
+        await client.patch(
+            owners.path(ns, metadata(owner).get("name"), "status"), {"status": {"collisionCount": collisions}}
+        )
+        raise

@@ -34,7 +34,7 @@ from components.client.events import NORMAL, WARNING, ObjectRef, reference
 from components.client.indexer import NAMESPACE_INDEX, key_of
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
-from components.client.rest import AlreadyExistsError, ApiError, ForbiddenError, NotFoundError
+from components.client.rest import ApiError, ForbiddenError, NotFoundError
 from components.controllers import _history as history
 from components.controllers._claim import claim_pods
 from components.controllers._daemon_nodes import node_of, placement, pod_spec_for
@@ -49,7 +49,7 @@ from machinery.timestamps import parse_time
 DAEMON_SETS = Resource("apps", "v1", "daemonsets", kind="DaemonSet")
 PODS = Resource("", "v1", "pods", kind="Pod")
 NODES = Resource("", "v1", "nodes", kind="Node")
-REVISIONS = Resource("apps", "v1", "controllerrevisions", kind="ControllerRevision")
+REVISIONS = history.REVISIONS
 BURST = 250  # creations per reconcile at most (kube's burstReplicas)
 
 
@@ -156,7 +156,7 @@ class DaemonSetController(Controller):
         if metadata(ds).get("deletionTimestamp"):
             return
         revisions = self._revisions(ds)
-        current = await self._current_revision(ds, revisions)
+        current = await history.sync_revision(self.client, ds, DAEMON_SETS, revisions)
         hashed = (metadata(current).get("labels") or {}).get(history.REVISION_HASH_LABEL) or history.current_hash(ds)
         pods = await claim_pods(
             self.client,
@@ -195,31 +195,6 @@ class DaemonSetController(Controller):
             for r in self.revisions.indexer.by_index(NAMESPACE_INDEX, ns)
             if (controller_ref(r) or {}).get("uid") == uid
         ]
-
-    async def _current_revision(self, ds: Obj, revisions: list[Obj]) -> Obj:
-        """The revision of the template the DaemonSet has now, made or renumbered as newest."""
-        newest = history.newest_number(revisions)
-        found = sorted((r for r in revisions if history.matches(ds, r)), key=history.revision_number)
-        ns = metadata(ds).get("namespace")
-        if found:
-            current = found[-1]
-            if history.revision_number(current) < newest:
-                body = {**copy.deepcopy(current), "revision": newest + 1}
-                current = await self.client.replace(REVISIONS.path(ns, metadata(current).get("name")), body)
-            return current
-        body = history.new_revision(ds, "DaemonSet", "apps/v1", newest + 1)
-        try:
-            return await self.client.create(REVISIONS.path(ns), body)
-        except AlreadyExistsError:
-            # a revision of that name holding another template: a hash collision, as kube counts it
-            existing = await self.client.get(REVISIONS.path(ns, metadata(body).get("name")))
-            if history.matches(ds, existing):
-                return existing
-            collisions = int(status(ds).get("collisionCount") or 0) + 1
-            await self.client.patch(
-                DAEMON_SETS.path(ns, metadata(ds).get("name"), "status"), {"status": {"collisionCount": collisions}}
-            )
-            raise
 
     async def _prune_history(self, ds: Obj, revisions: list[Obj], current: Obj, pods: list[Obj]) -> None:
         limit = spec(ds).get("revisionHistoryLimit")

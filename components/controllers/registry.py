@@ -17,6 +17,7 @@ from components.controllers.replicaset import ReplicaSetController, ReplicationM
 from components.controllers.resourcequota import ResourceQuotaController
 from components.controllers.rootcacertpublisher import RootCACertPublisher
 from components.controllers.serviceaccount import ServiceAccountController
+from components.controllers.statefulset import StatefulSetController
 
 CONTROLLERS: dict[str, type[Controller]] = {
     c.name: c
@@ -28,6 +29,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
         ReplicationManager,
         DeploymentController,
         DaemonSetController,
+        StatefulSetController,
         JobController,
         CronJobController,
         NamespaceController,

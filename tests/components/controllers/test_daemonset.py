@@ -194,3 +194,11 @@ def test_a_daemonset_runs_on_every_eligible_node_and_rolls(cluster: ApiserverUnd
                 await eventually(lambda: placed({"n1", "n3", "n4"}), what="a pod on the new node")
 
     asyncio.run(go())
+
+
+def test_revision_data_is_stored_in_gos_key_order() -> None:
+    """What the apiserver serves back is these keys in this order: they must be Go's."""
+    import orjson
+
+    data = history.new_revision(ds_body("d"), "DaemonSet", "apps/v1", 1)["data"]
+    assert orjson.dumps(data).decode() == history.data_text(data)
