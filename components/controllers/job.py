@@ -22,6 +22,7 @@ from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import NotFoundError
 from components.controllers import _job_failure_policy as failure_policy
+from components.controllers import _job_indexes as indexes
 from components.controllers._claim import claim_pods
 from components.controllers._job_status import (
     BACKOFF_BASE_S,
@@ -31,6 +32,7 @@ from components.controllers._job_status import (
     finished_conditions,
     job_verdict,
     pods_wanted,
+    spec_numbers,
 )
 from components.controllers._workload_pods import owner_ref, selector_matches
 from components.controllers.base import Controller, Requeue
@@ -191,15 +193,26 @@ class JobController(Controller):
             return
         if not status.get("startTime"):
             status["startTime"] = _now_rfc3339()
+            if indexes.is_indexed(job):
+                status.setdefault("completedIndexes", "")
+                if (job.get("spec") or {}).get("backoffLimitPerIndex") is not None:
+                    status.setdefault("failedIndexes", "")
             await self._write_status(job, status)
             return
         started = _parse(status.get("startTime"))
         verdict = job_verdict(job, counts, None if started is None else time.time() - started)
+        if indexes.is_indexed(job) and (verdict is None or verdict.type == "Complete"):
+            ended = indexes.indexed_verdict(job, *self._indexes(job, status))
+            if ended is not None:
+                verdict = Verdict(ended.type, ended.reason, ended.message)
         if verdict is not None:
             await self._delete_pods(active)
             await self._finish(job, status, verdict)
             return
-        await self._scale(key, job, active, counts)
+        if indexes.is_indexed(job):
+            await self._scale_indexed(key, job, active, pods, *self._indexes(job, status))
+        else:
+            await self._scale(key, job, active, counts)
         ready = sum(1 for p in active if is_ready(p))
         if status.get("active", 0) != len(active) or status.get("ready", 0) != ready:
             status["active"], status["ready"] = len(active), ready
@@ -246,6 +259,10 @@ class JobController(Controller):
                 self._released.add(uid)
         status["succeeded"] = int(status.get("succeeded") or 0) + len(succeeded)
         status["failed"] = int(status.get("failed") or 0) + len(failed)
+        if indexes.is_indexed(job):
+            self._count_indexes(
+                job, status, [by_uid[u] for u in succeeded if u in by_uid], [by_uid[u] for u in failed if u in by_uid]
+            )
         status["uncountedTerminatedPods"] = {}
         if failed:
             self._last_failure[key] = self.clock.now()
@@ -274,6 +291,130 @@ class JobController(Controller):
         elif len(active) > wanted:
             extra = sorted(active, key=lambda p: p["metadata"].get("creationTimestamp") or "", reverse=True)
             await self._delete_pods(extra[: len(active) - wanted])
+
+    # -- indexed jobs ------------------------------------------------------------------------
+
+    @staticmethod
+    def _indexes(job: Obj, status: Obj) -> tuple[indexes.Intervals, indexes.Intervals]:
+        """(completed, failed) indexes from the status, within [0, completions)."""
+        completions = (job.get("spec") or {}).get("completions")
+        limit = completions if isinstance(completions, int) else 0
+        return (
+            indexes.Intervals.parse(status.get("completedIndexes"), limit),
+            indexes.Intervals.parse(status.get("failedIndexes"), limit),
+        )
+
+    def _count_indexes(self, job: Obj, status: Obj, succeeded: list[Obj], failed: list[Obj]) -> None:
+        """Counted pods into the index lists: a success completes its index; with
+        backoffLimitPerIndex, a failure past the index's limit (or one matching a FailIndex rule)
+        fails it.  An indexed job's `succeeded` is its completed indexes."""
+        completed, failed_indexes = self._indexes(job, status)
+        spec = job.get("spec") or {}
+        found = spec.get("completions")
+        completions = found if isinstance(found, int) else 0
+        for pod in succeeded:
+            index = indexes.index_of(pod)
+            if index is not None and index < completions and index not in failed_indexes:
+                completed = completed.with_index(index)
+        per_index = spec.get("backoffLimitPerIndex")
+        if isinstance(per_index, int):
+            for pod in failed:
+                index = indexes.index_of(pod)
+                if index is None or index >= completions or index in completed:
+                    continue
+                verdict = failure_policy.match(job, pod)
+                if (verdict is not None and verdict.action == indexes.FAIL_INDEX) or indexes.failure_count(
+                    pod
+                ) + 1 > per_index:
+                    failed_indexes = failed_indexes.with_index(index)
+            status["failedIndexes"] = str(failed_indexes)
+        status["completedIndexes"] = str(completed)
+        status["succeeded"] = completed.total()
+
+    async def _scale_indexed(
+        self,
+        key: str,
+        job: Obj,
+        active: list[Obj],
+        pods: list[Obj],
+        completed: indexes.Intervals,
+        failed: indexes.Intervals,
+    ) -> None:
+        """One active pod per pending index, up to parallelism, lowest indexes first; extra
+        pods (a duplicate index, an index already done or out of range) are deleted.  A failed
+        index waits out its own back-off (from its last pod's failure) before it runs again."""
+        spec = job.get("spec") or {}
+        parallelism, completions, _ = spec_numbers(job)
+        limit = completions or 0
+        keep: dict[int, Obj] = {}
+        extra: list[Obj] = []
+        for pod in sorted(active, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
+            index = indexes.index_of(pod)
+            if index is None or index >= limit or index in completed or index in failed or index in keep:
+                extra.append(pod)
+            else:
+                keep[index] = pod
+        if extra:
+            await self._delete_pods(extra)
+        expected = self._expected.get(key)
+        if expected is not None:
+            if self.clock.now() < expected[1]:
+                return
+            del self._expected[key]
+        suspended = spec.get("suspend") is True
+        room = 0 if suspended else min(parallelism, limit - completed.total() - failed.total()) - len(keep)
+        if room < 0:
+            surplus = sorted(keep.items(), reverse=True)[:-room]
+            await self._delete_pods([p for _, p in surplus])
+            return
+        running = indexes.Intervals()
+        for index in keep:
+            running = running.with_index(index)
+        failures = self._index_failures(pods)
+        now, waits = time.time(), []
+        chosen: list[int] = []
+        for index in indexes.missing(limit, [completed, failed, running], limit):
+            if len(chosen) >= room:
+                break
+            count, last = failures.get(index, (0, None))
+            if count and last is not None:
+                ready_at = last + failure_backoff(count, self.backoff_base)
+                if ready_at > now:
+                    waits.append(ready_at - now)
+                    continue
+            chosen.append(index)
+        if chosen:
+            per_index = isinstance(spec.get("backoffLimitPerIndex"), int)
+            self._expected[key] = (len(chosen), self.clock.now() + EXPECTATION_TIMEOUT_S)
+            for index in chosen:
+                pod = indexes.with_index(
+                    self._pod_for(job),
+                    job["metadata"]["name"],
+                    index,
+                    failures.get(index, (0, None))[0] if per_index else None,
+                )
+                made = await self.client.create(PODS.path(job["metadata"]["namespace"]), pod)
+                said = f"Created pod: {made['metadata']['name']}"
+                self.events.record(reference(job, "batch/v1", "Job"), NORMAL, "SuccessfulCreate", said)
+        if waits:
+            raise Requeue(min(waits) + 0.05)
+
+    @staticmethod
+    def _index_failures(pods: list[Obj]) -> dict[int, tuple[int, float | None]]:
+        """Per index: how often it failed (its last failed pod's count, plus one) and when."""
+        out: dict[int, tuple[int, float | None]] = {}
+        for pod in pods:
+            if _phase(pod) != "Failed":
+                continue
+            index = indexes.index_of(pod)
+            if index is None:
+                continue
+            count = indexes.failure_count(pod) + 1
+            when = _finished_at(pod)
+            seen = out.get(index)
+            if seen is None or count > seen[0]:
+                out[index] = (count, when)
+        return out
 
     def _pod_for(self, job: Obj) -> Obj:
         template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
@@ -353,6 +494,17 @@ def _fail_target(status: Obj, message: str) -> None:
             "lastTransitionTime": now,
         }
     )
+
+
+def _finished_at(pod: Obj) -> float | None:
+    """When the pod's last container ended (a failed index's back-off counts from it)."""
+    ends = [
+        _parse(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+        for c in (pod.get("status") or {}).get("containerStatuses") or ()
+        if isinstance(c, dict)
+    ]
+    found = [e for e in ends if e is not None]
+    return max(found) if found else _parse((pod.get("metadata") or {}).get("creationTimestamp"))
 
 
 def _phase(pod: Obj) -> str:
