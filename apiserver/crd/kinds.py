@@ -2,9 +2,9 @@
 
 Every version of a CRD stores its objects in one place, kube's key layout
 `/registry/<group>/<plural>/[<namespace>/]<name>`, in the storage version's shape: a version
-that is not the storage version converts on the way in and out.  Conversion is kube's `None`
-strategy (only apiVersion changes); a `Webhook` strategy is served the same way for now and
-said so in the issue's notes.
+that is not the storage version converts on the way in and out: kube's `None` strategy (only
+apiVersion changes) in the sync hooks, a `Webhook` strategy through the CRD's conversion
+webhook (`conversion.py`) in the async ones, which the registry and the watch cache await.
 
 What a version declares becomes the definition's hooks: its schema defaults (on writes and on
 reads from storage) and validates, its subresources are served by the same handlers as a
@@ -15,9 +15,9 @@ the fields a field selector may name.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from apiserver import validation as v
 from apiserver.crd import structural
@@ -106,13 +106,18 @@ def schema_of(version: Mapping[str, Any]) -> Mapping[str, Any]:
     return schema if isinstance(schema, Mapping) else {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
-def served_kinds(crd: Obj) -> list[ResourceDef]:
-    """The definitions of the CRD's served versions (its spec is valid: it was stored)."""
+class Converter(Protocol):
+    async def convert(self, objects: Sequence[Obj], desired: str) -> list[Obj]: ...
+
+
+def served_kinds(crd: Obj, converter: Converter | None = None) -> list[ResourceDef]:
+    """The definitions of the CRD's served versions (its spec is valid: it was stored).
+    `converter`: the CRD's conversion webhook, when its strategy is Webhook."""
     spec = crd["spec"]
-    return [_version_kind(crd, version) for version in spec["versions"] if version.get("served")]
+    return [_version_kind(crd, version, converter) for version in spec["versions"] if version.get("served")]
 
 
-def _version_kind(crd: Obj, version: Mapping[str, Any]) -> ResourceDef:
+def _version_kind(crd: Obj, version: Mapping[str, Any], converter: Converter | None) -> ResourceDef:
     spec = crd["spec"]
     names = spec["names"]
     group = str(spec["group"])
@@ -136,6 +141,18 @@ def _version_kind(crd: Obj, version: Mapping[str, Any]) -> ResourceDef:
     def default(obj: Obj) -> None:
         if defaults:
             structural.apply_defaults(schema, obj)
+
+    async def for_serving(objs: list[Obj]) -> list[Obj]:
+        assert converter is not None
+        out = await converter.convert(objs, served_as)
+        if defaults:
+            for obj in out:
+                structural.apply_defaults(schema, obj)
+        return out
+
+    async def for_storage(objs: list[Obj]) -> list[Obj]:
+        assert converter is not None
+        return await converter.convert(objs, stored_as)
 
     def validate(obj: Obj, old: Obj | None) -> list[Cause]:
         causes = v.validate_object_meta(obj, namespaced=namespaced, name_fn=v.name_is_dns_subdomain, old=old)
@@ -186,7 +203,10 @@ def _version_kind(crd: Obj, version: Mapping[str, Any]) -> ResourceDef:
         row=row if printed else None,
         age_last=not printed,
         store_as=f"{group}/{names['plural']}",
-        to_storage=to_storage,
-        from_storage=from_storage,
+        # with a webhook, the sync hooks leave objects as they are and the calls convert them
+        to_storage=to_storage if converter is None else None,
+        from_storage=from_storage if converter is None else None,
+        convert_for_storage=for_storage if converter is not None else None,
+        convert_for_serving=for_serving if converter is not None else None,
         openapi_schema=schema,
     )

@@ -29,7 +29,10 @@ from typing import Any
 import orjson
 
 from apiserver import errors, pruning
+from apiserver.admission.webhook.client import ServiceResolver, WebhookClient
+from apiserver.admission.webhook.config import TLSContexts
 from apiserver.crd import kinds
+from apiserver.crd.conversion import WebhookConverter
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.patch import schema as patch_schema
 from apiserver.registry.deletion import DeleteOptions
@@ -86,8 +89,12 @@ class CustomResourceServing:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         interval: float = 0.1,
+        resolve_service: ServiceResolver | None = None,
     ) -> None:
         self.scope = scope
+        # conversion webhooks are called as admission webhooks are (service routing, CA bundles)
+        self.webhooks = WebhookClient(resolve_service=resolve_service)
+        self.tls = TLSContexts()
         self.crds = crds
         self.clock = clock
         self.sleep = sleep
@@ -111,11 +118,18 @@ class CustomResourceServing:
                     self._pending = True
             await self.sleep(self.interval)
 
+    def _converter(self, crd: Obj) -> WebhookConverter | None:
+        conversion = crd["spec"].get("conversion") or {}
+        if conversion.get("strategy") != "Webhook":
+            return None
+        return WebhookConverter(str(crd["metadata"]["name"]), conversion, self.webhooks, self.tls)
+
     async def stop(self) -> None:
         for _, served in self.served.values():
             for res in served:
                 _forget(res)
         self.served.clear()
+        await self.webhooks.close()
 
     async def sync(self) -> None:
         cache = self.scope.caches[self.crds]
@@ -174,7 +188,7 @@ class CustomResourceServing:
                 return
             if served is not None:
                 await self._withdraw(name)
-            defs = kinds.served_kinds(crd)
+            defs = kinds.served_kinds(crd, self._converter(crd))
             for res, version in zip(defs, [x for x in crd["spec"]["versions"] if x.get("served")], strict=True):
                 pruning.register_custom(res.group, res.version, res.kind, kinds.schema_of(version))
                 patch_schema.register_custom(res.group, res.version, res.kind, kinds.schema_of(version))
@@ -247,7 +261,7 @@ class CustomResourceServing:
         )
         served = self.served.get(name)
         if served is None:  # never served here (a name conflict, or a restart): serve to delete
-            defs = kinds.served_kinds(crd)
+            defs = kinds.served_kinds(crd, self._converter(crd))
             for res in defs:
                 await self.scope.serve(res)
             served = (b"", defs)

@@ -28,6 +28,7 @@ from starlette.websockets import WebSocket
 
 from apiserver import discovery, errors, openapi, version, warnings
 from apiserver.admission.assembly import AdmissionContext, build_chain, plugin_names
+from apiserver.admission.webhook.wiring import service_resolver
 from apiserver.auth import impersonation, issuer_discovery
 from apiserver.auth.authn import Union
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokens, ServiceAccountTokenSettings
@@ -111,7 +112,7 @@ class Api:
         self._openapi = (self.scope.generation, openapi.OpenAPIDocuments(resources))
         self._swagger = (self.scope.generation, SwaggerDocument(resources))
         crds = self.scope.by_path.get((CRD_GROUP, "v1", "customresourcedefinitions"))
-        self.custom_resources = CustomResourceServing(self.scope, crds, clock=clock) if crds is not None else None
+        self.custom_resources: CustomResourceServing | None = None
         self._crd_loop: asyncio.Task[None] | None = None
         caches = {(r.group, r.plural): c for r, c in self.scope.caches.items()}
         self.authorization = Authorization(parse_mode(authorization_mode), caches)
@@ -125,6 +126,10 @@ class Api:
             served=self.scope.resources,
         )
         self.admission = build_chain(admission_plugins, context)
+        if crds is not None:
+            self.custom_resources = CustomResourceServing(
+                self.scope, crds, clock=clock, resolve_service=service_resolver(context.caches, context.registries)
+            )
         self.scope.use_admission(self.admission)
         core = {
             plural: self.scope.by_path.get(("", "v1", plural)) for plural in (SERVICE_ACCOUNTS, PODS, SECRETS, NODES)

@@ -76,10 +76,20 @@ class Registry:
         where = f"{namespace}/{name}" if namespace else name
         return f"{verb} {self.resource.plural} {where}"
 
+    async def _served(self, objs: list[Obj]) -> list[Obj]:
+        """Objects as decoded from storage, in this resource's version (a webhook's conversion)."""
+        convert = self.resource.convert_for_serving
+        return await convert(objs) if convert is not None and objs else objs
+
+    async def _stored(self, obj: Obj) -> Obj:
+        """An object in this resource's version, in the storage version (a webhook's conversion)."""
+        convert = self.resource.convert_for_storage
+        return (await convert([obj]))[0] if convert is not None else obj
+
     async def _read(self, namespace: str | None, name: str) -> Obj | None:
         with as_status(self._what("get", namespace, name)):
             stored = await self.storage.get(self.resource.key(namespace, name))
-        return None if stored is None else self.decode(stored.value, stored.revision)
+        return None if stored is None else (await self._served([self.decode(stored.value, stored.revision)]))[0]
 
     async def get(self, namespace: str | None, name: str) -> Obj:
         obj = await self._read(namespace, name)
@@ -145,7 +155,7 @@ class Registry:
         key = self.resource.key(namespace, name)
         with as_status(self._what("create", namespace, name)):
             try:
-                revision = await self.storage.create(key, self._encode(obj))
+                revision = await self.storage.create(key, self._encode(await self._stored(obj)))
             except KeyExistsError:
                 raise errors.already_exists(self.resource.plural, name, self.resource.group) from None
         obj["metadata"]["resourceVersion"] = str(revision)
@@ -157,10 +167,10 @@ class Registry:
         with as_status(self._what("update", namespace, name)):
             if deletion.finished(self.resource, new):
                 stored = await self.storage.delete(key, expected)
-                gone = self.decode(stored.value, stored.revision)
+                gone = (await self._served([self.decode(stored.value, stored.revision)]))[0]
                 await self._deleted(gone)
                 return gone
-            revision = await self.storage.update(key, self._encode(new), expected)
+            revision = await self.storage.update(key, self._encode(await self._stored(new)), expected)
         new["metadata"]["resourceVersion"] = str(revision)
         return new
 
@@ -274,10 +284,10 @@ class Registry:
                 try:
                     if plan.action == "delete":
                         stored = await self.storage.delete(key, expected)
-                        gone = self.decode(stored.value, stored.revision)
+                        gone = (await self._served([self.decode(stored.value, stored.revision)]))[0]
                         await self._deleted(gone)
                         return gone, True
-                    revision = await self.storage.update(key, self._encode(plan.obj), expected)
+                    revision = await self.storage.update(key, self._encode(await self._stored(plan.obj)), expected)
                 except (RevisionConflictError, KeyNotFoundError):
                     continue
             plan.obj["metadata"]["resourceVersion"] = str(revision)
@@ -299,7 +309,7 @@ class Registry:
         with as_status(f"list {self.resource.plural}"):
             while True:
                 page = await self.storage.list(prefix, start_key=start, limit=500)
-                out.extend(self.decode(s.value, s.revision) for s in page.items)
+                out.extend(await self._served([self.decode(s.value, s.revision) for s in page.items]))
                 if not page.more or not page.items:
                     return out
                 start = page.items[-1].key + "\x00"

@@ -14,7 +14,7 @@ Adding a resource is adding one module under `apiserver/resources/` that defines
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,8 @@ DefaultFunc = Callable[[Obj], None]  # mutates a new or updated object in place
 ValidateFunc = Callable[[Obj, Obj | None], list[Cause]]
 FieldsFunc = Callable[[Obj], dict[str, str]]  # selectable fields besides metadata.name/namespace
 ConvertFunc = Callable[[Obj], Obj]  # an object in one shape -> the same object in another
+# objects in one shape -> the same objects in another, by a call out (a CRD's conversion webhook)
+AsyncConvertFunc = Callable[[list[Obj]], Awaitable[list[Obj]]]
 # an object -> the conditions of its Table row (kube marks finished pods' rows "Completed")
 RowConditionsFunc = Callable[[Obj], list[dict[str, str]]]
 
@@ -120,6 +122,10 @@ class ResourceDef:
     store_as: str | None = None
     to_storage: ConvertFunc | None = None
     from_storage: ConvertFunc | None = None
+    # The same, when converting takes a call (a CRD whose conversion strategy is Webhook): the
+    # registry and the watch cache await these around the sync ones (identity for such kinds).
+    convert_for_storage: AsyncConvertFunc | None = None
+    convert_for_serving: AsyncConvertFunc | None = None
     # Deletion.  graceful: a DELETE sets deletionTimestamp and a grace period (pods) instead of
     # removing at once.  spec_finalizers: spec.finalizers hold the object until they are
     # emptied through /finalize (namespaces).  return_deleted: DELETE answers with the object

@@ -34,6 +34,7 @@ from machinery.objects import Obj
 log = logging.getLogger(__name__)
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+CONVERSION_BATCH = 500  # objects per conversion webhook call when the cache fills or follows
 WATCH_EXPIRED = "The resourceVersion for the provided watch is too old."
 
 
@@ -241,6 +242,7 @@ class Cacher:
             if not page.more or not page.items:
                 break
             start = page.items[-1].key + "\x00"
+        entries = await self._converted(entries)
         self._state.replace(entries)
         self._generation += 1
         self._fed = True
@@ -258,11 +260,35 @@ class Cacher:
             return None
         return make_entry(item.key, obj, self._fields_of)
 
+    async def _converted(self, entries: list[Entry]) -> list[Entry]:
+        """Entries in the resource's version when reaching it takes a call (a CRD's conversion
+        webhook): converted in batches, so a relist of many objects is a few calls."""
+        convert = self.resource.convert_for_serving
+        if convert is None or not entries:
+            return entries
+        out: list[Entry] = []
+        for at in range(0, len(entries), CONVERSION_BATCH):
+            batch = entries[at : at + CONVERSION_BATCH]
+            objs = await convert([e.object for e in batch])
+            out.extend(make_entry(e.key, o, self._fields_of) for e, o in zip(batch, objs, strict=True))
+        return out
+
     async def _follow(self) -> None:
         async for item in self._storage.watch(self._prefix, self._revision + 1):
             self._fed = True
             if isinstance(item, Progress):
                 self._advance(item.revision)
+            elif self.resource.convert_for_serving is not None:
+                puts = [
+                    e
+                    for ev in item
+                    if ev.type == "put"
+                    and ev.revision > self._revision
+                    and (e := self._decode(Stored(ev.key, ev.value, ev.revision))) is not None
+                ]
+                done = await self._converted(puts)
+                converted = {(e.key, (e.object.get("metadata") or {}).get("resourceVersion")): e for e in done}
+                self._apply(item, converted)
             else:
                 self._apply(item)
 
@@ -271,12 +297,13 @@ class Cacher:
             self._revision = revision
             self._notify()
 
-    def _apply(self, batch: list[StorageEvent]) -> None:
+    def _apply(self, batch: list[StorageEvent], converted: dict[tuple[str, Any], Entry] | None = None) -> None:
+        """`converted`: the batch's puts already decoded and converted, by (key, resourceVersion)."""
         changes: list[CacheEvent] = []
         for ev in batch:
             if ev.revision <= self._revision:
                 continue  # already seen (a resumed watch may repeat)
-            change = self._change(ev)
+            change = self._change(ev, converted)
             if change is not None:
                 self._history.append(change)
                 changes.append(change)
@@ -287,10 +314,13 @@ class Cacher:
                 watcher.offer(change)
         self._notify()
 
-    def _change(self, ev: StorageEvent) -> CacheEvent | None:
+    def _change(self, ev: StorageEvent, converted: dict[tuple[str, Any], Entry] | None = None) -> CacheEvent | None:
         old = self._state.get(ev.key)
         if ev.type == "put":
-            entry = self._decode(Stored(ev.key, ev.value, ev.revision))
+            if converted is not None:
+                entry = converted.get((ev.key, str(ev.revision)))
+            else:
+                entry = self._decode(Stored(ev.key, ev.value, ev.revision))
             if entry is None:
                 return None
             self._state.put(entry)
