@@ -22,6 +22,7 @@ import hashlib
 import ipaddress
 import os
 import subprocess
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,11 @@ class PodNetwork:
         self.gateway = ipam.gateway(self.net)
         self.run = run
         self._bridge_ready = False
+        # setup and teardown run in worker threads (asyncio.to_thread), several at once: each
+        # loads, changes and saves the address state, so two interleaved would lose one's
+        # change (a pod's address freed while its namespace still holds it, then handed to
+        # another pod: two namespaces with one address).  One at a time per node.
+        self._lock = threading.Lock()
 
     @property
     def state_path(self) -> Path:
@@ -169,6 +175,10 @@ class PodNetwork:
 
     def setup(self, uid: str) -> PodAddress:
         """The pod's network: the one it has (a restarted kubelet adopts it), else a new one."""
+        with self._lock:
+            return self._setup(uid)
+
+    def _setup(self, uid: str) -> PodAddress:
         self.ensure_bridge()
         allocator = self._load()
         try:
@@ -207,14 +217,16 @@ class PodNetwork:
 
     def pod_uids(self) -> list[str]:
         """The pods that hold an address here (to find those no longer bound to the node)."""
-        return sorted(self._load().held)
+        with self._lock:
+            return sorted(self._load().held)
 
     def teardown(self, uid: str) -> None:
         """The pod is gone: its namespace and veth pair removed, its address free."""
-        _remove_pod_network(self.run, self.node, uid)
-        allocator = self._load()
-        if allocator.release(uid) is not None:
-            self._save(allocator)
+        with self._lock:
+            _remove_pod_network(self.run, self.node, uid)
+            allocator = self._load()
+            if allocator.release(uid) is not None:
+                self._save(allocator)
 
 
 def _remove_pod_network(run: RunIp, node: str, uid: str) -> None:

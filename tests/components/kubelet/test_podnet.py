@@ -158,3 +158,27 @@ def test_stop_all_leaves_no_pod_network(runtime: ProcessRuntime, network: podnet
 def test_ip_errors_say_what_failed(network: podnet.PodNetwork) -> None:
     with pytest.raises(podnet.PodNetError, match=r"`ip link del rk-no-such-link` failed: .*rk-no-such-link"):
         podnet.run_ip(["link", "del", "rk-no-such-link"])
+
+
+def test_concurrent_setups_and_teardowns_never_share_an_address(network: podnet.PodNetwork) -> None:
+    """The kubelet sets pods up and tears them down in worker threads, several at once; the
+    address state must not lose a change (a lost one once handed a live pod's address to a
+    new pod: two namespaces answering for one IP)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = [uuid.uuid4().hex for _ in range(6)]
+    for uid in first:
+        network.setup(uid)
+    second = [uuid.uuid4().hex for _ in range(6)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(
+            pool.map(
+                lambda job: job[0](job[1]),
+                [(network.teardown, u) for u in first] + [(network.setup, u) for u in second],
+            )
+        )
+    held = network.held()
+    assert sorted(held) == sorted(second)
+    assert len(set(held.values())) == len(second)  # every live pod its own address
+    namespaces = sorted(p.name for p in podnet.NETNS_DIR.glob(podnet.netns_prefix(network.node) + "*"))
+    assert namespaces == sorted(podnet.netns_name(network.node, u) for u in second)
