@@ -15,7 +15,7 @@ from typing import Any
 from apiserver import errors
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
-from apiserver.registry.strategy import STATUS
+from apiserver.registry.strategy import BUILTIN_STATUS, STATUS
 from machinery.disruption import budget_selects
 from machinery.objects import Obj, as_dict
 from machinery.pods import is_ready, is_terminating
@@ -155,7 +155,7 @@ async def evict(
             break
         enforce = _phase(pod) not in ("Succeeded", "Failed") and not is_terminating(pod)
         try:
-            await registry.delete(namespace, name, _pinned(options, pod) if enforce else options)
+            await _disrupt(registry, namespace, name, _pinned(options, pod) if enforce else options)
             return
         except errors.StatusError as e:
             if e.code != 409 or not enforce or options.precondition_resource_version:
@@ -168,7 +168,7 @@ async def evict(
     if len(matching) > 1:
         raise errors.internal(SEVERAL)
     if not matching:
-        await registry.delete(namespace, name, options)
+        await _disrupt(registry, namespace, name, options)
         return
     pdb = matching[0]
     pdb_name = as_dict(pdb.get("metadata")).get("name")
@@ -179,13 +179,57 @@ async def evict(
         if policy == "AlwaysAllow" or _count(status.get("currentHealthy")) >= desired > 0:
             # an unready pod is no part of the healthy count: deleting it disrupts nothing
             try:
-                await registry.delete(namespace, name, _pinned(options, pod))
+                await _disrupt(registry, namespace, name, _pinned(options, pod))
             except errors.StatusError as e:
                 if e.code == 409 and not options.precondition_resource_version:
                     raise _still_processing(pdb_name) from None
                 raise
             return
     await _charge(budgets, namespace, pdb, str(name), registry.clock(), dry_run=options.dry_run)
+    await _disrupt(registry, namespace, name, options)
+
+
+DISRUPTION_TARGET = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "EvictionByEvictionAPI",
+    "message": "Eviction API: evicting",
+}
+
+
+async def _disrupt(registry: Registry, namespace: str | None, name: str, options: DeleteOptions) -> None:
+    """kube's addConditionAndDeletePod: the pod is marked `DisruptionTarget` (so a Job's
+    podFailurePolicy can tell an eviction from a failure) under the delete's preconditions,
+    then deleted, the precondition moved to the version the mark made."""
+    if not options.dry_run:
+
+        def mark(pod: Obj | None) -> Obj:
+            if pod is None:
+                raise errors.not_found("pods", name)
+            meta = as_dict(pod.get("metadata"))
+            uid, rv = options.precondition_uid, options.precondition_resource_version
+            if uid and uid != meta.get("uid"):
+                said = f"UID in precondition: {uid}, UID in object meta: {meta.get('uid')}"
+                raise errors.conflict("pods", name, "", f"Precondition failed: {said}")
+            if rv and rv != meta.get("resourceVersion"):
+                now = meta.get("resourceVersion")
+                said = f"ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {now}"
+                raise errors.conflict("pods", name, "", f"Precondition failed: {said}")
+            status = as_dict(pod.get("status"))
+            held = [c for c in status.get("conditions") or () if isinstance(c, dict)]
+            was = next((c for c in held if c.get("type") == "DisruptionTarget" and c.get("status") == "True"), None)
+            stamp = was.get("lastTransitionTime") if was is not None else format_time(registry.clock())
+            conditions = [c for c in held if c.get("type") != "DisruptionTarget"]
+            conditions.append({**DISRUPTION_TARGET, "lastProbeTime": None, "lastTransitionTime": stamp})
+            pod["status"] = {**status, "conditions": conditions}
+            return pod
+
+        marked, _ = await registry.mutate(
+            namespace, name, mark, subresource=BUILTIN_STATUS, track=False, honour_resource_version=False
+        )
+        if options.precondition_resource_version:
+            rv = as_dict(marked.get("metadata")).get("resourceVersion")
+            options = dataclasses.replace(options, precondition_resource_version=rv)
     await registry.delete(namespace, name, options)
 
 

@@ -347,3 +347,27 @@ def test_the_429_over_http_is_a_status_kubectl_can_read() -> None:
             assert got["disruptionsAllowed"] == 0 and set(got["disruptedPods"]) == {"p"}
 
     run(go())
+
+
+def test_an_evicted_pod_is_marked_disruption_target_before_it_goes() -> None:
+    """kube's addConditionAndDeletePod: a pod kept by a finalizer (or a grace period) after its
+    eviction says why it is going, so a Job's podFailurePolicy can ignore evictions."""
+
+    async def go() -> Obj:
+        c = Cluster()
+        await c.pod("p")
+
+        def keep(old: Obj | None) -> Obj:
+            assert old is not None
+            old["metadata"]["finalizers"] = ["example.com/keep"]
+            return old
+
+        await c.pods.mutate(NS, "p", keep)
+        await c.evict("p")
+        return await c.pods.get(NS, "p")
+
+    pod = run(go())
+    assert pod["metadata"].get("deletionTimestamp")
+    marks = [x for x in pod["status"]["conditions"] if x["type"] == "DisruptionTarget"]
+    assert len(marks) == 1 and marks[0]["status"] == "True" and marks[0]["reason"] == "EvictionByEvictionAPI"
+    assert marks[0]["message"] == "Eviction API: evicting"
