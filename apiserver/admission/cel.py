@@ -8,7 +8,8 @@ errors.  An environment declares the variables kube gives an expression, all dyn
 error), with the strings and optional-value extensions kube enables.  `POLICY` has a
 ValidatingAdmissionPolicy's (`object`, `oldObject`, `request`, `params`, `namespaceObject`,
 `variables`); `WEBHOOK` a webhook match condition's (`object`, `oldObject`, `request`).
-`authorizer` is declared in neither (its function library is not implemented), so an
+`RULES` a CustomResourceDefinition's validation rule's (`self`, `oldSelf`).
+`authorizer` is declared in none (its function library is not implemented), so an
 expression using it fails to compile.
 """
 
@@ -123,6 +124,8 @@ class Environment:
 
 POLICY = Environment(("object", "oldObject", "request", "params", "namespaceObject", "variables"))
 WEBHOOK = Environment(("object", "oldObject", "request"))
+# a CRD schema's x-kubernetes-validations: the value at the rule's place, and its old value
+RULES = Environment(("self", "oldSelf"))
 
 
 def compile_expression(source: str, want: Want = "any") -> Program:

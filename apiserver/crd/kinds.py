@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from apiserver import validation as v
 from apiserver.crd import structural
+from apiserver.crd.validation_rules import Rules
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import CUSTOM_STATUS_VIEW
 from apiserver.http.subresources.scale import ScaleHandler
@@ -128,6 +129,7 @@ def _version_kind(crd: Obj, version: Mapping[str, Any], converter: Converter | N
     served_as = f"{group}/{name}"
     schema = schema_of(version)
     defaults = structural.has_defaults(schema)
+    rules = Rules.of(schema)
 
     def to_storage(obj: Obj) -> Obj:
         return {**obj, "apiVersion": stored_as}  # a copy: the caller answers with `obj`
@@ -156,7 +158,9 @@ def _version_kind(crd: Obj, version: Mapping[str, Any], converter: Converter | N
 
     def validate(obj: Obj, old: Obj | None) -> list[Cause]:
         causes = v.validate_object_meta(obj, namespaced=namespaced, name_fn=v.name_is_dns_subdomain, old=old)
-        return causes + structural.validate(schema, obj)
+        causes += structural.validate(schema, obj)
+        # the CEL rules run on what has the schema's shape (kube skips them otherwise too)
+        return causes if causes else rules.validate(obj, old)
 
     subresources: list[Subresource] = []
     declared = version.get("subresources") or {}

@@ -16,6 +16,7 @@ from typing import Any
 
 from apiserver import validation as v
 from apiserver.crd.structural import schema_problems
+from apiserver.crd.validation_rules import rule_problems
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources._stored import stored_kind
@@ -120,6 +121,7 @@ def _versions(spec: Mapping[str, Any], causes: list[Cause]) -> None:
             causes.append(v.required(f"{at}.schema.openAPIV3Schema", "schemas are required"))
         else:
             causes += schema_problems(schema, f"{at}.schema.openAPIV3Schema")
+            causes += rule_problems(schema, f"{at}.schema.openAPIV3Schema")
         _columns(version, at, causes)
         for j, selectable in enumerate(version.get("selectableFields") or ()):
             path = selectable.get("jsonPath") if isinstance(selectable, dict) else None

@@ -259,3 +259,39 @@ def test_strict_apply_names_repeated_yaml_keys_and_warn_warns() -> None:
         assert "already set in map" in warned.headers.get("warning", "")
 
     serve(exercise)
+
+
+def test_cel_rules_refuse_with_their_message_and_transition_rules_see_the_old_value() -> None:
+    async def exercise(client: httpx.AsyncClient) -> None:
+        crd = widget_crd()
+        spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["properties"]["most"] = {"type": "integer"}
+        spec["x-kubernetes-validations"] = [
+            {"rule": "!has(self.most) || self.size <= self.most", "message": "size must not exceed most"},
+            {"rule": "self.color == oldSelf.color", "message": "color is immutable", "fieldPath": ".color"},
+        ]
+        bad = copy.deepcopy(crd)
+        bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+            {"rule": "self.size <"}
+        ]
+        refused = await client.post(CRDS, json=bad)
+        assert refused.status_code == 422, refused.text
+        assert "x-kubernetes-validations[0].rule" in refused.json()["details"]["causes"][0]["field"]
+        assert "compilation failed" in refused.text
+
+        assert (await client.post(CRDS, json=crd)).status_code == 201
+        await established(client, f"widgets.{GROUP}")
+        over = await client.post(WIDGETS, json={"metadata": {"name": "a"}, "spec": {"size": 5, "most": 3}})
+        assert over.status_code == 422, over.text
+        cause = over.json()["details"]["causes"][0]
+        assert cause["field"] == "spec" and cause["message"] == 'Invalid value: "object": size must not exceed most'
+        made = await client.post(WIDGETS, json={"metadata": {"name": "a"}, "spec": {"size": 2, "most": 3}})
+        assert made.status_code == 201, made.text
+        changed = await client.patch(f"{WIDGETS}/a", content=orjson.dumps({"spec": {"color": "blue"}}), headers=MERGE)
+        assert changed.status_code == 422, changed.text
+        cause = changed.json()["details"]["causes"][0]
+        assert cause["field"] == "spec.color" and "color is immutable" in cause["message"]
+        same = await client.patch(f"{WIDGETS}/a", content=orjson.dumps({"spec": {"size": 3}}), headers=MERGE)
+        assert same.status_code == 200, same.text
+
+    serve(exercise)
