@@ -120,8 +120,23 @@ def new_pod(sts: Obj, template: Obj, revision_name: str, ordinal: int) -> Obj:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": body_meta, "spec": pod_spec}
 
 
+def retention(sts: Obj, when: str) -> str:
+    """`persistentVolumeClaimRetentionPolicy.whenDeleted|whenScaled`: Retain (default) or Delete."""
+    policy = spec(sts).get("persistentVolumeClaimRetentionPolicy")
+    value = policy.get(when) if isinstance(policy, dict) else None
+    return "Delete" if value == "Delete" else "Retain"
+
+
+def claim_owner(owner: Obj, kind: str, api_version: str) -> Obj:
+    """The non-controller reference that lets the garbage collector take a claim with its
+    owner (the set, when whenDeleted is Delete; a condemned pod, when whenScaled is)."""
+    m = metadata(owner)
+    return {"apiVersion": api_version, "kind": kind, "name": m.get("name"), "uid": m.get("uid")}
+
+
 def claims_for(sts: Obj, pod_name: str) -> list[Obj]:
-    """The PersistentVolumeClaims the pod of that name mounts (one per claim template)."""
+    """The PersistentVolumeClaims the pod of that name mounts (one per claim template), owned
+    by the set when its retention policy deletes them with it."""
     out = []
     selector_labels = ((spec(sts).get("selector") or {}).get("matchLabels")) or {}
     for claim in spec(sts).get("volumeClaimTemplates") or ():
@@ -132,5 +147,7 @@ def claims_for(sts: Obj, pod_name: str) -> list[Obj]:
         m["labels"] = {**(m.get("labels") or {}), **selector_labels}
         body["apiVersion"], body["kind"] = "v1", "PersistentVolumeClaim"
         body.pop("status", None)
+        if retention(sts, "whenDeleted") == "Delete":
+            m["ownerReferences"] = [claim_owner(sts, "StatefulSet", "apps/v1")]
         out.append(body)
     return out

@@ -18,8 +18,10 @@ Keys are `namespace/name` of StatefulSets.  A reconcile, as kube's defaultStatef
    pod is updated and ready, the update revision becomes the current one;
 5. history past revisionHistoryLimit that no pod uses is pruned.
 
-Claims are made and kept (a `persistentVolumeClaimRetentionPolicy` of Delete is not done yet;
-binding them is the storage part of the kinds issue).
+Claims are kept, unless `persistentVolumeClaimRetentionPolicy` says Delete: whenDeleted makes
+the set their owner (the garbage collector takes them with it), whenScaled makes a condemned
+pod their owner before it goes, as kube's.  Binding them is the storage part of the kinds
+issue.
 """
 
 from __future__ import annotations
@@ -142,6 +144,8 @@ class StatefulSetController(Controller):
                 continue
             if ordered and any(not sp.healthy(p, min_ready, now) for o, p in pods.items() if o != ordinal):
                 return  # ordered scale-down waits for every other member to be healthy
+            if sp.retention(sts, "whenScaled") == "Delete":
+                await self._hand_claims_to(sts, pod)
             await self._delete(sts, pod)
             if ordered:
                 return
@@ -157,6 +161,19 @@ class StatefulSetController(Controller):
                 return
             if not sp.healthy(pod, min_ready, now):
                 return
+
+    async def _hand_claims_to(self, sts: Obj, pod: Obj) -> None:
+        """A condemned pod becomes its claims' owner, so they go with it (whenScaled: Delete)."""
+        ns = metadata(sts).get("namespace")
+        ref = sp.claim_owner(pod, "Pod", "v1")
+        for claim in sp.claims_for(sts, str(metadata(pod).get("name"))):
+            name = metadata(claim)["name"]
+            with contextlib.suppress(NotFoundError):
+                current = await self.client.get(CLAIMS.path(ns, name))
+                # the pod alone: with the set still an owner the collector would keep the claim
+                others = (ref["uid"], metadata(sts).get("uid"))
+                refs = [r for r in metadata(current).get("ownerReferences") or () if r.get("uid") not in others]
+                await self.client.patch(CLAIMS.path(ns, name), {"metadata": {"ownerReferences": [*refs, ref]}})
 
     def _ref(self, sts: Obj) -> ObjectRef:
         return reference(sts, "apps/v1", "StatefulSet")

@@ -174,3 +174,37 @@ def test_parallel_management_makes_every_member_at_once(cluster: ApiserverUnderT
                 await eventually(all_three, what="three members without waiting")
 
     asyncio.run(go())
+
+
+def test_claims_go_with_the_set_or_the_condemned_pod_when_the_policy_says_delete(cluster: ApiserverUnderTest) -> None:
+    from components.controllers.garbagecollector import GarbageCollector
+
+    async def go() -> None:
+        ns = "sts-retention"
+        async with api(cluster) as client:
+            await make_namespace(client, ns)
+            async with running(client, [StatefulSetController, GarbageCollector]), kubelet(client, ns):
+                claim = {
+                    "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+                }
+                policy = {"whenDeleted": "Delete", "whenScaled": "Delete"}
+                body = sts_body("keep", 2, volumeClaimTemplates=[claim], persistentVolumeClaimRetentionPolicy=policy)
+                await client.create(path(ns), body)
+
+                async def claims() -> list[str]:
+                    found = await client.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims")
+                    return sorted(
+                        c["metadata"]["name"] for c in found["items"] if not c["metadata"].get("deletionTimestamp")
+                    )
+
+                async def claims_are(names: list[str]) -> bool:
+                    return await claims() == names
+
+                await eventually(lambda: claims_are(["data-keep-0", "data-keep-1"]), what="two claims")
+                await client.patch(path(ns, "keep") + "/scale", {"spec": {"replicas": 1}})
+                await eventually(lambda: claims_are(["data-keep-0"]), what="the scaled-away claim gone")
+                await client.delete(path(ns, "keep"))
+                await eventually(lambda: claims_are([]), what="the set's claims gone with it")
+
+    asyncio.run(go())
