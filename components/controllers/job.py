@@ -361,6 +361,14 @@ class JobController(Controller):
             if self.clock.now() < expected[1]:
                 return
             del self._expected[key]
+        per_index = isinstance(spec.get("backoffLimitPerIndex"), int)
+        failures_so_far = int((job.get("status") or {}).get("failed") or 0)
+        if not per_index and failures_so_far:
+            # without per-index limits a failure delays every new pod, as for a NonIndexed job
+            since = self.clock.now() - self._last_failure.get(key, float("-inf"))
+            wait = failure_backoff(failures_so_far, self.backoff_base) - since
+            if wait > 0:
+                raise Requeue(wait)
         suspended = spec.get("suspend") is True
         room = 0 if suspended else min(parallelism, limit - completed.total() - failed.total()) - len(keep)
         if room < 0:
@@ -384,7 +392,6 @@ class JobController(Controller):
                     continue
             chosen.append(index)
         if chosen:
-            per_index = isinstance(spec.get("backoffLimitPerIndex"), int)
             self._expected[key] = (len(chosen), self.clock.now() + EXPECTATION_TIMEOUT_S)
             for index in chosen:
                 pod = indexes.with_index(
