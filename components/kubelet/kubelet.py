@@ -42,6 +42,7 @@ from components.kubelet.podsources import PodSources, ServiceLister
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 from machinery.clock import wait_event
+from machinery.host_ports import NO_FREE_PORTS, first_collision, host_ports
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.kubelet")
@@ -50,6 +51,9 @@ SERVICES = Resource("", "v1", "services", True, "Service")
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_S = 40
 SYNC_PERIOD_S = 1.0
+
+
+NODE_PORTS = "NodePorts"
 
 
 def micro_time(now: float) -> str:
@@ -112,6 +116,9 @@ class Kubelet:
         self.factory = InformerFactory(client)
         self.workers: dict[str, PodWorker] = {}
         self._posted: dict[str, Obj] = {}  # pod uid -> the status last posted
+        # pods this kubelet refused to run (kube's admission: a host port another pod holds);
+        # a refused pod is Failed for good and never gets a worker
+        self._rejected: set[str] = set()
         self._node_status: Obj | None = None
         self._node_posted_at = 0.0
         self._wake = asyncio.Event()
@@ -175,6 +182,10 @@ class Kubelet:
         meta = pod.get("metadata") or {}
         uid, ns, name = str(meta.get("uid") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
         now = self.clock()
+        if uid in self._rejected or (uid not in self.workers and await self._rejects(pod)):
+            if meta.get("deletionTimestamp"):
+                await self._delete_now(ns, name, uid)
+            return
         sources = await self.sources.read(pod, tokens=self._has_files(), allocatable=self._allocatable())
         worker = self.workers.get(uid)
         if worker is None:
@@ -205,16 +216,42 @@ class Kubelet:
                 await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
                 self._posted[uid] = status
         if meta.get("deletionTimestamp") and not worker.running():
-            with contextlib.suppress(NotFoundError):
-                await self.client.delete(
-                    path_of("", "v1", "pods", ns, name),
-                    {
-                        "apiVersion": "v1",
-                        "kind": "DeleteOptions",
-                        "gracePeriodSeconds": 0,
-                        "preconditions": {"uid": uid},
-                    },
-                )
+            await self._delete_now(ns, name, uid)
+
+    async def _delete_now(self, ns: str, name: str, uid: str) -> None:
+        """The pod's containers are gone: its object goes too (grace 0, this uid only)."""
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(
+                path_of("", "v1", "pods", ns, name),
+                {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}},
+            )
+
+    async def _rejects(self, pod: Obj) -> bool:
+        """kube's kubelet admission of a new pod, for what its scheduler could not see (a pod
+        bound by spec.nodeName): a host port another running pod here holds refuses it —
+        phase Failed, reason NodePorts, for good.  Whether it was refused."""
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return False
+        wanted = host_ports(pod)
+        if not wanted:
+            return False
+        used = [
+            port
+            for w in self.workers.values()
+            if (w.pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            for port in host_ports(w.pod)
+        ]
+        if first_collision(wanted, used) is None:
+            return False
+        meta = pod.get("metadata") or {}
+        uid, ns, name = str(meta.get("uid") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        self._rejected.add(uid)
+        message = f"Pod was rejected: Predicate {NODE_PORTS} failed: {NO_FREE_PORTS}"
+        status = {"phase": "Failed", "reason": NODE_PORTS, "message": message}
+        self.events.record(reference(pod, "v1", "Pod"), WARNING, NODE_PORTS, message)
+        with contextlib.suppress(NotFoundError):
+            await self.client.patch(path_of("", "v1", "pods", ns, name, "status"), {"status": status})
+        return True
 
     def _allocatable(self) -> Obj:
         """The node's allocatable as last posted (kube's kubelet reads its Node object)."""
@@ -324,6 +361,7 @@ class Kubelet:
 
     async def forget_gone(self, present: set[str]) -> None:
         """Pods no longer bound here (deleted for good): stop their containers, drop their runs."""
+        self._rejected.intersection_update(present)
         for uid in [u for u in self.workers if u not in present]:
             worker = self.workers.pop(uid)
             for name in worker.container_names():

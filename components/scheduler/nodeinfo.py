@@ -20,6 +20,7 @@ from components.scheduler.resources import (
     pods_of,
     resources_of,
 )
+from machinery.host_ports import host_ports
 from machinery.objects import Obj
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -48,17 +49,6 @@ def controller_uid(pod: Mapping[str, Any]) -> str:
         if isinstance(o, dict) and isinstance(o.get("uid"), str):
             return str(o["uid"])
     return ""
-
-
-def host_ports(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
-    """(hostIP, protocol, hostPort) of every container port that asks for a host port."""
-    out = []
-    for c in (pod.get("spec") or {}).get("containers") or ():
-        for p in c.get("ports") or ():
-            hp = p.get("hostPort")
-            if isinstance(hp, int) and hp > 0:
-                out.append((p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", hp))
-    return out
 
 
 def _affinity_terms(pod: Mapping[str, Any], kind: str) -> list[Obj]:

@@ -1,0 +1,79 @@
+"""The kubelet's admission of a pod bound by name (the scheduler never saw it): a host port
+another running pod on the node holds refuses it for good — Failed, reason NodePorts, kube's
+words, told in an event — and a free port, or a port held only by a finished pod, admits it."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+from components.kubelet.kubelet import Kubelet
+from components.kubelet.nodestatus import NodeConfig
+from machinery.host_ports import collides, first_collision, host_ports
+
+
+class Recorder:
+    """A client that only records what the kubelet writes."""
+
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, Any]] = []
+        self.created: list[Any] = []
+
+    async def patch(self, path: str, body: Any, *args: Any, **kwargs: Any) -> Any:
+        self.patches.append((path, body))
+        return body
+
+    async def create(self, path: str, body: Any, *args: Any, **kwargs: Any) -> Any:
+        self.created.append(body)
+        return body
+
+
+def pod(name: str, port: int, phase: str = "Running", host_ip: str = "", protocol: str = "TCP") -> dict[str, Any]:
+    spec_port = {
+        "containerPort": port,
+        "hostPort": port,
+        "protocol": protocol,
+        **({"hostIP": host_ip} if host_ip else {}),
+    }
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+        "spec": {"containers": [{"name": "c", "image": "x", "ports": [spec_port]}]},
+        "status": {"phase": phase},
+    }
+
+
+def test_host_ports_collide_as_kubes() -> None:
+    assert collides(("0.0.0.0", "TCP", 80), ("10.0.0.1", "TCP", 80))
+    assert not collides(("10.0.0.2", "TCP", 80), ("10.0.0.1", "TCP", 80))
+    assert not collides(("0.0.0.0", "UDP", 80), ("0.0.0.0", "TCP", 80))
+    assert host_ports(pod("a", 81)) == [("0.0.0.0", "TCP", 81)]
+    assert first_collision([("0.0.0.0", "TCP", 81)], [("0.0.0.0", "TCP", 82)]) is None
+
+
+def test_a_pod_asking_for_a_held_host_port_is_refused_for_good() -> None:
+    async def go() -> None:
+        client = Recorder()
+        kubelet = Kubelet(client, NodeConfig("n", "127.0.0.1", 10250), None)  # type: ignore[arg-type]
+        kubelet.workers = {
+            "uid-a": SimpleNamespace(pod=pod("a", 8080)),
+            "uid-done": SimpleNamespace(pod=pod("d", 9090, "Succeeded")),
+        }  # type: ignore[dict-item]
+        assert await kubelet._rejects(pod("b", 8080))
+        assert not await kubelet._rejects(pod("c", 8081))
+        assert not await kubelet._rejects(pod("e", 9090))  # held only by a finished pod
+        assert not await kubelet._rejects(pod("f", 8080, protocol="UDP"))
+        ((path, body),) = client.patches
+        assert path.endswith("/namespaces/ns/pods/b/status")
+        assert body["status"] == {
+            "phase": "Failed",
+            "reason": "NodePorts",
+            "message": "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports",
+        }
+        await kubelet.events.flush()
+        assert [e["reason"] for e in client.created] == ["NodePorts"]
+        assert "uid-b" in kubelet._rejected
+        await kubelet.forget_gone({"uid-a", "uid-done"})  # b deleted: forgotten
+        assert "uid-b" not in kubelet._rejected
+
+    asyncio.run(go())
