@@ -10,7 +10,7 @@ from typing import Any
 
 from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig
-from machinery.host_ports import collides, first_collision, host_ports
+from machinery.host_ports import NO_FREE_PORTS, collides, first_collision, host_ports
 
 
 class Recorder:
@@ -55,10 +55,11 @@ def test_a_pod_asking_for_a_held_host_port_is_refused_for_good() -> None:
     async def go() -> None:
         client = Recorder()
         kubelet = Kubelet(client, NodeConfig("n", "127.0.0.1", 10250), None)  # type: ignore[arg-type]
-        kubelet.workers = {
+        held: dict[str, Any] = {
             "uid-a": SimpleNamespace(pod=pod("a", 8080)),
             "uid-done": SimpleNamespace(pod=pod("d", 9090, "Succeeded")),
-        }  # type: ignore[dict-item]
+        }
+        kubelet.workers = held
         assert await kubelet._rejects(pod("b", 8080))
         assert not await kubelet._rejects(pod("c", 8081))
         assert not await kubelet._rejects(pod("e", 9090))  # held only by a finished pod
@@ -68,7 +69,7 @@ def test_a_pod_asking_for_a_held_host_port_is_refused_for_good() -> None:
         assert body["status"] == {
             "phase": "Failed",
             "reason": "NodePorts",
-            "message": "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports",
+            "message": f"Pod was rejected: Predicate NodePorts failed: {NO_FREE_PORTS}",
         }
         await kubelet.events.flush()
         assert [e["reason"] for e in client.created] == ["NodePorts"]
