@@ -21,6 +21,7 @@ reported, and the walk is bounded by `MAX_DEPTH`: a hostile schema or object cos
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
@@ -245,7 +246,7 @@ def _value_rules(schema: Schema, value: Any, shown: str, causes: list[Cause]) ->
         if schema.get("uniqueItems") is True:
             seen: set[bytes] = set()
             for i, item in enumerate(value):
-                encoded = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+                encoded = _canonical(item)
                 if encoded in seen:
                     causes.append(v.duplicate(f"{shown}[{i}]", item))
                 seen.add(encoded)
@@ -260,7 +261,15 @@ def _value_rules(schema: Schema, value: Any, shown: str, causes: list[Cause]) ->
 
 
 def _enum_text(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    return value if isinstance(value, str) else _canonical(value).decode()
+
+
+def _canonical(value: Any) -> bytes:
+    """Sorted-key JSON of a value; integers past 64 bits (orjson refuses them) the slow way."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _bounds(schema: Schema, value: float, shown: str, causes: list[Cause]) -> None:
