@@ -43,6 +43,10 @@ Modules, one meaning each:
 - `resources`: the built-in resources by group and plural (version, kind, scope), for
   components that must name kinds without importing the apiserver's catalog;
 - `timestamps`: metav1.Time, written to the second in UTC and read back tolerantly;
+- `host_ports`: which host ports a pod asks for and when two collide, for the scheduler's
+  NodePorts filter and the kubelet's admission;
+- `local_volumes`: the built-in local provisioner's names, shared by the persistentvolume
+  controller and the kubelets;
 - `process/`: not API semantics but what every raftkube process needs from its host (durable
   private files, the cluster's PKI, processes by pid file, cluster.toml settings); see its
   docstring for why it lives here.

@@ -47,6 +47,8 @@ _FLOWCONTROL = "flowcontrol.apiserver.k8s.io"
 _STORAGE = "storage.k8s.io"
 
 BUILT_IN: tuple[BuiltIn, ...] = (
+    BuiltIn("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False),
+    BuiltIn("apiregistration.k8s.io", "v1", "apiservices", "APIService", False),
     _core("componentstatuses", "ComponentStatus", namespaced=False),
     _core("configmaps", "ConfigMap"),
     _core("endpoints", "Endpoints"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiserver import errors
+from apiserver.admission.default_storage_class import DefaultStorageClass
 from apiserver.admission.default_tolerations import DefaultTolerationSeconds
 from apiserver.admission.interface import AdmissionChain, MutatingPlugin, ValidatingPlugin
 from apiserver.admission.limitranger import LimitRanger
@@ -139,6 +140,7 @@ PLUGINS: dict[str, Factory] = {
     ),
     "Priority": _priority,
     "DefaultTolerationSeconds": lambda ctx: DefaultTolerationSeconds(),
+    "DefaultStorageClass": lambda ctx: DefaultStorageClass(ctx.caches.get(("storage.k8s.io", "storageclasses"))),
     "RuntimeClass": _runtime_class,
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
     "ValidatingAdmissionPolicy": lambda ctx: validating_policy.from_caches(ctx.caches),
@@ -158,6 +160,7 @@ ORDER = (
     "PodSecurity",
     "Priority",
     "DefaultTolerationSeconds",
+    "DefaultStorageClass",
     "RuntimeClass",
     "RBACEscalation",
     "MutatingAdmissionWebhook",

@@ -43,13 +43,13 @@ def parse_mode(text: str) -> tuple[str, ...]:
     return modes
 
 
-def _node_authorizer(pods: ObjectCache) -> NodeAuthorizer:
+def _node_authorizer(pods: ObjectCache, claims: ObjectCache | None = None) -> NodeAuthorizer:
     def pods_on_node(node: str) -> Iterator[dict[str, Any]]:
         # a scan of the cached pods: fine for the kubelets' occasional secret and config map
         # reads; an index by node name belongs in the cache if this shows up in profiles
         return (p for p in pods.objects() if (p.get("spec") or {}).get("nodeName") == node)
 
-    return NodeAuthorizer(pods_on_node, pods.get_object)
+    return NodeAuthorizer(pods_on_node, pods.get_object, claims.get_object if claims is not None else None)
 
 
 class Authorization:
@@ -62,7 +62,7 @@ class Authorization:
             if mode == "AlwaysAllow":
                 members.append(AllowAll())
             elif mode == "Node":
-                members.append(_node_authorizer(caches[("", "pods")]))
+                members.append(_node_authorizer(caches[("", "pods")], caches.get(("", "persistentvolumeclaims"))))
             elif mode == "RBAC":
                 self._rbac = RBACAuthorizer(
                     CachedPolicy(

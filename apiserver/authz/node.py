@@ -2,9 +2,10 @@
 
 Kube's rule, as the issue states it: a kubelet may touch only its own Node, its own Lease and
 the pods bound to it, and read only the secrets, config maps, claims and service accounts
-that those pods use.  The relationships are read from the pods watch cache on each request
-(no separate graph to keep in step).  Requests of anyone else, and kubelet requests this
-authorizer does not decide, get no opinion, so RBAC still decides them.
+that those pods use, and the volumes bound to those claims.  The relationships are read from
+the pods (and claims) watch caches on each request (no separate graph to keep in step).
+Requests of anyone else, and kubelet requests this authorizer does not decide, get no
+opinion, so RBAC still decides them.
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ def _deny(why: str) -> Verdict:
 
 
 class NodeAuthorizer:
-    def __init__(self, pods_on_node: PodsOnNode, pod_by_name: PodByName) -> None:
+    def __init__(
+        self, pods_on_node: PodsOnNode, pod_by_name: PodByName, claim_by_name: PodByName | None = None
+    ) -> None:
         self._pods_on_node = pods_on_node
         self._pod_by_name = pod_by_name
+        self._claim_by_name = claim_by_name  # (namespace, name) -> the claim (persistent volumes)
 
     def authorize(self, attrs: Attributes) -> Verdict:
         node = node_of(attrs)
@@ -62,6 +66,8 @@ class NodeAuthorizer:
             if sub:
                 return NO_OPINION
             return self._referenced(attrs, node, "get", "list", "watch")
+        if group == "" and resource == "persistentvolumes" and not sub and attrs.verb == "get":
+            return self._volume(attrs, node)
         if group in ("", "events.k8s.io") and resource == "events" and attrs.verb in ("create", "patch", "update"):
             return _ALLOW
         if group == "" and resource in ("services", "endpoints") and not sub and attrs.verb in _READ:
@@ -103,6 +109,19 @@ class NodeAuthorizer:
         if (not sub and verb in ("get", "delete")) or (sub == "status" and verb in ("get", "update", "patch")):
             return _ALLOW
         return NO_OPINION
+
+    def _volume(self, attrs: Attributes, node: str) -> Verdict:
+        """A volume bound to a claim one of the node's pods uses (kube's node -> pod -> pvc -> pv)."""
+        if self._claim_by_name is not None and attrs.name:
+            for pod in self._pods_on_node(node):
+                ns = str((pod.get("metadata") or {}).get("namespace") or "")
+                for resource, name in references(pod):
+                    if resource != "persistentvolumeclaims":
+                        continue
+                    claim = self._claim_by_name(ns, name)
+                    if claim is not None and _spec(claim).get("volumeName") == attrs.name:
+                        return _ALLOW
+        return _deny(f"no relationship found between node '{node}' and this object")
 
     def _referenced(self, attrs: Attributes, node: str, *verbs: str) -> Verdict:
         if attrs.verb not in verbs:

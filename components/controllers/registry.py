@@ -13,6 +13,7 @@ from components.controllers.garbagecollector import GarbageCollector
 from components.controllers.job import JobController
 from components.controllers.namespace import NamespaceController
 from components.controllers.nodelifecycle import NodeLifecycleController
+from components.controllers.persistentvolume import PersistentVolumeController
 from components.controllers.replicaset import ReplicaSetController, ReplicationManager
 from components.controllers.resourcequota import ResourceQuotaController
 from components.controllers.rootcacertpublisher import RootCACertPublisher
@@ -38,6 +39,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
         ResourceQuotaController,
         NodeLifecycleController,
         DisruptionController,
+        PersistentVolumeController,
     )
 }
 

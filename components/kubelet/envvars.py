@@ -66,6 +66,8 @@ class Sources:
     token: Callable[[str, int], str | None] = _no_token  # (audience, seconds) -> the pod's token
     service_env: Mapping[str, str] = field(default_factory=dict)  # service_links() of the pod
     allocatable: Mapping[str, Any] = field(default_factory=dict)  # the node's status.allocatable
+    # claim name -> the host directory of the volume bound to it (None: not bound yet)
+    claims: Mapping[str, str | None] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -41,6 +41,7 @@ from components.kubelet.podnet import PodNetError, PodNetwork
 from components.kubelet.podsources import PodSources, ServiceLister
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
+from machinery import local_volumes
 from machinery.clock import wait_event
 from machinery.host_ports import NO_FREE_PORTS, first_collision, host_ports
 from machinery.objects import Obj
@@ -129,10 +130,14 @@ class Kubelet:
     async def register(self) -> None:
         node = nodestatus.register(self.config, nodestatus.Observed(), timestamp(int(self.clock() * 1e9)))
         name = self.config.name
+        if self._has_files():  # where this node keeps local volumes (machinery/local_volumes.py)
+            directory = str(Path(self.runtime.root) / local_volumes.VOLUME_DIR_NAME)  # type: ignore[attr-defined]
+            node["metadata"]["annotations"] = {local_volumes.VOLUME_DIR_ANNOTATION: directory}
         try:
             await self.client.create("/api/v1/nodes", {k: v for k, v in node.items() if k != "status"})
         except AlreadyExistsError:
-            await self.client.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": node["metadata"]["labels"]}})
+            meta = {k: node["metadata"][k] for k in ("labels", "annotations") if k in node["metadata"]}
+            await self.client.patch(f"/api/v1/nodes/{name}", {"metadata": meta})
         await self._post_node_status(node["status"])
         # kube's node reference carries the node's name as its uid
         self.events.record(ObjectRef("v1", "Node", "", name, name), NORMAL, "Starting", "Starting kubelet.")

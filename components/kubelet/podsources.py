@@ -34,6 +34,16 @@ def _no_services(namespace: str) -> list[Obj]:
     return []
 
 
+def claims_of(pod: Obj) -> list[str]:
+    """The PersistentVolumeClaims the pod's volumes name."""
+    out = []
+    for v in (pod.get("spec") or {}).get("volumes") or ():
+        claim = v.get("persistentVolumeClaim") if isinstance(v, dict) else None
+        if isinstance(claim, dict) and isinstance(claim.get("claimName"), str) and claim["claimName"]:
+            out.append(claim["claimName"])
+    return out
+
+
 def references(pod: Obj) -> tuple[set[str], set[str]]:
     """The names of the ConfigMaps and Secrets the pod's containers and volumes refer to."""
     maps: set[str] = set()
@@ -103,7 +113,26 @@ class PodSources:
             lambda audience, seconds: held.get((audience, seconds)),
             await self._service_env(pod, ns),
             dict(allocatable or {}),
+            {name: await self._claim_path(ns, name) for name in claims_of(pod)},
         )
+
+    async def _claim_path(self, ns: str, name: str) -> str | None:
+        """The host directory of the volume bound to the claim (its hostPath or local path);
+        None while it is unbound.  An unbound claim is read afresh at each sync (the pod waits
+        for it), a bound one and its volume are cached as the ConfigMaps are."""
+        claim = await self._get("persistentvolumeclaims", ns, name)
+        volume_name = ((claim or {}).get("spec") or {}).get("volumeName")
+        if claim is None or not volume_name or ((claim.get("status") or {}).get("phase")) != "Bound":
+            self._cache.pop(("persistentvolumeclaims", ns, name), None)
+            return None
+        volume = await self._get("persistentvolumes", "", str(volume_name))
+        source = (volume or {}).get("spec") or {}
+        for kind in ("hostPath", "local"):
+            path = (source.get(kind) or {}).get("path") if isinstance(source.get(kind), dict) else None
+            if isinstance(path, str) and path.startswith("/"):
+                return path
+        self._cache.pop(("persistentvolumes", "", str(volume_name)), None)
+        return None
 
     async def _service_env(self, pod: Obj, ns: str) -> dict[str, str]:
         """The pod's service variables: the `default/kubernetes` Service and its Endpoints (read as
@@ -118,7 +147,7 @@ class PodSources:
         if held is not None and now - held[0] < CACHE_TTL_S:
             return held[1]
         try:
-            obj: Obj | None = await self.client.get(path_of("", "v1", kind, ns, name))
+            obj: Obj | None = await self.client.get(path_of("", "v1", kind, ns or None, name))
         except ApiError:  # NotFoundError among them: the object is missing
             obj = None
         if len(self._cache) >= CACHE_MAX:

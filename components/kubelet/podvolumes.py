@@ -44,6 +44,7 @@ class PodVolumes:
         # a Memory emptyDir is a tmpfs only where mounting is allowed: a kubelet that is root
         self.mounts_tmpfs = os.geteuid() == 0 if mounts_tmpfs is None else mounts_tmpfs
         self._written: dict[str, Files | None] = {}  # what each volume was last made of
+        self._claimed: dict[str, str] = {}  # volume name -> the bound claim's host directory
 
     def _volumes(self, pod: Obj) -> dict[str, tuple[int, Obj]]:
         out: dict[str, tuple[int, Obj]] = {}
@@ -57,6 +58,15 @@ class PodVolumes:
     def sync(self, pod: Obj, sources: Sources) -> None:
         """Make every volume of the pod, and rewrite those whose files changed."""
         for name, (i, volume) in self._volumes(pod).items():
+            claim = volume.get("persistentVolumeClaim")
+            if isinstance(claim, dict):
+                claim_name = str(claim.get("claimName") or "")
+                path = sources.claims.get(claim_name)
+                if path is None:  # the pod waits for its volume, as kube's FailedMount
+                    raise VolumeError(f"spec.volumes[{i}].persistentVolumeClaim: claim {claim_name!r} is not bound")
+                hostpath.set_up({"path": path, "type": "DirectoryOrCreate"}, f"spec.volumes[{i}].persistentVolumeClaim")
+                self._claimed[name] = path
+                continue
             if volume.get("hostPath") is not None:
                 hostpath.set_up(volume["hostPath"], f"spec.volumes[{i}].hostPath")  # each sync, as kube's
                 continue
@@ -89,8 +99,11 @@ class PodVolumes:
             if not isinstance(name, str) or name not in volumes:
                 raise VolumeError(f"{here}.name: no volume {name!r} in spec.volumes")
             volume = volumes[name][1]
-            host = volume.get("hostPath") is not None
-            if host:
+            claimed = self._claimed.get(name) if isinstance(volume.get("persistentVolumeClaim"), dict) else None
+            host = volume.get("hostPath") is not None or claimed is not None
+            if claimed is not None:
+                volume_path = Path(claimed)
+            elif host:
                 volume_path = Path(hostpath.path_of(volume["hostPath"], f"spec.volumes[{volumes[name][0]}].hostPath"))
             else:
                 volume_path = self.base / str(name)
@@ -99,7 +112,8 @@ class PodVolumes:
             if sub:
                 source = _inside(volume_path, sub, volume.get("emptyDir") is not None or host, field)
             target = _mount_path(vm.get("mountPath"), f"{here}.mountPath")
-            read_only = vm.get("readOnly") is True or (volume.get("emptyDir") is None and not host)
+            claim_read_only = (volume.get("persistentVolumeClaim") or {}).get("readOnly") is True
+            read_only = vm.get("readOnly") is True or claim_read_only or (volume.get("emptyDir") is None and not host)
             out.append(Mount(str(source), target, read_only))
         return tuple(out)
 

@@ -631,3 +631,20 @@ def test_an_images_own_files_are_bound_read_only_at_their_paths(
     )
     assert not os.path.exists("/localhost.crt")  # in the container's own root only
     assert not os.path.exists("/localhost.crt")
+
+
+def test_a_claim_mounts_its_bound_volumes_directory_and_waits_while_unbound(tmp_path: Path) -> None:
+    volumes = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "db"}},
+        {"name": "ro", "persistentVolumeClaim": {"claimName": "db", "readOnly": True}},
+    ]
+    pod = a_pod("v-claim", [], volumes)
+    pv = PodVolumes(tmp_path / "volumes")
+    with pytest.raises(VolumeError, match="claim 'db' is not bound"):
+        pv.sync(pod, Sources(lambda ns, n: None, lambda ns, n: None, claims={"db": None}))
+    local = tmp_path / "local-volumes" / "pvc-1"
+    pv.sync(pod, Sources(lambda ns, n: None, lambda ns, n: None, claims={"db": str(local)}))
+    assert local.is_dir()  # DirectoryOrCreate: the provisioner's directory made on first use
+    mounts = [{"name": "data", "mountPath": "/var/lib/db"}, {"name": "ro", "mountPath": "/ro"}]
+    got = pv.mounts(pod, {"name": "c", "volumeMounts": mounts}, "c")
+    assert got == (sandbox.Mount(str(local), "/var/lib/db", False), sandbox.Mount(str(local), "/ro", True))

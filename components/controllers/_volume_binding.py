@@ -1,0 +1,121 @@
+"""Which PersistentVolume a claim binds to, and the volume the local provisioner makes for one
+(kube's PV binder's matching, pure).
+
+A volume fits a claim when it is free (no claimRef, or one naming this claim), of the same
+class (an empty class only with an empty class), its access modes include the claim's, its
+volume mode is the claim's, its capacity is at least the request, and the claim's selector
+selects its labels.  Of the fitting ones the smallest wins, a volume already reserved for the
+claim first.
+
+The built-in provisioner (`raftkube.io/local-path`) makes a volume a directory on one node:
+a hostPath under the directory the node's kubelet announces (`raftkube.io/local-volume-dir`),
+the node named in the volume's node affinity, so pods of the claim run where the data is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from machinery import local_volumes
+from machinery.objects import Obj, labels, metadata, spec
+from machinery.quantity import QuantityError, parse_quantity
+from machinery.selectors import label_selector_matches
+
+PROVISIONER = local_volumes.PROVISIONER
+VOLUME_DIR_ANNOTATION = local_volumes.VOLUME_DIR_ANNOTATION
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _bytes(value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(parse_quantity(str(value)).value)
+    except QuantityError:
+        return None
+
+
+def requested(claim: Obj) -> int:
+    return _bytes(((spec(claim).get("resources") or {}).get("requests") or {}).get("storage")) or 0
+
+
+def capacity(pv: Obj) -> int:
+    return _bytes((spec(pv).get("capacity") or {}).get("storage")) or 0
+
+
+def class_of(obj: Obj) -> str:
+    return str(spec(obj).get("storageClassName") or "")
+
+
+def fits(pv: Obj, claim: Obj) -> bool:
+    ref = spec(pv).get("claimRef")
+    cm = metadata(claim)
+    if isinstance(ref, dict) and (ref.get("namespace"), ref.get("name")) != (cm.get("namespace"), cm.get("name")):
+        return False
+    if isinstance(ref, dict) and ref.get("uid") and ref.get("uid") != cm.get("uid"):
+        return False
+    if (pv.get("status") or {}).get("phase") in ("Released", "Failed") or metadata(pv).get("deletionTimestamp"):
+        return False
+    if class_of(pv) != class_of(claim):
+        return False
+    if not set(spec(claim).get("accessModes") or ()) <= set(spec(pv).get("accessModes") or ()):
+        return False
+    if (spec(claim).get("volumeMode") or "Filesystem") != (spec(pv).get("volumeMode") or "Filesystem"):
+        return False
+    if capacity(pv) < requested(claim):
+        return False
+    selector = spec(claim).get("selector")
+    return selector is None or label_selector_matches(selector, labels(pv))
+
+
+def best_volume(pvs: Iterable[Obj], claim: Obj) -> Obj | None:
+    """The volume the claim binds to: one reserved for it, else the smallest that fits."""
+    fitting = [pv for pv in pvs if fits(pv, claim)]
+    reserved = [pv for pv in fitting if isinstance(spec(pv).get("claimRef"), dict)]
+    pool = reserved or fitting
+    return min(pool, key=lambda pv: (capacity(pv), str(metadata(pv).get("name")))) if pool else None
+
+
+def claim_ref(claim: Obj) -> Obj:
+    m = metadata(claim)
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "namespace": m.get("namespace"),
+        "name": m.get("name"),
+        "uid": m.get("uid"),
+        "resourceVersion": m.get("resourceVersion"),
+    }
+
+
+def provisioned(claim: Obj, storage_class: Obj, node: Obj) -> Obj | None:
+    """The local volume of `claim` on `node` (None when the node announces no directory)."""
+    directory = (metadata(node).get("annotations") or {}).get(VOLUME_DIR_ANNOTATION)
+    if not isinstance(directory, str) or not directory.startswith("/"):
+        return None
+    name = f"pvc-{metadata(claim).get('uid')}"
+    node_name = str(metadata(node).get("name"))
+    storage = ((spec(claim).get("resources") or {}).get("requests") or {}).get("storage") or "1Gi"
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
+        "spec": {
+            "capacity": {"storage": storage},
+            "accessModes": list(spec(claim).get("accessModes") or ["ReadWriteOnce"]),
+            "persistentVolumeReclaimPolicy": str(storage_class.get("reclaimPolicy") or "Delete"),
+            "storageClassName": str(metadata(storage_class).get("name")),
+            "volumeMode": str(spec(claim).get("volumeMode") or "Filesystem"),
+            "hostPath": {"path": f"{directory.rstrip('/')}/{name}", "type": "DirectoryOrCreate"},
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [node_name]}]}
+                    ]
+                }
+            },
+            "claimRef": claim_ref(claim),
+        },
+    }

@@ -1,0 +1,235 @@
+"""The persistentvolume controller: claims bound to volumes, local volumes provisioned, volumes
+released (kube's PV binder, with a built-in provisioner in place of an external one).
+
+Keys are claims (`namespace/name`) and volumes (`/name`).  A claim:
+
+* bound already: its status says Bound (phase, capacity, access modes), or Lost once its
+  volume is gone;
+* else the volume `_volume_binding.best_volume` picks is bound to it (the volume's claimRef
+  first, then the claim's volumeName and status);
+* else, when its class's provisioner is ours (`raftkube.io/local-path`), a volume is made:
+  at once for `Immediate` (on the first node announcing a volume directory), for
+  `WaitForFirstConsumer` once a pod using the claim is on a node (on that node);
+* else it waits, and says so in an event (kube's WaitForFirstConsumer/ProvisioningFailed).
+
+A volume whose claim is gone is Released; a released volume with reclaim policy Delete is
+deleted (the node's kubelet removes the directory of a local one), Retain keeps it.
+
+At start the cluster gets the default StorageClass `standard` (local-path, WaitForFirstConsumer,
+Delete) when it has no default class, as a local cluster's addon would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from components.client.events import NORMAL, WARNING, reference
+from components.client.indexer import NAMESPACE_INDEX
+from components.client.informer import EventHandler
+from components.client.listwatch import Resource
+from components.client.rest import AlreadyExistsError, NotFoundError
+from components.controllers import _volume_binding as vb
+from components.controllers.base import Controller
+from machinery.objects import Obj, metadata, spec, status
+
+CLAIMS = Resource("", "v1", "persistentvolumeclaims", kind="PersistentVolumeClaim")
+VOLUMES = Resource("", "v1", "persistentvolumes", kind="PersistentVolume")
+CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", kind="StorageClass")
+PODS = Resource("", "v1", "pods", kind="Pod")
+NODES = Resource("", "v1", "nodes", kind="Node")
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+STANDARD: Obj = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "StorageClass",
+    "metadata": {"name": "standard", "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+    "provisioner": vb.PROVISIONER,
+    "reclaimPolicy": "Delete",
+    "volumeBindingMode": "WaitForFirstConsumer",
+}
+VOLUME_PREFIX = "/"
+
+
+class PersistentVolumeController(Controller):
+    name = "persistentvolume-binder"
+    workers = 2
+
+    def setup(self) -> None:
+        self.claims = self.factory.informer(CLAIMS)
+        self.volumes = self.factory.informer(VOLUMES)
+        self.classes = self.factory.informer(CLASSES)
+        self.pods = self.factory.informer(PODS)
+        self.nodes = self.factory.informer(NODES)
+        self.claims.add_handler(
+            EventHandler(on_add=self.enqueue, on_update=lambda _o, n: self.enqueue(n), on_delete=self._claim_gone)
+        )
+        self.volumes.add_handler(
+            EventHandler(on_add=self._volume, on_update=lambda _o, n: self._volume(n), on_delete=self._volume)
+        )
+        self.pods.add_handler(EventHandler(on_add=self._pod, on_update=lambda _o, n: self._pod(n)))
+
+    async def prepare(self) -> None:
+        found = await self.client.get(CLASSES.path())
+        if not any(
+            (metadata(sc).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+            for sc in found.get("items") or ()
+        ):
+            with contextlib.suppress(AlreadyExistsError):
+                await self.client.create(CLASSES.path(), STANDARD)
+
+    def _volume(self, pv: Obj) -> None:
+        self.queue.add(VOLUME_PREFIX + str(metadata(pv).get("name")))
+        ref = spec(pv).get("claimRef")
+        if isinstance(ref, dict):
+            self.queue.add(f"{ref.get('namespace')}/{ref.get('name')}")
+        else:  # a free volume: every claim still waiting may take it
+            for claim in self.claims.indexer.objects():
+                if not spec(claim).get("volumeName"):
+                    self.enqueue(claim)
+
+    def _claim_gone(self, claim: Obj) -> None:
+        """Its volume is released (or deleted) now."""
+        name = spec(claim).get("volumeName")
+        if name:
+            self.queue.add(VOLUME_PREFIX + str(name))
+
+    def _pod(self, pod: Obj) -> None:
+        if not spec(pod).get("nodeName"):
+            return
+        ns = metadata(pod).get("namespace")
+        for volume in spec(pod).get("volumes") or ():
+            claim = volume.get("persistentVolumeClaim") if isinstance(volume, dict) else None
+            if isinstance(claim, dict) and claim.get("claimName"):
+                self.queue.add(f"{ns}/{claim['claimName']}")
+
+    async def reconcile(self, key: str) -> None:
+        if key.startswith(VOLUME_PREFIX):
+            pv = self.volumes.indexer.get(key[len(VOLUME_PREFIX) :])
+            if pv is not None:
+                await self._sync_volume(pv)
+            return
+        claim = self.claims.indexer.get(key)
+        if claim is None or metadata(claim).get("deletionTimestamp"):
+            return
+        await self._sync_claim(claim)
+
+    # -- claims -------------------------------------------------------------------------------
+
+    async def _sync_claim(self, claim: Obj) -> None:
+        bound_to = spec(claim).get("volumeName")
+        if bound_to:
+            pv = self.volumes.indexer.get(str(bound_to))
+            if pv is None:
+                await self._claim_status(claim, {"phase": "Lost"})
+                return
+            ref = spec(pv).get("claimRef") or {}
+            if ref.get("uid") in (None, metadata(claim).get("uid")):
+                await self._bind(claim, pv)
+            return
+        pv = vb.best_volume(self.volumes.indexer.objects(), claim)
+        if pv is not None:
+            await self._bind(claim, pv)
+            return
+        storage_class = self.classes.indexer.get(vb.class_of(claim)) if vb.class_of(claim) else None
+        if storage_class is None or storage_class.get("provisioner") != vb.PROVISIONER:
+            return  # a static volume may come, or another provisioner's
+        node = self._node_for(claim, storage_class)
+        if node is None:
+            if storage_class.get("volumeBindingMode") == "WaitForFirstConsumer":
+                said = "waiting for first consumer to be created before binding"
+                self.events.record(self._ref(claim), NORMAL, "WaitForFirstConsumer", said)
+            else:
+                said = "no node announces a local volume directory"
+                self.events.record(self._ref(claim), WARNING, "ProvisioningFailed", said)
+            return
+        body = vb.provisioned(claim, storage_class, node)
+        if body is None:
+            said = f"node {metadata(node).get('name')} announces no local volume directory"
+            self.events.record(self._ref(claim), WARNING, "ProvisioningFailed", said)
+            return
+        try:
+            pv = await self.client.create(VOLUMES.path(), body)
+        except AlreadyExistsError:
+            pv = await self.client.get(VOLUMES.path(None, metadata(body)["name"]))
+        said = f"Successfully provisioned volume {metadata(pv).get('name')}"
+        self.events.record(self._ref(claim), NORMAL, "ProvisioningSucceeded", said)
+        await self._bind(claim, pv)
+
+    def _node_for(self, claim: Obj, storage_class: Obj) -> Obj | None:
+        nodes = sorted(self.nodes.indexer.objects(), key=lambda n: str(metadata(n).get("name")))
+        announcing = [n for n in nodes if (metadata(n).get("annotations") or {}).get(vb.VOLUME_DIR_ANNOTATION)]
+        if storage_class.get("volumeBindingMode") != "WaitForFirstConsumer":
+            return announcing[0] if announcing else None
+        name = metadata(claim).get("name")
+        for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, str(metadata(claim).get("namespace") or "")):
+            node_name = spec(pod).get("nodeName")
+            if not node_name or metadata(pod).get("deletionTimestamp"):
+                continue
+            for volume in spec(pod).get("volumes") or ():
+                ref = volume.get("persistentVolumeClaim") if isinstance(volume, dict) else None
+                if isinstance(ref, dict) and ref.get("claimName") == name:
+                    return self.nodes.indexer.get(str(node_name))
+        return None
+
+    async def _bind(self, claim: Obj, pv: Obj) -> None:
+        """The volume's claimRef, then the claim's volumeName, then both statuses."""
+        pv_name = str(metadata(pv).get("name"))
+        ref = spec(pv).get("claimRef")
+        if not isinstance(ref, dict) or ref.get("uid") != metadata(claim).get("uid"):
+            # reserved at the version read now: two claims racing for one volume, one wins
+            # (a conflict is retried by the queue; the claim is not bound before the volume is)
+            fresh = await self.client.get(VOLUMES.path(None, pv_name))
+            if not vb.fits(fresh, claim):
+                return
+            pv = await self.client.replace(
+                VOLUMES.path(None, pv_name), {**fresh, "spec": {**spec(fresh), "claimRef": vb.claim_ref(claim)}}
+            )
+        if (pv.get("status") or {}).get("phase") != "Bound":
+            with contextlib.suppress(NotFoundError):
+                await self.client.patch(VOLUMES.path(None, pv_name, "status"), {"status": {"phase": "Bound"}})
+        m = metadata(claim)
+        if spec(claim).get("volumeName") != pv_name:
+            annotations = {**(m.get("annotations") or {}), "pv.kubernetes.io/bind-completed": "yes"}
+            body = {
+                **claim,
+                "metadata": {**m, "annotations": annotations},
+                "spec": {**spec(claim), "volumeName": pv_name},
+            }
+            claim = await self.client.replace(CLAIMS.path(m.get("namespace"), m.get("name")), body)
+        wanted = {
+            "phase": "Bound",
+            "accessModes": list(spec(pv).get("accessModes") or ()),
+            "capacity": dict(spec(pv).get("capacity") or {}),
+        }
+        if any(status(claim).get(k) != v for k, v in wanted.items()):
+            await self._claim_status(claim, wanted)
+
+    async def _claim_status(self, claim: Obj, wanted: dict[str, Any]) -> None:
+        m = metadata(claim)
+        with contextlib.suppress(NotFoundError):
+            await self.client.patch(CLAIMS.path(m.get("namespace"), m.get("name"), "status"), {"status": wanted})
+
+    def _ref(self, claim: Obj) -> Any:
+        return reference(claim, "v1", "PersistentVolumeClaim")
+
+    # -- volumes ------------------------------------------------------------------------------
+
+    async def _sync_volume(self, pv: Obj) -> None:
+        name = str(metadata(pv).get("name"))
+        phase = (pv.get("status") or {}).get("phase")
+        ref = spec(pv).get("claimRef")
+        if not isinstance(ref, dict):
+            if phase != "Available":
+                with contextlib.suppress(NotFoundError):
+                    await self.client.patch(VOLUMES.path(None, name, "status"), {"status": {"phase": "Available"}})
+            return
+        claim = self.claims.indexer.get(f"{ref.get('namespace')}/{ref.get('name')}")
+        if claim is not None and (not ref.get("uid") or metadata(claim).get("uid") == ref.get("uid")):
+            return  # bound, or being bound by the claim's key
+        if phase == "Bound" or (phase != "Released" and ref.get("uid")):
+            with contextlib.suppress(NotFoundError):
+                await self.client.patch(VOLUMES.path(None, name, "status"), {"status": {"phase": "Released"}})
+            return
+        if phase == "Released" and spec(pv).get("persistentVolumeReclaimPolicy") == "Delete":
+            with contextlib.suppress(NotFoundError):
+                await self.client.delete(VOLUMES.path(None, name))

@@ -1,0 +1,142 @@
+"""The persistentvolume controller: which volume a claim gets (units), and against a real
+apiserver: the default class `standard` and the DefaultStorageClass admission, a static
+volume bound, a local volume provisioned on the node of the claim's first pod
+(WaitForFirstConsumer), and a released volume deleted or retained as its policy says."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from components.controllers import _volume_binding as vb
+from components.controllers.persistentvolume import PersistentVolumeController
+from components.controllers.runner import running
+from tests.apiserver.support import ApiserverUnderTest
+from tests.components.controllers.test_replicaset_support import api, make_namespace
+from tests.support.wait import eventually
+
+
+def pv(
+    name: str, size: str, cls: str = "", modes: tuple[str, ...] = ("ReadWriteOnce",), **extra: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": extra.pop("labels", {})},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": list(modes),
+            "storageClassName": cls,
+            "hostPath": {"path": f"/tmp/{name}"},
+            **extra,
+        },
+    }
+
+
+def pvc(name: str, size: str, cls: str | None = None, **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}, **extra}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "uid": f"u-{name}"},
+        "spec": spec,
+    }
+
+
+def test_the_smallest_fitting_volume_wins_and_a_reserved_one_first() -> None:
+    claim = pvc("c", "2Gi", "")
+    claim["metadata"]["namespace"] = "ns"
+    small, big, wrong = pv("small", "1Gi"), pv("big", "10Gi"), pv("rwx", "5Gi", modes=("ReadWriteMany",))
+    fit = pv("fit", "3Gi")
+    assert vb.best_volume([small, big, wrong, fit], claim) is fit
+    reserved = pv("reserved", "20Gi", claimRef={"namespace": "ns", "name": "c"})
+    assert vb.best_volume([fit, reserved], claim) is reserved
+    other = pv("other", "3Gi", claimRef={"namespace": "ns", "name": "d"})
+    assert vb.best_volume([other], claim) is None
+    labelled = pv("fast", "3Gi", labels={"speed": "fast"})
+    picky = pvc("p", "1Gi", "", selector={"matchLabels": {"speed": "fast"}})
+    picky["metadata"]["namespace"] = "ns"
+    assert vb.best_volume([fit, labelled], picky) is labelled
+    assert vb.best_volume([pv("gold", "3Gi", "gold")], claim) is None  # another class
+
+
+def test_a_local_volume_lives_on_its_node() -> None:
+    node = {"metadata": {"name": "n1", "annotations": {vb.VOLUME_DIR_ANNOTATION: "/var/lib/rk/local-volumes"}}}
+    sc = {"metadata": {"name": "standard"}, "reclaimPolicy": "Retain"}
+    made = vb.provisioned(pvc("c", "2Gi", "standard"), sc, node)
+    assert made is not None
+    assert made["metadata"]["name"] == "pvc-u-c"
+    assert made["spec"]["hostPath"] == {"path": "/var/lib/rk/local-volumes/pvc-u-c", "type": "DirectoryOrCreate"}
+    term = made["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+    assert term["values"] == ["n1"] and made["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert vb.provisioned(pvc("c", "2Gi"), sc, {"metadata": {"name": "n2"}}) is None
+
+
+def test_claims_bind_provision_and_release(cluster: ApiserverUnderTest) -> None:
+    async def go() -> None:
+        ns = "pv"
+        async with api(cluster) as client:
+            await make_namespace(client, ns)
+            node = {
+                "metadata": {"name": "disk-node", "annotations": {vb.VOLUME_DIR_ANNOTATION: "/tmp/rk-test-volumes"}}
+            }
+            await client.create("/api/v1/nodes", node)
+            async with running(client, [PersistentVolumeController]):
+                classes = await client.get("/apis/storage.k8s.io/v1/storageclasses")
+                assert [c["metadata"]["name"] for c in classes["items"]] == ["standard"]
+
+                # a static volume of no class, for a claim asking for no class
+                await client.create("/api/v1/persistentvolumes", pv("static-1", "5Gi"))
+                await client.create(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", pvc("plain", "1Gi", ""))
+
+                async def phase(name: str) -> str | None:
+                    claim = await client.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}")
+                    return (claim.get("status") or {}).get("phase")
+
+                async def bound(name: str) -> bool:
+                    return await phase(name) == "Bound"
+
+                await eventually(lambda: bound("plain"), what="the static volume bound")
+                plain = await client.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/plain")
+                assert plain["spec"]["volumeName"] == "static-1" and plain["status"]["capacity"] == {"storage": "5Gi"}
+
+                # the default class, filled in by admission; provisioned once a pod is on a node
+                made = await client.create(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", pvc("data", "2Gi"))
+                assert made["spec"]["storageClassName"] == "standard"
+                await asyncio.sleep(0.5)
+                assert await phase("data") == "Pending"  # WaitForFirstConsumer: no pod yet
+                pod = {
+                    "metadata": {"name": "user"},
+                    "spec": {
+                        "nodeName": "disk-node",
+                        "containers": [{"name": "c", "image": "busybox"}],
+                        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+                    },
+                }
+                await client.create(f"/api/v1/namespaces/{ns}/pods", pod)
+                await eventually(lambda: bound("data"), what="a local volume provisioned and bound")
+                data = await client.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data")
+                volume = await client.get(f"/api/v1/persistentvolumes/{data['spec']['volumeName']}")
+                assert volume["spec"]["hostPath"]["path"].startswith("/tmp/rk-test-volumes/pvc-")
+                assert volume["status"]["phase"] == "Bound"
+
+                # deleted claims: Delete removes the volume, Retain keeps it Released
+                await client.delete(f"/api/v1/namespaces/{ns}/pods/user", {"gracePeriodSeconds": 0})
+                await client.delete(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data")
+                await client.delete(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/plain")
+
+                async def gone() -> bool:
+                    names = [v["metadata"]["name"] for v in (await client.get("/api/v1/persistentvolumes"))["items"]]
+                    return volume["metadata"]["name"] not in names
+
+                await eventually(gone, what="the provisioned volume deleted")
+
+                async def released() -> bool:
+                    static = await client.get("/api/v1/persistentvolumes/static-1")
+                    return (static.get("status") or {}).get("phase") == "Released"
+
+                await eventually(released, what="the static volume Released and kept")
+
+    asyncio.run(go())
