@@ -20,6 +20,7 @@ from typing import Any
 
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, RestClient
+from components.controllers._workload_pods import owner_ref
 from components.controllers._workload_rollout import template_hash
 from machinery.objects import Obj, metadata, spec, status
 
@@ -83,16 +84,7 @@ def new_revision(owner: Obj, kind: str, api_version: str, number: int) -> Obj:
             "name": f"{m.get('name')}-{hashed}",
             "namespace": m.get("namespace"),
             "labels": {**template_labels, REVISION_HASH_LABEL: hashed},
-            "ownerReferences": [
-                {
-                    "apiVersion": api_version,
-                    "kind": kind,
-                    "name": m.get("name"),
-                    "uid": m.get("uid"),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [owner_ref(owner, kind, api_version)],
         },
         "data": template_patch(owner),
         "revision": number,
