@@ -131,7 +131,10 @@ class Kubelet:
         node = nodestatus.register(self.config, nodestatus.Observed(), timestamp(int(self.clock() * 1e9)))
         name = self.config.name
         if self._has_files():  # where this node keeps local volumes (machinery/local_volumes.py)
-            directory = str(Path(self.runtime.root) / local_volumes.VOLUME_DIR_NAME)  # type: ignore[attr-defined]
+            # absolute: the controller writes it into volumes the kubelet later mounts from any
+            # working directory (`raftkube up` runs with a relative data dir by default)
+            root = Path(self.runtime.root).resolve()  # type: ignore[attr-defined]
+            directory = str(root / local_volumes.VOLUME_DIR_NAME)
             node["metadata"]["annotations"] = {local_volumes.VOLUME_DIR_ANNOTATION: directory}
         try:
             await self.client.create("/api/v1/nodes", {k: v for k, v in node.items() if k != "status"})

@@ -78,3 +78,23 @@ def test_a_pod_asking_for_a_held_host_port_is_refused_for_good() -> None:
         assert "uid-b" not in kubelet._rejected
 
     asyncio.run(go())
+
+
+def test_the_announced_local_volume_directory_is_absolute_from_a_relative_root(tmp_path: Any, monkeypatch: Any) -> None:
+    """`raftkube up` runs kubelets with a relative data dir by default: the directory they
+    announce for local volumes must still name one place (the controller writes it into the
+    volumes, the kubelet mounts it later)."""
+    monkeypatch.chdir(tmp_path)
+
+    async def go() -> dict[str, Any]:
+        client = Recorder()
+        runtime = SimpleNamespace(root="rel/root")
+        kubelet = Kubelet(client, NodeConfig("n", "127.0.0.1", 10250), runtime)  # type: ignore[arg-type]
+        await kubelet.register()
+        await kubelet.events.flush()
+        node: dict[str, Any] = next(b for b in client.created if b.get("kind", "Node") == "Node" and "spec" in b)
+        return node
+
+    node = asyncio.run(go())
+    announced = node["metadata"]["annotations"]["raftkube.io/local-volume-dir"]
+    assert announced == str(tmp_path / "rel" / "root" / "local-volumes")
