@@ -34,11 +34,19 @@ def path_of(pod_dir: Path, container: str, attempt: int) -> Path:
 def mount_for(pod_dir: Path, container: str, attempt: int) -> Mount:
     """The mount of run `attempt`'s empty /tmp, its directory made now (and its container's
     directories older than the previous run removed)."""
-    path = path_of(pod_dir, container, attempt)
+    path = fresh_run_dir(path_of(pod_dir, container, attempt))
+    path.chmod(0o1777)
+    return Mount(str(path), TARGET, False)
+
+
+def fresh_run_dir(path: Path) -> Path:
+    """`path` (`.../<container>/<attempt>`) made empty, and its container's directories older
+    than the previous run removed: a run's writable layer lives one run past its end, for its
+    logs' and termination message's sake, as the runtime keeps an exited container."""
+    attempt = int(path.name)
     for old in path.parent.iterdir() if path.parent.is_dir() else ():
         if old.name.isdigit() and int(old.name) < attempt - 1:
             shutil.rmtree(old, ignore_errors=True)
     shutil.rmtree(path, ignore_errors=True)  # a run that never started may have left it
     path.mkdir(parents=True)
-    path.chmod(0o1777)
-    return Mount(str(path), TARGET, False)
+    return path

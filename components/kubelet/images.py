@@ -87,6 +87,10 @@ class ImageEntry:
     """(path in the image, file name in the peer's `<peer>-files/` folder): files of the image
     its program reads, bound read-only at their paths (agnhost's /localhost.crt and .key, the
     certificate its netexec serves HTTPS with); `raftkube peers build` puts them there."""
+    writable: tuple[tuple[str, str], ...] = ()
+    """(path in the image, its text): files of the image a container changes, each run given
+    its own writable copy of their directories (image_dirs.py): httpd's web root, whose
+    index.html conformance's StatefulSet specs move away to make a pod unready."""
 
     def entry_argv(self) -> list[str]:
         return ([str(peer_path(self.peer))] if self.peer else []) + list(self.entrypoint)
@@ -96,6 +100,9 @@ class ImageEntry:
         folder = image_files_dir(self.peer) if self.peer else Path("/nonexistent")
         return tuple((str(folder / name), target) for target, name in self.files)
 
+
+HTTPD_ROOT = "/usr/local/apache2/htdocs"
+"""The httpd image's DocumentRoot."""
 
 AGNHOST_FILES = (("/localhost.crt", "localhost.crt"), ("/localhost.key", "localhost.key"))
 """agnhost's Dockerfile: ADD porter/localhost.crt localhost.crt (and .key), at the image's root."""
@@ -136,8 +143,16 @@ SHIPPED: tuple[ImageEntry, ...] = (
     ImageEntry(
         image="registry.k8s.io/e2e-test-images/busybox", cmd=("sh",), applets="/bin/busybox", applets_peer="busybox"
     ),
-    # the e2e httpd and nginx images serve HTTP on port 80: agnhost's netexec does the same
-    ImageEntry(image="registry.k8s.io/e2e-test-images/httpd", peer="agnhost", entrypoint=("netexec", "--http-port=80")),
+    # the e2e httpd image serves its web root's files on port 80 (CMD ["httpd-foreground"]):
+    # busybox's httpd does, over the image's index.html, which specs move away and back
+    ImageEntry(
+        image="registry.k8s.io/e2e-test-images/httpd",
+        cmd=("httpd", "-f", "-p", "80", "-h", HTTPD_ROOT),
+        applets="/bin/busybox",
+        applets_peer="busybox",
+        writable=((f"{HTTPD_ROOT}/index.html", "<html><body><h1>It works!</h1></body></html>\n"),),
+    ),
+    # the e2e nginx image serves HTTP on port 80: agnhost's netexec does the same
     ImageEntry(image="registry.k8s.io/e2e-test-images/nginx", peer="agnhost", entrypoint=("netexec", "--http-port=80")),
 )
 
@@ -155,6 +170,8 @@ class Resolved:
     """The host program to run when argv[0] is an in-image path of the entry's peer ("": argv[0])."""
     files: tuple[tuple[str, str], ...] = ()
     """(host file, path in the image) to bind read-only in the container (ImageEntry.files)."""
+    writable: tuple[tuple[str, str], ...] = ()
+    """(path in the image, text) of the files each run gets a writable copy of (ImageEntry.writable)."""
 
 
 _HUB_PREFIXES = ("docker.io/library/", "index.docker.io/library/", "docker.io/", "index.docker.io/")
@@ -219,14 +236,14 @@ def resolve(
     if not argv:
         raise ImagePullError(f"image {image!r} has neither an entrypoint nor a command in {TABLE_KEY}")
     if multicall and _is_applet(argv[0], applets(multicall)):
-        return Resolved(argv, dict(entry.env), entry.working_dir, entry, multicall, entry.host_files())
+        return Resolved(argv, dict(entry.env), entry.working_dir, entry, multicall, entry.host_files(), entry.writable)
     executable = ""
     if entry.peer and entry.programs:
         if not command:
             argv[0] = entry.programs[0]  # the ENTRYPOINT runs under its in-image name, as in the image
         if argv[0] in entry.programs:
             executable = str(peer_path(entry.peer))
-    return Resolved(argv, dict(entry.env), entry.working_dir, entry, executable, entry.host_files())
+    return Resolved(argv, dict(entry.env), entry.working_dir, entry, executable, entry.host_files(), entry.writable)
 
 
 APPLET_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin"})  # where busybox's image links its applets

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from components.kubelet import container_tmp, etchosts, limits, podphase, termination
+from components.kubelet import container_tmp, etchosts, image_dirs, limits, podphase, termination
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
@@ -334,9 +334,19 @@ class PodWorker:
         except ImagePullError as e:
             self._pull_failed(name, image_name, str(e), now)
             return
-        if image.files and self.volumes is not None and os.geteuid() == 0:
+        if (image.files or image.writable) and self.volumes is not None and os.geteuid() == 0:
             # the image's own files first: the container's volumes lie over them, as over an image
-            files = tuple(Mount(host, target, True) for host, target in image.files)
+            try:
+                files = tuple(Mount(host, target, True) for host, target in image.files) + image_dirs.mounts_for(
+                    self.volumes.base.parent,
+                    name,
+                    self._next_attempt(container),
+                    image.writable,
+                    read_only=read_only_root(container),
+                )
+            except OSError as e:
+                self._wait(name, "CreateContainerError", str(e), ("Warning", "Failed", f"Error: {e}"))
+                return
             sandbox = replace(sandbox, mounts=files + sandbox.mounts)
         run_meta = self._run_meta(container)
         if getattr(self.runtime, "needs_command", True):
@@ -423,9 +433,11 @@ class PodWorker:
                 # the IP this kubelet reports as the pod's (kube's makeMounts takes the sandbox's)
                 mounts += (self.volumes.hosts_mount(self.pod, [self.pod_ip]),)
             if os.geteuid() == 0:  # a kubelet that is not root mounts nothing, and would say so in each log
-                mounts += (self._termination_mount(container),)
+                attempt = self._next_attempt(container)
+                mounts += (self._termination_mount(container, attempt),)
                 if self.private_tmp and not read_only_root(container):
-                    mounts = (self._tmp_mount(container), *mounts)  # first: volumes under /tmp go inside it
+                    # first: volumes under /tmp go inside it
+                    mounts = (container_tmp.mount_for(self.volumes.base.parent, container["name"], attempt), *mounts)
         user = run_as(self.pod, container, where)
         return Sandbox(
             mounts=mounts,
@@ -443,18 +455,16 @@ class PodWorker:
             else etchosts.hostname_and_domain(self.pod)[0] or None,
         )
 
-    def _termination_mount(self, container: Obj) -> Mount:
-        """The next run's termination message file, bound at its terminationMessagePath."""
-        assert self.volumes is not None
+    def _next_attempt(self, container: Obj) -> int:
+        """The number the runtime will give the container's next run."""
         done = self.runtime.attempts(self.uid, container["name"])  # type: ignore[attr-defined]  # volumes: the process runtime
-        file = termination.file_for(self.volumes.base.parent, container["name"], done[-1] + 1 if done else 0)
-        return Mount(str(file), termination.target_of(container), False)
+        return done[-1] + 1 if done else 0
 
-    def _tmp_mount(self, container: Obj) -> Mount:
-        """The next run's own empty /tmp (container_tmp.py)."""
+    def _termination_mount(self, container: Obj, attempt: int) -> Mount:
+        """Run `attempt`'s termination message file, bound at its terminationMessagePath."""
         assert self.volumes is not None
-        done = self.runtime.attempts(self.uid, container["name"])  # type: ignore[attr-defined]  # volumes: the process runtime
-        return container_tmp.mount_for(self.volumes.base.parent, container["name"], done[-1] + 1 if done else 0)
+        file = termination.file_for(self.volumes.base.parent, container["name"], attempt)
+        return Mount(str(file), termination.target_of(container), False)
 
     def _ended(self, container: Obj, run: RunState) -> Obj:
         """A finished run's `terminated` state, with its termination message (termination.py);

@@ -9,6 +9,7 @@ import pytest
 
 from components.kubelet.config import KubeletSettings, load_kubelet_settings
 from components.kubelet.images import (
+    HTTPD_ROOT,
     SHIPPED,
     HostImages,
     ImageEntry,
@@ -249,3 +250,21 @@ def test_update_demos_images_are_agnhost_serving_their_own_files() -> None:
         assert got.argv == ["/agnhost", "test-webserver"] and got.executable == str(peer_path("agnhost"))
         assert (str(folder / demo / "data.json"), "/data.json") in got.files
         assert (str(folder / "localhost.crt"), "/localhost.crt") in got.files  # its base image's
+
+
+def test_httpd_is_busyboxs_httpd_over_the_images_own_web_root() -> None:
+    """Conformance's StatefulSet specs make an httpd pod unready by moving its web root's
+    index.html away: busybox's httpd serves the image's DocumentRoot, of which each run gets a
+    writable copy of the image's index.html."""
+    applets = {"/bin/busybox": frozenset({"sh", "httpd"})}.__getitem__
+    got = resolve(
+        SHIPPED,
+        "registry.k8s.io/e2e-test-images/httpd:2.4.38-4",
+        [],
+        [],
+        applets=applets,
+        present=lambda p: p == "/bin/busybox",
+    )
+    assert (got.argv, got.executable) == (["httpd", "-f", "-p", "80", "-h", HTTPD_ROOT], "/bin/busybox")
+    assert [path for path, _ in got.writable] == [f"{HTTPD_ROOT}/index.html"]
+    assert "It works!" in got.writable[0][1]

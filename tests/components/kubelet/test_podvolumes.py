@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.kubelet import container_tmp, containerlog, sandbox
+from components.kubelet import container_tmp, containerlog, image_dirs, sandbox
 from components.kubelet.envvars import Sources
-from components.kubelet.images import HostImages
+from components.kubelet.images import HTTPD_ROOT, HostImages
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
 from components.kubelet.process_runtime import ProcessRuntime
@@ -631,6 +631,61 @@ def test_an_images_own_files_are_bound_read_only_at_their_paths(
     )
     assert not os.path.exists("/localhost.crt")  # in the container's own root only
     assert not os.path.exists("/localhost.crt")
+
+
+def test_an_images_changed_files_are_each_runs_own_writable_copy(runtime: ProcessRuntime) -> None:
+    """The httpd image's web root is the container's to change (conformance's StatefulSet specs
+    move index.html away to make a pod unready, and back): each container has its own copy,
+    seeded with the image's text, bound at the image's path; the node's filesystem and the
+    pod's other container see none of it, and `kubectl exec` sees the container's."""
+    index = f"{HTTPD_ROOT}/index.html"
+    mover = {
+        "name": "mover",
+        "image": "registry.k8s.io/e2e-test-images/httpd:2.4.38-4",
+        "command": ["sh", "-c", f"cat {index}; mv {index} /tmp/ && echo moved; sleep 30"],
+    }
+    keeper = {
+        "name": "keeper",
+        "image": "registry.k8s.io/e2e-test-images/httpd:2.4.38-4",
+        "command": ["sh", "-c", f"sleep 1; cat {index}; sleep 30"],
+    }
+    pod = a_pod("h1", [mover, keeper], [])
+    w = PodWorker(
+        pod,
+        runtime,
+        sources(),
+        "127.0.0.1",
+        volumes=PodVolumes(runtime.root / "pods" / "h1" / "volumes"),
+        images=HostImages(),
+    )
+    page = b"<html><body><h1>It works!</h1></body></html>\n"
+    sync_until(w, "the mover's output", lambda: output(runtime, "h1", "mover") == page + b"moved\n")
+    sync_until(w, "the keeper's output", lambda: output(runtime, "h1", "keeper") == page)
+    assert not os.path.exists(HTTPD_ROOT)
+    pid = until("the mover to run", lambda: runtime.main_pid("h1", "mover"))
+    seen = subprocess.run(
+        ["sh", "-c", f"ls {HTTPD_ROOT}; cat /tmp/index.html"],
+        preexec_fn=sandbox.join(pid),
+        capture_output=True,
+        timeout=10,
+        check=True,
+    )
+    assert seen.stdout == page
+
+
+def test_an_images_writable_directories_are_made_per_run_read_only_when_asked(tmp_path: Path) -> None:
+    files = (("/srv/www/index.html", "hello\n"), ("/srv/www/other.html", "x"), ("/etc/app.conf", "a=1\n"))
+    first = image_dirs.mounts_for(tmp_path, "app", 0, files)
+    assert [(m.target, m.read_only) for m in first] == [("/srv/www", False), ("/etc", False)]
+    assert sorted(p.name for p in Path(first[0].source).iterdir()) == ["index.html", "other.html"]
+    assert (Path(first[1].source) / "app.conf").read_text() == "a=1\n"
+    (Path(first[0].source) / "index.html").unlink()
+    image_dirs.mounts_for(tmp_path, "app", 1, files)
+    third = image_dirs.mounts_for(tmp_path, "app", 2, files, read_only=True)
+    assert sorted(p.name for p in (tmp_path / "image" / "app").iterdir()) == ["1", "2"]
+    assert (Path(third[0].source) / "index.html").read_text() == "hello\n"
+    assert all(m.read_only for m in third)
+    assert image_dirs.mounts_for(tmp_path, "none", 0, ()) == ()
 
 
 def test_a_claim_mounts_its_bound_volumes_directory_and_waits_while_unbound(tmp_path: Path) -> None:
