@@ -102,6 +102,66 @@ class Group:
     versions: tuple[GroupVersion, ...]  # preferred first
 
 
+@dataclass(frozen=True)
+class RemoteGroupVersion:
+    """A group-version another server serves (an available APIService with a service): its
+    priorities and the resources its server listed (legacy APIResource entries, checked)."""
+
+    group: str
+    version: str
+    group_priority: int
+    version_priority: int
+    resources: tuple[dict[str, Any], ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @classmethod
+    def of(
+        cls, group: str, version: str, group_priority: Any, version_priority: Any, listed: list[Any]
+    ) -> RemoteGroupVersion:
+        """From an APIService's spec and what its server listed; entries that are not
+        well-formed APIResources (a name, a kind, a list of verbs) are left out."""
+        kept = []
+        for entry in listed:
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
+                continue
+            if not isinstance(entry.get("kind"), str) or not _strings(entry.get("verbs")):
+                continue
+            kept.append(
+                {
+                    "name": entry["name"],
+                    "singularName": entry.get("singularName") if isinstance(entry.get("singularName"), str) else "",
+                    "namespaced": entry.get("namespaced") is True,
+                    "kind": entry["kind"],
+                    "verbs": list(entry["verbs"]),
+                    **{k: list(entry[k]) for k in ("shortNames", "categories") if _strings(entry.get(k)) and entry[k]},
+                    **{k: entry[k] for k in ("group", "version") if isinstance(entry.get(k), str) and entry[k]},
+                }
+            )
+        return cls(
+            group,
+            version,
+            group_priority if isinstance(group_priority, int) else 0,
+            version_priority if isinstance(version_priority, int) else 0,
+            tuple(kept),
+        )
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _remote_groups(remote: Sequence[RemoteGroupVersion]) -> dict[str, list[RemoteGroupVersion]]:
+    """Remote group-versions by group, the groups by priority (highest first, then name), each
+    group's versions by priority (highest first), as the aggregator orders them."""
+    by_group: dict[str, list[RemoteGroupVersion]] = {}
+    for rv in sorted(remote, key=lambda r: (-r.group_priority, r.group, -r.version_priority, r.version)):
+        by_group.setdefault(rv.group, []).append(rv)
+    return by_group
+
+
 def check_catalog(resources: Iterable[ResourceDef]) -> None:
     """Refuse a catalog that would make discovery ambiguous, naming the offending resource."""
     seen: dict[tuple[str, str, str], str] = {}
@@ -243,18 +303,62 @@ def _aggregated_group(group: Group) -> dict[str, Any]:
     }
 
 
+def _aggregated_remote(rv: RemoteGroupVersion) -> dict[str, Any]:
+    """An APIVersionDiscovery from a remote server's legacy list (subresources under their resource)."""
+    by_name: dict[str, dict[str, Any]] = {}
+    for e in rv.resources:
+        if "/" in e["name"]:
+            continue
+        entry: dict[str, Any] = {
+            "resource": e["name"],
+            "responseKind": _gvk(e.get("group", rv.group), e.get("version", rv.version), e["kind"]),
+            "scope": "Namespaced" if e["namespaced"] else "Cluster",
+            "singularResource": e["singularName"],
+            "verbs": e["verbs"],
+        }
+        entry |= {k: e[k] for k in ("shortNames", "categories") if k in e}
+        by_name[e["name"]] = entry
+    for e in rv.resources:
+        parent, _, sub = e["name"].partition("/")
+        if sub and parent in by_name:
+            by_name[parent].setdefault("subresources", []).append(
+                {
+                    "subresource": sub,
+                    "responseKind": _gvk(e.get("group", rv.group), e.get("version", rv.version), e["kind"]),
+                    "verbs": e["verbs"],
+                }
+            )
+    return {"version": rv.version, "resources": [by_name[n] for n in sorted(by_name)], "freshness": "Current"}
+
+
 def aggregated_discovery(
-    resources: Iterable[ResourceDef], *, core: bool, representation: Representation = "v2"
+    resources: Iterable[ResourceDef],
+    *,
+    core: bool,
+    representation: Representation = "v2",
+    remote: Sequence[RemoteGroupVersion] = (),
 ) -> dict[str, Any]:
-    """APIGroupDiscoveryList for `/api` (`core=True`: the one group named "") or `/apis` (the rest)."""
+    """APIGroupDiscoveryList for `/api` (`core=True`: the one group named "") or `/apis` (the
+    rest, with the `remote` group-versions: a version of one of our groups after ours, other
+    groups after ours)."""
     if representation == "legacy":
         raise ValueError("aggregated_discovery needs the v2 or v2beta1 representation")
     groups = [g for g in served_groups(resources) if (g.name == "") == core]
+    items = [_aggregated_group(g) for g in groups]
+    if not core:
+        by_name = {item["metadata"]["name"]: item for item in items}
+        for group, versions in _remote_groups(remote).items():
+            item = by_name.get(group)
+            if item is None:
+                item = by_name[group] = {"metadata": {"name": group}, "versions": []}
+                items.append(item)
+            known = {v["version"] for v in item["versions"]}
+            item["versions"] += [_aggregated_remote(rv) for rv in versions if rv.version not in known]
     return {
         "kind": "APIGroupDiscoveryList",
         "apiVersion": f"{DISCOVERY_GROUP}/{representation}",
         "metadata": {},
-        "items": [_aggregated_group(g) for g in groups],
+        "items": items,
     }
 
 
@@ -276,17 +380,34 @@ def _api_group(group: Group) -> dict[str, Any]:
     return {"name": group.name, "versions": versions, "preferredVersion": versions[0]}
 
 
-def api_group_list(resources: Iterable[ResourceDef]) -> dict[str, Any]:
-    """APIGroupList for legacy `GET /apis`."""
+def _legacy_groups(resources: Iterable[ResourceDef], remote: Sequence[RemoteGroupVersion]) -> list[dict[str, Any]]:
     groups = [_api_group(g) for g in served_groups(resources) if g.name]
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+    by_name = {g["name"]: g for g in groups}
+    for group, versions in _remote_groups(remote).items():
+        entry = by_name.get(group)
+        if entry is None:
+            entry = by_name[group] = {"name": group, "versions": []}
+            groups.append(entry)
+        known = {v["version"] for v in entry["versions"]}
+        entry["versions"] += [
+            {"groupVersion": rv.name, "version": rv.version} for rv in versions if rv.version not in known
+        ]
+        entry.setdefault("preferredVersion", entry["versions"][0])
+    return groups
 
 
-def api_group(resources: Iterable[ResourceDef], group: str) -> dict[str, Any]:
+def api_group_list(resources: Iterable[ResourceDef], remote: Sequence[RemoteGroupVersion] = ()) -> dict[str, Any]:
+    """APIGroupList for legacy `GET /apis` (with the `remote` group-versions)."""
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": _legacy_groups(resources, remote)}
+
+
+def api_group(
+    resources: Iterable[ResourceDef], group: str, remote: Sequence[RemoteGroupVersion] = ()
+) -> dict[str, Any]:
     """APIGroup for `GET /apis/{group}` (kubectl never asks, but the path exists upstream)."""
-    for g in served_groups(resources):
-        if g.name and g.name == group:
-            return {"kind": "APIGroup", "apiVersion": "v1", **_api_group(g)}
+    for g in _legacy_groups(resources, remote):
+        if g["name"] == group:
+            return {"kind": "APIGroup", "apiVersion": "v1", **g}
     raise StatusError(404, "NotFound", "the server could not find the requested resource")
 
 
@@ -333,14 +454,20 @@ def api_resource_list(resources: Iterable[ResourceDef], group_version: str) -> d
 
 
 def discovery_root(
-    resources: Sequence[ResourceDef], accept: str, *, core: bool, server_address: str
+    resources: Sequence[ResourceDef],
+    accept: str,
+    *,
+    core: bool,
+    server_address: str,
+    remote: Sequence[RemoteGroupVersion] = (),
 ) -> tuple[dict[str, Any], str]:
-    """The body and Content-Type answering `GET /api` (`core=True`) or `GET /apis` for `accept`."""
+    """The body and Content-Type answering `GET /api` (`core=True`) or `GET /apis` for `accept`
+    (`remote`: the group-versions of available APIServices, in `/apis`)."""
     representation = negotiate_discovery(accept)
     if representation != "legacy":
-        body = aggregated_discovery(resources, core=core, representation=representation)
+        body = aggregated_discovery(resources, core=core, representation=representation, remote=remote)
     elif core:
         body = api_versions(resources, server_address)
     else:
-        body = api_group_list(resources)
+        body = api_group_list(resources, remote)
     return body, discovery_content_type(representation)

@@ -131,16 +131,18 @@ def _owned(want: Obj, have: Obj) -> Obj | None:
     return out if changed else None
 
 
-async def _keep(registry: Registry, want: Obj) -> str:
-    """Make `want` exist with its owned fields; returns what was done (for the log)."""
+async def keep_object(registry: Registry, want: Obj, manager: str = MANAGER) -> str:
+    """Make `want` exist with the fields it sets (labels merged, the rest left alone); returns
+    what was done (for the log).  Also what keeps kube-system/extension-apiserver-authentication."""
+    namespace, name = want["metadata"].get("namespace"), want["metadata"]["name"]
     for _ in range(ATTEMPTS):
         try:
-            have = await registry.get(NAMESPACE, NAME)
+            have = await registry.get(namespace, name)
         except errors.StatusError as e:
             if e.code != 404:
                 raise
             try:
-                await registry.create(NAMESPACE, deep_copy(want), manager=MANAGER)
+                await registry.create(namespace, deep_copy(want), manager=manager)
                 return "created"
             except errors.StatusError as e2:
                 if e2.code == 409:  # made meanwhile: look again
@@ -150,7 +152,7 @@ async def _keep(registry: Registry, want: Obj) -> str:
         if fixed is None:
             return ""
         try:
-            await registry.update(NAMESPACE, NAME, fixed, manager=MANAGER)
+            await registry.update(namespace, name, fixed, manager=manager)
             return "fixed"
         except errors.StatusError as e:
             if e.code not in (404, 409):
@@ -168,7 +170,7 @@ async def reconcile(target: KubernetesService, services: Registry, endpoints: Re
     ):
         what = registry.resource.plural
         try:
-            done = await _keep(registry, want)
+            done = await keep_object(registry, want)
         except errors.StatusError as e:
             log.warning("default/kubernetes %s: could not keep it: %s", what, e.message)
             continue

@@ -30,6 +30,7 @@ from pathlib import Path
 import uvicorn
 
 from apiserver.admission.assembly import plugin_names
+from apiserver.aggregator.front_proxy import DEFAULT_ALLOWED_NAMES, FrontProxy
 from apiserver.auth import jws
 from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokenSettings
@@ -74,6 +75,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--service-cluster-ip-range",
         default=DEFAULT_SERVICE_CIDR,
         help=f"the Services' CIDR; its first address is default/kubernetes's IP (default {DEFAULT_SERVICE_CIDR})",
+    )
+    p.add_argument(
+        "--bind-address",
+        default="",
+        help="address to listen on when it is not --host (0.0.0.0: every address, so that pods in"
+        " network namespaces reach the advertised one; the certificate names --host and --advertise-address)",
     )
     p.add_argument(
         "--advertise-address",
@@ -147,6 +154,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--kubelet-certificate-authority",
         type=Path,
         help="CA that signs the kubelets' serving certificates (default: the data dir's apiserver CA)",
+    )
+    p.add_argument(
+        "--proxy-client-cert-file",
+        type=Path,
+        help="client certificate the aggregator shows the servers behind APIServices"
+        " (default: front-proxy-client of a front-proxy CA made in the data dir)",
+    )
+    p.add_argument("--proxy-client-key-file", type=Path, help="its private key")
+    p.add_argument(
+        "--requestheader-client-ca-file",
+        type=Path,
+        help="the CA that signed --proxy-client-cert-file, published for aggregated servers to trust",
+    )
+    p.add_argument(
+        "--requestheader-allowed-names",
+        default=",".join(DEFAULT_ALLOWED_NAMES),
+        help="common names of the front-proxy certificates aggregated servers accept"
+        f" (default {','.join(DEFAULT_ALLOWED_NAMES)})",
     )
     edge = ConnectionLimits()
     seats = InFlightLimits()
@@ -223,6 +248,8 @@ class ServeOptions:
     service_accounts: ServiceAccountTokenSettings | None = None
     kubelet_tls: ssl.SSLContext | None = None
     kubernetes_service: KubernetesService | None = None
+    front_proxy: FrontProxy | None = None
+    client_ca_pem: str = ""
     connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     inflight_limits: InFlightLimits = field(default_factory=InFlightLimits)
 
@@ -249,7 +276,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
     generated = ApiserverPKI.of(data_dir)
     if None in (args.tls_cert_file, args.client_ca_file, args.token_auth_file, args.service_account_signing_key_file):
         try:
-            generated.ensure(args.host)
+            generated.ensure(args.host, (args.advertise_address,) if args.advertise_address else ())
         except (pki.PKIError, ValueError, OSError) as e:
             raise UsageError(f"--data-dir: cannot set up the apiserver's credentials in {generated.root}: {e}") from e
     cert = args.tls_cert_file or generated.serving.cert
@@ -265,11 +292,17 @@ def options(args: argparse.Namespace) -> ServeOptions:
         raise UsageError(f"--client-ca-file: {e}") from e
     service_accounts = service_account_settings(args, generated)
     kubelet = kubelet_tls(args, generated)
+    proxy = front_proxy_of(args, generated)
+    try:
+        client_ca_pem = client_ca.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--client-ca-file: {e}") from e
     url, store_tls = storage_target(args.storage, data_dir, args.insecure_store)
-    if not port_free(args.host, args.port):
-        raise UsageError(f"--port {args.port}: already in use on {args.host}")
+    listen = args.bind_address or args.host
+    if not port_free(listen, args.port):
+        raise UsageError(f"--port {args.port}: already in use on {listen}")
     return ServeOptions(
-        args.host,
+        listen,
         args.port,
         url,
         store_tls,
@@ -282,6 +315,8 @@ def options(args: argparse.Namespace) -> ServeOptions:
         service_accounts,
         kubelet,
         kubernetes_service,
+        proxy,
+        client_ca_pem,
         connection_limits,
         inflight_limits,
     )
@@ -415,6 +450,33 @@ def kubelet_tls(args: argparse.Namespace, generated: ApiserverPKI) -> ssl.SSLCon
         raise UsageError(f"{flag}: {e}") from e
 
 
+def front_proxy_of(args: argparse.Namespace, generated: ApiserverPKI) -> FrontProxy:
+    """The aggregator's client identity: the flags' files, else made in the data dir."""
+    given = (args.proxy_client_cert_file, args.proxy_client_key_file, args.requestheader_client_ca_file)
+    if any(given) and not all(given):
+        raise UsageError(
+            "give --proxy-client-cert-file, --proxy-client-key-file and --requestheader-client-ca-file together"
+        )
+    names = tuple(n.strip() for n in args.requestheader_allowed_names.split(",") if n.strip())
+    if all(given):
+        cert, key, ca = given
+    else:
+        try:
+            generated.ensure(args.host)
+            files = generated.front_proxy_client()
+        except (pki.PKIError, ValueError, OSError) as e:
+            raise UsageError(f"--data-dir: cannot set up the front-proxy credentials in {generated.root}: {e}") from e
+        cert, key, ca = files.cert, files.key, files.ca
+    try:
+        pki.client_context(ca, cert, key)  # checks the pair and the CA file now, naming the flag
+        return FrontProxy(cert, key, ca.read_text(), names)
+    except (pki.PKIError, OSError, UnicodeDecodeError) as e:
+        flag = {cert: "--proxy-client-cert-file", key: "--proxy-client-key-file"}.get(
+            getattr(e, "path", None) or Path(), "--requestheader-client-ca-file"
+        )
+        raise UsageError(f"{flag}: {e}") from e
+
+
 def server_tls(cert: Path, key: Path, client_ca: Path) -> ssl.SSLContext:
     """The serving context: TLS 1.2+, client certificates asked for and verified, not required."""
     try:
@@ -510,6 +572,8 @@ async def serve(
             kubelet_tls=opts.kubelet_tls,
             inflight_limits=opts.inflight_limits,
             kubernetes_service=opts.kubernetes_service,
+            front_proxy=opts.front_proxy,
+            client_ca_pem=opts.client_ca_pem,
         )
         config = uvicorn.Config(
             app,

@@ -62,6 +62,9 @@ DEFAULT_NODES = ("node-1", "node-2", "node-3")
 KUBELET_CLIENT = "apiserver-kubelet-client"
 HOLLOW_NODES = "hollow-nodes"
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
+FRONT_PROXY_DIR = "front-proxy"
+FRONT_PROXY_CLIENT = "front-proxy-client"
+"""The aggregator's client certificate (kube's name, and the CN aggregated servers allow)."""
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _MAX_NODE_NAME = 64 - len("kubelet-")  # the certificate's file stem is kubelet-<node>
 
@@ -141,15 +144,16 @@ class ApiserverPKI:
     def kubeconfig_of(self, component: str) -> Path:
         return self.root / KUBECONFIGS_DIR / f"{component.replace(':', '-')}.kubeconfig"
 
-    def ensure(self, host: str = "127.0.0.1") -> None:
+    def ensure(self, host: str = "127.0.0.1", also: tuple[str, ...] = ()) -> None:
         """Create whatever is missing: the CA, the serving certificate (reissued when it does
-        not name `host`), the admin certificate and the token file.  Existing files are kept."""
+        not name `host` and the addresses `also`, such as the advertised one), the admin
+        certificate and the token file.  Existing files are kept."""
         disk.make_dirs(self.root)
         if pki.CA_CERT in _names(self.pki_dir) or pki.CA_KEY in _names(self.pki_dir):
             ca = pki.load_files(self.pki_dir, "ca")
         else:
             ca = pki.create_ca(self.pki_dir, "raftkube apiserver CA")
-        hosts = serving_hosts(host)
+        hosts = tuple(dict.fromkeys((*serving_hosts(host), *(a for h in also for a in serving_hosts(h)))))
         if not self.serving.cert.exists() or not _names_hosts(self.serving.cert, hosts):
             pki.issue_cert(ca, self.pki_dir, SERVING, common_name="raftkube-apiserver", hosts=hosts, server=True)
         if not self.admin.cert.exists() or not self.admin.key.exists():
@@ -204,6 +208,23 @@ class ApiserverPKI:
             pass
         ca = pki.load_files(self.pki_dir, "ca")
         return pki.issue_cert(ca, self.pki_dir, stem, common_name=f"system:node:{node}", hosts=hosts, server=True)
+
+    def front_proxy_client(self) -> pki.CertFiles:
+        """The certificate the aggregator shows the servers behind APIServices (kube's
+        front-proxy-client), issued by a CA of its own (kube's front-proxy-ca, so that a
+        certificate of the cluster CA cannot pass for the proxy), both made when missing or
+        no longer valid.  Its CA is the `ca` of the returned files."""
+        directory = self.pki_dir / FRONT_PROXY_DIR
+        try:
+            return pki.load_files(directory, FRONT_PROXY_CLIENT)
+        except pki.PKIError:
+            try:
+                ca = pki.load_files(directory, "ca")
+            except pki.PKIError:
+                for stale in (pki.CA_CERT, pki.CA_KEY):
+                    (directory / stale).unlink(missing_ok=True)
+                ca = pki.create_ca(directory, "raftkube front-proxy CA")
+            return pki.issue_cert(ca, directory, FRONT_PROXY_CLIENT, common_name=FRONT_PROXY_CLIENT, client=True)
 
     def admin_token(self) -> str | None:
         """The first token of user admin in the token file (None when there is none)."""

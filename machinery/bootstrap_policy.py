@@ -299,6 +299,34 @@ def bootstrap_objects() -> tuple[list[Obj], list[Obj]]:
     return roles, bindings
 
 
+SYSTEM_NAMESPACE = "kube-system"
+AUTHENTICATION_READER = "extension-apiserver-authentication-reader"
+
+
+def namespaced_objects() -> tuple[list[Obj], list[Obj]]:
+    """(Roles, RoleBindings) every cluster starts with, each with its namespace: kube's
+    kube-system role that lets a server read the ConfigMap extension-apiserver-authentication
+    (how an aggregated server learns to trust the front proxy), bound to the scheduler and
+    the controller-manager as kube binds it."""
+    role = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "Role",
+        "metadata": {**_meta(AUTHENTICATION_READER), "namespace": SYSTEM_NAMESPACE},
+        "rules": [rule(READ, [""], ["configmaps"], ["extension-apiserver-authentication"])],
+    }
+    role_binding = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "RoleBinding",
+        "metadata": {**_meta(f"system::{AUTHENTICATION_READER}"), "namespace": SYSTEM_NAMESPACE},
+        "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": AUTHENTICATION_READER},
+        "subjects": [
+            {"apiGroup": RBAC, "kind": "User", "name": user}
+            for user in ("system:kube-controller-manager", "system:kube-scheduler")
+        ],
+    }
+    return [role], [role_binding]
+
+
 def reconcile(existing: Obj | None, wanted: Obj) -> Obj | None:
     """What to write for a bootstrap object: `wanted` when absent, the existing object extended
     with the rules / subjects / labels it misses, or None when nothing needs writing."""

@@ -9,18 +9,29 @@ import logging
 
 from apiserver import errors
 from apiserver.registry.generic import Registry
-from machinery.bootstrap_policy import bootstrap_objects, reconcile
+from machinery.bootstrap_policy import bootstrap_objects, namespaced_objects, reconcile
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.apiserver")
 
 
-async def ensure_bootstrap_policy(cluster_roles: Registry, cluster_role_bindings: Registry) -> None:
-    """Create or extend the bootstrap roles and bindings (another apiserver may race us: fine)."""
-    roles, bindings = bootstrap_objects()
-    for registry, objs in ((cluster_roles, roles), (cluster_role_bindings, bindings)):
+async def ensure_bootstrap_policy(
+    cluster_roles: Registry,
+    cluster_role_bindings: Registry,
+    roles: Registry | None = None,
+    role_bindings: Registry | None = None,
+) -> None:
+    """Create or extend the bootstrap roles and bindings (another apiserver may race us: fine);
+    the namespaced ones too when their registries are given."""
+    cluster_wide, cluster_bindings = bootstrap_objects()
+    kinds = [(cluster_roles, cluster_wide), (cluster_role_bindings, cluster_bindings)]
+    if roles is not None and role_bindings is not None:
+        namespaced, namespaced_bindings = namespaced_objects()
+        kinds += [(roles, namespaced), (role_bindings, namespaced_bindings)]
+    for registry, objs in kinds:
         for wanted in objs:
             name = wanted["metadata"]["name"]
+            namespace = wanted["metadata"].get("namespace")
 
             def change(current: Obj | None, wanted: Obj = wanted) -> Obj:
                 result = reconcile(current, wanted)
@@ -30,6 +41,6 @@ async def ensure_bootstrap_policy(cluster_roles: Registry, cluster_role_bindings
                 return copy.deepcopy(result)
 
             try:
-                await registry.mutate(None, name, change, create_if_missing=True, manager="kube-apiserver")
+                await registry.mutate(namespace, name, change, create_if_missing=True, manager="kube-apiserver")
             except errors.StatusError as e:
                 log.warning("could not reconcile the bootstrap %s %s yet: %s", registry.resource.kind, name, e.message)

@@ -39,6 +39,7 @@ from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.strategy import STATUS
 from apiserver.resources.apiextensions_customresourcedefinitions import CLEANUP_FINALIZER
 from apiserver.resources.base import ResourceDef
+from machinery.conditions import merge_conditions
 from machinery.objects import Obj
 from machinery.timestamps import format_time
 
@@ -56,21 +57,6 @@ def _condition(kind: str, status: str, reason: str, message: str, now: float) ->
         "reason": reason,
         "message": message,
     }
-
-
-def _merge_conditions(current: list[Any], wanted: list[dict[str, str]]) -> list[Any]:
-    """`current` with each wanted condition set; a condition whose status did not change keeps
-    its lastTransitionTime (kube's SetCRDCondition)."""
-    out = [c for c in current if isinstance(c, dict)]
-    for cond in wanted:
-        found = next((c for c in out if c.get("type") == cond["type"]), None)
-        if found is None:
-            out.append(cond)
-            continue
-        if found.get("status") != cond["status"]:
-            found["lastTransitionTime"] = cond["lastTransitionTime"]
-        found["status"], found["reason"], found["message"] = cond["status"], cond["reason"], cond["message"]
-    return out
 
 
 def _forget(res: ResourceDef) -> None:
@@ -209,7 +195,7 @@ class CustomResourceServing:
                 raise errors.not_found("customresourcedefinitions", crd["metadata"]["name"], kinds.CRD_GROUP)
             found = obj.get("status")
             status: dict[str, Any] = found if isinstance(found, dict) else {}
-            status["conditions"] = _merge_conditions(list(status.get("conditions") or ()), wanted)
+            status["conditions"] = merge_conditions(list(status.get("conditions") or ()), wanted)
             if accepted:
                 names = obj["spec"]["names"]
                 status["acceptedNames"] = {k: names[k] for k in names}

@@ -29,6 +29,9 @@ from starlette.websockets import WebSocket
 from apiserver import discovery, errors, openapi, version, warnings
 from apiserver.admission.assembly import AdmissionContext, build_chain, plugin_names
 from apiserver.admission.webhook.wiring import service_resolver
+from apiserver.aggregator.availability import APIServiceAvailability, is_available
+from apiserver.aggregator.front_proxy import FrontProxy, authentication_configmap, publish_forever
+from apiserver.aggregator.proxy import AggregatorClient
 from apiserver.auth import impersonation, issuer_discovery
 from apiserver.auth.authn import Union
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokens, ServiceAccountTokenSettings
@@ -46,6 +49,7 @@ from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.crd.kinds import CRD_GROUP
 from apiserver.crd.serving import CustomResourceServing
 from apiserver.http import negotiation
+from apiserver.http.handlers.body import read_limited
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
 from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess
@@ -96,6 +100,8 @@ class Api:
         kubelet_tls: ssl.SSLContext | None = None,
         inflight_limits: InFlightLimits | None = None,
         kubernetes_service: KubernetesService | None = None,
+        front_proxy: FrontProxy | None = None,
+        client_ca_pem: str = "",
     ) -> None:
         self.storage = storage
         self.kubernetes_service = kubernetes_service
@@ -131,6 +137,23 @@ class Api:
                 self.scope, crds, clock=clock, resolve_service=service_resolver(context.caches, context.registries)
             )
         self.scope.use_admission(self.admission)
+        self._background: list[asyncio.Task[None]] = []
+        self.aggregator_client = (
+            AggregatorClient(front_proxy, service_resolver(context.caches, context.registries))
+            if front_proxy is not None
+            else None
+        )
+        apiservices = self.scope.by_path.get(("apiregistration.k8s.io", "v1", "apiservices"))
+        self.apiservices = (
+            APIServiceAvailability(
+                self.scope.caches[apiservices], self.scope.registries[apiservices], self.aggregator_client, clock=clock
+            )
+            if apiservices is not None and apiservices in self.scope.caches
+            else None
+        )
+        self.authentication_info = (
+            authentication_configmap(client_ca_pem, front_proxy) if client_ca_pem or front_proxy else None
+        )
         core = {
             plural: self.scope.by_path.get(("", "v1", plural)) for plural in (SERVICE_ACCOUNTS, PODS, SECRETS, NODES)
         }
@@ -194,7 +217,11 @@ class Api:
         roles = self.scope.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterroles"))
         bindings = self.scope.by_path.get(("rbac.authorization.k8s.io", "v1", "clusterrolebindings"))
         if roles is not None and bindings is not None:
-            await ensure_bootstrap_policy(self.scope.registries[roles], self.scope.registries[bindings])
+            rbac = [self.scope.by_path.get(("rbac.authorization.k8s.io", "v1", p)) for p in ("roles", "rolebindings")]
+            namespaced = [self.scope.registries[r] if r is not None else None for r in rbac]
+            await ensure_bootstrap_policy(
+                self.scope.registries[roles], self.scope.registries[bindings], namespaced[0], namespaced[1]
+            )
             # serve once the authorizer sees the bootstrap policy (a consistent list waits for it),
             # as kube-apiserver's rbac/bootstrap-roles post-start hook holds readiness
             for res in (roles, bindings):
@@ -205,6 +232,13 @@ class Api:
             )
         if self.custom_resources is not None:
             self._crd_loop = asyncio.create_task(self.custom_resources.run())
+        if self.apiservices is not None:
+            self._background.append(asyncio.create_task(self.apiservices.run()))
+        configmaps = self.scope.by_path.get(("", "v1", "configmaps"))
+        if self.authentication_info is not None and configmaps is not None and configmaps in self.scope.registries:
+            self._background.append(
+                asyncio.create_task(publish_forever(self.scope.registries[configmaps], self.authentication_info))
+            )
         if self.compaction_interval > 0:
             self._compactor = asyncio.create_task(compact_forever(self.storage, self.compaction_interval))
         kept = [self.scope.by_path.get(p) for p in (("", "v1", "services"), ("", "v1", "endpoints"))]
@@ -216,7 +250,7 @@ class Api:
             )
 
     async def stop(self) -> None:
-        for task in (self._aggregator, self._compactor, self._service_keeper, self._crd_loop):
+        for task in (self._aggregator, self._compactor, self._service_keeper, self._crd_loop, *self._background):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -225,6 +259,8 @@ class Api:
             await self.custom_resources.stop()
         await self.admission.close()
         await self.kubelets.close()
+        if self.aggregator_client is not None:
+            await self.aggregator_client.close()
         if self.scope.pod_proxy is not None:
             await self.scope.pod_proxy.close()
         await self.scope.stop()
@@ -250,6 +286,8 @@ def build_app(
     kubelet_tls: ssl.SSLContext | None = None,
     inflight_limits: InFlightLimits | None = None,
     kubernetes_service: KubernetesService | None = None,
+    front_proxy: FrontProxy | None = None,
+    client_ca_pem: str = "",
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
@@ -262,7 +300,10 @@ def build_app(
     `kubelet_tls`: how to reach kubelets (the apiserver's client certificate and the kubelets'
     CA); without it pods/log, exec, portforward and nodes/proxy answer 503.  `inflight_limits`:
     the seats of requests and watches each priority level has (apiserver.http.inflight).
-    `kubernetes_service`: where `default/kubernetes` points (None: no such Service is kept)."""
+    `kubernetes_service`: where `default/kubernetes` points (None: no such Service is kept).
+    `front_proxy`: the aggregator's client identity (None: APIServices with a service are
+    never reachable); with `client_ca_pem` (the CA of client certificates) it is published in
+    kube-system/extension-apiserver-authentication for aggregated servers."""
     api = Api(
         storage,
         resources if resources is not None else catalog(),
@@ -275,6 +316,8 @@ def build_app(
         kubelet_tls,
         inflight_limits,
         kubernetes_service,
+        front_proxy,
+        client_ca_pem,
     )
     authenticator = Union(
         authenticator, [api.service_accounts.authenticator], api.service_accounts.settings.api_audiences
@@ -391,6 +434,9 @@ def _json(value: Any, code: int = 200, content_type: str = negotiation.JSON) -> 
 
 async def _route(api: Api, request: Request) -> Response:
     path = request.url.path.rstrip("/") or "/"
+    apiservice = _remote_apiservice(api, path)
+    if apiservice is not None:
+        return await _aggregated(api, request, apiservice)
     if request.method == "GET":
         if path in ("/healthz", "/livez"):
             return PlainTextResponse("ok")
@@ -433,6 +479,29 @@ async def _route(api: Api, request: Request) -> Response:
     return await route(api.scope, request, target)
 
 
+def _remote_apiservice(api: Api, path: str) -> dict[str, Any] | None:
+    """The APIService handing the path's group-version (`/apis/<group>/<version>[/...]`) to
+    another server; None when there is none or this server serves that group-version itself."""
+    if api.apiservices is None or not path.startswith("/apis/"):
+        return None
+    parts = path.split("/", 4)
+    if len(parts) < 4 or not parts[2] or not parts[3] or api.scope.serves(parts[2], parts[3]):
+        return None
+    return api.apiservices.remote_for(parts[2], parts[3])
+
+
+async def _aggregated(api: Api, request: Request, apiservice: dict[str, Any]) -> Response:
+    """A request for a group-version an APIService hands to another server: relayed to it for
+    the user already authenticated and authorized here; 503 while it is not available."""
+    if api.aggregator_client is None or not is_available(apiservice):
+        raise errors.unavailable("service unavailable")
+    body = await read_limited(request)
+    path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return await api.aggregator_client.relay(
+        apiservice, request.method, path, request.headers, body, request.state.user
+    )
+
+
 def _accepts_json(accept: str) -> bool:
     if not accept.strip():
         return True
@@ -452,10 +521,15 @@ def _issuer_discovery(api: Api, request: Request, path: str) -> Response:
 
 
 def _discovery(api: Api, request: Request, path: str) -> Response | None:
+    remote = api.apiservices.remote_versions() if api.apiservices is not None else ()
     if path in ("/api", "/apis"):
         server = f"{request.url.hostname}:{request.url.port}" if request.url.port else str(request.url.hostname)
         body, content_type = discovery.discovery_root(
-            api.resources, request.headers.get("accept", ""), core=path == "/api", server_address=server
+            api.resources,
+            request.headers.get("accept", ""),
+            core=path == "/api",
+            server_address=server,
+            remote=remote,
         )
         return _json(body, content_type=content_type)
     parts = [p for p in path.split("/") if p]
@@ -464,7 +538,7 @@ def _discovery(api: Api, request: Request, path: str) -> Response | None:
     if len(parts) == 3 and parts[0] == "apis":
         return _json(discovery.api_resource_list(api.resources, f"{parts[1]}/{parts[2]}"))
     if len(parts) == 2 and parts[0] == "apis":
-        return _json(discovery.api_group(api.resources, parts[1]))
+        return _json(discovery.api_group(api.resources, parts[1], remote))
     return None
 
 

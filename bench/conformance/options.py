@@ -25,7 +25,7 @@ KUBECTL = "kubectl.1.33"
 """The e2e kubectl tests shell out to kubectl; it should be the suite's own minor."""
 KUBECTL_DIRS = (Path("/usr/lib/google-cloud-sdk/bin"),)
 """Where versioned kubectl binaries live beside gcloud's dispatcher when not on PATH."""
-IMAGE_PEERS = ("agnhost", "nonewprivs", "busybox")
+IMAGE_PEERS = ("agnhost", "nonewprivs", "busybox", "sample-apiserver", "etcd")
 """What the image table runs for conformance's images: a run without one would fail its pods
 for the wrong reason (busybox would fall back to Debian's, which drops `data-1` variables)."""
 BUILD_HINT = "raftkube peers build --only e2e.test,ginkgo," + ",".join(IMAGE_PEERS)

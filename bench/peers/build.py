@@ -41,6 +41,7 @@ from machinery.process import peers
 from machinery.process.command import UsageError
 
 KUBE = "k8s.io/kubernetes"
+SAMPLE_APISERVER = "k8s.io/sample-apiserver"
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ PEERS: dict[str, Peer] = {
         Peer("ginkgo", f"{GINKGO_MODULE}/ginkgo", "install", ("version",)),
         Peer("agnhost", f"{KUBE}/test/images/agnhost", "build", ("--version",)),
         Peer("nonewprivs", f"{KUBE}/test/images/nonewprivs", "build", (), answer="Effective uid: ", mode=0o6755),
+        # the e2e sample-apiserver image's program (conformance's Aggregator spec): a staging
+        # module, built at the release the Kubernetes module replaces it with
+        Peer("sample-apiserver", SAMPLE_APISERVER, "build", ("--help",), answer="Launch a wardle API server"),
         Peer("etcd", "go.etcd.io/etcd/server/v3", "build", ("--version",)),
         Peer("etcdctl", "go.etcd.io/etcd/etcdctl/v3", "build", ("version",)),
         Peer("busybox", "busybox", "make", ("--help",)),
@@ -143,6 +147,8 @@ class Builder:
         self.say = say
         self.kube_gomod: str | None = None
         self.kube_source_dir: Path | None = None
+        self.stand_ins: dict[str, str] = {}
+        """Staging module -> the older release that stands in for Kubernetes' (unserved_staging)."""
 
     @property
     def go(self) -> Go:
@@ -197,8 +203,15 @@ class Builder:
             self.kube_gomod = Path(info["GoMod"]).read_text()
             self.kube_source_dir = Path(info["Dir"]) if info.get("Dir") else None
             overrides = self.unserved_staging(workdir.parent, self.kube_gomod, version)
+            self.stand_ins = overrides
             (workdir / "go.mod").write_text(kubernetes_module(self.kube_gomod, version, overrides))
-            wanted = [f"{PEERS[n].package}@{version}" for n in names if PEERS[n].how != "install"]
+            # a staging module's own program (sample-apiserver) is got without a version: the
+            # go.mod's replace pins whichever is required to the release chosen for it
+            wanted = [
+                f"{PEERS[n].package}@{version}" if PEERS[n].package.startswith(KUBE) else PEERS[n].package
+                for n in names
+                if PEERS[n].how != "install"
+            ]
             if wanted:
                 self.go.run(["get", *wanted], workdir, {"GOFLAGS": "-mod=mod"})
         self.say(f"{'':<24} {'':<9} resolved in {time.monotonic() - started:.0f} s")
@@ -236,7 +249,7 @@ class Builder:
         workdir = self.workdir(peer.name)
         manifest.folder.mkdir(parents=True, exist_ok=True)
         part = manifest.folder / f".{peer.name}.part"
-        source, expect = f"{peer.package}@{version}", version.lstrip("v")
+        source, expect = f"{peer.package}@{self.stand_ins.get(peer.package, version)}", version.lstrip("v")
         toolchain = self.compiler if peer.how == "make" else self.go.version
         if peer.how == "make":
             source = f"{busybox.SOURCE_URL.format(version=expect)} (sha256 {busybox.SOURCE_SHA256[expect][:12]})"
@@ -339,7 +352,7 @@ class Builder:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Build the upstream peers (kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo, "
-        "agnhost, nonewprivs, etcd, etcdctl; busybox from its C source) "
+        "agnhost, nonewprivs, sample-apiserver, etcd, etcdctl; busybox from its C source) "
         f"with the machine's go through the Go module proxy into {peers.peers_root()}/; "
         "what is already built (manifest.json, sha256) is skipped."
     )

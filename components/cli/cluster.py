@@ -45,7 +45,7 @@ from components.kubelet.podnet import PodNetError
 from components.kubelet.process_runtime import ProcessRuntime
 from machinery.process import pki
 from machinery.process.command import DEFAULT_DATA_DIR, UsageError
-from machinery.process.launch import LauncherError, free_ports, stopped_on_purpose
+from machinery.process.launch import LauncherError, free_ports, outward_address, stopped_on_purpose
 from store.cli import locate
 from store.cli.cluster import start_store, status_rows, store_settings
 from store.cli.common import print_json, table
@@ -228,11 +228,12 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
             f" `raftkube status --data-dir {s.data_dir}` shows it, `raftkube down --data-dir {s.data_dir}` stops it"
         )
     k = _kubelet_settings(args)
+    reach = _reachable_from_pods(k, endpoint)
     flags = load_component_flags(args.config)
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
     try:
         if apiserver.pid() is None:
-            apiserver.start(endpoint, insecure_store=cluster.insecure(), extra_args=a.flags())
+            apiserver.start(endpoint, insecure_store=cluster.insecure(), extra_args=a.flags() + reach)
         apiserver.wait_ready(endpoint, a.startup_timeout)
         kubeconfig = apiserver.write_kubeconfig(endpoint)
         # node-1..3 always (a kubelet may be started by hand), and every node `up` runs
@@ -249,7 +250,7 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     detached = args.ready_fd is not None
     human = args.output == "human" and not detached
     say = _say(detached, human)
-    guard = Supervisor(s.data_dir, _parts(cluster, apiserver, endpoint, a.edge_flags(), components), say)
+    guard = Supervisor(s.data_dir, _parts(cluster, apiserver, endpoint, a.edge_flags() + reach, components), say)
     rows = _rows(cluster, apiserver, 2.0)
     if detached:
         say(f"the cluster in {s.data_dir} is ready; supervising it (pid {os.getpid()})")
@@ -499,6 +500,24 @@ def _stopped(components: list[str], apiserver: bool, members: list[int]) -> str:
     parts = [*(f"the {c}" for c in components), *(["the apiserver"] if apiserver else [])]
     head = f"{', '.join(parts)} and " if parts else ""
     return f"stopped {head}store member(s) {members}"
+
+
+def _reachable_from_pods(k: KubeletSettings, endpoint: Endpoint) -> tuple[str, ...]:
+    """The apiserver flags that let pods in network namespaces reach it (in-cluster clients:
+    an aggregated server reading its authentication ConfigMap, an operator): a loopback address
+    is each namespace's own, so the apiserver listens on every address and default/kubernetes
+    names the host's outward one, which a pod reaches through its node's bridge (as kube's
+    --advertise-address names the node's IP).  Nothing when pods share the host's network."""
+    if k.pod_network != "netns" or not k.count or not endpoint.host.startswith("127."):
+        return ()
+    address = outward_address()
+    if address is None:
+        print(
+            "raftkube: this host has no default route: pods in network namespaces cannot reach the apiserver",
+            file=sys.stderr,
+        )
+        return ()
+    return ("--bind-address", "0.0.0.0", "--advertise-address", address)
 
 
 def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:

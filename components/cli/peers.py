@@ -17,7 +17,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "build",
         "bench.peers.build",
         "build kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs,"
-        " etcd, etcdctl, busybox",
+        " sample-apiserver, etcd, etcdctl, busybox",
     ),
     ("status", "bench.peers.status", "list the built peers: version, path, sha256, present/missing/corrupt"),
 )

@@ -24,17 +24,18 @@ from components.kubelet.sandbox import Mount
 def mounts_for(
     pod_dir: Path, container: str, attempt: int, files: tuple[tuple[str, str], ...], *, read_only: bool = False
 ) -> tuple[Mount, ...]:
-    """Run `attempt`'s writable directories holding `files` ((path in the image, text)),
-    made and filled now, one mount per directory, in the order the files name them
-    (`read_only`: bound read-only, for a container with readOnlyRootFilesystem)."""
+    """Run `attempt`'s writable directories holding `files` ((path in the image, text); a path
+    ending in `/` names an empty directory), made and filled now, one mount per directory, in
+    the order the files name them (`read_only`: bound read-only, for readOnlyRootFilesystem)."""
     if not files:
         return ()
     run_dir = fresh_run_dir(pod_dir / "image" / container / str(attempt))
     folders: dict[str, Path] = {}
     for path, text in files:
-        directory = posixpath.dirname(path)
+        directory = posixpath.dirname(path)  # `/var/lib/etcd/`: the directory itself, empty
         if directory not in folders:
             folders[directory] = run_dir / str(len(folders))
             folders[directory].mkdir()
-        (folders[directory] / posixpath.basename(path)).write_text(text)
+        if not path.endswith("/"):
+            (folders[directory] / posixpath.basename(path)).write_text(text)
     return tuple(Mount(str(host), directory, read_only) for directory, host in folders.items())

@@ -90,7 +90,8 @@ class ImageEntry:
     writable: tuple[tuple[str, str], ...] = ()
     """(path in the image, its text): files of the image a container changes, each run given
     its own writable copy of their directories (image_dirs.py): httpd's web root, whose
-    index.html conformance's StatefulSet specs move away to make a pod unready."""
+    index.html conformance's StatefulSet specs move away to make a pod unready.  A path ending
+    in `/` is an empty directory of its own (etcd's data)."""
 
     def entry_argv(self) -> list[str]:
         return ([str(peer_path(self.peer))] if self.peer else []) + list(self.entrypoint)
@@ -103,6 +104,8 @@ class ImageEntry:
 
 HTTPD_ROOT = "/usr/local/apache2/htdocs"
 """The httpd image's DocumentRoot."""
+ETCD_DIR = "/var/lib/etcd"
+"""Where the etcd image's etcd keeps its data here (its working dir)."""
 
 AGNHOST_FILES = (("/localhost.crt", "localhost.crt"), ("/localhost.key", "localhost.key"))
 """agnhost's Dockerfile: ADD porter/localhost.crt localhost.crt (and .key), at the image's root."""
@@ -151,6 +154,23 @@ SHIPPED: tuple[ImageEntry, ...] = (
         applets="/bin/busybox",
         applets_peer="busybox",
         writable=((f"{HTTPD_ROOT}/index.html", "<html><body><h1>It works!</h1></body></html>\n"),),
+    ),
+    # sample-apiserver's Dockerfile: ADD sample-apiserver /sample-apiserver, ENTRYPOINT
+    # ["/sample-apiserver"] (conformance's Aggregator spec; built from k8s.io/sample-apiserver)
+    ImageEntry(
+        image="registry.k8s.io/e2e-test-images/sample-apiserver",
+        peer="sample-apiserver",
+        programs=("/sample-apiserver",),
+    ),
+    # the etcd image: /usr/local/bin/etcd, run by its command (the sample-apiserver's storage);
+    # the etcd 3.6 peer stands in for 3.5, keeping its default data dir (default.etcd in the
+    # working dir) in the run's own writable directory, not on the node's root
+    ImageEntry(
+        image="registry.k8s.io/etcd",
+        peer="etcd",
+        programs=("/usr/local/bin/etcd", "etcd"),
+        working_dir=ETCD_DIR,
+        writable=((f"{ETCD_DIR}/", ""),),
     ),
     # the e2e nginx image serves HTTP on port 80: agnhost's netexec does the same
     ImageEntry(image="registry.k8s.io/e2e-test-images/nginx", peer="agnhost", entrypoint=("netexec", "--http-port=80")),

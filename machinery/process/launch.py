@@ -102,6 +102,19 @@ def free_ports(n: int, host: str = "127.0.0.1", bind_any: Callable[[str], socket
     return ports
 
 
+def outward_address() -> str | None:
+    """This host's address on its default route (what another network namespace on this host
+    reaches it at), or None without one.  A UDP socket's connect sends nothing: it only asks the
+    kernel which source address the route to a far address would use."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.254", 9))
+            address: str = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
 def port_free(host: str, port: int) -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -1,5 +1,5 @@
 """Where the upstream peers live once built: kube-apiserver, kube-controller-manager,
-kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs, etcd and etcdctl 3.6, and upstream
+kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs, sample-apiserver, etcd and etcdctl 3.6, and upstream
 busybox (the e2e busybox image's programs; the only peer built from C).
 
 The peers are yardsticks (tests, conformance, benchmarks), never runtime dependencies, so
@@ -30,6 +30,7 @@ KUBERNETES_PEERS = (
     "ginkgo",
     "agnhost",
     "nonewprivs",
+    "sample-apiserver",
 )
 ETCD_PEERS = ("etcd", "etcdctl")
 

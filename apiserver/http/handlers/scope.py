@@ -55,6 +55,7 @@ class ResourceScope:
         # bumped whenever the served resources change (a CRD served or withdrawn): what is built
         # from them (OpenAPI documents, webhook matching) rebuilds when it sees a new value
         self.generation = 0
+        self._served_versions: tuple[int, frozenset[tuple[str, str]]] | None = None
         for res in resources:
             self._add(res)
         # readiness waits for the built-in kinds' caches only: a custom kind's cache starting
@@ -76,6 +77,13 @@ class ResourceScope:
     def resources(self) -> tuple[ResourceDef, ...]:
         """What is served now, built-in kinds first, then custom ones in the order they came."""
         return tuple(self.by_path.values())
+
+    def serves(self, group: str, version: str) -> bool:
+        """Whether some resource of `group/version` is served here (not by an aggregated server)."""
+        served = self._served_versions
+        if served is None or served[0] != self.generation:
+            served = self._served_versions = (self.generation, frozenset((g, v) for g, v, _ in self.by_path))
+        return (group, version) in served[1]
 
     async def serve(self, res: ResourceDef) -> None:
         """Serve a resource defined at run time (a CRD's version), replacing what served its path."""

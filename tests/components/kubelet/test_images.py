@@ -268,3 +268,15 @@ def test_httpd_is_busyboxs_httpd_over_the_images_own_web_root() -> None:
     assert (got.argv, got.executable) == (["httpd", "-f", "-p", "80", "-h", HTTPD_ROOT], "/bin/busybox")
     assert [path for path, _ in got.writable] == [f"{HTTPD_ROOT}/index.html"]
     assert "It works!" in got.writable[0][1]
+
+
+def test_the_aggregator_specs_images_run_the_built_sample_apiserver_and_etcd() -> None:
+    """Conformance's Aggregator spec runs the sample-apiserver image with args only and the etcd
+    image by its command; etcd's data stays in the run's own directory."""
+    got = resolve(SHIPPED, "registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2", [], ["--etcd-servers=x"])
+    assert got.argv == ["/sample-apiserver", "--etcd-servers=x"] and got.executable == str(
+        peer_path("sample-apiserver")
+    )
+    etcd = resolve(SHIPPED, "registry.k8s.io/etcd:3.5.21-0", ["/usr/local/bin/etcd", "--listen-client-urls", "u"], [])
+    assert etcd.argv[0] == "/usr/local/bin/etcd" and etcd.executable == str(peer_path("etcd"))
+    assert etcd.working_dir == "/var/lib/etcd" and etcd.writable == (("/var/lib/etcd/", ""),)

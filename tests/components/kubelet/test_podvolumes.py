@@ -674,9 +674,15 @@ def test_an_images_changed_files_are_each_runs_own_writable_copy(runtime: Proces
 
 
 def test_an_images_writable_directories_are_made_per_run_read_only_when_asked(tmp_path: Path) -> None:
-    files = (("/srv/www/index.html", "hello\n"), ("/srv/www/other.html", "x"), ("/etc/app.conf", "a=1\n"))
+    files = (
+        ("/srv/www/index.html", "hello\n"),
+        ("/srv/www/other.html", "x"),
+        ("/etc/app.conf", "a=1\n"),
+        ("/data/", ""),
+    )
     first = image_dirs.mounts_for(tmp_path, "app", 0, files)
-    assert [(m.target, m.read_only) for m in first] == [("/srv/www", False), ("/etc", False)]
+    assert [(m.target, m.read_only) for m in first] == [("/srv/www", False), ("/etc", False), ("/data", False)]
+    assert list(Path(first[2].source).iterdir()) == []
     assert sorted(p.name for p in Path(first[0].source).iterdir()) == ["index.html", "other.html"]
     assert (Path(first[1].source) / "app.conf").read_text() == "a=1\n"
     (Path(first[0].source) / "index.html").unlink()
