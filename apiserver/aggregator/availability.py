@@ -9,9 +9,11 @@ only when it changes (a status that holds keeps its lastTransitionTime), through
 status subresource, so a watcher sees each change once.
 
 The same GET gives the group-version's APIResourceList, which discovery serves beside our
-own groups (`remote_versions`).  Remote APIServices are checked when the set of APIServices
-changes, every `recheck` seconds after, and every `retry` seconds while unavailable (a server
-just starting is picked up quickly).  Checks run side by side, each bounded in time.
+own groups (`remote_versions`); the server's OpenAPI v3 root says where its document of the
+group-version is, which /openapi/v3 lists and relays (`remote_openapi`).  Remote APIServices
+are checked when the set of APIServices changes, every `recheck` seconds after, and every
+`retry` seconds while unavailable (a server just starting is picked up quickly).  Checks run
+side by side, each bounded in time.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class APIServiceAvailability:
         self.clock, self.sleep = clock, sleep
         self.interval, self.recheck, self.retry = interval, recheck, retry
         self._discovered: dict[str, RemoteGroupVersion] = {}
+        self._openapi: dict[str, str] = {}  # APIService name -> its server's OpenAPI v3 document URL
         self._due: dict[str, float] = {}  # APIService name -> when to check it next (monotonic)
 
     def remote_versions(self) -> tuple[RemoteGroupVersion, ...]:
@@ -78,6 +81,16 @@ class APIServiceAvailability:
             if current is not None and service_of(current) is not None and is_available(current):
                 out.append(remote)
         return tuple(out)
+
+    def remote_openapi(self) -> dict[str, str]:
+        """`apis/<group>/<version>` -> the server-relative URL of its OpenAPI v3 document, for
+        the available remote group-versions whose servers publish one."""
+        out = {}
+        for remote in self.remote_versions():
+            url = self._openapi.get(f"{remote.version}.{remote.group}")
+            if url is not None:
+                out[f"apis/{remote.group}/{remote.version}"] = url
+        return out
 
     def remote_for(self, group: str, version: str) -> Obj | None:
         """The APIService handing `group/version` to another server (None: none, or a local one)."""
@@ -104,6 +117,8 @@ class APIServiceAvailability:
             del self._discovered[gone]
         for gone in [n for n in self._due if n not in current]:
             del self._due[gone]
+        for gone in [n for n in self._openapi if n not in current]:
+            del self._openapi[gone]
         due = [a for n, a in current.items() if force or now >= self._due.get(n, 0.0)]
         await asyncio.gather(*(self._check(a) for a in due))
 
@@ -130,6 +145,11 @@ class APIServiceAvailability:
                     spec.get("versionPriority"),
                     resources if isinstance(resources, list) else [],
                 )
+                url = await self.client.openapi_url(apiservice)
+                if url is None:
+                    self._openapi.pop(name, None)
+                else:
+                    self._openapi[name] = url
             except Unreachable as e:
                 wanted = ("False", e.reason, str(e))
                 self._discovered.pop(name, None)

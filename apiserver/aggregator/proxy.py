@@ -125,9 +125,25 @@ class AggregatorClient:
         system:masters, so authorization cannot fail it); its APIResourceList when the server
         answers 200, None when it answers 403 (up, but not telling us); Unreachable otherwise."""
         spec = as_dict(apiservice.get("spec"))
+        return await self.get_json(apiservice, f"/apis/{spec.get('group')}/{spec.get('version')}")
+
+    async def openapi_url(self, apiservice: Obj) -> str | None:
+        """Where the server's OpenAPI v3 document of the APIService's group-version is (its
+        root's `serverRelativeURL`, with the hash), None when it serves none."""
+        spec = as_dict(apiservice.get("spec"))
+        try:
+            root = await self.get_json(apiservice, "/openapi/v3")
+        except Unreachable:
+            return None
+        entry = as_dict(as_dict(as_dict(root).get("paths")).get(f"apis/{spec.get('group')}/{spec.get('version')}"))
+        url = entry.get("serverRelativeURL")
+        return url if isinstance(url, str) and url.startswith("/openapi/v3/") else None
+
+    async def get_json(self, apiservice: Obj, path: str) -> Obj | None:
+        """GET `path` of the APIService's server as system:kube-aggregator: the JSON object it
+        answers 200 with, None for 403; Unreachable otherwise (each bounded by CHECK_TIMEOUT_S)."""
         target = await self.target(apiservice)
         context = self._tls(apiservice)
-        path = f"/apis/{spec.get('group')}/{spec.get('version')}"
         url = f"https://{target.address}{path}"
         shown = f"https://{target.server_name}{path}"
         headers = [*user_headers(User("system:kube-aggregator", ("system:masters",))), ("Accept", "application/json")]

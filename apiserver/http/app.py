@@ -464,7 +464,12 @@ async def _route(api: Api, request: Request) -> Response:
                 return Response(status_code=304, headers={"ETag": etag})
             return Response(body, media_type=negotiation.JSON, headers={"ETag": etag})
         if path == "/openapi/v3":
-            return Response(api.openapi.root(), media_type=negotiation.JSON)
+            remote = api.apiservices.remote_openapi() if api.apiservices is not None else {}
+            if not remote:
+                return Response(api.openapi.root(), media_type=negotiation.JSON)
+            root = orjson.loads(api.openapi.root())
+            root["paths"] |= {key: {"serverRelativeURL": url} for key, url in remote.items()}
+            return _json(root)
         if path.startswith("/openapi/v3/"):
             body, etag = api.openapi.document(path[len("/openapi/v3/") :])
             headers = {"ETag": etag}
@@ -480,9 +485,14 @@ async def _route(api: Api, request: Request) -> Response:
 
 
 def _remote_apiservice(api: Api, path: str) -> dict[str, Any] | None:
-    """The APIService handing the path's group-version (`/apis/<group>/<version>[/...]`) to
-    another server; None when there is none or this server serves that group-version itself."""
-    if api.apiservices is None or not path.startswith("/apis/"):
+    """The APIService handing the path's group-version (`/apis/<group>/<version>[/...]`, or
+    its OpenAPI document `/openapi/v3/apis/<group>/<version>`) to another server; None when
+    there is none or this server serves that group-version itself."""
+    if api.apiservices is None:
+        return None
+    if path.startswith("/openapi/v3/apis/"):
+        path = path[len("/openapi/v3") :]
+    if not path.startswith("/apis/"):
         return None
     parts = path.split("/", 4)
     if len(parts) < 4 or not parts[2] or not parts[3] or api.scope.serves(parts[2], parts[3]):

@@ -81,6 +81,11 @@ class Wardle:
         self.seen.append(headers)
         if request.path == f"/apis/{GROUP}/{VERSION}":
             return web.json_response(RESOURCE_LIST)
+        if request.path == "/openapi/v3":
+            url = f"/openapi/v3/apis/{GROUP}/{VERSION}?hash=ABC"
+            return web.json_response({"paths": {f"apis/{GROUP}/{VERSION}": {"serverRelativeURL": url}}})
+        if request.path == f"/openapi/v3/apis/{GROUP}/{VERSION}":
+            return web.json_response({"openapi": "3.0.0", "components": {"schemas": {"Flunder": {}}}})
         if request.method == "POST":
             return web.json_response({"kind": "Flunder", "created": orjson.loads(await request.read())}, status=201)
         return web.json_response({"kind": "FlunderList", "items": [], "query": request.query_string})
@@ -214,6 +219,12 @@ def test_a_remote_group_version_is_checked_relayed_for_the_user_and_discovered(t
         assert (await client.get(f"/apis/{GROUP}")).json()["preferredVersion"]["version"] == VERSION
         # the group-version's own discovery is the server's
         assert (await client.get(f"/apis/{GROUP}/{VERSION}")).json()["groupVersion"] == f"{GROUP}/{VERSION}"
+        # and so is its OpenAPI v3 document, which the root lists beside ours (kubectl explain)
+        paths = (await client.get("/openapi/v3")).json()["paths"]
+        assert paths[f"apis/{GROUP}/{VERSION}"] == {"serverRelativeURL": f"/openapi/v3/apis/{GROUP}/{VERSION}?hash=ABC"}
+        assert "api/v1" in paths
+        document = await client.get(f"/openapi/v3/apis/{GROUP}/{VERSION}?hash=ABC")
+        assert document.json()["components"]["schemas"] == {"Flunder": {}}
 
         # the endpoints go: unavailable in kube's words, requests 503, discovery drops the group
         gone = await client.delete("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/wardle-1")

@@ -14,6 +14,7 @@ from apiserver.discovery import (
     CONTENT_TYPE_JSON,
     CONTENT_TYPE_V2,
     CONTENT_TYPE_V2BETA1,
+    RemoteGroupVersion,
     aggregated_discovery,
     api_group,
     api_group_list,
@@ -372,3 +373,38 @@ def test_empty_catalog() -> None:
 def test_ambiguous_catalogs_are_refused(bad: ResourceDef, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         check_catalog([*CATALOG, bad])
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_ENTRY = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["flunders", "flunders/status", "", "a/b/c", "x"]) | _JSON,
+        "kind": st.sampled_from(["Flunder"]) | _JSON,
+        "verbs": st.lists(st.sampled_from(["get", "list"]), max_size=2) | _JSON,
+        "namespaced": _JSON,
+        "singularName": _JSON,
+        "shortNames": _JSON,
+        "group": _JSON,
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(listed=st.lists(_ENTRY | _JSON, max_size=6), priority=_JSON)
+def test_whatever_an_aggregated_server_lists_discovery_stays_well_formed(listed: list[Any], priority: Any) -> None:
+    """An aggregated server's APIResourceList is input from a peer: any JSON leaves discovery
+    answering, with only well-formed resources of the remote group."""
+    remote = RemoteGroupVersion.of("wardle.example.com", "v1alpha1", priority, 200, listed)
+    body = aggregated_discovery(CATALOG, core=False, remote=[remote])
+    (group,) = [g for g in body["items"] if g["metadata"]["name"] == "wardle.example.com"]
+    for resource in group["versions"][0]["resources"]:
+        assert isinstance(resource["resource"], str) and "/" not in resource["resource"]
+        assert isinstance(resource["responseKind"]["kind"], str)
+        assert all(isinstance(v, str) for v in resource["verbs"])
+    assert any(g["name"] == "wardle.example.com" for g in api_group_list(CATALOG, [remote])["groups"])
+    assert api_group(CATALOG, "wardle.example.com", [remote])["preferredVersion"]["version"] == "v1alpha1"
