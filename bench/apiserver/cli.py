@@ -12,6 +12,7 @@ free port, then the phases, with load generators in processes of their own:
   lists       (c) LIST of 10,000 pods, from the cache (resourceVersion=0) and consistent
   throughput  (b) 100 unfiltered watchers while creates go at full speed: events/s
   creates     (d) pod creates at 64 in flight: creates/s and latency
+  custom      (f) a CRD's widgets created as in (d) and watched as in (b): the ratio to pods
   gates       (e) creates with the whole admission/authorization chain on against it off, two
               fresh apiservers over the raftkube store, plus one webhook (raftkube only)
 A progress line per phase goes to stderr, the table to stdout; the JSON (machine, load
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 BACKENDS = ("raftkube", "etcd")
 SERVERS = ("raftkube", "kube-apiserver")
 """kube-apiserver: the upstream 1.33 over etcd 3.6 (`raftkube peers build`), bench.apiserver.upstream."""
-PHASES = ("client", "fanout", "lists", "throughput", "creates", "gates")
+PHASES = ("client", "fanout", "lists", "throughput", "creates", "custom", "gates")
 
 
 def _positive(text: str) -> int:
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from bench.apiserver import backends, compare, plot, report, targets, upstream
         from bench.apiserver.context import Context
-        from bench.apiserver.phases import client, creates, fanout, gates, lists, throughput
+        from bench.apiserver.phases import client, creates, custom, fanout, gates, lists, throughput
         from bench.store.peers import PeerError, etcd_binary
     except ImportError as e:
         print(f"raftkube bench apiserver: {e} (install the bench extra: pip install -e '.[bench]')", file=sys.stderr)
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         "lists": lists.run,
         "throughput": throughput.run,
         "creates": creates.run,
+        "custom": custom.run,
         "gates": gates.run,
     }
     old = signal.signal(signal.SIGTERM, _on_signal)

@@ -91,6 +91,11 @@ FIGURES: dict[str, list[tuple[str, str, bool, Callable[[dict[str, Any]], float |
         ("storage CPU per create", "ms", False, _per_request("store_cpu_pct", "creates_per_s")),
         ("errors", "", False, _at("errors")),
     ],
+    "custom": [
+        ("custom resource creates/s", "/s", True, _at("creates", "creates_per_s")),
+        ("custom resource create p99", "ms", False, _at("creates", "p99_ms")),
+        ("custom resource watch events/s", "/s", True, _at("throughput", "events_per_s")),
+    ],
 }
 
 

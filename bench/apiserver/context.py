@@ -117,11 +117,12 @@ class Context:
                 raise BackendError(f"creating namespace {ns}: HTTP {r.status} {r.body[:200]!r}")
         return names
 
-    def pods_now(self, backend: Backend) -> tuple[str, int]:
-        """(resourceVersion, number of pods) from a LIST served by the watch cache."""
-        r = backend.request("GET", "/api/v1/pods?resourceVersion=0")
+    def pods_now(self, backend: Backend, collection: str = "/api/v1/pods") -> tuple[str, int]:
+        """(resourceVersion, number of objects) from a LIST served by the watch cache: of pods,
+        or of the kind at `collection`."""
+        r = backend.request("GET", f"{collection}?resourceVersion=0")
         if r.status != 200:
-            raise BackendError(f"LIST pods: HTTP {r.status} {r.body[:200]!r}")
+            raise BackendError(f"LIST {collection}: HTTP {r.status} {r.body[:200]!r}")
         doc = orjson.loads(r.body)
         return str(doc["metadata"]["resourceVersion"]), len(doc["items"])
 

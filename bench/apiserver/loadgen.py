@@ -63,6 +63,37 @@ def pod_body(run: str, seq: int, namespaces: list[str], nodes: int, prefix: str)
     return ns, orjson.dumps(pod)
 
 
+CUSTOM_GROUP, CUSTOM_VERSION, CUSTOM_PLURAL = "bench.raftkube.io", "v1", "widgets"
+"""The custom resource the `custom` phase creates and watches (bench.apiserver.phases.custom)."""
+
+
+def widget_body(run: str, seq: int, namespaces: list[str], nodes: int, prefix: str) -> tuple[str, bytes]:
+    """(namespace, JSON) of widget `seq`: a custom object shaped like `pod_body`'s pod (a node,
+    one container), so that the two kinds cost the same to encode and differ by their path."""
+    ns = namespaces[seq % len(namespaces)]
+    widget = {
+        "apiVersion": f"{CUSTOM_GROUP}/{CUSTOM_VERSION}",
+        "kind": "Widget",
+        "metadata": {
+            "name": f"{prefix}-{seq}",
+            "labels": {"app": "bench", "run": run},
+            "annotations": {SENT_ANNOTATION: f"{run}:{time.monotonic():.6f}"},
+        },
+        "spec": {
+            "nodeName": f"node-{seq % nodes}",
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}],
+        },
+    }
+    return ns, orjson.dumps(widget)
+
+
+KINDS = {
+    "pods": (pod_body, "/api/v1"),
+    CUSTOM_PLURAL: (widget_body, f"/apis/{CUSTOM_GROUP}/{CUSTOM_VERSION}"),
+}
+"""What a create or watch spec's `kind` creates and watches: (body, the group-version's prefix)."""
+
+
 def parse_sent(line: bytes) -> tuple[bytes, bytes, float] | None:
     """(event type, run, stamp) of a watch event line carrying the annotation, else None."""
     i = line.find(_SENT)
@@ -88,6 +119,8 @@ async def create(spec: dict[str, Any], target: Target) -> dict[str, Any]:
     conns = [Connection(target, ctx) for _ in range(spec["connections"])]
     await asyncio.gather(*(c.open() for c in conns))
     run, prefix, nodes, namespaces = spec["run"], spec["prefix"], spec["nodes"], spec["namespaces"]
+    kind = spec.get("kind", "pods")
+    make_body, prefix_path = KINDS[kind]
     lat: list[float] = []
     lat_by_namespace: dict[str, list[float]] = {ns: [] for ns in namespaces}
     created: list[int] = []
@@ -99,10 +132,10 @@ async def create(spec: dict[str, Any], target: Target) -> dict[str, Any]:
     async def one(conn: Connection, seq: int) -> float | None:
         """Create pod `seq`; its latency, or None when it failed."""
         nonlocal errors, first_error
-        ns, body = pod_body(run, seq, namespaces, nodes, prefix)
+        ns, body = make_body(run, seq, namespaces, nodes, prefix)
         t0 = mono()
         try:
-            r = await conn.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
+            r = await conn.request("POST", f"{prefix_path}/namespaces/{ns}/{kind}", body)
         except (OSError, HTTPError, asyncio.IncompleteReadError) as e:
             await conn.close()
             errors += 1
@@ -203,8 +236,10 @@ async def watch(spec: dict[str, Any], target: Target) -> dict[str, Any]:
     sem = asyncio.Semaphore(OPEN_PARALLEL)
     mono = time.monotonic
 
+    kind = spec.get("kind", "pods")
+
     def path(selector: str) -> str:
-        q = f"/api/v1/pods?watch=1&timeoutSeconds=3600&resourceVersion={rv}"
+        q = f"{KINDS[kind][1]}/{kind}?watch=1&timeoutSeconds=3600&resourceVersion={rv}"
         return q + (f"&fieldSelector={selector}" if selector else "")
 
     async def one(i: int) -> None:

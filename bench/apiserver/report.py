@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from bench.apiserver.backends import versions
+from bench.apiserver.phases.custom import ratios
 from bench.store.report import machine as store_machine
 from bench.store.targets import Target
 
@@ -144,6 +145,21 @@ def render(doc: dict[str, Any]) -> str:
             lines.append(
                 f"{b:<10}{r['creates_per_s']:>10,.0f}{vs:>9}{r['p50_ms']:>8.1f}{r['p99_ms']:>8.0f}{r['max_ms']:>8.0f}"
                 f"{_cpu(r)}{r['apiserver_cpu_ms_per_create']:>15.2f}{r['client_cpu_pct']:>11.0f}%{r['errors']:>8}"
+            )
+    if "custom" in ph:
+        lines += [
+            "",
+            f"(f) CUSTOM RESOURCES (a CRD's widgets, shaped like the pods: creates as in (d), "
+            f"{s['throughput_watchers']} unfiltered watchers as in (b))",
+            f"{'backend':<10}{'creates/s':>10}{'vs pods':>9}{'p99 ms':>8}{'events/s':>10}{'vs pods':>9}{'errors':>8}",
+        ]
+        for b, r in ph["custom"].items():
+            ratio = ratios(ph, b)
+            shown = [f"{v:.2f}x" if v is not None else "-" for v in (ratio["creates_per_s"], ratio["events_per_s"])]
+            c, t = r["creates"], r["throughput"]
+            lines.append(
+                f"{b:<10}{c['creates_per_s']:>10,.0f}{shown[0]:>9}{c['p99_ms']:>8.0f}{t['events_per_s']:>10,.0f}"
+                f"{shown[1]:>9}{c['errors'] + t['create_errors']:>8}"
             )
     if "gates" in ph:
         for b, g in ph["gates"].items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bench.apiserver.phases.custom import ratios
 from bench.store.targets import Target
 
 
@@ -46,6 +47,11 @@ def evaluate(phases: dict[str, Any], backends: list[str]) -> list[Target]:
         out.append(_check(f"{b}: creates/s at 64 in flight", ">= 2,000", cps, lambda v: v >= 2000, "/s"))
         p99 = _get(phases, "creates", b, "p99_ms")
         out.append(_check(f"{b}: create p99 at 64 in flight", "<= 100 ms", p99, lambda v: v <= 100, "ms"))
+        custom = ratios(phases, b)
+        for figure, what in (("creates_per_s", "creates/s"), ("events_per_s", "watch events/s")):
+            out.append(
+                _check(f"{b}: custom resource {what} vs pods'", ">= 0.8x", custom[figure], lambda v: v >= 0.8, "x")
+            )
     cost = _get(phases, "gates", "raftkube", "gates_cost")
     out.append(
         _check(

@@ -9,11 +9,13 @@ Keys are `namespace/name` of DaemonSets.  A reconcile, as kube's syncDaemonSet:
    by node; a node that should run the pod and has none gets one, a node with more than one
    keeps the oldest, a failed pod is deleted (and so replaced), a node that should no longer
    run it loses it (`_daemon_nodes`);
-3. rolling update (`updateStrategy: RollingUpdate`): pods of an older template are deleted,
-   the unavailable ones at once and the available ones while fewer than `maxUnavailable`
-   nodes are unavailable; placement then puts the new template's pod there.  `OnDelete`
-   replaces a pod only when someone deletes it.  (`maxSurge` is read as 0: surging is not
-   done yet.)
+3. rolling update (`updateStrategy: RollingUpdate`): without `maxSurge`, pods of an older
+   template are deleted, the unavailable ones at once and the available ones while fewer than
+   `maxUnavailable` nodes are unavailable; placement then puts the new template's pod there.
+   With `maxSurge`, a node gets the new pod beside its old one (at once where the old one is
+   unavailable, else while fewer than `maxSurge` nodes are waiting for theirs), and the old
+   pod goes when the new one is available; placement keeps one pod of each template a node
+   meanwhile.  `OnDelete` replaces a pod only when someone deletes it.
 4. history older than `revisionHistoryLimit` that no pod uses is deleted;
 5. status: desired/current/misscheduled/ready/available/unavailable/updated counts.
 
@@ -169,14 +171,15 @@ class DaemonSetController(Controller):
         by_node: dict[str, list[Obj]] = {}
         for pod in pods:
             by_node.setdefault(node_of(pod), []).append(pod)
-        nodes = self.nodes.indexer.objects()
+        # whether each node should run the pod (and keep one it has), worked out once a pass
+        placed = {str(metadata(n).get("name") or ""): placement(ds, n) for n in self.nodes.indexer.objects()}
         error: Exception | None = None
         if self.expectations.satisfied(key):
-            error = await self._manage(key, ds, nodes, by_node, hashed)
+            error = await self._manage(key, ds, placed, by_node, hashed)
             if error is None and self._rolling(ds):
-                error = await self._roll(key, ds, nodes, by_node, hashed)
+                error = await self._roll(key, ds, placed, by_node, hashed)
         await self._prune_history(ds, revisions, current, pods)
-        await self._write_status(ds, nodes, by_node, hashed)
+        await self._write_status(ds, placed, by_node, hashed)
         if error is not None:
             raise error
         min_ready = int(spec(ds).get("minReadySeconds") or 0)
@@ -209,13 +212,12 @@ class DaemonSetController(Controller):
     # -- placement ----------------------------------------------------------------------------
 
     async def _manage(
-        self, key: str, ds: Obj, nodes: list[Obj], by_node: dict[str, list[Obj]], hashed: str
+        self, key: str, ds: Obj, placed: dict[str, tuple[bool, bool]], by_node: dict[str, list[Obj]], hashed: str
     ) -> Exception | None:
         create: list[str] = []
         delete: list[Obj] = []
-        for node in nodes:
-            name = str(metadata(node).get("name") or "")
-            should_run, keep = placement(ds, node)
+        surging = self._rolling(ds) and self._counts(ds, sum(run for run, _ in placed.values()))[0] > 0
+        for name, (should_run, keep) in placed.items():
             here = [p for p in by_node.get(name, ()) if _not_deleting(p)]
             if should_run:
                 failed = [p for p in here if status(p).get("phase") == "Failed"]
@@ -233,7 +235,12 @@ class DaemonSetController(Controller):
                     create.append(name)
                 elif len(running) > 1:
                     running.sort(key=_created)
-                    delete += running[1:]  # one daemon pod a node: the oldest stays
+                    if surging:  # the oldest of each template stays: a surge pod beside the old one
+                        new = [p for p in running if labels(p).get(history.REVISION_HASH_LABEL) == hashed]
+                        old = [p for p in running if p not in new]
+                        delete += new[1:] + old[1:]
+                    else:
+                        delete += running[1:]  # one daemon pod a node: the oldest stays
             elif not keep:
                 delete += here
         create = create[:BURST]
@@ -291,21 +298,25 @@ class DaemonSetController(Controller):
     def _rolling(ds: Obj) -> bool:
         return ((spec(ds).get("updateStrategy") or {}).get("type") or "RollingUpdate") == "RollingUpdate"
 
-    def _desired(self, ds: Obj, nodes: list[Obj]) -> list[str]:
-        return [str(metadata(n).get("name")) for n in nodes if placement(ds, n)[0]]
-
-    def _max_unavailable(self, ds: Obj, desired: int) -> int:
+    @staticmethod
+    def _counts(ds: Obj, desired: int) -> tuple[int, int]:
+        """(maxSurge, maxUnavailable) scaled to the `desired` nodes (kube's SurgeCount and
+        UnavailableCount); both 0, which validation refuses, is read as 1 unavailable, as kube does."""
         rolling = (spec(ds).get("updateStrategy") or {}).get("rollingUpdate") or {}
-        unavailable = scaled_value(rolling.get("maxUnavailable", 1), desired, True)
         surge = scaled_value(rolling.get("maxSurge", 0), desired, True)
-        return 1 if unavailable == 0 and surge == 0 else max(unavailable, 1 if surge else unavailable)
+        unavailable = scaled_value(rolling.get("maxUnavailable", 1), desired, True)
+        if desired > 0 and surge == 0 and unavailable == 0:
+            unavailable = 1
+        return surge, unavailable
 
     async def _roll(
-        self, key: str, ds: Obj, nodes: list[Obj], by_node: dict[str, list[Obj]], hashed: str
+        self, key: str, ds: Obj, placed: dict[str, tuple[bool, bool]], by_node: dict[str, list[Obj]], hashed: str
     ) -> Exception | None:
-        """kube's rollingUpdate without surge: which old pods go now."""
-        desired = self._desired(ds, nodes)
-        max_unavailable = self._max_unavailable(ds, len(desired))
+        """kube's rollingUpdate: which old pods go now (and, surging, which nodes get a new pod)."""
+        desired = [name for name, (should_run, _) in placed.items() if should_run]
+        max_surge, max_unavailable = self._counts(ds, len(desired))
+        if max_surge > 0:
+            return await self._surge(key, ds, desired, max_surge, by_node, hashed)
         min_ready = int(spec(ds).get("minReadySeconds") or 0)
         now = self.wall()
         unavailable = 0
@@ -334,15 +345,57 @@ class DaemonSetController(Controller):
         errors = [r for r in results if isinstance(r, Exception)]
         return errors[0] if errors else None
 
+    async def _surge(
+        self, key: str, ds: Obj, desired: list[str], max_surge: int, by_node: dict[str, list[Obj]], hashed: str
+    ) -> Exception | None:
+        """kube's rollingUpdate with surge: a node whose old pod is unavailable gets its new pod
+        at once, others while fewer than `max_surge` nodes wait for theirs; an old pod goes once
+        the new one beside it is available."""
+        min_ready = int(spec(ds).get("minReadySeconds") or 0)
+        now = self.wall()
+        waiting = 0
+        old_to_delete: list[Obj] = []
+        allowed: list[str] = []
+        candidates: list[str] = []
+        for name in desired:
+            here = sorted((p for p in by_node.get(name, ()) if _not_deleting(p)), key=_created)
+            new = [p for p in here if labels(p).get(history.REVISION_HASH_LABEL) == hashed]
+            old = [p for p in here if p not in new]
+            if len(new) > 1 or len(old) > 1:
+                waiting += 1  # placement is cleaning this node up
+            elif not old:
+                continue  # new only, or nothing: placement's business
+            elif not new:
+                if not is_available(old[0], min_ready, now):
+                    allowed.append(name)  # nothing to keep available here: replace at once
+                elif waiting < max_surge:
+                    candidates.append(name)
+            elif not is_available(new[0], min_ready, now):
+                waiting += 1
+            else:
+                old_to_delete.append(old[0])
+        room = max(0, min(max_surge - waiting, len(candidates)))
+        create = allowed + candidates[:room]
+        if not create and not old_to_delete:
+            return None
+        self.expectations.expect(key, len(create), [key_of(p) for p in old_to_delete])
+        results = await asyncio.gather(
+            *(self._create_pod(key, ds, n, hashed) for n in create),
+            *(self._delete_pod(key, ds, p) for p in old_to_delete),
+            return_exceptions=True,
+        )
+        errors = [r for r in results if isinstance(r, Exception)]
+        return errors[0] if errors else None
+
     # -- status -------------------------------------------------------------------------------
 
-    async def _write_status(self, ds: Obj, nodes: list[Obj], by_node: dict[str, list[Obj]], hashed: str) -> None:
+    async def _write_status(
+        self, ds: Obj, placed: dict[str, tuple[bool, bool]], by_node: dict[str, list[Obj]], hashed: str
+    ) -> None:
         min_ready = int(spec(ds).get("minReadySeconds") or 0)
         now = self.wall()
         desired = current = misscheduled = ready = available = updated = 0
-        for node in nodes:
-            name = str(metadata(node).get("name") or "")
-            should_run, _ = placement(ds, node)
+        for name, (should_run, _) in placed.items():
             here = [p for p in by_node.get(name, ()) if _not_deleting(p)]
             if should_run:
                 desired += 1

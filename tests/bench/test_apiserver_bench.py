@@ -39,7 +39,8 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert elapsed < 120, f"the smoke run took {elapsed:.0f}s"
     assert "fan-out:" in proc.stderr, "no progress display on stderr"
-    for title in ("WATCH FAN-OUT", "WATCH THROUGHPUT", "LIST of every pod", "POD CREATES", "THE GATES", "TARGETS"):
+    titles = ("WATCH FAN-OUT", "WATCH THROUGHPUT", "LIST of every pod", "POD CREATES", "CUSTOM RESOURCES", "THE GATES")
+    for title in (*titles, "TARGETS"):
         assert title in proc.stdout, title
     assert out_png.stat().st_size > 1000
 
@@ -51,7 +52,7 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
         assert doc["machine"][key], key
     assert doc["machine"]["packages"]["uvicorn"]
     ph = doc["phases"]
-    assert set(ph) == {"client", "fanout", "throughput", "lists", "creates", "gates"}
+    assert set(ph) == {"client", "fanout", "throughput", "lists", "creates", "custom", "gates"}
 
     clients = ph["client"]["clients"]
     for name in ("raw_asyncio", "httpx"):
@@ -82,6 +83,11 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     cr = ph["creates"]["raftkube"]
     assert cr["creates"] > 0 and cr["creates_per_s"] > 0 and cr["errors"] == 0
     assert 0 < cr["p50_ms"] <= cr["p99_ms"]
+
+    custom = ph["custom"]["raftkube"]  # a CRD's widgets, created and watched like the pods
+    assert custom["creates"]["creates_per_s"] > 0 and custom["creates"]["errors"] == 0, custom["creates"]
+    assert custom["throughput"]["events_per_s"] > 0 and custom["throughput"]["watchers_opened"] == 20
+    assert "custom resource creates/s vs pods'" in proc.stdout
 
     gates = ph["gates"]["raftkube"]
     for key in ("off@64", "on@64", "hook@64", "off@1", "on@1", "hook@1"):

@@ -1,4 +1,5 @@
-"""(d) Pod creates: `writers_in_flight` requests in flight (closed loop, over `clients` processes)."""
+"""(d) Pod creates: `writers_in_flight` requests in flight (closed loop, over `clients` processes).
+`kind` creates another kind of the load generator's (the custom phase's widgets)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from bench.apiserver.phases.fanout import split
 from bench.store.loadrun import timing, wait_until
 
 
-def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]:
+def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods") -> dict[str, Any]:
     s = ctx.sizes
-    label = f"{backend.name}: creates"
+    label = f"{backend.name}: creates" + ("" if kind == "pods" else f" of {kind}")
     ctx.progress.start(label)
     run_id = f"cre{int(time.time() * 1000) % 10**8}"
     t = timing(s.warmup_s, s.create_s)
-    spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces} | t
+    spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces, "kind": kind} | t
     writers = [
         ctx.loadgen(backend, spec | {"connections": len(g), "prefix": f"{run_id}-{k}"}, "create")
         for k, g in enumerate(split(s.writers_in_flight, s.clients))

@@ -1,7 +1,8 @@
 """(b) Watch throughput: unfiltered pod watchers while writers create pods as fast as they can.
 
 The watchers count event lines received inside the measured window (no parsing), so that
-the figure is the apiserver's delivery rate rather than a client's JSON decoder.
+the figure is the apiserver's delivery rate rather than a client's JSON decoder.  `kind`
+watches and creates another kind of the load generator's (the custom phase's widgets).
 """
 
 from __future__ import annotations
@@ -11,19 +12,20 @@ from typing import Any
 
 from bench.apiserver.backends import Backend
 from bench.apiserver.context import Context, latency_ms
+from bench.apiserver.loadgen import KINDS
 from bench.apiserver.phases.fanout import split
 from bench.store.loadrun import timing, wait_until
 
 
-def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]:
+def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods") -> dict[str, Any]:
     s = ctx.sizes
-    label = f"{backend.name}: watch throughput"
+    label = f"{backend.name}: watch throughput" + ("" if kind == "pods" else f" of {kind}")
     ctx.progress.start(label)
-    rv, _ = ctx.pods_now(backend)
+    rv, _ = ctx.pods_now(backend, f"{KINDS[kind][1]}/{kind}")
     run_id = f"thr{int(time.time() * 1000) % 10**8}"
     groups = split(s.throughput_watchers, s.clients)
     ready = [ctx.root / f"{backend.name}-throughput-ready-{k}" for k in range(len(groups))]
-    base = {"mode": "watch", "run": run_id, "latency": False, "resource_version": rv}
+    base = {"mode": "watch", "run": run_id, "latency": False, "resource_version": rv, "kind": kind}
     watchers = [
         ctx.loadgen(backend, base | {"selectors": [""] * len(g), "ready_path": str(p)}, "throughput-watch")
         for g, p in zip(groups, ready, strict=True)
@@ -33,7 +35,7 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
         opened = ctx.wait_ready(ready, 30 + s.throughput_watchers / 10, label)
         t = timing(s.warmup_s, s.throughput_s)
         ctx.tell(watchers, f"go {t['t_measure']} {t['t_end']}")
-        spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces} | t
+        spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces, "kind": kind} | t
         writers = [
             ctx.loadgen(backend, spec | {"connections": c, "prefix": f"{run_id}-{k}"}, "throughput-create")
             for k, c in enumerate(len(g) for g in split(s.writers_in_flight, s.clients))

@@ -202,3 +202,60 @@ def test_revision_data_is_stored_in_gos_key_order() -> None:
 
     data = history.new_revision(ds_body("d"), "DaemonSet", "apps/v1", 1)["data"]
     assert orjson.dumps(data).decode() == history.data_text(data)
+
+
+def test_a_surging_rollout_starts_the_new_pod_before_the_old_one_goes(cluster: ApiserverUnderTest) -> None:
+    """maxSurge 1, maxUnavailable 0: a node gets its new pod beside the old one, one node at a
+    time, and loses the old pod only once the new one is available; no node is ever without a
+    running daemon."""
+
+    async def go() -> None:
+        ns = "surge"
+        async with api(cluster) as client:
+            await make_namespace(client, ns)
+            for name in ("s1", "s2"):
+                await client.create("/api/v1/nodes", {"metadata": {"name": name, "labels": {"pool": "s"}}})
+                await client.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": None}})
+            async with running(client, [DaemonSetController]), kubelet(client, ns) as fake:
+                body = ds_body("agent", nodeSelector={"pool": "s"})
+                body["spec"]["updateStrategy"] = {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+                }
+                for member in ("uid", "namespace"):
+                    del body["metadata"][member]
+                await client.create(ds_path(ns), body)
+
+                async def images() -> dict[str, list[str]]:
+                    found: dict[str, list[str]] = {}
+                    for p in await pods_of(client, ns):
+                        if not p["metadata"].get("deletionTimestamp"):
+                            found.setdefault(node_of(p), []).append(p["spec"]["containers"][0]["image"])
+                    return {n: sorted(v) for n, v in found.items()}
+
+                async def are(want: dict[str, list[str]]) -> bool:
+                    return await images() == want
+
+                one = {"s1": ["busybox:1.36"], "s2": ["busybox:1.36"]}
+                await eventually(lambda: are(one), what="a pod on each node")
+                await asyncio.sleep(0.3)  # the fake kubelet makes them ready
+                fake.paused = True  # new pods stay unavailable: the surge holds
+                await client.patch(
+                    ds_path(ns, "agent"),
+                    {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}}}},
+                    patch_type="strategic",
+                )
+
+                async def surging() -> bool:
+                    now = await images()
+                    both = [n for n, v in now.items() if v == ["busybox:1.36", "busybox:1.37"]]
+                    return len(both) == 1 and all(v == ["busybox:1.36"] for n, v in now.items() if n not in both)
+
+                await eventually(surging, what="one node surging")
+                await asyncio.sleep(1.0)
+                assert await surging(), await images()  # maxSurge 1: the other node waits; no old pod went
+                fake.paused = False
+                done = {"s1": ["busybox:1.37"], "s2": ["busybox:1.37"]}
+                await eventually(lambda: are(done), what="rolled to 1.37 by surging")
+
+    asyncio.run(go())
