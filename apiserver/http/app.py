@@ -255,6 +255,9 @@ class Api:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        # the caches first: a custom kind's cache converts what it follows through the
+        # conversion webhook's client, which would open a session again after it was closed
+        await self.scope.stop()
         if self.custom_resources is not None:
             await self.custom_resources.stop()
         await self.admission.close()
@@ -263,7 +266,6 @@ class Api:
             await self.aggregator_client.close()
         if self.scope.pod_proxy is not None:
             await self.scope.pod_proxy.close()
-        await self.scope.stop()
 
     def ready(self) -> bool:
         """The built-in kinds' caches are filled and the stored CRDs' kinds are served."""

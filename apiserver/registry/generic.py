@@ -76,7 +76,7 @@ class Registry:
         where = f"{namespace}/{name}" if namespace else name
         return f"{verb} {self.resource.plural} {where}"
 
-    async def _served(self, objs: list[Obj]) -> list[Obj]:
+    async def served(self, objs: list[Obj]) -> list[Obj]:
         """Objects as decoded from storage, in this resource's version (a webhook's conversion)."""
         convert = self.resource.convert_for_serving
         return await convert(objs) if convert is not None and objs else objs
@@ -89,7 +89,7 @@ class Registry:
     async def _read(self, namespace: str | None, name: str) -> Obj | None:
         with as_status(self._what("get", namespace, name)):
             stored = await self.storage.get(self.resource.key(namespace, name))
-        return None if stored is None else (await self._served([self.decode(stored.value, stored.revision)]))[0]
+        return None if stored is None else (await self.served([self.decode(stored.value, stored.revision)]))[0]
 
     async def get(self, namespace: str | None, name: str) -> Obj:
         obj = await self._read(namespace, name)
@@ -167,7 +167,7 @@ class Registry:
         with as_status(self._what("update", namespace, name)):
             if deletion.finished(self.resource, new):
                 stored = await self.storage.delete(key, expected)
-                gone = (await self._served([self.decode(stored.value, stored.revision)]))[0]
+                gone = (await self.served([self.decode(stored.value, stored.revision)]))[0]
                 await self._deleted(gone)
                 return gone
             revision = await self.storage.update(key, self._encode(await self._stored(new)), expected)
@@ -284,7 +284,7 @@ class Registry:
                 try:
                     if plan.action == "delete":
                         stored = await self.storage.delete(key, expected)
-                        gone = (await self._served([self.decode(stored.value, stored.revision)]))[0]
+                        gone = (await self.served([self.decode(stored.value, stored.revision)]))[0]
                         await self._deleted(gone)
                         return gone, True
                     revision = await self.storage.update(key, self._encode(await self._stored(plan.obj)), expected)
@@ -309,7 +309,7 @@ class Registry:
         with as_status(f"list {self.resource.plural}"):
             while True:
                 page = await self.storage.list(prefix, start_key=start, limit=500)
-                out.extend(await self._served([self.decode(s.value, s.revision) for s in page.items]))
+                out.extend(await self.served([self.decode(s.value, s.revision) for s in page.items]))
                 if not page.more or not page.items:
                     return out
                 start = page.items[-1].key + "\x00"

@@ -4,7 +4,7 @@ reads etcd too).  Pages carry the same continue tokens as the cache's, at one re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from apiserver.errors import gone
 from apiserver.registry.storage_errors import as_status
@@ -29,6 +29,7 @@ async def list_from_storage(
     fields: FieldSelector | None,
     limit: int,
     continue_token: str,
+    served: Callable[[list[Obj]], Awaitable[list[Obj]]] | None = None,
 ) -> CacheList:
     root = resource.key_prefix()
     prefix = resource.key_prefix(namespace)
@@ -47,8 +48,10 @@ async def list_from_storage(
                     raise gone("The list's revision was compacted while it was read; list again.") from None
                 raise gone(continuation.TOO_OLD, continuation.encode(continuation.expired(token))) from None
             revision = page.revision
-            for stored in page.items:
-                obj = decode(stored.value, stored.revision)
+            decoded = [decode(stored.value, stored.revision) for stored in page.items]
+            if served is not None and decoded:  # in the served version before any selector sees it
+                decoded = await served(decoded)
+            for stored, obj in zip(page.items, decoded, strict=True):
                 if labels is not None and not labels.matches((obj.get("metadata") or {}).get("labels") or {}):
                     continue
                 if fields is not None and not fields.matches(fields_of(obj)):

@@ -27,11 +27,13 @@ import logging
 
 from components.client.informer import EventHandler
 from components.client.listwatch import Resource
-from components.client.rest import ApiError, NotFoundError
-from components.controllers._gc_graph import FOREGROUND, ORPHAN, Graph, Node, OwnerRef, dangling_split
-from components.controllers.base import Controller
+from components.client.rest import ApiError, ConflictError, NotFoundError
+from components.controllers._gc_graph import FOREGROUND, ORPHAN, Graph, Node, OwnerRef, dangling_split, owner_refs
+from components.controllers.base import Controller, Requeue
 from machinery.objects import Obj
 
+RECHECK_S = 0.2
+"""How soon an object that changed under a decision is looked at again (its event is on the way)."""
 log = logging.getLogger("raftkube.controllers")
 IGNORED = {("", "events"), ("events.k8s.io", "events")}
 NEEDED_VERBS = {"list", "watch", "delete"}
@@ -111,13 +113,21 @@ class GarbageCollector(Controller):
         if not gone:
             return
         if not alive:
+            live = await self._live(node)
+            if live is None:
+                return
+            if set(owner_refs(live)) != set(node.owners):
+                raise Requeue(after=RECHECK_S)  # its owners changed since the graph saw it: once it catches up
             log.info(
                 "garbagecollector: deleting %s %s/%s: its owners are gone",
                 node.resource.plural,
                 node.namespace or "",
                 node.name,
             )
-            await self._delete(node, "Background")
+            try:
+                await self._delete(node, "Background", str((live.get("metadata") or {}).get("resourceVersion") or ""))
+            except ConflictError:
+                raise Requeue(after=RECHECK_S) from None  # changed since it was read
         else:
             await self._drop_owner_refs(node, [o.uid for o in gone])
 
@@ -137,12 +147,15 @@ class GarbageCollector(Controller):
             return False
         return (live.get("metadata") or {}).get("uid") == owner.uid
 
-    async def _delete(self, node: Node, policy: str) -> None:
+    async def _delete(self, node: Node, policy: str, resource_version: str = "") -> None:
+        """Delete this incarnation of `node` (and, given `resource_version`, only as it was
+        read then: a change since, such as a new owner, makes it a 409 and a second look)."""
+        preconditions = {"uid": node.uid} | ({"resourceVersion": resource_version} if resource_version else {})
         body = {
             "apiVersion": "v1",
             "kind": "DeleteOptions",
             "propagationPolicy": policy,
-            "preconditions": {"uid": node.uid},
+            "preconditions": preconditions,
         }
         with contextlib.suppress(NotFoundError):
             await self.client.delete(node.resource.path(node.namespace, node.name), body)
@@ -178,11 +191,26 @@ class GarbageCollector(Controller):
             await self._drop_owner_refs(dependent, [owner.uid])
         await self._remove_finalizer(owner, ORPHAN)
 
+    async def _live(self, node: Node) -> Obj | None:
+        """The object as the apiserver has it now (None: gone, or another incarnation)."""
+        try:
+            live = await self.client.get(node.resource.path(node.namespace, node.name))
+        except NotFoundError:
+            return None
+        return live if (live.get("metadata") or {}).get("uid") == node.uid else None
+
     async def _delete_dependents(self, owner: Node) -> None:
         for dependent in self.graph.dependents_of(owner.uid):
             if dependent.deleting:
                 continue
-            others = [o for o in dependent.owners if o.uid != owner.uid]
+            # its owners as they are now, not as the graph last saw them: an owner added a
+            # moment ago (conformance adds a second one, then deletes the first in the
+            # foreground) must keep it, as kube's attemptToDeleteItem reads the latest object
+            live = await self._live(dependent)
+            if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            version = str((live.get("metadata") or {}).get("resourceVersion") or "")
+            others = [o for o in owner_refs(live) if o.uid != owner.uid]
             alive = {o.uid: await self._owner_exists(dependent, o) for o in others}
             if any(alive[o.uid] and not self._waits_for_dependents(o.uid) for o in others):
                 gone = [o.uid for o in others if not alive[o.uid]]
@@ -191,7 +219,10 @@ class GarbageCollector(Controller):
             below = self.graph.dependents_of(dependent.uid)
             if any(d.deleting and FOREGROUND in d.finalizers for d in below):
                 await self._unblock_owner_refs(dependent)  # else a circle of owners waits forever
-            await self._delete(dependent, "Foreground" if below else "Background")
+            try:
+                await self._delete(dependent, "Foreground" if below else "Background", version)
+            except ConflictError:
+                self.queue.add(owner.uid)  # it changed since it was read: look again
         if not self.graph.blocking_dependents(owner.uid):
             await self._remove_finalizer(owner, FOREGROUND)
         # else: each blocking dependent's disappearance queues the owner again

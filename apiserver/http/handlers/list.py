@@ -35,6 +35,7 @@ async def list_objects(
             fields=p.fields,
             limit=p.limit,
             continue_token=p.continue_token,
+            served=registry.served,
         )
     else:
         page = await scope.caches[res].list(

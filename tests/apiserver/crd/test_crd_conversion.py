@@ -19,7 +19,9 @@ import httpx
 import orjson
 from aiohttp import web
 
-from tests.apiserver.crd.test_crd_serving import CRDS, established, serve
+from apiserver.http.app import build_app
+from tests.apiserver.crd.test_crd_serving import CRDS, Admin, established, serve
+from tests.apiserver.memstorage import MemStorage
 from tests.apiserver.webhook_support import make_tls
 
 GROUP = "net.example.com"
@@ -152,3 +154,35 @@ def test_versions_convert_through_the_webhook(tmp_path: Path) -> None:
             assert (await client.get(f"{V1}/a")).status_code == 200  # the storage version needs no call
 
     serve(exercise)
+
+
+class NoProgress(MemStorage):
+    """A backend that cannot tell progress (etcd 3.4's watch cannot): consistent LISTs come
+    from storage."""
+
+    async def progress_supported(self) -> bool:
+        return False
+
+
+def test_a_list_read_from_storage_is_converted_before_selectors_see_it(tmp_path: Path) -> None:
+    """Over a storage that cannot tell progress, a LIST is read from storage, not the cache:
+    its objects are converted to the served version too, and field selectors on that
+    version's fields match them."""
+    converter = Converter()
+    app = build_app(NoProgress(), Admin(), compaction_interval=0)
+
+    async def go() -> None:
+        async with webhook(tmp_path, converter) as (url, ca), app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
+                assert (await client.post(CRDS, json=crd(url, ca))).status_code == 201
+                await established(client, f"endpoints.{GROUP}")
+                for name, host_port in (("a", "h1:80"), ("b", "h2:8080")):
+                    made = await client.post(V1, json={"metadata": {"name": name}, "hostPort": host_port})
+                    assert made.status_code == 201, made.text
+                listed = (await client.get(f"{V2}?fieldSelector=host=h2")).json()
+                assert [(i["apiVersion"], i["host"], i["port"]) for i in listed["items"]] == [
+                    (f"{GROUP}/v2", "h2", "8080")
+                ], listed
+
+    asyncio.run(asyncio.wait_for(go(), 30))

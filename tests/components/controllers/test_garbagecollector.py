@@ -171,3 +171,27 @@ def test_graph_links_and_unlinks() -> None:
     dep["metadata"]["ownerReferences"] = []
     assert g.upsert(CM, dep) == {"d", "o"}
     assert g.dependents_of("o") == [] and g.remove("d") == set()
+
+
+def test_an_owner_added_just_before_a_foreground_deletion_keeps_its_dependent(cluster: ApiserverUnderTest) -> None:
+    """As conformance does it: half of a's dependents get a second owner b, and a is deleted in
+    the foreground straight after, before the collector's watch may have seen every new owner:
+    the collector decides on each dependent's owners as they are now, so all of those stay."""
+
+    async def body(c: RestClient, base: str) -> None:
+        a = await c.create(base, {"metadata": {"name": "a"}})
+        b = await c.create(base, {"metadata": {"name": "b"}})
+        names = [f"dep-{i}" for i in range(30)]
+        for name in names:
+            await c.create(base, {"metadata": {"name": name, "ownerReferences": [owned_by(a)]}})
+        await asyncio.sleep(0.5)  # the collector has seen them with one owner
+        kept = names[::2]
+        for name in kept:
+            await c.patch(f"{base}/{name}", {"metadata": {"ownerReferences": [owned_by(b)]}}, "strategic")
+        await c.delete(f"{base}/a", {"propagationPolicy": "Foreground"})
+        await eventually(lambda: gone(c, f"{base}/a"), what="a gone after its dependents", timeout=20)
+        left = {o["metadata"]["name"]: o for o in (await c.get(base))["items"]}
+        assert sorted(n for n in left if n.startswith("dep-")) == sorted(kept)
+        assert all([r["name"] for r in left[n]["metadata"]["ownerReferences"]] == ["b"] for n in kept)
+
+    scenario(cluster, "gc-late-owner", body)
