@@ -34,7 +34,14 @@ _KEPT_METADATA = ("labels", "annotations")
 class WebhookConverter:
     """Converts one CRD's objects through its conversion webhook."""
 
-    def __init__(self, crd_name: str, conversion: Mapping[str, Any], client: WebhookClient, tls: TLSContexts) -> None:
+    def __init__(
+        self,
+        crd_name: str,
+        conversion: Mapping[str, Any],
+        client: WebhookClient,
+        tls: TLSContexts,
+        timeout: int = TIMEOUT_S,
+    ) -> None:
         webhook = conversion.get("webhook") or {}
         self.crd_name = crd_name
         self.client = client
@@ -48,7 +55,7 @@ class WebhookConverter:
             object_selector=None,  # type: ignore[arg-type]
             failure_policy="Fail",
             side_effects="None",
-            timeout=TIMEOUT_S,
+            timeout=timeout,
             reinvoke=False,
             review_versions=tuple(webhook.get("conversionReviewVersions") or ("v1",)),
             endpoint=_endpoint(webhook.get("clientConfig"), tls),

@@ -32,7 +32,7 @@ from apiserver import errors, pruning
 from apiserver.admission.webhook.client import ServiceResolver, WebhookClient
 from apiserver.admission.webhook.config import TLSContexts
 from apiserver.crd import kinds
-from apiserver.crd.conversion import WebhookConverter
+from apiserver.crd.conversion import TIMEOUT_S, WebhookConverter
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.patch import schema as patch_schema
 from apiserver.registry.deletion import DeleteOptions
@@ -89,6 +89,7 @@ class CustomResourceServing:
         self.served: dict[str, tuple[bytes, list[ResourceDef]]] = {}
         self._pending = False  # a CRD still being finalized: pass again even without a change
         self.synced = False  # the stored CRDs have been served once (the server is ready)
+        self.conversion_timeout = TIMEOUT_S  # seconds a conversion webhook gets (kube: 30, fixed)
 
     async def run(self) -> None:
         cache = self.scope.caches[self.crds]
@@ -108,7 +109,9 @@ class CustomResourceServing:
         conversion = crd["spec"].get("conversion") or {}
         if conversion.get("strategy") != "Webhook":
             return None
-        return WebhookConverter(str(crd["metadata"]["name"]), conversion, self.webhooks, self.tls)
+        return WebhookConverter(
+            str(crd["metadata"]["name"]), conversion, self.webhooks, self.tls, self.conversion_timeout
+        )
 
     async def stop(self) -> None:
         for _, served in self.served.values():

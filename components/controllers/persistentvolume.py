@@ -131,6 +131,11 @@ class PersistentVolumeController(Controller):
             await self._bind(claim, pv)
             return
         storage_class = self.classes.indexer.get(vb.class_of(claim)) if vb.class_of(claim) else None
+        if storage_class is None and vb.class_of(claim):
+            # kube's binder says so and the claim waits: the class (or a volume of it) may come
+            said = f'storageclass.storage.k8s.io "{vb.class_of(claim)}" not found'
+            self.events.record(self._ref(claim), WARNING, "ProvisioningFailed", said)
+            return
         if storage_class is None or storage_class.get("provisioner") != vb.PROVISIONER:
             return  # a static volume may come, or another provisioner's
         node = self._node_for(claim, storage_class)

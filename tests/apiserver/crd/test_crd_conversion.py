@@ -45,11 +45,14 @@ class Converter:
     def __init__(self) -> None:
         self.calls = 0
         self.broken = False
+        self.stalled = False  # answer only after the apiserver's deadline
 
     async def handle(self, request: web.Request) -> web.Response:
         self.calls += 1
         review = orjson.loads(await request.read())
         req = review["request"]
+        if self.stalled:
+            await asyncio.sleep(5)
         if self.broken:
             result = {"status": "Failure", "message": "converter is down for maintenance"}
             return web.json_response({**review, "response": {"uid": req["uid"], "result": result}})
@@ -184,5 +187,32 @@ def test_a_list_read_from_storage_is_converted_before_selectors_see_it(tmp_path:
                 assert [(i["apiVersion"], i["host"], i["port"]) for i in listed["items"]] == [
                     (f"{GROUP}/v2", "h2", "8080")
                 ], listed
+
+    asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_a_conversion_webhook_that_times_out_fails_only_its_kinds_reads(tmp_path: Path) -> None:
+    """Bad input: a converter that answers after the deadline is kube's 500 naming the webhook
+    and the deadline, and the storage version, the CRD and other kinds are served meanwhile."""
+    converter = Converter()
+    app = build_app(MemStorage(progress=True), Admin(), compaction_interval=0)
+    app.state.api.custom_resources.conversion_timeout = 1  # kube's 30 s, shortened for the test
+
+    async def go() -> None:
+        async with webhook(tmp_path, converter) as (url, ca), app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
+                assert (await client.post(CRDS, json=crd(url, ca))).status_code == 201
+                await established(client, f"endpoints.{GROUP}")
+                made = await client.post(V1, json={"metadata": {"name": "a"}, "hostPort": "h1:80"})
+                assert made.status_code == 201, made.text
+                converter.stalled = True
+                failed = await client.get(f"{V2}/a")
+                assert failed.status_code == 500, failed.text
+                message = failed.json()["message"]
+                assert f"endpoints.{GROUP}" in message and "context deadline exceeded" in message, message
+                assert (await client.get(f"{V1}/a")).status_code == 200
+                assert (await client.get(f"{CRDS}/endpoints.{GROUP}")).status_code == 200
+                assert (await client.get("/api/v1/namespaces/default/configmaps")).status_code == 200
 
     asyncio.run(asyncio.wait_for(go(), 30))

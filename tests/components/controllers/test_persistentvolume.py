@@ -140,3 +140,41 @@ def test_claims_bind_provision_and_release(cluster: ApiserverUnderTest) -> None:
                 await eventually(released, what="the static volume Released and kept")
 
     asyncio.run(go())
+
+
+def test_a_claim_of_an_unknown_class_waits_and_says_why(cluster: ApiserverUnderTest) -> None:
+    """Bad input: a claim naming a StorageClass that does not exist stays Pending with kube's
+    ProvisioningFailed event, and the claims beside it still bind."""
+
+    async def go() -> None:
+        ns = "pv-unknown"
+        async with api(cluster) as client:
+            await make_namespace(client, ns)
+            async with running(client, [PersistentVolumeController]):
+                claims = f"/api/v1/namespaces/{ns}/persistentvolumeclaims"
+                await client.create(claims, pvc("lost", "1Gi", "no-such-class"))
+                await client.create("/api/v1/persistentvolumes", pv("static-u", "1Gi"))
+                await client.create(claims, pvc("fine", "1Gi", ""))
+
+                async def said() -> list[str]:
+                    got = await client.get(f"/api/v1/namespaces/{ns}/events")
+                    return [
+                        e["message"]
+                        for e in got.get("items") or []
+                        if e["involvedObject"]["name"] == "lost" and e["reason"] == "ProvisioningFailed"
+                    ]
+
+                messages = await eventually(said, what="the ProvisioningFailed event")
+                assert messages == ['storageclass.storage.k8s.io "no-such-class" not found']
+
+                async def phase(name: str) -> str | None:
+                    return ((await client.get(f"{claims}/{name}")).get("status") or {}).get("phase")
+
+                await eventually(lambda: _is(phase("fine"), "Bound"), what="the other claim bound")
+                assert await phase("lost") == "Pending"
+
+    asyncio.run(go())
+
+
+async def _is(value: Any, want: str) -> bool:
+    return await value == want
