@@ -52,7 +52,7 @@ from apiserver.http import negotiation
 from apiserver.http.handlers.body import read_limited
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
-from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess
+from apiserver.http.kubelet_proxy import KubeletClient, NodeAccess, kubelet_of
 from apiserver.http.metrics import Metrics, request_labels
 from apiserver.http.pod_proxy import PodProxyClient
 from apiserver.http.requestinfo import parse_resource_path
@@ -60,6 +60,8 @@ from apiserver.http.router import find_subresource, route
 from apiserver.kubernetes_service import KubernetesService, keep_forever
 from apiserver.openapi_v2 import SwaggerDocument
 from apiserver.request_context import reset_user, set_user
+from apiserver.resource_metrics import MAX_BYTES as METRICS_MAX_BYTES
+from apiserver.resource_metrics import ResourceMetrics
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
 from apiserver.storage.interface import Storage
@@ -166,9 +168,43 @@ class Api:
         self.scope.token_requests = self.service_accounts.requests
         self.kubelets = KubeletClient(kubelet_tls)
         self.scope.pod_proxy = PodProxyClient()
+        self.resource_metrics = ResourceMetrics(self._kubelet_usage, clock)
+        self.scope.computed.update(
+            nodemetrics=self._node_metrics,
+            podmetrics=self._pod_metrics,
+        )
         self.scope.node_access = NodeAccess(
             self.kubelets, functools.partial(self._get_core, PODS), functools.partial(self._get_core, NODES)
         )
+
+    async def _kubelet_usage(self, node: dict[str, Any]) -> str:
+        """A kubelet's /metrics/resource (what metrics.k8s.io is computed from)."""
+        _, body = await self.kubelets.stream(kubelet_of(node).url("/metrics/resource"))
+        chunks, size = [], 0
+        async for chunk in body:
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > METRICS_MAX_BYTES:
+                break
+        return b"".join(chunks).decode(errors="replace")
+
+    def _cached(self, group: str, plural: str) -> Any:
+        res = self.scope.by_path.get((group, "v1", plural))
+        return self.scope.caches.get(res) if res is not None else None
+
+    def _node_metrics(self, namespace: str | None, name: str | None) -> list[dict[str, Any]]:
+        nodes = self._cached("", "nodes")
+        if nodes is None:
+            return []
+        chosen = [n for n in (nodes.objects() if name is None else [nodes.get_object(None, name)]) if n]
+        return [m for m in (self.resource_metrics.node_metrics(n) for n in chosen) if m is not None]
+
+    def _pod_metrics(self, namespace: str | None, name: str | None) -> list[dict[str, Any]]:
+        pods = self._cached("", "pods")
+        if pods is None:
+            return []
+        chosen = [p for p in (pods.objects(namespace) if name is None else [pods.get_object(namespace, name)]) if p]
+        return [m for m in (self.resource_metrics.pod_metrics(p) for p in chosen) if m is not None]
 
     @property
     def resources(self) -> tuple[ResourceDef, ...]:
@@ -234,6 +270,9 @@ class Api:
             self._crd_loop = asyncio.create_task(self.custom_resources.run())
         if self.apiservices is not None:
             self._background.append(asyncio.create_task(self.apiservices.run()))
+        nodes = self._cached("", "nodes")
+        if self.kubelets.tls is not None and nodes is not None:  # metrics.k8s.io: the kubelets' usage
+            self._background.append(asyncio.create_task(self.resource_metrics.scrape_forever(nodes.objects)))
         configmaps = self.scope.by_path.get(("", "v1", "configmaps"))
         if self.authentication_info is not None and configmaps is not None and configmaps in self.scope.registries:
             self._background.append(

@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from apiserver import errors
 from apiserver.http import params
+from apiserver.http.handlers.computed import answer_computed
 from apiserver.http.handlers.create import create_object
 from apiserver.http.handlers.delete import delete_collection, delete_object
 from apiserver.http.handlers.get import get_object
@@ -59,6 +60,8 @@ async def route(scope: ResourceScope, request: Request, target: ResourcePath) ->
     query = dict(request.query_params)
     if res.virtual:
         return await answer_virtual(scope, request, res, target)
+    if res.computed:
+        return await answer_computed(scope, request, res, target)
     if target.name is None:
         if method == "GET":
             p = params.list_params(res, query)

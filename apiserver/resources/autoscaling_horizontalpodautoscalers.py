@@ -23,6 +23,7 @@ from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import STATUS_VIEW
 from apiserver.resources.base import Column, ResourceDef, Subresource
+from machinery.autoscaling import SCALE_DOWN, SCALE_UP
 from machinery.objects import Obj, dicts, get, mapping, number, text
 
 SOURCE_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
@@ -165,17 +166,6 @@ def _scaling_rules(rules: Any, defaults: Obj) -> Any:
     return rules
 
 
-_SCALE_UP = {
-    "stabilizationWindowSeconds": 0,
-    "selectPolicy": "Max",
-    "policies": [
-        {"type": "Pods", "value": 4, "periodSeconds": 15},
-        {"type": "Percent", "value": 100, "periodSeconds": 15},
-    ],
-}
-_SCALE_DOWN = {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
-
-
 def default_v2(hpa: Obj) -> None:
     spec = hpa.setdefault("spec", {})
     if not isinstance(spec, dict):
@@ -185,8 +175,8 @@ def default_v2(hpa: Obj) -> None:
         spec["metrics"] = [_cpu_metric(DEFAULT_CPU_UTILIZATION)]
     behavior = spec.get("behavior")
     if isinstance(behavior, dict):
-        behavior["scaleUp"] = _scaling_rules(behavior.get("scaleUp"), _SCALE_UP)
-        behavior["scaleDown"] = _scaling_rules(behavior.get("scaleDown"), _SCALE_DOWN)
+        behavior["scaleUp"] = _scaling_rules(behavior.get("scaleUp"), SCALE_UP)
+        behavior["scaleDown"] = _scaling_rules(behavior.get("scaleDown"), SCALE_DOWN)
 
 
 def default_v1(hpa: Obj) -> None:

@@ -136,6 +136,9 @@ class ResourceDef:
     # Not stored at all: a create is answered by the handler registered under this name
     # (access reviews, SelfSubjectReview); such a resource has no registry and no watch cache.
     virtual: str | None = None
+    # Not stored either: get and list are answered by the reader registered under this name
+    # (metrics.k8s.io's NodeMetrics and PodMetrics, computed from the kubelets' usage).
+    computed: str | None = None
     # The status every object carries, as kube's JSON always has one: a Go type whose `Status`
     # is a struct (not a pointer) encodes it even when empty (`omitempty` does not omit a
     # struct), with its members that are not `omitempty` at their zero value (ReplicaSet:

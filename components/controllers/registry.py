@@ -10,6 +10,7 @@ from components.controllers.disruption import DisruptionController
 from components.controllers.endpoints import EndpointsController
 from components.controllers.endpointslice import EndpointSliceController
 from components.controllers.garbagecollector import GarbageCollector
+from components.controllers.horizontalpodautoscaler import HorizontalPodAutoscalerController
 from components.controllers.job import JobController
 from components.controllers.namespace import NamespaceController
 from components.controllers.nodelifecycle import NodeLifecycleController
@@ -40,6 +41,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
         NodeLifecycleController,
         DisruptionController,
         PersistentVolumeController,
+        HorizontalPodAutoscalerController,
     )
 }
 

@@ -76,11 +76,13 @@ def test_version_names_client_and_server(k: Kubectl) -> None:
 def test_api_resources_lists_every_kind_with_its_short_names(k: Kubectl) -> None:
     table = rows(k("api-resources"))
     assert table[0] == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
-    by_name = {r[0]: r for r in table[1:]}
-    assert by_name["pods"] == ["pods", "po", "v1", "true", "Pod"]
-    assert by_name["deployments"] == ["deployments", "deploy", "apps/v1", "true", "Deployment"]
-    assert by_name["nodes"] == ["nodes", "no", "v1", "false", "Node"]
-    assert by_name["secrets"] == ["secrets", "v1", "true", "Secret"]  # no short name: the column is blank
+    # by name and group-version: metrics.k8s.io serves `nodes` and `pods` too, as kube's does
+    by_name = {(r[0], r[-3]): r for r in table[1:]}
+    assert by_name["pods", "v1"] == ["pods", "po", "v1", "true", "Pod"]
+    assert by_name["deployments", "apps/v1"] == ["deployments", "deploy", "apps/v1", "true", "Deployment"]
+    assert by_name["nodes", "v1"] == ["nodes", "no", "v1", "false", "Node"]
+    assert by_name["secrets", "v1"] == ["secrets", "v1", "true", "Secret"]  # no short name: the column is blank
+    assert by_name["pods", "metrics.k8s.io/v1beta1"] == ["pods", "metrics.k8s.io/v1beta1", "true", "PodMetrics"]
     cluster_scoped = k("api-resources", "--namespaced=false", "-o", "name").split()
     assert {"namespaces", "nodes", "clusterroles.rbac.authorization.k8s.io"} <= set(cluster_scoped)
     assert "pods" not in cluster_scoped

@@ -137,6 +137,8 @@ def test_the_names_reported_are_bounded_but_every_unknown_field_is_dropped() -> 
 
 def test_every_served_kind_compiles() -> None:
     for r in catalog():
+        if r.computed:
+            continue  # never written: nothing to prune
         obj = {"apiVersion": r.group_version, "kind": r.kind, "metadata": {"name": "x", "zz": 1}, "zz": 1}
         assert pruning.prune(r.group, r.version, r.kind, obj) == ["metadata.zz", "zz"], r.kind
 

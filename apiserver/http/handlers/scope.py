@@ -27,6 +27,8 @@ from apiserver.watchcache import Cacher
 
 # (the requesting user, the URL's namespace, the posted object) -> the answer (or an awaitable of it)
 VirtualHandler = Callable[[Any, str | None, dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
+# (namespace or None for all, name or None for a list) -> the objects computed now
+ComputedReader = Callable[[str | None, str | None], list[dict[str, Any]]]
 
 
 class ResourceScope:
@@ -46,6 +48,8 @@ class ResourceScope:
         self.caches: dict[ResourceDef, Cacher] = {}
         # the answers of resources that are not stored (access reviews...), by `ResourceDef.virtual`
         self.virtual: dict[str, VirtualHandler] = {}
+        # the readers of resources computed on request (metrics.k8s.io), by `ResourceDef.computed`
+        self.computed: dict[str, ComputedReader] = {}
         # serviceaccounts/token (set by the app, which owns the signing key)
         self.token_requests: TokenRequests | None = None
         self.node_access: NodeAccess | None = None  # pods/log, exec, portforward, nodes/proxy
@@ -64,7 +68,7 @@ class ResourceScope:
 
     def _add(self, res: ResourceDef) -> None:
         self.by_path[(res.group, res.version, res.plural)] = res
-        if res.virtual:
+        if res.virtual or res.computed:
             return
         registry = Registry(res, self.storage, clock=self.clock, track_fields=patching.track_fields)
         if self._admission is not None:
