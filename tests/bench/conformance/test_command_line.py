@@ -127,7 +127,7 @@ def test_missing_ginkgo_alone_is_named(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     from machinery.process import peers
 
-    for name in ("e2e.test", "agnhost", "nonewprivs", "busybox"):
+    for name in ("e2e.test", "agnhost", "nonewprivs", "busybox", "sample-apiserver", "etcd"):
         peers.peer_path(name).parent.mkdir(parents=True, exist_ok=True)
         peers.peer_path(name).write_text("#!/bin/sh\n")
     assert main(["conformance", "--parallel", "3", "--report", str(tmp_path / "out")]) == 2
@@ -139,16 +139,18 @@ def test_the_image_peers_are_required(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without them conformance's pods would fail for the wrong reason (busybox would be
-    Debian's, which drops `data-1` variables): named, never a silent fallback."""
+    Debian's, which drops `data-1` variables; the Aggregator spec's pod would not start): named,
+    never a silent fallback."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     from machinery.process import peers
 
-    for name in ("e2e.test", "agnhost", "nonewprivs"):
+    for name in ("e2e.test", "agnhost", "nonewprivs", "etcd"):
         peers.peer_path(name).parent.mkdir(parents=True, exist_ok=True)
         peers.peer_path(name).write_text("#!/bin/sh\n")
     assert main(["conformance", "--report", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "not built: " + str(peers.peer_path("busybox")) + ";" in err and ",busybox`" in err
+    assert str(peers.peer_path("busybox")) in err and str(peers.peer_path("sample-apiserver")) in err
+    assert "not built: " in err and ",busybox,sample-apiserver," in err
 
 
 def test_the_fresh_cluster_puts_pods_in_network_namespaces_when_it_can(monkeypatch: pytest.MonkeyPatch) -> None:

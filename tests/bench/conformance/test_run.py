@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.conformance import run
+from bench.conformance.options import IMAGE_PEERS
 from components.cli.main import main
 from machinery.process import peers
 from tests.support.paths import ROOT
@@ -30,7 +31,7 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     e2e.parent.mkdir(parents=True)
     e2e.write_text(f"#!{sys.executable}\n" + (DATA / "fake_e2e.py").read_text())
     e2e.chmod(0o755)
-    for image_peer in ("agnhost", "nonewprivs", "busybox"):  # the run only checks they are there
+    for image_peer in IMAGE_PEERS:  # the run only checks they are there
         peers.peer_path(image_peer).parent.mkdir(parents=True, exist_ok=True)
         peers.peer_path(image_peer).write_text("#!/bin/sh\n")
     (tmp_path / "namespaces").write_text("default kube-system my-app-2")
