@@ -78,6 +78,7 @@ def parse_exposition(text: str, wanted: frozenset[str]) -> list[Sample]:
     for line in text.splitlines():
         if len(out) >= MAX_SERIES:
             break
+        line = line.strip()
         if not line or line.startswith("#"):
             continue
         brace = line.find("{")

@@ -36,7 +36,7 @@ def test_the_exposition_is_parsed_with_escapes_and_bad_lines_skipped() -> None:
     text = (
         '# TYPE x counter\ncontainer_cpu_usage_seconds_total{container="a\\"b",namespace="n",pod="p"} 1.5 1000\n'
         "node_cpu_usage_seconds_total NaN 5\nnode_cpu_usage_seconds_total -3\nnode_cpu_usage_seconds_total 2\n"
-        "container_cpu_usage_seconds_total{broken 1\nother_metric 9\n"
+        "container_cpu_usage_seconds_total{broken 1\nother_metric 9\n\t\n   \n"
     )
     samples = parse_exposition(text, WANTED)
     assert [(s.name, dict(s.labels), s.value, s.ms) for s in samples] == [
