@@ -89,7 +89,8 @@ def _to_v2(node: dict[str, Any], depth: int = 0) -> None:
         and node.get("x-kubernetes-preserve-unknown-fields") is not True
     ):
         _add_type_meta(node)
-        required = list(node.get("required") or ())
+        given = node.get("required")
+        required = [r for r in given if isinstance(r, str)] if isinstance(given, list) else []
         node["required"] = required + [r for r in ("kind", "apiVersion") if r not in required]
 
 

@@ -182,6 +182,7 @@ KEYWORDS += ("additionalProperties", "nullable", "default", "x-kubernetes-embedd
 @given(schema=st.dictionaries(st.sampled_from(KEYWORDS), json_values, max_size=6), obj=json_values)
 @example(schema={"enum": [-(2**63) - 1]}, obj=[])  # found by CI: an integer orjson cannot write
 @example(schema={"type": "array", "uniqueItems": True}, obj=[2**70, 2**70])
+@example(schema={"x-kubernetes-embedded-resource": True, "required": 1}, obj=None)  # found by CI: v2 publishing
 def test_hostile_schemas_and_objects_never_raise(schema: dict[str, Any], obj: Any) -> None:
     """Whatever a stored schema and a request hold (they are checked, but this layer trusts
     neither), checking, defaulting, the structural check and v2 publishing only answer."""
