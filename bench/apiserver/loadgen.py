@@ -44,12 +44,16 @@ OPEN_PARALLEL = 64
 """Watch connections opened at once (TLS handshakes) while a watcher process starts."""
 
 
-def pod_body(run: str, seq: int, namespaces: list[str], nodes: int, prefix: str) -> tuple[str, bytes]:
-    """(namespace, JSON) of pod `seq`: on node-<seq % nodes>, stamped with the time now."""
+def _body(
+    api_version: str, kind: str, run: str, seq: int, namespaces: list[str], nodes: int, prefix: str
+) -> tuple[str, bytes]:
+    """(namespace, JSON) of object `seq`: on node-<seq % nodes>, one container, stamped with the
+    time now.  Pods and widgets share the shape, so the two kinds cost the same to encode and
+    differ by their path."""
     ns = namespaces[seq % len(namespaces)]
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
+    obj = {
+        "apiVersion": api_version,
+        "kind": kind,
         "metadata": {
             "name": f"{prefix}-{seq}",
             "labels": {"app": "bench", "run": run},
@@ -60,7 +64,11 @@ def pod_body(run: str, seq: int, namespaces: list[str], nodes: int, prefix: str)
             "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}],
         },
     }
-    return ns, orjson.dumps(pod)
+    return ns, orjson.dumps(obj)
+
+
+def pod_body(run: str, seq: int, namespaces: list[str], nodes: int, prefix: str) -> tuple[str, bytes]:
+    return _body("v1", "Pod", run, seq, namespaces, nodes, prefix)
 
 
 CUSTOM_GROUP, CUSTOM_VERSION, CUSTOM_PLURAL = "bench.raftkube.io", "v1", "widgets"
@@ -68,23 +76,7 @@ CUSTOM_GROUP, CUSTOM_VERSION, CUSTOM_PLURAL = "bench.raftkube.io", "v1", "widget
 
 
 def widget_body(run: str, seq: int, namespaces: list[str], nodes: int, prefix: str) -> tuple[str, bytes]:
-    """(namespace, JSON) of widget `seq`: a custom object shaped like `pod_body`'s pod (a node,
-    one container), so that the two kinds cost the same to encode and differ by their path."""
-    ns = namespaces[seq % len(namespaces)]
-    widget = {
-        "apiVersion": f"{CUSTOM_GROUP}/{CUSTOM_VERSION}",
-        "kind": "Widget",
-        "metadata": {
-            "name": f"{prefix}-{seq}",
-            "labels": {"app": "bench", "run": run},
-            "annotations": {SENT_ANNOTATION: f"{run}:{time.monotonic():.6f}"},
-        },
-        "spec": {
-            "nodeName": f"node-{seq % nodes}",
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}],
-        },
-    }
-    return ns, orjson.dumps(widget)
+    return _body(f"{CUSTOM_GROUP}/{CUSTOM_VERSION}", "Widget", run, seq, namespaces, nodes, prefix)
 
 
 KINDS = {
