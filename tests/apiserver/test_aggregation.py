@@ -57,7 +57,11 @@ RESOURCE_LIST = {
 
 
 class Tester:
-    def authenticate(self, scope: Any) -> User:
+    """The tester with a bearer token, anyone else nobody (401)."""
+
+    def authenticate(self, scope: Any) -> User | None:
+        if (b"authorization", b"Bearer nobody") in scope.get("headers", []):
+            return None
         return User("tester", ("system:masters", "system:authenticated"), extra=(("scopes", ("a b",)),))
 
 
@@ -202,6 +206,11 @@ def test_a_remote_group_version_is_checked_relayed_for_the_user_and_discovered(t
         # a body without a Content-Type goes without one (a kube server reads it as JSON)
         bare = await client.post(FLUNDERS, content=b'{"kind": "Flunder"}')
         assert bare.status_code == 201 and "content-type" not in wardle.seen[-1]
+
+        # nobody: refused here, never relayed
+        relayed = len(wardle.seen)
+        refused = await client.get(FLUNDERS, headers={"Authorization": "Bearer nobody"})
+        assert refused.status_code == 401 and len(wardle.seen) == relayed
 
         aggregated = (await client.get("/apis", headers={"Accept": AGGREGATED})).json()
         wardle_group = next(g for g in aggregated["items"] if g["metadata"]["name"] == GROUP)
