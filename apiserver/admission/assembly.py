@@ -23,6 +23,7 @@ from apiserver.admission.node_restriction import NodeRestriction
 from apiserver.admission.podsecurity.plugin import PodSecurity
 from apiserver.admission.policy import wiring as validating_policy
 from apiserver.admission.priority import Priority
+from apiserver.admission.pvc_resize import PersistentVolumeClaimResize
 from apiserver.admission.rbac_escalation import RBACEscalation
 from apiserver.admission.resourcequota import ResourceQuota
 from apiserver.admission.runtimeclass import NODE_GROUP, RuntimeClassAdmission
@@ -141,6 +142,9 @@ PLUGINS: dict[str, Factory] = {
     "Priority": _priority,
     "DefaultTolerationSeconds": lambda ctx: DefaultTolerationSeconds(),
     "DefaultStorageClass": lambda ctx: DefaultStorageClass(ctx.caches.get(("storage.k8s.io", "storageclasses"))),
+    "PersistentVolumeClaimResize": lambda ctx: PersistentVolumeClaimResize(
+        ctx.caches.get(("storage.k8s.io", "storageclasses"))
+    ),
     "RuntimeClass": _runtime_class,
     "RBACEscalation": lambda ctx: RBACEscalation(ctx.authorization.policy, ctx.authorization.allowed),
     "ValidatingAdmissionPolicy": lambda ctx: validating_policy.from_caches(ctx.caches),
@@ -161,6 +165,7 @@ ORDER = (
     "Priority",
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
+    "PersistentVolumeClaimResize",
     "RuntimeClass",
     "RBACEscalation",
     "MutatingAdmissionWebhook",

@@ -99,11 +99,12 @@ def stored_kind(
     def validate(obj: Obj, old: Obj | None) -> list[Cause]:
         causes = v.validate_object_meta(obj, namespaced=namespaced, name_fn=name_fn, old=old)
         checker = _checker(group, version, kind)
-        if checker is not None:
-            causes += checker.check(obj, tuple(lenient))
+        misshapen = checker.check(obj, tuple(lenient)) if checker is not None else []
+        causes += misshapen
         for path in immutable:
             causes += v.validate_immutable(obj, old, path)
-        return causes + rules(obj, old)
+        # a value of the wrong type is where kube's decoding stops: the rules read a decoded object
+        return causes if misshapen else causes + rules(obj, old)
 
     extra: dict[str, Any] = {}
     if verbs is not None:

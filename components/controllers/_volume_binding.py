@@ -25,6 +25,7 @@ from machinery.selectors import label_selector_matches
 PROVISIONER = local_volumes.PROVISIONER
 VOLUME_DIR_ANNOTATION = local_volumes.VOLUME_DIR_ANNOTATION
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
@@ -101,7 +102,7 @@ def provisioned(claim: Obj, storage_class: Obj, node: Obj) -> Obj | None:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
+        "metadata": {"name": name, "annotations": {PROVISIONED_BY: PROVISIONER}},
         "spec": {
             "capacity": {"storage": storage},
             "accessModes": list(spec(claim).get("accessModes") or ["ReadWriteOnce"]),

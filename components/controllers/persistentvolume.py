@@ -12,6 +12,13 @@ Keys are claims (`namespace/name`) and volumes (`/name`).  A claim:
   `WaitForFirstConsumer` once a pod using the claim is on a node (on that node);
 * else it waits, and says so in an event (kube's WaitForFirstConsumer/ProvisioningFailed).
 
+A bound claim asking for more storage than its volume has is expanded (kube's external-resizer,
+for our provisioner; a class without `allowVolumeExpansion` never gets that far — admission
+refuses the request): the claim says Resizing (allocatedResources, ControllerResizeInProgress),
+the volume's capacity grows, then the claim's capacity.  A local volume is a directory, which has
+no size to grow and no file system to resize, so the node has nothing to do.  Another
+provisioner's volume waits for that provisioner (kube's ExternalExpanding event).
+
 A volume whose claim is gone is Released; a released volume with reclaim policy Delete is
 deleted (the node's kubelet removes the directory of a local one), Retain keeps it.
 
@@ -32,6 +39,7 @@ from components.client.rest import AlreadyExistsError, NotFoundError
 from components.controllers import _volume_binding as vb
 from components.controllers.base import Controller
 from machinery.objects import Obj, metadata, spec, status
+from machinery.timestamps import format_time
 
 CLAIMS = Resource("", "v1", "persistentvolumeclaims", kind="PersistentVolumeClaim")
 VOLUMES = Resource("", "v1", "persistentvolumes", kind="PersistentVolume")
@@ -125,6 +133,8 @@ class PersistentVolumeController(Controller):
             ref = spec(pv).get("claimRef") or {}
             if ref.get("uid") in (None, metadata(claim).get("uid")):
                 await self._bind(claim, pv)
+                if vb.requested(claim) > vb.capacity(pv):
+                    await self._expand(claim, pv)
             return
         pv = vb.best_volume(self.volumes.indexer.objects(), claim)
         if pv is not None:
@@ -208,6 +218,38 @@ class PersistentVolumeController(Controller):
         }
         if any(status(claim).get(k) != v for k, v in wanted.items()):
             await self._claim_status(claim, wanted)
+
+    async def _expand(self, claim: Obj, pv: Obj) -> None:
+        """The volume grown to the claim's request, then the claim's capacity (see the module)."""
+        pv_name = str(metadata(pv).get("name"))
+        if (metadata(pv).get("annotations") or {}).get(vb.PROVISIONED_BY) != vb.PROVISIONER:
+            said = "waiting for an external controller to expand this PVC"
+            self.events.record(self._ref(claim), NORMAL, "ExternalExpanding", said)
+            return
+        size = str(((spec(claim).get("resources") or {}).get("requests") or {}).get("storage"))
+        self.events.record(self._ref(claim), NORMAL, "Resizing", f"External resizer is resizing volume {pv_name}")
+        resizing = {"type": "Resizing", "status": "True", "lastTransitionTime": format_time(self.clock.now())}
+        await self._claim_status(
+            claim,
+            {
+                "allocatedResources": {"storage": size},
+                "allocatedResourceStatuses": {"storage": "ControllerResizeInProgress"},
+                "conditions": [resizing],
+            },
+        )
+        fresh = await self.client.get(VOLUMES.path(None, pv_name))
+        capacity = {**(spec(fresh).get("capacity") or {}), "storage": size}
+        await self.client.replace(VOLUMES.path(None, pv_name), {**fresh, "spec": {**spec(fresh), "capacity": capacity}})
+        # nothing for the node to do (no file system to grow): the claim has the new size at once
+        await self._claim_status(
+            claim,
+            {
+                "capacity": {**status(claim).get("capacity", {}), "storage": size},
+                "allocatedResourceStatuses": None,
+                "conditions": None,
+            },
+        )
+        self.events.record(self._ref(claim), NORMAL, "VolumeResizeSuccessful", "Resize volume succeeded")
 
     async def _claim_status(self, claim: Obj, wanted: dict[str, Any]) -> None:
         m = metadata(claim)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
+from components.client.rest import ForbiddenError
 from components.controllers import _volume_binding as vb
 from components.controllers.persistentvolume import PersistentVolumeController
 from components.controllers.runner import running
@@ -178,3 +181,64 @@ def test_a_claim_of_an_unknown_class_waits_and_says_why(cluster: ApiserverUnderT
 
 async def _is(value: Any, want: str) -> bool:
     return await value == want
+
+
+def test_a_bound_claim_of_an_expandable_class_grows_its_volume(cluster: ApiserverUnderTest) -> None:
+    """allowVolumeExpansion: a bound local claim asking for more gets it (the volume's capacity,
+    then the claim's, with kube's Resizing and VolumeResizeSuccessful events); a claim of a class
+    that does not allow it is refused with kube's 403."""
+
+    async def go() -> None:
+        ns = "pv-expand"
+        async with api(cluster) as client:
+            await make_namespace(client, ns)
+            node = {"metadata": {"name": "grow-node", "annotations": {vb.VOLUME_DIR_ANNOTATION: "/tmp/rk-grow"}}}
+            await client.create("/api/v1/nodes", node)
+            classes = "/apis/storage.k8s.io/v1/storageclasses"
+            for name, expands in (("elastic", True), ("rigid", False)):
+                await client.create(
+                    classes,
+                    {
+                        "metadata": {"name": name},
+                        "provisioner": vb.PROVISIONER,
+                        "volumeBindingMode": "Immediate",
+                        "allowVolumeExpansion": expands,
+                    },
+                )
+            claims = f"/api/v1/namespaces/{ns}/persistentvolumeclaims"
+            async with running(client, [PersistentVolumeController]):
+                await client.create(claims, pvc("grows", "1Gi", "elastic"))
+                await client.create(claims, pvc("stays", "1Gi", "rigid"))
+
+                async def capacity(name: str) -> str | None:
+                    got = await client.get(f"{claims}/{name}")
+                    return ((got.get("status") or {}).get("capacity") or {}).get("storage")
+
+                for name in ("grows", "stays"):
+                    await eventually(lambda n=name: _is(capacity(n), "1Gi"), what=f"{name} bound")
+
+                await client.patch(f"{claims}/grows", {"spec": {"resources": {"requests": {"storage": "3Gi"}}}})
+                await eventually(lambda: _is(capacity("grows"), "3Gi"), what="the claim's capacity grown")
+                grown = await client.get(f"{claims}/grows")
+                volume = await client.get(f"/api/v1/persistentvolumes/{grown['spec']['volumeName']}")
+                assert volume["spec"]["capacity"] == {"storage": "3Gi"}
+                assert grown["status"]["allocatedResources"] == {"storage": "3Gi"}
+                assert "allocatedResourceStatuses" not in grown["status"] and "conditions" not in grown["status"]
+
+                async def reasons() -> list[str] | None:
+                    got = await client.get(f"/api/v1/namespaces/{ns}/events")
+                    said = sorted(
+                        e["reason"]
+                        for e in got.get("items") or []
+                        if e["involvedObject"]["name"] == "grows" and "Resiz" in e["reason"]
+                    )
+                    return said if len(said) == 2 else None
+
+                assert await eventually(reasons, what="the resize events") == ["Resizing", "VolumeResizeSuccessful"]
+
+                with pytest.raises(ForbiddenError) as refused:
+                    await client.patch(f"{claims}/stays", {"spec": {"resources": {"requests": {"storage": "3Gi"}}}})
+                assert "the storageclass that provisions the pvc must support resize" in str(refused.value)
+                assert await capacity("stays") == "1Gi"
+
+    asyncio.run(go())
