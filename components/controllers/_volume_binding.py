@@ -91,6 +91,32 @@ def claim_ref(claim: Obj) -> Obj:
     }
 
 
+def node_of(pv: Obj) -> str | None:
+    """The one node a local volume's affinity names (as `provisioned` writes it), else None."""
+    affinity = (spec(pv).get("nodeAffinity") or {}).get("required") or {}
+    terms = affinity.get("nodeSelectorTerms") if isinstance(affinity, dict) else None
+    if not isinstance(terms, list) or len(terms) != 1 or not isinstance(terms[0], dict):
+        return None
+    expressions = terms[0].get("matchExpressions")
+    if not isinstance(expressions, list) or len(expressions) != 1 or not isinstance(expressions[0], dict):
+        return None
+    expression = expressions[0]
+    values = expression.get("values")
+    if expression.get("key") != HOSTNAME_LABEL or expression.get("operator") != "In":
+        return None
+    return values[0] if isinstance(values, list) and len(values) == 1 and isinstance(values[0], str) else None
+
+
+def is_local_directory(pv: Obj, node: Obj) -> bool:
+    """Whether the volume is one of ours, a directory directly under the node's volume directory."""
+    if (metadata(pv).get("annotations") or {}).get(PROVISIONED_BY) != PROVISIONER:
+        return False
+    directory = (metadata(node).get("annotations") or {}).get(VOLUME_DIR_ANNOTATION)
+    path = (spec(pv).get("hostPath") or {}).get("path")
+    name = str(metadata(pv).get("name"))
+    return isinstance(directory, str) and path == f"{directory.rstrip('/')}/{name}"
+
+
 def provisioned(claim: Obj, storage_class: Obj, node: Obj) -> Obj | None:
     """The local volume of `claim` on `node` (None when the node announces no directory)."""
     directory = (metadata(node).get("annotations") or {}).get(VOLUME_DIR_ANNOTATION)

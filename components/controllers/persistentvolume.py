@@ -20,7 +20,8 @@ no size to grow and no file system to resize, so the node has nothing to do.  An
 provisioner's volume waits for that provisioner (kube's ExternalExpanding event).
 
 A volume whose claim is gone is Released; a released volume with reclaim policy Delete is
-deleted (the node's kubelet removes the directory of a local one), Retain keeps it.
+deleted, Retain keeps it.  A local volume's node hears first (its name in the Node's
+released-volumes annotation, `machinery/local_volumes`), so its kubelet removes the directory.
 
 At start the cluster gets the default StorageClass `standard` (local-path, WaitForFirstConsumer,
 Delete) when it has no default class, as a local cluster's addon would.
@@ -29,6 +30,7 @@ Delete) when it has no default class, as a local cluster's addon would.
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any
 
 from components.client.events import NORMAL, WARNING, reference
@@ -37,7 +39,8 @@ from components.client.informer import EventHandler
 from components.client.listwatch import Resource
 from components.client.rest import AlreadyExistsError, NotFoundError
 from components.controllers import _volume_binding as vb
-from components.controllers.base import Controller
+from components.controllers.base import Controller, Requeue
+from machinery import local_volumes
 from machinery.objects import Obj, metadata, spec, status
 from machinery.timestamps import format_time
 
@@ -278,5 +281,28 @@ class PersistentVolumeController(Controller):
                 await self.client.patch(VOLUMES.path(None, name, "status"), {"status": {"phase": "Released"}})
             return
         if phase == "Released" and spec(pv).get("persistentVolumeReclaimPolicy") == "Delete":
+            await self._tell_node(pv)
             with contextlib.suppress(NotFoundError):
                 await self.client.delete(VOLUMES.path(None, name))
+
+    async def _tell_node(self, pv: Obj) -> None:
+        """A local volume's name added to its node's released list (at the node's version read:
+        a conflict retries), so the kubelet removes its directory once the volume is gone."""
+        name = str(metadata(pv).get("name"))
+        node = self.nodes.indexer.get(vb.node_of(pv) or "")
+        if node is None or not vb.is_local_directory(pv, node):
+            return  # not ours, or its node is gone with the directory
+        annotations = metadata(node).get("annotations") or {}
+        names = local_volumes.released(annotations)
+        if name in names:
+            return
+        if len(names) >= local_volumes.MAX_RELEASED:
+            raise Requeue(30.0)  # the node has not caught up: the volume waits
+        value = json.dumps([*names, name])
+        patch = {
+            "metadata": {
+                "resourceVersion": metadata(node).get("resourceVersion"),
+                "annotations": {local_volumes.RELEASED_ANNOTATION: value},
+            }
+        }
+        await self.client.patch(NODES.path(None, str(metadata(node).get("name"))), patch)

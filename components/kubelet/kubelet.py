@@ -31,7 +31,7 @@ from components.client.rest import (
     TransportError,
     path_of,
 )
-from components.kubelet import nodestatus, podipc, podworker, prober, tmpfs
+from components.kubelet import nodestatus, podipc, podworker, prober, released_volumes, tmpfs
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import build
 from components.kubelet.hooks import HookRun
@@ -52,6 +52,7 @@ SERVICES = Resource("", "v1", "services", True, "Service")
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_S = 40
 SYNC_PERIOD_S = 1.0
+RELEASED_VOLUMES_PERIOD_S = 10.0  # how soon a deleted local volume's directory goes
 
 
 NODE_PORTS = "NodePorts"
@@ -131,10 +132,7 @@ class Kubelet:
         node = nodestatus.register(self.config, nodestatus.Observed(), timestamp(int(self.clock() * 1e9)))
         name = self.config.name
         if self._has_files():  # where this node keeps local volumes (machinery/local_volumes.py)
-            # absolute: the controller writes it into volumes the kubelet later mounts from any
-            # working directory (`raftkube up` runs with a relative data dir by default)
-            root = Path(self.runtime.root).resolve()  # type: ignore[attr-defined]
-            directory = str(root / local_volumes.VOLUME_DIR_NAME)
+            directory = str(self._volume_dir())
             node["metadata"]["annotations"] = {local_volumes.VOLUME_DIR_ANNOTATION: directory}
         try:
             await self.client.create("/api/v1/nodes", {k: v for k, v in node.items() if k != "status"})
@@ -181,6 +179,17 @@ class Kubelet:
         self._lease = await self.client.replace(path, lease)
 
     # -- pods -----------------------------------------------------------------------------------
+
+    def _volume_dir(self) -> Path:
+        """Where this node keeps local volumes: absolute, since the controller writes it into
+        volumes the kubelet later mounts from any working directory (`raftkube up` runs with a
+        relative data dir by default)."""
+        return Path(self.runtime.root).resolve() / local_volumes.VOLUME_DIR_NAME  # type: ignore[attr-defined]
+
+    async def remove_released_volumes_once(self) -> None:
+        """The directories of this node's deleted local volumes removed (released_volumes.py)."""
+        for name in await released_volumes.remove_released_once(self.client, self.config.name, self._volume_dir()):
+            log.info("kubelet %s: removed the directory of deleted volume %s", self.config.name, name)
 
     def _has_files(self) -> bool:
         """Whether this runtime's containers have files (volumes, tokens); fake ones do not."""
@@ -433,6 +442,8 @@ class Kubelet:
             await self.factory.wait_for_sync(timeout=30.0)
         log.info("kubelet %s: registered, %d pods bound", self.config.name, len(bound()))
         loops = [self._every(nodestatus.LEASE_RENEW_S, self.renew_lease_once), self._every(10.0, self.node_status_once)]
+        if register and self._has_files():
+            loops.append(self._every(RELEASED_VOLUMES_PERIOD_S, self.remove_released_volumes_once))
         tasks = [asyncio.create_task(loop) for loop in loops]
         try:
             while True:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -132,6 +133,62 @@ def test_a_stateful_set_scaled_down_and_up_keeps_each_members_data(cluster: Apis
     assert cluster.ok("exec", "-n", NS, "db-2", "--", "cat", "/data/id", "/data/marker").split() == ["db-2", "kept"]
     status = cluster.ok("rollout", "status", "-n", NS, "statefulset/db", "--timeout=60s")
     assert "roll out complete" in status or "partitioned roll out complete" in status, status
+
+
+def test_a_claim_grows_in_place_and_its_directory_goes_with_it(cluster: ApiserverUnderTest) -> None:
+    """allowVolumeExpansion on the user's path: `kubectl patch` asks a bound claim for more, the
+    claim's capacity follows with the data kept; deleting the claim deletes its volume (Delete)
+    and the node's kubelet removes the volume's directory."""
+    elastic = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "elastic"},
+        "provisioner": "raftkube.io/local-path",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowVolumeExpansion": True,
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "grows"},
+        "spec": {
+            "storageClassName": "elastic",
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "64Mi"}},
+        },
+    }
+    writer = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "writer", "labels": {"app": "writer"}},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "w",
+                    "image": "busybox",
+                    "command": ["sh", "-c", "echo written > /data/f; exec sleep 3600"],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                }
+            ],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "grows"}}],
+        },
+    }
+    for body in (elastic, claim, writer):
+        cluster.ok("apply", "-n", NS, "-f", "-", stdin=json.dumps(body))
+    until("the writer running", lambda: running_pods(cluster, "app=writer"))
+    cluster.ok("patch", "-n", NS, "pvc", "grows", "-p", '{"spec":{"resources":{"requests":{"storage":"128Mi"}}}}')
+    until("the claim grown", lambda: get(cluster, "pvc", "grows")["status"].get("capacity") == {"storage": "128Mi"})
+    volume = get(cluster, "pv", get(cluster, "pvc", "grows")["spec"]["volumeName"])
+    assert volume["spec"]["capacity"] == {"storage": "128Mi"}
+    directory = Path(volume["spec"]["hostPath"]["path"])
+    assert (directory / "f").read_text() == "written\n"
+    assert cluster.ok("exec", "-n", NS, "writer", "--", "cat", "/data/f").strip() == "written"
+
+    cluster.ok("delete", "-n", NS, "pod", "writer")
+    cluster.ok("delete", "-n", NS, "pvc", "grows")
+    until("the volume's directory removed", lambda: not directory.exists(), wait=60)
+    assert cluster.kubectl("get", "pv", volume["metadata"]["name"]).returncode != 0  # the volume is gone too
 
 
 DAEMON_SET = {

@@ -1,7 +1,8 @@
 """The persistentvolume controller: which volume a claim gets (units), and against a real
 apiserver: the default class `standard` and the DefaultStorageClass admission, a static
 volume bound, a local volume provisioned on the node of the claim's first pod
-(WaitForFirstConsumer), and a released volume deleted or retained as its policy says."""
+(WaitForFirstConsumer), a released volume deleted (its node told) or retained as its policy says,
+and a bound claim expanded."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from components.client.rest import ForbiddenError
 from components.controllers import _volume_binding as vb
 from components.controllers.persistentvolume import PersistentVolumeController
 from components.controllers.runner import running
+from machinery import local_volumes
 from tests.apiserver.support import ApiserverUnderTest
 from tests.components.controllers.test_replicaset_support import api, make_namespace
 from tests.support.wait import eventually
@@ -135,6 +137,9 @@ def test_claims_bind_provision_and_release(cluster: ApiserverUnderTest) -> None:
                     return volume["metadata"]["name"] not in names
 
                 await eventually(gone, what="the provisioned volume deleted")
+                # its node was told first, for its kubelet to remove the directory
+                told = await client.get("/api/v1/nodes/disk-node")
+                assert local_volumes.released(told["metadata"]["annotations"]) == [volume["metadata"]["name"]]
 
                 async def released() -> bool:
                     static = await client.get("/api/v1/persistentvolumes/static-1")
