@@ -2,13 +2,14 @@
 `status.used` is recounted from what the namespace holds (admission's rules, see _infra_quota).
 
 Pods, services, secrets and configmaps come from informers; other `count/<resource>.<group>`
-names are LISTed at each recount.  What enqueues a recount is kube's: a quota whose spec.hard
-changed (or that has no status yet), and a change that gives usage back (an object deleted, a
-pod finished, a service's type changed).  Not a create, nor the quota's own status change:
-admission charged those, and a recount from an informer that has not seen the new object yet
-would undercount and let the next creates past the quota.  Every quota is recounted again 5
-minutes after its last recount (kube's full resync).  A status already right is not written; a
-write that loses to admission's charge (Conflict) is retried."""
+names are LISTed at each recount (a custom resource at the version discovery prefers).  What
+enqueues a recount is kube's: a quota whose spec.hard changed (or that has no status yet), and a
+change that gives usage back (an object deleted, a pod finished, a service's type changed).  Not
+a create, nor the quota's own status change: admission charged those, and a recount from an
+informer that has not seen the new object yet would undercount and let the next creates past the
+quota.  Every quota is recounted again 5 minutes after its last recount (kube's full resync).  A
+status already right is not written; a write that loses to admission's charge (Conflict) is
+retried."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from typing import Any
 from components.client.indexer import NAMESPACE_INDEX, key_of, split_key
 from components.client.informer import EventHandler, SharedInformer
 from components.client.listwatch import Resource
+from components.client.rest import NotFoundError
 from components.controllers._infra_quota import hard_of, used, wanted
 from components.controllers.base import Controller, Requeue
 from machinery import objects
 from machinery.objects import Obj
 from machinery.quantity import QuantityError, canonical, parse_quantity
-from machinery.resources import NAMESPACED, GroupResource
+from machinery.resources import NAMESPACED, BuiltIn, GroupResource
 
 QUOTAS = Resource("", "v1", "resourcequotas", kind="ResourceQuota")
 WATCHED = (
@@ -95,21 +97,44 @@ class ResourceQuotaController(Controller):
         for q in self.quotas.indexer.by_index(NAMESPACE_INDEX, namespace):
             self.queue.add(key_of(q))
 
+    async def _discover(self, gr: GroupResource) -> BuiltIn | None:
+        """A custom resource's preferred version, from discovery (None when not served, or not
+        namespaced: quota counts only what lives in a namespace)."""
+        try:
+            group = await self.client.get(f"/apis/{gr.group}")
+            version = str((group.get("preferredVersion") or {}).get("groupVersion") or "")
+            if not version:
+                return None
+            found = await self.client.get(f"/apis/{version}")
+        except NotFoundError:
+            return None
+        for r in found.get("resources") or ():
+            if isinstance(r, dict) and r.get("name") == gr.plural and r.get("namespaced") is True:
+                return BuiltIn(gr.group, version.partition("/")[2], gr.plural, str(r.get("kind") or ""), True)
+        return None
+
     async def reconcile(self, key: str) -> None:
         namespace, _ = split_key(key)
         quota = self.quotas.indexer.get(key)
         if quota is None or namespace is None:
             return
         listed: dict[GroupResource, list[Obj]] = {}
+        served = dict(NAMESPACED)
         for gr in wanted([quota]):
             informer = self.watched.get(gr)
             if informer is not None:
                 listed[gr] = informer.indexer.by_index(NAMESPACE_INDEX, namespace)
-            else:
-                r = NAMESPACED[gr]
-                path = Resource(r.group, r.version, r.plural).path(namespace)
+                continue
+            r = NAMESPACED.get(gr) or await self._discover(gr)
+            if r is None:
+                continue  # not served (yet): used 0
+            served[gr] = r
+            path = Resource(r.group, r.version, r.plural).path(namespace)
+            try:
                 listed[gr] = list((await self.client.get(path)).get("items") or [])
-        want = {"hard": hard_of(quota), "used": used(quota, lambda gr: listed.get(gr, []))}
+            except NotFoundError:
+                continue  # its CRD went away meanwhile
+        want = {"hard": hard_of(quota), "used": used(quota, lambda gr: listed.get(gr, []), served)}
         status = quota.get("status") or {}
         held = {f: _canonical(status.get(f) or {}) for f in ("hard", "used")}
         if held != {f: _canonical(want[f]) for f in want}:

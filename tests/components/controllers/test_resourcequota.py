@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from components.client import kubeconfig
-from components.client.rest import RestClient
+from components.client.rest import ForbiddenError, NotFoundError, RestClient
 from components.controllers._infra_quota import used
 from components.controllers.resourcequota import ResourceQuotaController
 from components.controllers.runner import running
@@ -83,5 +85,65 @@ def test_used_is_recounted(cluster: ApiserverUnderTest) -> None:
                 # a pod that finished uses nothing (admission never gives that back: the recount does)
                 await client.patch(f"{base}/pods/p1/status", {"status": {"phase": "Succeeded"}})
                 await until(lambda: status_is(want | {"pods": "1", "configmaps": "1", "requests.cpu": "100m"}))
+
+    run(go)
+
+
+def test_a_quota_counts_custom_resources(cluster: ApiserverUnderTest) -> None:
+    """`count/<plural>.<group>` on a CustomResourceDefinition's kind: admission refuses the
+    object past the quota with kube's message, and the controller's recount (which finds the
+    kind in discovery) reports what the namespace holds — also what was there before the quota."""
+
+    async def go() -> None:
+        async with RestClient(kubeconfig.load(cluster.kubeconfig)) as client:
+            ns = await namespace(client, "rq-custom")
+            group = "quota.example.com"
+            crd = {
+                "metadata": {"name": f"gadgets.{group}"},
+                "spec": {
+                    "group": group,
+                    "scope": "Namespaced",
+                    "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                    "versions": [
+                        {
+                            "name": "v1",
+                            "served": True,
+                            "storage": True,
+                            "schema": {"openAPIV3Schema": {"type": "object"}},
+                        }
+                    ],
+                },
+            }
+            await client.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            gadgets = f"/apis/{group}/v1/namespaces/{ns}/gadgets"
+
+            async def served() -> bool:
+                try:
+                    await client.get(gadgets)
+                except NotFoundError:
+                    return False
+                return True
+
+            await until(served)
+            await client.create(gadgets, {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g1"}})
+            hard = {f"count/gadgets.{group}": "2"}
+            base = f"/api/v1/namespaces/{ns}/resourcequotas"
+            await client.create(base, {"metadata": {"name": "q"}, "spec": {"hard": hard}})
+
+            async def used_is(count: str) -> bool:
+                got = (await client.get(f"{base}/q")).get("status") or {}
+                return got.get("used") == {f"count/gadgets.{group}": count}
+
+            async with running(client, [ResourceQuotaController]):
+                await until(lambda: used_is("1"))  # the gadget made before the quota is counted
+                await client.create(
+                    gadgets, {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g2"}}
+                )
+                with pytest.raises(ForbiddenError) as refused:
+                    await client.create(
+                        gadgets, {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g3"}}
+                    )
+                assert f"exceeded quota: q, requested: count/gadgets.{group}=1" in refused.value.message
+                await until(lambda: used_is("2"))
 
     run(go)
