@@ -24,8 +24,10 @@ from typing import Any
 import httpx
 import orjson
 from aiohttp import web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from apiserver.aggregator.front_proxy import FrontProxy
+from apiserver.aggregator.front_proxy import BadCABundle, FrontProxy
 from apiserver.auth.user import User
 from apiserver.http.app import build_app
 from apiserver.pki import ApiserverPKI
@@ -285,3 +287,37 @@ def test_the_trust_aggregated_servers_need_is_published(tmp_path: Path) -> None:
 async def _ok(client: httpx.AsyncClient, path: str) -> dict[str, Any] | None:
     got = await client.get(path)
     return dict(got.json()) if got.status_code == 200 else None
+
+
+def test_an_apiservice_whose_ca_bundle_is_not_pem_fails_its_discovery_check(tmp_path: Path) -> None:
+    """Bad input: a caBundle that is not base64 PEM makes the APIService unavailable with kube's
+    FailedDiscoveryCheck and a message naming the field; requests are 503, never relayed
+    unverified; the right bundle makes it available."""
+
+    async def exercise(client: httpx.AsyncClient, port: int, bundle: str, wardle: Wardle) -> None:
+        await register(client, port, base64.b64encode(b"not a certificate").decode())
+        cond = await available(client, "False")
+        assert cond["reason"] == "FailedDiscoveryCheck"
+        assert cond["message"].startswith("spec.caBundle holds no usable PEM certificates")
+        refused = await client.get(FLUNDERS)
+        assert refused.status_code == 503 and wardle.seen == []
+        fixed = await client.patch(
+            f"{APISERVICES}/{NAME}",
+            json={"spec": {"caBundle": bundle}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert fixed.status_code == 200, fixed.text
+        assert (await available(client))["reason"] == "Passed"
+
+    serve(tmp_path, exercise)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.one_of(st.binary(max_size=300).map(lambda b: base64.b64encode(b).decode()), st.text(max_size=100)))
+def test_any_ca_bundle_gives_a_context_or_bad_ca_bundle(tmp_path: Path, raw: str) -> None:
+    files = ApiserverPKI(tmp_path / "apiserver").front_proxy_client()
+    proxy = FrontProxy(files.cert, files.key, files.ca.read_text())
+    try:
+        proxy.client_context(raw, insecure=False)
+    except BadCABundle as e:
+        assert str(e).startswith("spec.caBundle holds no usable PEM certificates")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from apiserver.auth.user import User
 from apiserver.http.app import build_app
-from apiserver.resource_metrics import ResourceMetrics, parse_exposition
+from apiserver.resource_metrics import MAX_SERIES, ResourceMetrics, parse_exposition
 from tests.apiserver.memstorage import MemStorage
 
 WANTED = frozenset({"node_cpu_usage_seconds_total", "container_cpu_usage_seconds_total"})
@@ -43,6 +43,13 @@ def test_the_exposition_is_parsed_with_escapes_and_bad_lines_skipped() -> None:
         ("container_cpu_usage_seconds_total", {"container": 'a"b', "namespace": "n", "pod": "p"}, 1.5, 1000),
         ("node_cpu_usage_seconds_total", {}, 2.0, None),
     ]
+
+
+def test_a_kubelet_answering_too_many_series_is_read_only_up_to_the_cap() -> None:
+    line = 'container_cpu_usage_seconds_total{{container="c",namespace="n",pod="p{i}"}} 1 5'
+    text = "\n".join(line.format(i=i) for i in range(MAX_SERIES + 5000))
+    samples = parse_exposition(text, WANTED)
+    assert len(samples) == MAX_SERIES and dict(samples[-1].labels)["pod"] == f"p{MAX_SERIES - 1}"
 
 
 @settings(max_examples=300, deadline=None)

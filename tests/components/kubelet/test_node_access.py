@@ -330,6 +330,12 @@ def test_the_kubelet_api_takes_only_the_apiserver(cluster: ApiserverUnderTest, n
     apiserver = creds.kubelet_client()
     code, body = get(pki.client_context(creds.ca, apiserver.cert, apiserver.key))
     assert code == 200 and [p["metadata"]["name"] for p in json.loads(body)["items"]] == [POD]
+    # the measured usage metrics.k8s.io is made from: the apiserver's alone too
+    url = f"https://127.0.0.1:{node['kubelet_port']}/metrics/resource"
+    code, body = get(pki.client_context(creds.ca, scheduler.cert, scheduler.key))
+    assert code == 403 and b"may not call the kubelet API (/metrics/resource)" in body
+    code, body = get(pki.client_context(creds.ca, apiserver.cert, apiserver.key))
+    assert code == 200 and b"node_cpu_usage_seconds_total" in body
 
 
 def test_a_viewer_may_read_logs_but_not_exec(cluster: ApiserverUnderTest, node: dict[str, Any], tmp_path: Path) -> None:
