@@ -31,6 +31,7 @@ from apiserver.admission.assembly import AdmissionContext, build_chain, plugin_n
 from apiserver.admission.webhook.wiring import service_resolver
 from apiserver.aggregator.availability import APIServiceAvailability, is_available
 from apiserver.aggregator.front_proxy import FrontProxy, authentication_configmap, publish_forever
+from apiserver.aggregator.local_apiservices import LocalAPIServices
 from apiserver.aggregator.proxy import AggregatorClient
 from apiserver.auth import impersonation, issuer_discovery
 from apiserver.auth.authn import Union
@@ -146,6 +147,16 @@ class Api:
             else None
         )
         apiservices = self.scope.by_path.get(("apiregistration.k8s.io", "v1", "apiservices"))
+        self.local_apiservices = (
+            LocalAPIServices(
+                self.scope.registries[apiservices],
+                self.scope.caches[apiservices],
+                {(r.group, r.version) for r in self.scope.resources()},  # before any CRD is served
+                self.scope.resources,
+            )
+            if apiservices is not None and apiservices in self.scope.caches
+            else None
+        )
         self.apiservices = (
             APIServiceAvailability(
                 self.scope.caches[apiservices], self.scope.registries[apiservices], self.aggregator_client, clock=clock
@@ -270,6 +281,8 @@ class Api:
             self._crd_loop = asyncio.create_task(self.custom_resources.run())
         if self.apiservices is not None:
             self._background.append(asyncio.create_task(self.apiservices.run()))
+        if self.local_apiservices is not None:
+            self._background.append(asyncio.create_task(self.local_apiservices.run()))
         nodes = self._cached("", "nodes")
         if self.kubelets.tls is not None and nodes is not None:  # metrics.k8s.io: the kubelets' usage
             self._background.append(asyncio.create_task(self.resource_metrics.scrape_forever(nodes.objects)))

@@ -1,9 +1,9 @@
 """apiregistration.k8s.io/v1 APIService: which server serves a group-version.
 
-Stored and validated as kube-aggregator does (the name is `<version>.<group>`, priorities in
-range, a service reference complete, a CA bundle or skipping TLS verification but not both).
-Proxying a group-version to the service it names is the aggregation part of the kinds issue;
-until then an APIService is a record that discovery lists.
+Stored and validated as kube-aggregator does: the name is `<version>.<group>` (`v1.` for the core
+group, so a path segment rather than a DNS subdomain), priorities in range, a service reference
+complete, a CA bundle or skipping TLS verification but not both.  The aggregator package proxies
+a remote group-version to its service and keeps the Local ones (`local_apiservices`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def rules(svc: Obj, old: Obj | None) -> list[Cause]:
         causes.extend(v.invalid("spec.version", version, m) for m in v.is_dns1035_label(version))
         name = (svc.get("metadata") or {}).get("name")
         if name != f"{version}.{group}":
-            causes.append(v.invalid("metadata.name", name, f'must be "{version}.{group}"'))
+            causes.append(
+                v.invalid("metadata.name", name, f'must be `spec.version+"."+spec.group`: "{version}.{group}"')
+            )
     if group:
         causes.extend(v.invalid("spec.group", group, m) for m in v.is_dns1123_subdomain(str(group)))
     group_priority = spec.get("groupPriorityMinimum")
@@ -87,6 +89,7 @@ def row(svc: Obj, now: float) -> list[Any]:
 
 
 RESOURCE = stored_kind(
+    name_fn=v.name_is_path_segment,  # kube-aggregator's: `v1.` names the core group-version
     group="apiregistration.k8s.io",
     version="v1",
     kind="APIService",

@@ -321,3 +321,53 @@ def test_any_ca_bundle_gives_a_context_or_bad_ca_bundle(tmp_path: Path, raw: str
         proxy.client_context(raw, insecure=False)
     except BadCABundle as e:
         assert str(e).startswith("spec.caBundle holds no usable PEM certificates")
+
+
+def test_what_this_server_serves_is_listed_as_local_apiservices(tmp_path: Path) -> None:
+    """kube's autoregister: every built-in group-version kube registers is a Local APIService
+    (available, kube's priorities); a CRD's group-version gets one while a CRD serves it."""
+
+    async def exercise(client: httpx.AsyncClient, port: int, bundle: str, wardle: Wardle) -> None:
+        async def listed() -> dict[str, Any] | None:
+            items = (await client.get(APISERVICES)).json()["items"]
+            by_name = {s["metadata"]["name"]: s for s in items}
+            local = [s for s in by_name.values() if "v1." in by_name and is_local_and_available(s)]
+            return by_name if len(local) == len(by_name) and "v1.stable.example.com" not in by_name else None
+
+        def is_local_and_available(s: dict[str, Any]) -> bool:
+            conditions = s.get("status", {}).get("conditions", [])
+            return "service" not in s["spec"] and any(c["reason"] == "Local" for c in conditions)
+
+        by_name = await until(listed, "the local APIServices")
+        assert {"v1.", "v1.apps", "v2.autoscaling", "v1.storage.k8s.io", "v1beta1.metrics.k8s.io"} <= set(by_name)
+        core = by_name["v1."]
+        assert core["spec"] == {"group": "", "version": "v1", "groupPriorityMinimum": 18000, "versionPriority": 1}
+        assert core["metadata"]["labels"] == {"kube-aggregator.kubernetes.io/automanaged": "onstart"}
+        assert "v1.apiregistration.k8s.io" not in by_name  # kube's table does not name it
+
+        crd = {
+            "metadata": {"name": "gizmos.stable.example.com"},
+            "spec": {
+                "group": "stable.example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "gizmos", "kind": "Gizmo"},
+                "versions": [
+                    {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+                ],
+            },
+        }
+        crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        assert (await client.post(crds, json=crd)).status_code == 201
+
+        async def custom(present: bool) -> bool:
+            names = {s["metadata"]["name"] for s in (await client.get(APISERVICES)).json()["items"]}
+            return ("v1.stable.example.com" in names) == present
+
+        await until(lambda: custom(True), "the CRD's APIService")
+        gizmo = (await client.get(f"{APISERVICES}/v1.stable.example.com")).json()
+        assert gizmo["metadata"]["labels"] == {"kube-aggregator.kubernetes.io/automanaged": "true"}
+        assert (gizmo["spec"]["groupPriorityMinimum"], gizmo["spec"]["versionPriority"]) == (1000, 100)
+        assert (await client.delete(f"{crds}/gizmos.stable.example.com")).status_code == 200
+        await until(lambda: custom(False), "the CRD's APIService removed")
+
+    serve(tmp_path, exercise)

@@ -18,11 +18,9 @@ from typing import Any
 
 import pytest
 
-from apiserver.launcher import LocalApiserver
 from components.cli.launcher import LocalComponent
-from store.launcher import LocalCluster
 from tests.apiserver.support import ApiserverUnderTest
-from tests.support.cli import raftkube
+from tests.support.detached import detached_cluster
 
 WAIT_S = 120.0
 NS = "default"
@@ -39,28 +37,17 @@ def until(what: str, check: Callable[[], Any], wait: float = WAIT_S) -> Any:
         time.sleep(0.5)
 
 
+def _stop_kubelets(data_dir: Path) -> None:
+    for name in ("kubelet-node-1", "kubelet-node-2", "kubelet-node-3"):
+        LocalComponent(data_dir, name).stop(timeout=5)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnderTest]:
+    config = "[store]\nmembers = 1\n[apiserver]\nstartup_timeout = 60.0\n"
     tmp = tmp_path_factory.mktemp("workloads")
-    data_dir = tmp / "rk"
-    config = tmp / "cluster.toml"
-    config.write_text("[store]\nmembers = 1\n[apiserver]\nstartup_timeout = 60.0\n")
-    try:
-        proc = raftkube(
-            "up", "--detach", "--free-ports", "--data-dir", str(data_dir), "--config", str(config),
-            "--kubelets", "2", "--hollow-nodes", "0",
-            timeout=240,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr + proc.stdout
-        endpoint = LocalApiserver(data_dir).recorded()
-        assert endpoint is not None
-        yield ApiserverUnderTest("raftkube", data_dir, endpoint.url, tmp / "kube-cache")
-    finally:
-        raftkube("down", "--data-dir", str(data_dir), timeout=120)
-        for name in ("kubelet-node-1", "kubelet-node-2", "kubelet-node-3"):
-            LocalComponent(data_dir, name).stop(timeout=5)
-        LocalApiserver(data_dir).stop(timeout=5)
-        LocalCluster(data_dir).stop_all(timeout=5)
+    with detached_cluster(tmp, config, "--kubelets", "2", "--hollow-nodes", "0", also_stop=_stop_kubelets) as up:
+        yield up
 
 
 def get(cluster: ApiserverUnderTest, *what: str, minor: int = 33) -> Any:
@@ -257,6 +244,17 @@ def test_kubectl_top_shows_the_nodes_and_pods_usage(cluster: ApiserverUnderTest)
     assert name == "spin" and cpu.endswith("m") and int(cpu[:-1]) > 200, pods  # a spinning shell: most of a core
     assert memory.endswith("Mi")
     cluster.ok("delete", "-n", NS, "pod", "spin", "--wait=false")
+
+
+def test_kubectl_lists_what_the_apiserver_serves_as_local_apiservices(cluster: ApiserverUnderTest) -> None:
+    def rows() -> dict[str, list[str]] | None:
+        found = cluster.kubectl("get", "apiservices", "--no-headers", minor=32)
+        table = {line.split()[0]: line.split()[1:] for line in found.stdout.splitlines() if line.strip()}
+        return table if found.returncode == 0 and "v1beta1.metrics.k8s.io" in table else None
+
+    table = until("the local APIServices", rows, wait=30)
+    for name in ("v1.", "v1.apps", "v2.autoscaling", "v1beta1.metrics.k8s.io"):
+        assert table[name][:2] == ["Local", "True"], (name, table[name])
 
 
 def test_an_autoscaler_on_cpu_scales_a_busy_deployment(cluster: ApiserverUnderTest) -> None:

@@ -17,17 +17,17 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from apiserver.launcher import LocalApiserver
 from components.cli import upstream
 from components.cli.upstream import UpstreamComponent
 from machinery.process.peers import peer_path
-from store.launcher import LocalCluster
 from tests.apiserver.support import ApiserverUnderTest
 from tests.support.cli import raftkube
+from tests.support.detached import detached_cluster
 from tests.support.wait import until as wait_until
 
 pytestmark = pytest.mark.peers
@@ -48,26 +48,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnder
         binary = peer_path(upstream.BINARIES[part])
         if not binary.is_file():
             pytest.fail(f"{binary} is not built: run `{upstream.build_command(PARTS)}`")
-    tmp = tmp_path_factory.mktemp("mixed")
-    data_dir = tmp / "rk"
-    config = tmp / "cluster.toml"
-    config.write_text("[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n")
-    try:
-        proc = raftkube(
-            "up", "--detach", "--free-ports", "--data-dir", str(data_dir), "--config", str(config),
-            "--kubelets", "2", "--hollow-nodes", "0", "--upstream", ",".join(PARTS),
-            timeout=240,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr + proc.stdout
-        endpoint = LocalApiserver(data_dir).recorded()
-        assert endpoint is not None
-        yield ApiserverUnderTest("raftkube", data_dir, endpoint.url, tmp / "kube-cache")
-    finally:
-        raftkube("down", "--data-dir", str(data_dir), timeout=90)
+    config = "[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n"
+
+    def stop_parts(data_dir: Path) -> None:
         for part in PARTS:
             UpstreamComponent(data_dir, part).stop(timeout=5)
-        LocalApiserver(data_dir).stop(timeout=5)
-        LocalCluster(data_dir).stop_all(timeout=5)
+
+    tmp = tmp_path_factory.mktemp("mixed")
+    upstream_args = ("--kubelets", "2", "--hollow-nodes", "0", "--upstream", ",".join(PARTS))
+    with detached_cluster(tmp, config, *upstream_args, also_stop=stop_parts) as up:
+        yield up
 
 
 def apply(cluster: ApiserverUnderTest, obj: dict[str, Any], ns: str = "default") -> None:
