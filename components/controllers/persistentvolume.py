@@ -21,7 +21,9 @@ provisioner's volume waits for that provisioner (kube's ExternalExpanding event)
 
 A volume whose claim is gone is Released; a released volume with reclaim policy Delete is
 deleted, Retain keeps it.  A local volume's node hears first (its name in the Node's
-released-volumes annotation, `machinery/local_volumes`), so its kubelet removes the directory.
+released-volumes annotation, `machinery/local_volumes`), so its kubelet removes the directory;
+while a pod that has not finished still names the deleted claim, the volume waits (kube keeps
+such a claim with its pvc-protection finalizer, which raftkube does not have).
 
 At start the cluster gets the default StorageClass `standard` (local-path, WaitForFirstConsumer,
 Delete) when it has no default class, as a local cluster's addon would.
@@ -59,6 +61,7 @@ STANDARD: Obj = {
     "volumeBindingMode": "WaitForFirstConsumer",
 }
 VOLUME_PREFIX = "/"
+IN_USE_RECHECK_S = 5.0  # a released volume whose claim a running pod still names is looked at again
 
 
 class PersistentVolumeController(Controller):
@@ -281,9 +284,25 @@ class PersistentVolumeController(Controller):
                 await self.client.patch(VOLUMES.path(None, name, "status"), {"status": {"phase": "Released"}})
             return
         if phase == "Released" and spec(pv).get("persistentVolumeReclaimPolicy") == "Delete":
+            if self._still_mounted(ref):
+                # kube keeps such a claim (pvc-protection); here its volume waits for the pods,
+                # so a deleted claim's directory never goes from under a running container
+                raise Requeue(IN_USE_RECHECK_S)
             await self._tell_node(pv)
             with contextlib.suppress(NotFoundError):
                 await self.client.delete(VOLUMES.path(None, name))
+
+    def _still_mounted(self, ref: Obj) -> bool:
+        """Whether a pod that has not finished still names the (deleted) claim as a volume."""
+        namespace, claim = str(ref.get("namespace") or ""), ref.get("name")
+        for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, namespace):
+            if status(pod).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for volume in spec(pod).get("volumes") or ():
+                used = volume.get("persistentVolumeClaim") if isinstance(volume, dict) else None
+                if isinstance(used, dict) and used.get("claimName") == claim:
+                    return True
+        return False
 
     async def _tell_node(self, pv: Obj) -> None:
         """A local volume's name added to its node's released list (at the node's version read:

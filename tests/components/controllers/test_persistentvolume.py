@@ -127,14 +127,23 @@ def test_claims_bind_provision_and_release(cluster: ApiserverUnderTest) -> None:
                 assert volume["spec"]["hostPath"]["path"].startswith("/tmp/rk-test-volumes/pvc-")
                 assert volume["status"]["phase"] == "Bound"
 
-                # deleted claims: Delete removes the volume, Retain keeps it Released
-                await client.delete(f"/api/v1/namespaces/{ns}/pods/user", {"gracePeriodSeconds": 0})
+                # deleted claims: Delete removes the volume (once no pod names the claim), Retain
+                # keeps it Released
                 await client.delete(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data")
                 await client.delete(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/plain")
 
                 async def gone() -> bool:
                     names = [v["metadata"]["name"] for v in (await client.get("/api/v1/persistentvolumes"))["items"]]
                     return volume["metadata"]["name"] not in names
+
+                async def released_while_mounted() -> bool:
+                    kept = await client.get(f"/api/v1/persistentvolumes/{volume['metadata']['name']}")
+                    return (kept.get("status") or {}).get("phase") == "Released"
+
+                await eventually(released_while_mounted, what="the volume Released")
+                await asyncio.sleep(1.0)
+                assert not await gone()  # the pod still names the claim: its directory stays
+                await client.delete(f"/api/v1/namespaces/{ns}/pods/user", {"gracePeriodSeconds": 0})
 
                 await eventually(gone, what="the provisioned volume deleted")
                 # its node was told first, for its kubelet to remove the directory
