@@ -190,6 +190,17 @@ def _parse(text: str) -> Quantity:
     return Quantity(nanos if positive else -nanos, fmt)
 
 
+def parse_or_none(raw: object) -> Quantity | None:
+    """The quantity, or None when `raw` is absent or not one: for readers of objects that were
+    validated once (or come from a peer) and would rather skip a bad value than fail on it."""
+    if raw is None:
+        return None
+    try:
+        return parse_quantity(raw)  # type: ignore[arg-type]
+    except QuantityError:
+        return None
+
+
 def is_quantity(raw: object) -> bool:
     try:
         parse_quantity(raw)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from apiserver.resources._stored import stored_kind
 from apiserver.resources._workload import validate_label_selector
 from apiserver.resources.base import Column
 from machinery.objects import Obj, get, text
-from machinery.quantity import Quantity, QuantityError, parse_quantity
+from machinery.quantity import Quantity, parse_or_none
 
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 VOLUME_MODES = ("Block", "Filesystem")
@@ -44,13 +44,7 @@ def default(pvc: Obj) -> None:
 
 def storage_of(values: Any) -> Quantity | None:
     """The `storage` quantity of a ResourceList, None when absent or unparsable."""
-    raw = values.get("storage") if isinstance(values, dict) else None
-    if raw is None:
-        return None
-    try:
-        return parse_quantity(raw)
-    except QuantityError:
-        return None
+    return parse_or_none(values.get("storage") if isinstance(values, dict) else None)
 
 
 def _spec_rules(spec: Obj) -> list[Cause]:

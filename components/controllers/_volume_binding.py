@@ -19,7 +19,7 @@ from typing import Any
 
 from machinery import local_volumes
 from machinery.objects import Obj, labels, metadata, spec
-from machinery.quantity import QuantityError, parse_quantity
+from machinery.quantity import parse_or_none
 from machinery.selectors import label_selector_matches
 
 PROVISIONER = local_volumes.PROVISIONER
@@ -30,12 +30,8 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def _bytes(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(parse_quantity(str(value)).value)
-    except QuantityError:
-        return None
+    q = parse_or_none(value)
+    return int(q.value) if q is not None else None
 
 
 def requested(claim: Obj) -> int:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from components.kubelet import cgroupv2
-from machinery.quantity import Quantity, QuantityError, parse_quantity
+from machinery.quantity import parse_or_none
 
 MEMORY, CPU = "memory", "cpu_millis"
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -49,22 +49,13 @@ def of(container: Mapping[str, Any]) -> dict[str, int]:
     if not isinstance(limits, Mapping):
         return {}
     out: dict[str, int] = {}
-    memory = _quantity(limits.get("memory"))
+    memory = parse_or_none(limits.get("memory"))
     if memory is not None:
         out[MEMORY] = math.ceil(memory.value)  # whole bytes, rounded up as kube's Value()
-    cpu = _quantity(limits.get("cpu"))
+    cpu = parse_or_none(limits.get("cpu"))
     if cpu is not None:
         out[CPU] = cpu.milli_value()
     return {k: v for k, v in out.items() if v > 0}
-
-
-def _quantity(raw: Any) -> Quantity | None:
-    if raw is None:
-        return None
-    try:
-        return parse_quantity(raw)
-    except QuantityError:
-        return None
 
 
 def _positive(limits: Mapping[str, Any], key: str) -> int | None:
