@@ -6,8 +6,9 @@ The Service's ClusterIP is the first address of the service CIDR (10.96.0.1 for 
 its port 443 named `https` targets the apiserver's secure port; the Endpoints and the slice hold
 the apiserver's advertise address and port.  The loop makes them when missing, puts back the
 fields it owns when someone changed them, and leaves everything else (other labels,
-annotations) alone.  Allocating ClusterIPs for other Services is issue 26: this only takes the
-first address, which an allocator reserves for it as kube's does.
+annotations) alone.  This takes the
+first address; the allocator (apiserver/service_allocation.py) records it as taken when the
+Service is written, as it does any asked-for address.
 
 It writes through the registries, so admission and validation see these writes as any other.
 """
@@ -59,10 +60,11 @@ class KubernetesService:
     cluster_ip: str
     address: str
     port: int
+    service_cidr: str = DEFAULT_SERVICE_CIDR  # where every Service's ClusterIP comes from
 
     @classmethod
     def of(cls, service_cidr: str, address: str, port: int) -> KubernetesService:
-        return cls(first_address(service_cidr), address, port)
+        return cls(first_address(service_cidr), address, port, str(ipaddress.ip_network(service_cidr, strict=True)))
 
     @property
     def family(self) -> str:

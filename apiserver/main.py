@@ -42,6 +42,8 @@ from apiserver.http.connection_limits import ConnectionLimits, guarded
 from apiserver.http.inflight import InFlightLimits
 from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR, KubernetesService
 from apiserver.malloc import fix_mmap_threshold
+from apiserver.node_ports import DEFAULT_RANGE as DEFAULT_NODE_PORTS
+from apiserver.node_ports import parse_range as parse_port_range
 from apiserver.pki import ApiserverPKI
 from apiserver.storage import open_storage, parse_storage_url
 from apiserver.storage.interface import Storage
@@ -75,6 +77,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--service-cluster-ip-range",
         default=DEFAULT_SERVICE_CIDR,
         help=f"the Services' CIDR; its first address is default/kubernetes's IP (default {DEFAULT_SERVICE_CIDR})",
+    )
+    p.add_argument(
+        "--service-node-port-range",
+        default=f"{DEFAULT_NODE_PORTS[0]}-{DEFAULT_NODE_PORTS[1]}",
+        help="the ports NodePort Services get theirs from (default %(default)s, as kube)",
     )
     p.add_argument(
         "--bind-address",
@@ -252,6 +259,7 @@ class ServeOptions:
     client_ca_pem: str = ""
     connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     inflight_limits: InFlightLimits = field(default_factory=InFlightLimits)
+    node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
@@ -270,6 +278,10 @@ def options(args: argparse.Namespace) -> ServeOptions:
         raise UsageError(f"--disable-admission-plugins: {e}") from e
     connection_limits, inflight_limits = edge_limits(args)
     kubernetes_service = kubernetes_service_of(args)
+    try:
+        node_port_range = parse_port_range(args.service_node_port_range)
+    except ValueError as e:
+        raise UsageError(f"--service-node-port-range: {e}") from None
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
         raise UsageError("give --tls-cert-file and --tls-private-key-file together")
     data_dir: Path = args.data_dir
@@ -319,6 +331,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
         client_ca_pem,
         connection_limits,
         inflight_limits,
+        node_port_range,
     )
 
 
@@ -572,6 +585,7 @@ async def serve(
             kubelet_tls=opts.kubelet_tls,
             inflight_limits=opts.inflight_limits,
             kubernetes_service=opts.kubernetes_service,
+            node_port_range=opts.node_port_range,
             front_proxy=opts.front_proxy,
             client_ca_pem=opts.client_ca_pem,
         )

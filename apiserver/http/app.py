@@ -58,13 +58,17 @@ from apiserver.http.metrics import Metrics, request_labels
 from apiserver.http.pod_proxy import PodProxyClient
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.router import find_subresource, route
-from apiserver.kubernetes_service import KubernetesService, keep_forever
+from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR, KubernetesService, keep_forever
+from apiserver.node_ports import DEFAULT_RANGE as DEFAULT_NODE_PORTS
+from apiserver.node_ports import NodePortAllocator
 from apiserver.openapi_v2 import SwaggerDocument
 from apiserver.request_context import reset_user, set_user
 from apiserver.resource_metrics import MAX_BYTES as METRICS_MAX_BYTES
 from apiserver.resource_metrics import ResourceMetrics
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
+from apiserver.service_allocation import ServiceAllocation, ServiceAllocationRepair
+from apiserver.service_ips import ClusterIPAllocator
 from apiserver.storage.interface import Storage
 
 log = logging.getLogger("raftkube.apiserver")
@@ -105,6 +109,7 @@ class Api:
         kubernetes_service: KubernetesService | None = None,
         front_proxy: FrontProxy | None = None,
         client_ca_pem: str = "",
+        node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS,
     ) -> None:
         self.storage = storage
         self.kubernetes_service = kubernetes_service
@@ -141,6 +146,10 @@ class Api:
             )
         self.scope.use_admission(self.admission)
         self._background: list[asyncio.Task[None]] = []
+        self.service_repair = self._allocate_services(
+            kubernetes_service.service_cidr if kubernetes_service is not None else DEFAULT_SERVICE_CIDR,
+            node_port_range,
+        )
         self.aggregator_client = (
             AggregatorClient(front_proxy, service_resolver(context.caches, context.registries))
             if front_proxy is not None
@@ -240,6 +249,22 @@ class Api:
             self._swagger = (self.scope.generation, document)
         return document
 
+    def _allocate_services(self, cidr: str, node_ports: tuple[int, int]) -> ServiceAllocationRepair | None:
+        """Services get cluster IPs (IPAddress objects) and node ports when written; None when
+        this apiserver serves no Services or no IPAddresses."""
+        services = self.scope.by_path.get(("", "v1", "services"))
+        addresses = self.scope.by_path.get(("networking.k8s.io", "v1", "ipaddresses"))
+        if services is None or addresses is None or addresses not in self.scope.caches:
+            return None
+        ips = ClusterIPAllocator(cidr, self.scope.registries[addresses], self.scope.caches[addresses])
+        allocation = ServiceAllocation(ips, NodePortAllocator(self.storage, node_ports))
+        registry = self.scope.registries[services]
+        registry.write_hooks = allocation
+        registry.after_delete.append(allocation.released)
+        return ServiceAllocationRepair(
+            allocation, self.scope.caches[services], self.scope.registries[addresses], self.scope.caches[addresses]
+        )
+
     async def _get_core(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A fresh read of a core/v1 object (what TokenRequest and token checks look up)."""
         res = self.scope.by_path.get(("", "v1", plural))
@@ -283,6 +308,8 @@ class Api:
             self._background.append(asyncio.create_task(self.apiservices.run()))
         if self.local_apiservices is not None:
             self._background.append(asyncio.create_task(self.local_apiservices.run()))
+        if self.service_repair is not None:
+            self._background.append(asyncio.create_task(self.service_repair.run()))
         nodes = self._cached("", "nodes")
         if self.kubelets.tls is not None and nodes is not None:  # metrics.k8s.io: the kubelets' usage
             self._background.append(asyncio.create_task(self.resource_metrics.scrape_forever(nodes.objects)))
@@ -342,6 +369,7 @@ def build_app(
     kubernetes_service: KubernetesService | None = None,
     front_proxy: FrontProxy | None = None,
     client_ca_pem: str = "",
+    node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
@@ -357,7 +385,9 @@ def build_app(
     `kubernetes_service`: where `default/kubernetes` points (None: no such Service is kept).
     `front_proxy`: the aggregator's client identity (None: APIServices with a service are
     never reachable); with `client_ca_pem` (the CA of client certificates) it is published in
-    kube-system/extension-apiserver-authentication for aggregated servers."""
+    kube-system/extension-apiserver-authentication for aggregated servers.  Services get their
+    cluster IPs from `kubernetes_service`'s service CIDR (10.96.0.0/16 without one) and node ports
+    from `node_port_range`."""
     api = Api(
         storage,
         resources if resources is not None else catalog(),
@@ -372,6 +402,7 @@ def build_app(
         kubernetes_service,
         front_proxy,
         client_ca_pem,
+        node_port_range,
     )
     authenticator = Union(
         authenticator, [api.service_accounts.authenticator], api.service_accounts.settings.api_audiences

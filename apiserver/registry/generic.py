@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from apiserver import errors, objects
 from apiserver.admission.interface import NO_ADMISSION, AdmissionChain, AdmissionRequest, Operation
@@ -37,6 +38,36 @@ FieldTracker = Callable[[Obj | None, Obj, str, str], Obj]
 MAX_UPDATE_ATTEMPTS = 16
 
 
+class Reservation(Protocol):
+    """What a write took before it was stored (a Service's cluster IPs and node ports): kept
+    when the write landed, given back when it did not."""
+
+    async def commit(self) -> None:
+        """The write is stored: also give back what the old object held and the new one does not."""
+
+    async def revert(self) -> None:
+        """The write failed or was a dry run: give back what was taken for it."""
+
+
+class WriteHooks(Protocol):
+    """A kind's allocations around its writes (kube's BeginCreate/BeginUpdate)."""
+
+    async def reserve(self, new: Obj, old: Obj | None, dry_run: bool) -> Reservation:
+        """Take what `new` needs (filling in what was left to allocate), or raise a StatusError."""
+        ...
+
+
+class _NothingReserved:
+    async def commit(self) -> None:
+        return None
+
+    async def revert(self) -> None:
+        return None
+
+
+NOTHING_RESERVED: Reservation = _NothingReserved()
+
+
 def _no_tracking(old: Obj | None, new: Obj, manager: str, subresource: str) -> Obj:
     return new
 
@@ -56,6 +87,9 @@ class Registry:
         self.admission = admission
         # called with each object this registry removed from storage (quota gives back its charge)
         self.after_delete: list[Callable[[ResourceDef, Obj], Awaitable[None]]] = []
+        # allocations taken after validation and before validating admission, as kube's
+        # BeginCreate/BeginUpdate (not for subresource writes, which change no spec)
+        self.write_hooks: WriteHooks | None = None
         self.storage = storage
         self.clock = clock
         self.track_fields = track_fields
@@ -123,17 +157,27 @@ class Registry:
     ) -> AdmissionRequest:
         return AdmissionRequest(op, self.resource, sub, namespace, name, current_user(), new, old, dry)
 
-    async def _admitted(self, request: AdmissionRequest, subresource: UpdateStrategy | None = None) -> Obj:
-        """Mutating admission, the resource's (or the subresource's) validation, validating
-        admission: the object to store."""
+    async def _admitted(
+        self, request: AdmissionRequest, subresource: UpdateStrategy | None = None
+    ) -> tuple[Obj, Reservation]:
+        """Mutating admission, the resource's (or the subresource's) validation, the kind's
+        allocations, validating admission: the object to store, and what was reserved for it
+        (the caller commits or reverts it)."""
         chain = self.admission
         if chain.mutating:
             await chain.admit(request)
         assert request.object is not None
         self._validate(request.object, request.old_object, subresource)
-        if chain.validating:
-            await chain.validate(request)
-        return request.object
+        reservation = NOTHING_RESERVED
+        if self.write_hooks is not None and subresource is None:
+            reservation = await self.write_hooks.reserve(request.object, request.old_object, request.dry_run)
+        try:
+            if chain.validating:
+                await chain.validate(request)
+        except BaseException:
+            await reservation.revert()
+            raise
+        return request.object, reservation
 
     def _typed(self, obj: Obj) -> None:
         obj["apiVersion"] = self.resource.group_version
@@ -149,15 +193,21 @@ class Registry:
             # what the manager sent (defaulted), before admission adds its own fields: kube's
             # field manager runs in the handler, before the registry admits the object
             obj = self._tracked(None, obj, manager, "")
-        obj = await self._admitted(self._request("CREATE", namespace, name, obj, None, "", dry_run))
+        obj, reservation = await self._admitted(self._request("CREATE", namespace, name, obj, None, "", dry_run))
         if dry_run:
+            await reservation.revert()
             return obj
         key = self.resource.key(namespace, name)
-        with as_status(self._what("create", namespace, name)):
-            try:
-                revision = await self.storage.create(key, self._encode(await self._stored(obj)))
-            except KeyExistsError:
-                raise errors.already_exists(self.resource.plural, name, self.resource.group) from None
+        try:
+            with as_status(self._what("create", namespace, name)):
+                try:
+                    revision = await self.storage.create(key, self._encode(await self._stored(obj)))
+                except KeyExistsError:
+                    raise errors.already_exists(self.resource.plural, name, self.resource.group) from None
+        except BaseException:
+            await reservation.revert()
+            raise
+        await reservation.commit()
         obj["metadata"]["resourceVersion"] = str(revision)
         return obj
 
@@ -226,24 +276,34 @@ class Registry:
             prepared = meta.prepare_update(self.resource, new, old, subresource)
             if subresource is None or subresource.defaults:
                 self.resource.default(prepared)
+                if subresource is None and self.resource.prepare_update is not None:
+                    self.resource.prepare_update(prepared, old)
             self.resource.with_status(prepared)
             named = subresource.name if subresource is not None else ""
             if track:  # before admission, as for a create
                 prepared = self._tracked(old, prepared, manager, named)
             request = self._request("UPDATE", namespace, name, prepared, old, named, dry_run)
-            prepared = await self._admitted(request, subresource)
+            prepared, reservation = await self._admitted(request, subresource)
             prepared["metadata"]["resourceVersion"] = current_rv
             if dry_run:
+                await reservation.revert()
                 return prepared, False
             if _same(prepared, old):
+                await reservation.revert()
                 return old, False  # a no-op write is not written (no new revision, no watch event)
             try:
-                return await self._store_update(namespace, name, prepared, old), False
+                stored = await self._store_update(namespace, name, prepared, old)
             except (RevisionConflictError, KeyNotFoundError):
+                await reservation.revert()
                 # read again and re-apply: a body that named a resourceVersion (a PUT, a patch
                 # carrying one) then meets the precondition above and gets 409; a patch that
                 # only kept the version it was applied to lands on the fresh object, as kube's
                 continue
+            except BaseException:
+                await reservation.revert()
+                raise
+            await reservation.commit()
+            return stored, False
         raise errors.conflict(self.resource.plural, name, self.resource.group, "too many concurrent writers, retry")
 
     async def update(

@@ -68,6 +68,9 @@ RowFunc = Callable[[Obj, float], list[Any]]
 DefaultFunc = Callable[[Obj], None]  # mutates a new or updated object in place
 # (new, old or None for a create) -> causes; paths are relative to the object root ("spec.replicas")
 ValidateFunc = Callable[[Obj, Obj | None], list[Cause]]
+# (new, old): what kube's strategy PrepareForUpdate does beyond system metadata, after defaulting
+# and before validation (a Service's fields that go with its old type are dropped)
+PrepareUpdateFunc = Callable[[Obj, Obj], None]
 FieldsFunc = Callable[[Obj], dict[str, str]]  # selectable fields besides metadata.name/namespace
 ConvertFunc = Callable[[Obj], Obj]  # an object in one shape -> the same object in another
 # objects in one shape -> the same objects in another, by a call out (a CRD's conversion webhook)
@@ -104,6 +107,7 @@ class ResourceDef:
     bumps_generation: bool = True
     default: DefaultFunc = _no_default
     validate: ValidateFunc = _no_validation
+    prepare_update: PrepareUpdateFunc | None = None
     fields: FieldsFunc = _no_fields
     field_selectors: tuple[str, ...] = ()  # the names `fields` returns, for error messages
     columns: tuple[Column, ...] = ()  # after Name (and before Age when `age_last`)

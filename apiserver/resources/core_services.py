@@ -1,9 +1,14 @@
 """core/v1 Service: a stable virtual IP and DNS name in front of the pods its selector picks.
 
-The cluster IP and node ports are allocated by the registry, not here."""
+Here: defaults, kube's ValidateService (the clusterIP/clusterIPs/ipFamilies rules of
+ValidateServiceClusterIPsRelatedFields among them) and the strategy's PrepareForUpdate (fields
+that belong to the old type go when the type changes and the client left them as they were).
+The cluster IPs and node ports are allocated after validation (apiserver/service_allocation.py).
+"""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from apiserver import validation as v
@@ -17,6 +22,13 @@ from machinery.objects import Obj, dicts, get, items, mapping, number, text
 TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 AFFINITIES = ("ClientIP", "None")
 TRAFFIC_POLICIES = ("Cluster", "Local")
+IP_FAMILIES = ("IPv4", "IPv6")
+IP_FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
+NONE = "None"  # clusterIP of a headless Service
+DEFAULT_AFFINITY_TIMEOUT_S = 10800  # kube's DefaultClientIPServiceAffinitySeconds
+MAX_AFFINITY_TIMEOUT_S = 86400
+NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
+IP_MESSAGE = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 
 def default(svc: Obj) -> None:
@@ -32,6 +44,9 @@ def default(svc: Obj) -> None:
         spec.setdefault("externalTrafficPolicy", "Cluster")
     if kind == "LoadBalancer":
         spec.setdefault("allocateLoadBalancerNodePorts", True)
+    if spec.get("sessionAffinity") == "ClientIP" and spec.get("sessionAffinityConfig") is None:
+        spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": DEFAULT_AFFINITY_TIMEOUT_S}}
+    _sync_cluster_ips(spec)
     ports = spec.get("ports")
     for port in ports if isinstance(ports, list) else []:
         if isinstance(port, dict):
@@ -41,6 +56,131 @@ def default(svc: Obj) -> None:
     status = ensure(svc, "status")
     if status is not None:
         status.setdefault("loadBalancer", {})
+
+
+def _sync_cluster_ips(spec: Obj) -> None:
+    """kube's normalizeClusterIPs for what a client sent: clusterIP alone fills clusterIPs, and
+    clusterIPs alone fills clusterIP (either can be written by a client that knows only one)."""
+    single, several = spec.get("clusterIP"), spec.get("clusterIPs")
+    if isinstance(single, str) and single and not several:
+        spec["clusterIPs"] = [single]
+    elif not single and isinstance(several, list) and several and isinstance(several[0], str):
+        spec["clusterIP"] = several[0]
+
+
+def prepare_update(new: Obj, old: Obj) -> None:
+    """kube's dropTypeDependentFields: when the type changes, what only the old type uses goes,
+    unless the client changed it too (then validation speaks)."""
+    spec, before = new.get("spec"), old.get("spec")
+    if not isinstance(spec, dict) or not isinstance(before, dict) or spec.get("type") == before.get("type"):
+        return
+    kind = spec.get("type")
+    if kind == "ExternalName":
+        for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"):
+            if spec.get(field) == before.get(field):
+                spec.pop(field, None)
+    if kind not in NODE_PORT_TYPES:
+        ports, old_ports = spec.get("ports"), before.get("ports")
+        if isinstance(ports, list) and _node_ports(ports) == _node_ports(old_ports):
+            for port in ports:
+                if isinstance(port, dict):
+                    port.pop("nodePort", None)
+        for field in ("externalTrafficPolicy", "healthCheckNodePort"):
+            if spec.get(field) == before.get(field):
+                spec.pop(field, None)
+    if kind != "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") == before.get(
+        "allocateLoadBalancerNodePorts"
+    ):
+        spec.pop("allocateLoadBalancerNodePorts", None)
+    if kind != "ExternalName" and before.get("type") == "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+
+
+def _node_ports(ports: Any) -> list[Any]:
+    return [p.get("nodePort") for p in ports if isinstance(p, dict)] if isinstance(ports, list) else []
+
+
+def _valid_ip(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _family(ip: str) -> str:
+    return "IPv6" if ipaddress.ip_address(ip).version == 6 else "IPv4"
+
+
+def _cluster_ip_rules(spec: Obj, old: Obj | None) -> list[Cause]:
+    """ValidateServiceClusterIPsRelatedFields (and, on update, that allocated IPs stay)."""
+    causes: list[Cause] = []
+    single, several = spec.get("clusterIP"), spec.get("clusterIPs")
+    if several is not None and not isinstance(several, list):
+        return [v.invalid("spec.clusterIPs", several, "must be a list")]
+    several = several or []
+    if single:
+        if not several:
+            causes.append(v.required("spec.clusterIPs"))
+        elif several[0] != single:
+            causes.append(v.invalid("spec.clusterIPs", several, "first value must match `clusterIP`"))
+    elif several:
+        causes.append(v.invalid("spec.clusterIPs", several, "must be empty when `clusterIP` is not specified"))
+    families = v.as_list(spec.get("ipFamilies"), "spec.ipFamilies", causes)
+    seen: set[Any] = set()
+    for i, family in enumerate(families):
+        here = v.index("spec.ipFamilies", i)
+        if family not in IP_FAMILIES:
+            causes.append(v.not_supported(here, family, IP_FAMILIES))
+        if isinstance(family, str) and family in seen:
+            causes.append(v.duplicate(here, family))
+        if isinstance(family, str):
+            seen.add(family)
+    causes += v.validate_enum(spec.get("ipFamilyPolicy"), "spec.ipFamilyPolicy", IP_FAMILY_POLICIES)
+    bad_ips = False
+    for i, ip in enumerate(several):
+        if i == 0 and ip == NONE:
+            if len(several) > 1:
+                bad_ips = True
+                causes.append(v.invalid("spec.clusterIPs", several, "'None' must be the first and only value"))
+            continue
+        if not _valid_ip(ip):
+            bad_ips = True
+            causes.append(
+                v.invalid(
+                    v.index("spec.clusterIPs", i), ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+                )
+            )
+    if len(several) > 2:
+        causes.append(v.invalid("spec.clusterIPs", several, "may only hold up to 2 values"))
+    if bad_ips:
+        return causes
+    if len(several) == 2 and _family(several[0]) == _family(several[1]):
+        causes.append(v.invalid("spec.clusterIPs", several, "may specify no more than one IP for each IP family"))
+    if several and several[0] != NONE:
+        for i, (ip, family) in enumerate(zip(several, families, strict=False)):
+            if family in IP_FAMILIES and _family(ip) != family:
+                expected = "an IPv6" if family == "IPv6" else "an IPv4"
+                causes.append(
+                    v.invalid(
+                        v.index("spec.clusterIPs", i),
+                        ip,
+                        f"expected {expected} value as indicated by `ipFamilies[{i}]`",
+                    )
+                )
+    if old is not None:
+        before = get(old, "spec")
+        if isinstance(before, dict) and "ExternalName" not in (spec.get("type"), before.get("type")):
+            raw = before.get("clusterIPs")
+            old_ips: list[Any] = raw if isinstance(raw, list) else []
+            both_headless = old_ips[:1] == [NONE] and several[:1] == [NONE]
+            if not both_headless and len(old_ips) == len(several):
+                for i, ip in enumerate(old_ips):
+                    if ip != several[i]:
+                        causes.append(v.invalid(v.index("spec.clusterIPs", i), several, "may not change once set"))
+    return causes
 
 
 def _validate_port(port: Obj, here: str, several: bool) -> list[Cause]:
@@ -85,11 +225,65 @@ def validate(svc: Obj, old: Obj | None) -> list[Cause]:
     causes += v.validate_unique(names)
     if spec.get("selector") is not None:
         causes += v.validate_labels(spec.get("selector"), "spec.selector")
-    if old is not None:
-        before, after = text(old, "spec.clusterIP"), spec.get("clusterIP")
-        if before and after and after != before:
-            causes.append(v.immutable("spec.clusterIP", after))
+    causes += _type_rules(spec, ports)
+    causes += _affinity_rules(spec)
+    if kind != "ExternalName":
+        causes += _cluster_ip_rules(spec, old)
     return causes
+
+
+def _type_rules(spec: Obj, ports: list[Any]) -> list[Cause]:
+    """What each type allows: no node ports on a ClusterIP Service, no cluster IP on an
+    ExternalName one, none of (protocol, port) or (protocol, nodePort) twice."""
+    causes: list[Cause] = []
+    kind = spec.get("type")
+    several = spec.get("clusterIPs")
+    headless = isinstance(several, list) and several[:1] == [NONE]
+    if kind in NODE_PORT_TYPES and headless:
+        causes.append(v.invalid("spec.clusterIPs[0]", NONE, f"may not be set to 'None' for {kind} services"))
+    if kind == "ExternalName":
+        if several:
+            causes.append(v.forbidden("spec.clusterIPs", "may not be set for ExternalName services"))
+        if spec.get("ipFamilies"):
+            causes.append(v.forbidden("spec.ipFamilies", "may not be set for ExternalName services"))
+        if spec.get("ipFamilyPolicy") is not None:
+            causes.append(v.forbidden("spec.ipFamilyPolicy", "may not be set for ExternalName services"))
+        name = spec.get("externalName")
+        if isinstance(name, str) and name.removesuffix("."):
+            cname = name.removesuffix(".")
+            causes += [v.invalid("spec.externalName", cname, m) for m in v.is_dns1123_subdomain(cname)]
+    node_ports: set[tuple[Any, Any]] = set()
+    service_ports: set[tuple[Any, Any]] = set()
+    for i, port in enumerate(ports):
+        if not isinstance(port, dict):
+            continue
+        here = v.index("spec.ports", i)
+        node_port = port.get("nodePort")
+        if node_port not in (None, 0):
+            if kind == "ClusterIP":
+                causes.append(v.forbidden(v.child(here, "nodePort"), "may not be used when `type` is 'ClusterIP'"))
+            key = (port.get("protocol"), node_port)
+            if v.is_int(node_port) and key in node_ports:
+                causes.append(v.duplicate(v.child(here, "nodePort"), node_port))
+            node_ports.add(key)
+        key = (port.get("protocol"), port.get("port"))
+        if v.is_int(port.get("port")) and key in service_ports:
+            causes.append(v.duplicate(here, {"port": port.get("port"), "protocol": port.get("protocol")}))
+        service_ports.add(key)
+    return causes
+
+
+def _affinity_rules(spec: Obj) -> list[Cause]:
+    config = spec.get("sessionAffinityConfig")
+    if spec.get("sessionAffinity") == "None" and config is not None:
+        return [v.forbidden("spec.sessionAffinityConfig", "must not be set when session affinity is None")]
+    if spec.get("sessionAffinity") != "ClientIP":
+        return []
+    timeout = get(config, "clientIP.timeoutSeconds") if isinstance(config, dict) else None
+    here = "spec.sessionAffinityConfig.clientIP.timeoutSeconds"
+    if not v.is_int(timeout) or not 0 < timeout <= MAX_AFFINITY_TIMEOUT_S:
+        return [v.invalid(here, timeout, f"must be greater than 0 and less than {MAX_AFFINITY_TIMEOUT_S}")]
+    return []
 
 
 def external_ip(svc: Obj) -> str:
@@ -150,6 +344,7 @@ RESOURCE = ResourceDef(
     bumps_generation=False,
     default=default,
     validate=validate,
+    prepare_update=prepare_update,
     columns=(
         Column("Type", description="type determines how the Service is exposed."),
         Column("Cluster-IP", description="clusterIP is the IP address of the service."),
