@@ -16,17 +16,28 @@ ANY = "0.0.0.0"
 NO_FREE_PORTS = "node(s) didn't have free ports for the requested pod ports"  # kube's NodePorts words
 
 
-def host_ports(pod: Mapping[str, Any]) -> list[HostPort]:
-    """(hostIP, protocol, hostPort) of every container port of the pod that asks for a host port."""
+def host_ports(pod: Mapping[str, Any], shared_network: bool = False) -> list[HostPort]:
+    """(hostIP, protocol, hostPort) of every container port of the pod that asks for a host port.
+    `shared_network`: the pod runs in the node's network (a node without a pod network), where
+    every containerPort is one of the node's ports, as a hostNetwork pod's are in kube (its
+    hostPort defaults to its containerPort)."""
     out: list[HostPort] = []
     for c in (pod.get("spec") or {}).get("containers") or ():
         if not isinstance(c, Mapping):
             continue
         for p in c.get("ports") or ():
-            hp = p.get("hostPort") if isinstance(p, Mapping) else None
-            if isinstance(hp, int) and not isinstance(hp, bool) and hp > 0:
+            if not isinstance(p, Mapping):
+                continue
+            hp = p.get("hostPort")
+            if shared_network and not _port(hp):
+                hp = p.get("containerPort")
+            if isinstance(hp, int) and _port(hp):
                 out.append((str(p.get("hostIP") or ANY), str(p.get("protocol") or "TCP"), hp))
     return out
+
+
+def _port(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536
 
 
 def collides(a: HostPort, b: HostPort) -> bool:

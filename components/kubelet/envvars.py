@@ -15,14 +15,12 @@ those of the `kubernetes` Service always (KUBERNETES_SERVICE_HOST, KUBERNETES_SE
 KUBERNETES_PORT, KUBERNETES_PORT_443_TCP*, KUBERNETES_SERVICE_PORT_HTTPS) and, unless the pod
 sets `enableServiceLinks: false`, those of every Service of its namespace that has a ClusterIP
 (`service_links`), below anything the pod defines and usable in its `$(VAR)` references.  Other
-Services' values are their ClusterIP and ports, as kube's.  One decision differs from kube, on
-purpose, for the `kubernetes` Service only: kube's values are its ClusterIP and port, which a
-node's service proxy (kube-proxy) forwards.  Our pods share the host's network and no service
-proxy exists yet (issue 26), so that ClusterIP would be unreachable; the values are the address
-and port of the Service's endpoints instead (the apiserver itself), so in-cluster clients work
-today.  The variable names stay the Service's
-(`KUBERNETES_PORT_443_TCP` even when the apiserver listens on 6443), as clients look them up by
-those names.  Without endpoints the values fall back to the ClusterIP, as kube's.
+Services' values are their ClusterIP and ports, as kube's.  The `kubernetes` Service's are too
+when pods are on the pod network, where the node's service proxy forwards ClusterIPs; when pods
+share the host's network no proxy runs, so its values are the address and port of its endpoints
+(the apiserver itself) and in-cluster clients work there as well.  The variable names stay the
+Service's (`KUBERNETES_PORT_443_TCP` even when the apiserver listens on 6443), as clients look
+them up by those names.  Without endpoints the values fall back to the ClusterIP, as kube's.
 
 The ConfigMaps, Secrets, the Service and its Endpoints come through `Sources` (read by the
 kubelet's client); nothing here does I/O.

@@ -41,9 +41,10 @@ from components.kubelet.podnet import PodNetError, PodNetwork
 from components.kubelet.podsources import PodSources, ServiceLister
 from components.kubelet.podvolumes import PodVolumes
 from components.kubelet.podworker import PodWorker
+from components.kubelet.resolv import ClusterDNS
 from machinery import local_volumes
 from machinery.clock import wait_event
-from machinery.host_ports import NO_FREE_PORTS, first_collision, host_ports
+from machinery.host_ports import NO_FREE_PORTS, collides, first_collision, host_ports
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.kubelet")
@@ -99,14 +100,19 @@ class Kubelet:
         images: HostImages | None = None,
         services: ServiceLister | None = None,
         private_tmp: bool = True,
+        dns: ClusterDNS | None = None,
     ) -> None:
         self.client = client
+        self.dns = dns  # --cluster-dns and --cluster-domain: pods' resolv.conf (resolv.py)
         self.private_tmp = private_tmp  # each container run its own /tmp (container_tmp.py)
         self.images = images or HostImages()  # what a container's image runs (the shipped table)
         self.network = network
         self.config = config
         self.runtime = runtime
         self.sources = PodSources(client)
+        # a cluster DNS server is given where a service proxy runs too (`up` on the pod network):
+        # pods then reach ClusterIPs, the `kubernetes` Service's included
+        self.sources.proxied = dns is not None
         self._own_services = services is None  # watch them in run(); else another informer has them
         if services is not None:
             self.sources.services = services
@@ -215,6 +221,7 @@ class Kubelet:
                 volumes=volumes,
                 images=self.images,
                 private_tmp=self.private_tmp,
+                dns=self.dns,
             )
             self.workers[uid] = worker
         if (worker.netns is None and self._needs_network(pod)) or (worker.ipcns is None and self._needs_ipc(pod)):
@@ -249,21 +256,30 @@ class Kubelet:
         phase Failed, reason NodePorts, for good.  Whether it was refused."""
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return False
-        wanted = host_ports(pod)
+        shared = self.network is None  # no pod network: every containerPort is the node's
+        wanted = host_ports(pod, shared)
         if not wanted:
             return False
-        used = [
-            port
+        holders = [
+            (port, w.pod)
             for w in self.workers.values()
             if (w.pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            for port in host_ports(w.pod)
+            for port in host_ports(w.pod, shared)
         ]
-        if first_collision(wanted, used) is None:
+        collision = first_collision(wanted, [port for port, _ in holders])
+        if collision is None:
             return False
         meta = pod.get("metadata") or {}
         uid, ns, name = str(meta.get("uid") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
         self._rejected.add(uid)
         message = f"Pod was rejected: Predicate {NODE_PORTS} failed: {NO_FREE_PORTS}"
+        if shared:
+            holder = next(p for port, p in holders if collides(collision, port))
+            held_by = f"{(holder.get('metadata') or {}).get('namespace')}/{(holder.get('metadata') or {}).get('name')}"
+            message += (
+                f" (pods share the node's network, no pod network here: port {collision[2]}/{collision[1]}"
+                f" is held by pod {held_by})"
+            )
         status = {"phase": "Failed", "reason": NODE_PORTS, "message": message}
         self.events.record(reference(pod, "v1", "Pod"), WARNING, NODE_PORTS, message)
         with contextlib.suppress(NotFoundError):

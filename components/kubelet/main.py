@@ -4,14 +4,16 @@
                      [--capacity cpu=4,memory=8Gi,pods=110] [--system-reserved cpu=100m]
                      [--port 10250 --tls-cert-file C --tls-private-key-file K --client-ca-file CA]
                      [--health-port P] [--pod-network host|netns --pod-cidr 10.244.1.0/24]
-                     [--images JSON]
+                     [--cluster-dns 10.96.0.10 --cluster-domain cluster.local] [--images JSON]
 
 It talks to the apiserver as `system:node:<N>` (the kubeconfig `raftkube up` writes for it),
 runs its pods' containers as processes under D, and serves /healthz and /metrics on a loopback
 port.  With the TLS flags it serves its HTTPS API on --address:--port (server.py: logs, exec,
 port-forward for the apiserver).  With `--pod-network netns` (root only) each pod gets a
 network namespace and an address of --pod-cidr (podnet.py); by default pods share the host's
-network and their IP is --address.  --images (JSON, as [[kubelets.images]] in cluster.toml)
+network and their IP is --address.  With --cluster-dns pods get the cluster's DNS server in
+their resolv.conf (resolv.py) and the `kubernetes` Service's variables name its ClusterIP (a
+service proxy is expected to forward it).  --images (JSON, as [[kubelets.images]] in cluster.toml)
 adds entries to the image table before the shipped ones (images.py).  SIGTERM/SIGINT stop the
 kubelet (status 0), not the containers: a kubelet started again on the same root dir adopts
 them.  A kubelet that fails or
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -37,7 +40,7 @@ from prometheus_client import CollectorRegistry
 from components.client import kubeconfig
 from components.client.rest import RestClient
 from components.health import HealthServer
-from components.kubelet import images, ipam, podnet
+from components.kubelet import images, ipam, podnet, resolv
 from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
 from components.kubelet.process_runtime import ProcessRuntime
@@ -48,6 +51,7 @@ from machinery.process import pki
 log = logging.getLogger("raftkube.kubelet")
 POD_NETWORKS = ("host", "netns")
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 def parse_pairs(text: str, flag: str) -> dict[str, str]:
@@ -79,6 +83,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="host: pods share the node's network; netns: a namespace and an IP of --pod-cidr each (root)",
     )
     p.add_argument("--pod-cidr", help="the node's pod addresses with --pod-network netns, like 10.244.1.0/24")
+    p.add_argument(
+        "--cluster-dns",
+        default="",
+        help="the cluster DNS server's address(es), comma-separated: pods with dnsPolicy ClusterFirst use them",
+    )
+    p.add_argument("--cluster-domain", default="cluster.local", help="the cluster's DNS domain (default %(default)s)")
     p.add_argument("--images", default="", help="image table entries before the shipped ones, a JSON array of tables")
     p.add_argument("-v", "--verbose", action="store_true", help="log every pod sync failure")
 
@@ -132,6 +142,20 @@ def check_pod_network(mode: str, cidr: str | None, euid: int, have_ip: bool) -> 
     return cidr
 
 
+def cluster_dns(servers: str, domain: str) -> resolv.ClusterDNS | None:
+    """--cluster-dns and --cluster-domain, checked; ValueError names the flag."""
+    addresses = tuple(s.strip() for s in servers.split(",") if s.strip())
+    for address in addresses:
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise ValueError(f"--cluster-dns: {address!r} is not an IP address") from None
+    labels = domain.rstrip(".").split(".")
+    if not domain or any(not _LABEL.match(label) for label in labels) or len(domain) > 253:
+        raise ValueError(f"--cluster-domain: {domain!r} is not a DNS domain")
+    return resolv.ClusterDNS(addresses, domain.rstrip(".")) if addresses else None
+
+
 def image_table(text: str) -> images.HostImages:
     """The image table: --images' entries (JSON) before the shipped ones; ValueError names the flag."""
     if not text:
@@ -168,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         tls = server_tls(args)
         cidr = check_pod_network(args.pod_network, args.pod_cidr, os.geteuid(), shutil.which("ip") is not None)
         table = image_table(args.images)
+        dns = cluster_dns(args.cluster_dns, args.cluster_domain)
         client_config = kubeconfig.load(args.kubeconfig)
     except (ValueError, kubeconfig.KubeconfigError) as e:
         print(f"raftkube kubelet: {e}", file=sys.stderr)
@@ -185,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
                 "net.ipv4.ip_forward is 0 (left as it is): this node's pods reach the host and each other,"
                 " not the pods of other nodes on this machine"
             )
-    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port, tls, network, table))
+    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port, tls, network, table, dns))
 
 
 async def serve(
@@ -196,11 +221,12 @@ async def serve(
     tls: ssl.SSLContext | None = None,
     network: podnet.PodNetwork | None = None,
     table: images.HostImages | None = None,
+    dns: resolv.ClusterDNS | None = None,
 ) -> int:
     health = HealthServer(health_port, CollectorRegistry(), lambda: None)
     async with RestClient(client_config, user_agent=f"raftkube-kubelet/{config.name}") as client:
         runtime = ProcessRuntime(root)
-        kubelet = Kubelet(client, config, runtime, network=network, images=table)
+        kubelet = Kubelet(client, config, runtime, network=network, images=table, dns=dns)
         server = KubeletServer(kubelet, runtime, tls) if tls is not None else None
 
         async def work() -> None:

@@ -84,6 +84,9 @@ class PodSources:
     ) -> None:
         self.client = client
         self.services = services  # set by the kubelet once its Services informer runs
+        # pods reach ClusterIPs through a service proxy (the pod network): the `kubernetes`
+        # Service's variables are then its ClusterIP and port, as kube's; else its endpoints
+        self.proxied = False
         self.clock = clock
         self.tokens = TokenCache(self._post)
         self._cache: dict[tuple[str, str, str], tuple[float, Obj | None]] = {}  # -> (read at, object)
@@ -138,7 +141,9 @@ class PodSources:
         """The pod's service variables: the `default/kubernetes` Service and its Endpoints (read as
         the ConfigMaps are, so cached for CACHE_TTL_S), and the namespace's Services."""
         service = await self._get("services", API_SERVICE[0], API_SERVICE[1])
-        endpoints = await self._get("endpoints", API_SERVICE[0], API_SERVICE[1]) if service is not None else None
+        endpoints = None
+        if service is not None and not self.proxied:
+            endpoints = await self._get("endpoints", API_SERVICE[0], API_SERVICE[1])
         return service_links(pod, self.services(ns), service, endpoints)
 
     async def _get(self, kind: str, ns: str, name: str) -> Obj | None:

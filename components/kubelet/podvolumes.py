@@ -28,7 +28,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from components.kubelet import etchosts, hostpath, tmpfs
+from components.kubelet import etchosts, hostpath, resolv, tmpfs
 from components.kubelet.envvars import EnvError, Sources, expand_sub_path
 from components.kubelet.sandbox import Mount
 from components.kubelet.volumes import Files, VolumeError, check_path, files_of, write_atomically
@@ -129,6 +129,23 @@ class PodVolumes:
             path.write_bytes(text)
             path.chmod(0o644)
         return Mount(str(path), etchosts.PATH, False)
+
+    def resolv_mount(
+        self, pod: Obj, cluster: resolv.ClusterDNS | None, node_resolv: Path = Path(resolv.HOST_RESOLV_CONF)
+    ) -> Mount:
+        """The pod's resolv.conf (resolv.py), written when it changed and bound read-only at
+        /etc/resolv.conf (kube's runtimes bind the sandbox's file so)."""
+        path = self.base.parent / "resolv.conf"
+        try:
+            node = node_resolv.read_text(errors="replace")
+        except OSError:
+            node = ""
+        text = resolv.content(pod, cluster, node).encode()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != text:
+            path.write_bytes(text)
+            path.chmod(0o644)
+        return Mount(str(path), resolv.PATH, True)
 
     def remove(self) -> None:
         """The pod is gone: its volumes go with it, its tmpfs mounts first."""

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from components.kubelet import container_tmp, etchosts, image_dirs, limits, podphase, termination
+from components.kubelet import container_tmp, etchosts, image_dirs, limits, podphase, resolv, termination
 from components.kubelet.backoff import REASON as CRASH_LOOP
 from components.kubelet.backoff import CrashBackOff, crash_loop_message
 from components.kubelet.containerlog import parse_timestamp, timestamp
@@ -110,8 +110,10 @@ class PodWorker:
         volumes: PodVolumes | None = None,
         images: HostImages | None = None,
         private_tmp: bool = True,
+        dns: resolv.ClusterDNS | None = None,
     ) -> None:
         self.pod = pod
+        self.dns = dns  # the kubelet's --cluster-dns/--cluster-domain (resolv.py)
         self.runtime = runtime
         self.sources = sources
         self.host_ip = host_ip
@@ -432,6 +434,8 @@ class PodWorker:
             if etchosts.wanted(container, [self.pod_ip], self.pod):
                 # the IP this kubelet reports as the pod's (kube's makeMounts takes the sandbox's)
                 mounts += (self.volumes.hosts_mount(self.pod, [self.pod_ip]),)
+            if not _mounts_at(container, resolv.PATH):
+                mounts += (self.volumes.resolv_mount(self.pod, self.dns),)
             if os.geteuid() == 0:  # a kubelet that is not root mounts nothing, and would say so in each log
                 attempt = self._next_attempt(container)
                 mounts += (self._termination_mount(container, attempt),)
@@ -658,3 +662,9 @@ def pod_sysctls(pod: Obj) -> tuple[tuple[str, str], ...]:
         for item in items or ()
         if isinstance(item, dict) and isinstance(item.get("name"), str)
     )
+
+
+def _mounts_at(container: Obj, path: str) -> bool:
+    """Whether the container mounts a volume of its own at `path` (it then keeps it)."""
+    mounts = container.get("volumeMounts")
+    return isinstance(mounts, list) and any(isinstance(m, dict) and m.get("mountPath") == path for m in mounts)

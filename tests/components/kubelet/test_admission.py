@@ -60,6 +60,7 @@ def test_a_pod_asking_for_a_held_host_port_is_refused_for_good() -> None:
             "uid-done": SimpleNamespace(pod=pod("d", 9090, "Succeeded")),
         }
         kubelet.workers = held
+        kubelet.network = SimpleNamespace()  # type: ignore[assignment]  # a pod network: only hostPorts count
         assert await kubelet._rejects(pod("b", 8080))
         assert not await kubelet._rejects(pod("c", 8081))
         assert not await kubelet._rejects(pod("e", 9090))  # held only by a finished pod
@@ -76,6 +77,30 @@ def test_a_pod_asking_for_a_held_host_port_is_refused_for_good() -> None:
         assert "uid-b" in kubelet._rejected
         await kubelet.forget_gone({"uid-a", "uid-done"})  # b deleted: forgotten
         assert "uid-b" not in kubelet._rejected
+
+    asyncio.run(go())
+
+
+def test_without_a_pod_network_every_container_port_is_the_nodes() -> None:
+    """Pods share the node's network: a second pod on a port another running pod listens on is
+    refused with a status that says so (not a crash loop whose probe passes on the neighbour)."""
+
+    async def go() -> None:
+        client = Recorder()
+        kubelet = Kubelet(client, NodeConfig("n", "127.0.0.1", 10250), None)  # type: ignore[arg-type]
+        first = pod("web-1", 8080)
+        del first["spec"]["containers"][0]["ports"][0]["hostPort"]
+        kubelet.workers = {"uid-web-1": SimpleNamespace(pod=first)}  # type: ignore[dict-item]
+        second = pod("web-2", 8080)
+        del second["spec"]["containers"][0]["ports"][0]["hostPort"]
+        assert host_ports(second) == [] and host_ports(second, shared_network=True) == [("0.0.0.0", "TCP", 8080)]
+        assert await kubelet._rejects(second)
+        assert not await kubelet._rejects(pod("other", 8081))
+        ((_, body),) = client.patches
+        assert body["status"]["reason"] == "NodePorts"
+        assert body["status"]["message"].endswith(
+            "(pods share the node's network, no pod network here: port 8080/TCP is held by pod ns/web-1)"
+        )
 
     asyncio.run(go())
 
