@@ -10,7 +10,9 @@ and what CoreDNS's kubernetes plugin answers (`pods insecure`, Corefile as kubea
 
 * `<svc>.<ns>.svc.<domain>`: A/AAAA of a ClusterIP Service's ClusterIPs; of a headless one's ready
   endpoints (an endpoint whose `ready` is unset counts as ready, as in CoreDNS; with
-  `publishNotReadyAddresses` every endpoint counts); a CNAME to an ExternalName Service's name.
+  `publishNotReadyAddresses` or the tolerate-unready-endpoints annotation every endpoint counts;
+  a terminating endpoint is not ready, even while still serving, as the endpointslice
+  controller marks it and CoreDNS reads it); a CNAME to an ExternalName Service's name.
   SRV at this name lists every port (CoreDNS's port-less form).
 * `_<port>._<proto>.<svc>.<ns>.svc.<domain>`: SRV `0 <100/n> <port> <target>`, the target being
   the Service's name (ClusterIP) or each ready endpoint's name (headless), with the targets'
@@ -20,7 +22,7 @@ and what CoreDNS's kubernetes plugin answers (`pods insecure`, Corefile as kubea
 * `<a-b-c-d>.<ns>.pod.<domain>`: `pods insecure`, the address written in the name, for any
   namespace that exists (`fd00--1` for IPv6).
 * `<reversed ip>.in-addr.arpa` / `ip6.arpa`: PTR to the Service of a ClusterIP and to the endpoint
-  names of an endpoint address.  A reverse name we know nothing of is not ours: `answer` gives
+  names of a ready endpoint's address.  A reverse name we know nothing of is not ours: `answer` gives
   None and the server forwards it (kubeadm's `fallthrough in-addr.arpa ip6.arpa`).
 * `dns-version.<domain>` TXT "1.1.0"; the apex has SOA and NS.
 
@@ -52,6 +54,8 @@ DEFAULT_TTL = 30
 SCHEMA_VERSION = "1.1.0"
 MAX_CHASE = 8  # CNAMEs followed inside the zone (ExternalName to ExternalName ...)
 
+# the spec's other way to count unready endpoints as ready (before publishNotReadyAddresses)
+TOLERATE_UNREADY = "service.alpha.kubernetes.io/tolerate-unready-endpoints"
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -162,7 +166,9 @@ def parse_service(obj: object) -> Service | None:
         return None
     kind = spec.get("type") or "ClusterIP"
     ports = _ports(spec.get("ports"))
-    pna = spec.get("publishNotReadyAddresses") is True
+    annotations = (obj.get("metadata") or {}).get("annotations")
+    tolerate = isinstance(annotations, Mapping) and annotations.get(TOLERATE_UNREADY) == "true"
+    pna = spec.get("publishNotReadyAddresses") is True or tolerate
     if kind == "ExternalName":
         target = spec.get("externalName")
         if not is_dns_name(target) or _ip(target) is not None:
@@ -493,10 +499,11 @@ class Zone:
         names = [f"{n}.{ns}.svc.{self.domain}" for ns, n in sorted(self._rev_services.get(ip, ()))]
         for key in sorted(self._rev_slices.get(ip, ())):
             sl = self._slices[key]
+            svc = self._services.get((sl.namespace, sl.service))
             names += [
                 f"{_endpoint_name(ep)}.{sl.service}.{sl.namespace}.svc.{self.domain}"
                 for ep in sl.endpoints
-                if ip in ep.addresses
+                if ip in ep.addresses and (ep.ready or (svc is not None and svc.publish_not_ready))
             ]
         if not names:
             return None

@@ -138,6 +138,11 @@ def test_headless_without_ready_endpoints_is_nxdomain_unless_it_publishes_not_re
     assert ask(z, "hl.ns1.svc.cluster.local")[0] == RCODE.NXDOMAIN
     z.set_service(service("ns1", "hl", "None", publishNotReadyAddresses=True))
     assert ask(z, "hl.ns1.svc.cluster.local") == (RCODE.NOERROR, ["10.244.1.9"])
+    assert ask(z, "9.1.244.10.in-addr.arpa", "PTR") == (RCODE.NOERROR, ["10-244-1-9.hl.ns1.svc.cluster.local."])
+    tolerate = service("ns1", "hl", "None")
+    tolerate["metadata"]["annotations"] = {"service.alpha.kubernetes.io/tolerate-unready-endpoints": "true"}
+    z.set_service(tolerate)
+    assert ask(z, "hl.ns1.svc.cluster.local") == (RCODE.NOERROR, ["10.244.1.9"])
     z.delete_slice(sl)
     assert ask(z, "hl.ns1.svc.cluster.local")[0] == RCODE.NXDOMAIN
 
@@ -184,6 +189,7 @@ def test_ptr_for_cluster_ips_and_endpoints_and_none_for_others() -> None:
     assert ask(z, "5.1.244.10.in-addr.arpa", "PTR") == (RCODE.NOERROR, ["web-0.hl.ns1.svc.cluster.local."])
     assert ask(z, "6.1.244.10.in-addr.arpa", "PTR") == (RCODE.NOERROR, ["10-244-1-6.hl.ns1.svc.cluster.local."])
     assert ask(z, "1.0.96.10.in-addr.arpa", "A") == (RCODE.NOERROR, [])
+    assert z.answer("7.1.244.10.in-addr.arpa", QTYPE.PTR) is None  # terminating: not ready, not ours
     nibbles = ".".join(reversed("fd000000000000000000000000000021"))
     assert ask(z, f"{nibbles}.ip6.arpa", "PTR") == (RCODE.NOERROR, ["dual.ns1.svc.cluster.local."])
     assert z.answer("9.9.9.9.in-addr.arpa", QTYPE.PTR) is None  # forwarded
