@@ -467,6 +467,7 @@ class Zone:
                 records.append((p.port, target))
             if matched:
                 out.additional.extend(self._address_rr(target, ip) for ip in ep.addresses)
+        records = list(dict.fromkeys(records))  # one endpoint name in two families' slices: once
         for number, target in records:
             out.answers.append(self._rr(owner, QTYPE.SRV, SRV(0, _weight(len(records)), number, target)))
 

@@ -252,3 +252,69 @@ def test_random_objects_never_raise(objs: list[dict[str, Any]], qtype: str) -> N
     for obj in objs:
         z.delete_slice(obj)
         z.delete_service(obj)
+
+
+names = st.sampled_from(["a", "b", "c"])
+ips = st.sampled_from(["10.96.0.1", "10.96.0.2", "10.244.0.1", "10.244.0.2", "fd00::1", "None", "bad"])
+service_objs = st.builds(
+    lambda ns, name, ip, external: (
+        service(ns, name, ip)
+        if not external
+        else service(ns, name, None, type="ExternalName", externalName=f"{name}.example.com")
+    ),
+    names,
+    names,
+    ips,
+    st.booleans(),
+)
+slice_objs = st.builds(
+    lambda ns, name, svc, addrs, ready, host: endpoint_slice(
+        ns,
+        name,
+        svc,
+        [{"addresses": [a], "conditions": {"ready": ready}, **({"hostname": host} if host else {})} for a in addrs],
+        "IPv6" if any(":" in a for a in addrs) else "IPv4",
+    ),
+    names,
+    names,
+    names,
+    st.lists(ips, max_size=3),
+    st.booleans(),
+    st.sampled_from([None, "h0", "h1"]),
+)
+ops = st.lists(st.tuples(st.sampled_from(["set", "delete"]), service_objs | slice_objs), max_size=25)
+
+
+def everything(z: Zone) -> list[Any]:
+    out = []
+    for ns in "abc":
+        for name in "abc":
+            for prefix in ("", "h0.", "h1.", "10-244-0-1.", "_http._tcp."):
+                for qtype in ("A", "AAAA", "SRV"):
+                    got = z.answer(f"{prefix}{name}.{ns}.svc.cluster.local", getattr(QTYPE, qtype))
+                    assert got is not None
+                    out.append((got.rcode, sorted(str(r) for r in got.answers), sorted(str(r) for r in got.additional)))
+    for ip in ("1.0.96.10", "2.0.96.10", "1.0.244.10", "2.0.244.10"):
+        got = z.answer(f"{ip}.in-addr.arpa", QTYPE.PTR)
+        out.append(None if got is None else sorted(str(r) for r in got.answers))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops)
+def test_the_index_kept_by_events_answers_as_one_built_from_the_end_state(steps: list[tuple[str, Any]]) -> None:
+    z = Zone(D)
+    state: dict[tuple[str, str, str], Any] = {}
+    for op, obj in steps:
+        kind = "slice" if "addressType" in obj else "service"
+        key = (kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if op == "set":
+            (z.set_slice if kind == "slice" else z.set_service)(obj)
+            state[key] = obj
+        else:
+            (z.delete_slice if kind == "slice" else z.delete_service)(obj)
+            state.pop(key, None)
+    fresh = Zone(D)
+    for (kind, _, _), obj in state.items():
+        (fresh.set_slice if kind == "slice" else fresh.set_service)(obj)
+    assert everything(z) == everything(fresh)
