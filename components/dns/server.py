@@ -8,8 +8,8 @@ What a client can do to it is bounded:
   questions, a label over 63 bytes, a name over 253 characters) or REFUSED (another class, zone
   transfers).
 * UDP answers larger than 512 bytes, or than the EDNS payload size the client offered (up to
-  1232, the DNS flag day's size), go out truncated (TC, question only), and the client asks again
-  over TCP.
+  1232, the DNS flag day's size), lose their additional section first; if still too large they go
+  out truncated (TC, question only), and the client asks again over TCP.
 * TCP: at most `max_connections` at once (more are closed at once), each closed after `idle`
   seconds without a whole message, messages over `max_message` bytes close it.  Messages on one
   connection are answered in order, one at a time, so a connection holds one query's memory.
@@ -215,6 +215,10 @@ class Handler:
         except Exception:  # a name dnslib will not write (from upstream, or echoed): say so, bare
             log.debug("could not write an answer for %s", reply.q.qname, exc_info=True)
             reply = DNSRecord(DNSHeader(id=reply.header.id, qr=1, rcode=RCODE.SERVFAIL))
+            data = reply.pack()
+        if not tcp and len(data) > size and any(r.rtype != QTYPE.OPT for r in reply.ar):
+            # the additional section is a courtesy: drop it before the answers (RFC 2181 9)
+            reply.ar = [r for r in reply.ar if r.rtype == QTYPE.OPT]
             data = reply.pack()
         if not tcp and len(data) > size:
             cut = DNSRecord(

@@ -88,6 +88,19 @@ def test_udp_answers_are_truncated_to_what_the_client_takes() -> None:
     assert big.header.tc == 0 and len(big.rr) == 60
 
 
+def test_udp_answers_lose_their_additional_section_before_their_answers() -> None:
+    h = handler()
+    ports = [{"name": "http", "port": 80, "protocol": "TCP"}]
+    h.zone.set_service({"metadata": {"namespace": "ns1", "name": "six"}, "spec": {"clusterIP": "None", "ports": ports}})
+    eps = [{"addresses": [f"10.1.0.{i}"], "hostname": f"host-number-{i}"} for i in range(6)]
+    meta = {"namespace": "ns1", "name": "six", "labels": {"kubernetes.io/service-name": "six"}}
+    h.zone.set_slice({"metadata": meta, "addressType": "IPv4", "endpoints": eps, "ports": ports})
+    q = DNSRecord.question("_http._tcp.six.ns1.svc.cluster.local", "SRV")
+    over_udp, over_tcp = run(h, q.pack()), run(h, q.pack(), tcp=True)
+    assert over_udp.header.tc == 0 and len(over_udp.rr) == 6 and not over_udp.ar
+    assert len(over_tcp.rr) == 6 and len(over_tcp.ar) == 6
+
+
 @given(st.binary(max_size=600))
 @settings(max_examples=300, deadline=None)
 def test_random_bytes_never_raise(data: bytes) -> None:
