@@ -147,7 +147,9 @@ def _ports(raw: object) -> tuple[Port, ...]:
         if not isinstance(p, Mapping):
             continue
         name, proto, number = p.get("name") or "", p.get("protocol") or "TCP", p.get("port")
-        if not isinstance(name, str) or (name and not is_label(name.lower())) or proto not in _PROTOCOLS:
+        if not isinstance(name, str) or (name and not is_label(name.lower())) or not isinstance(proto, str):
+            continue
+        if proto not in _PROTOCOLS:
             continue
         if isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 65536:
             continue

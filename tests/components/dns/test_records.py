@@ -318,3 +318,25 @@ def test_the_index_kept_by_events_answers_as_one_built_from_the_end_state(steps:
     for (kind, _, _), obj in state.items():
         (fresh.set_slice if kind == "slice" else fresh.set_service)(obj)
     assert everything(z) == everything(fresh)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.fixed_dictionaries({}, optional={k: json_values for k in ("name", "protocol", "port")}), max_size=3),
+    st.lists(st.dictionaries(st.sampled_from(["addresses", "hostname", "conditions"]), json_values), max_size=3),
+    json_values,
+    json_values,
+)
+def test_random_fields_in_well_formed_objects_never_raise(
+    ports: list[dict[str, Any]], endpoints: list[dict[str, Any]], annotations: Any, cluster_ips: Any
+) -> None:
+    z = zone()
+    obj = service("ns1", "hl", "None", ports=ports, clusterIPs=cluster_ips)
+    obj["metadata"]["annotations"] = annotations
+    z.set_service(obj)
+    sl = endpoint_slice("ns1", "hl-abc", "hl", endpoints)
+    sl["ports"] = ports
+    z.set_slice(sl)
+    for name in ("hl.ns1.svc.cluster.local", "_http._tcp.hl.ns1.svc.cluster.local", "5.1.244.10.in-addr.arpa"):
+        for qtype in (QTYPE.A, QTYPE.SRV, QTYPE.PTR):
+            z.answer(name, qtype)
