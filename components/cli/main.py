@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from apiserver import main as apiserver_cli
 from components import controller_manager
 from components.cli import bench, cluster, conformance, parts, peers, user
+from components.dns import main as dns_main
 from components.kubelet import hollow
 from components.kubelet import main as kubelet_main
 from components.scheduler import main as scheduler_main
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parts.register(sub)
     controller_manager.register(sub)
     scheduler_main.register(sub)
+    dns_main.register(sub)
     kubelet_main.register(sub)
     hollow.register(sub)
     user.register(sub)
