@@ -1,0 +1,154 @@
+"""`raftkube proxy`: the service proxy of one node (kube-proxy, nftables mode).
+
+It watches Services and EndpointSlices in every namespace and keeps the node's table
+(`rk-proxy-<hash of the node name>`) in the network namespace it runs in; SIGTERM or SIGINT
+removes the table and exits 0.  At start it sets the two sysctls the rules rely on, as a
+kube node has them: net.bridge.bridge-nf-call-iptables = 1 (replies between pods of one
+bridge pass conntrack; see rules.py) and net.ipv4.ip_forward = 1 (a pod's connection DNATed to
+another pod is forwarded); `--no-sysctls` leaves them as they are.
+
+Exit codes (`components.runner`): 0 after a signal, 1 when the sync loop fails, 2 for bad
+flags (the message names the flag) or an unusable kubeconfig.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from components.client import kubeconfig
+from components.client.informer import InformerFactory
+from components.client.kubeconfig import KubeconfigError
+from components.client.listwatch import Resource
+from components.client.rest import RestClient
+from components.health import HealthServer
+from components.proxy import rules
+from components.proxy.proxier import Metrics, Proxier
+from components.runner import run_component
+
+log = logging.getLogger("raftkube.proxy")
+SERVICES = Resource("", "v1", "services", kind="Service")
+SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", kind="EndpointSlice")
+SYSCTLS = {
+    "net/bridge/bridge-nf-call-iptables": "1",
+    "net/ipv4/ip_forward": "1",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", required=True, help="the proxy's own kubeconfig")
+    parser.add_argument("--node-name", required=True, help="the node this proxy serves")
+    parser.add_argument(
+        "--node-ip", action="append", default=[], required=True, help="an IPv4 address of the node (repeatable)"
+    )
+    parser.add_argument("--cluster-cidr", required=True, help="the pods' IPv4 CIDR, e.g. 10.244.0.0/16")
+    parser.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0 = off)")
+    parser.add_argument("--sync-period", type=float, default=30.0, help="seconds between full resyncs (default 30)")
+    parser.add_argument(
+        "--min-sync-period", type=float, default=0.1, help="seconds at least between syncs (default 0.1)"
+    )
+    parser.add_argument("--no-sysctls", action="store_true", help="leave ip_forward and bridge-nf-call-iptables")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+
+
+def register(subparsers: Any) -> None:
+    """Add the `proxy` subcommand to `raftkube`'s subparsers."""
+    parser = subparsers.add_parser("proxy", help="run a node's service proxy (kube-proxy, nftables mode)")
+    add_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def node_of(args: argparse.Namespace) -> rules.Node:
+    """The node from the flags; ValueError naming the flag that is wrong."""
+    if not args.node_name or not isinstance(args.node_name, str):
+        raise ValueError("--node-name: empty")
+    ips = []
+    for text in args.node_ip:
+        try:
+            ip = ipaddress.ip_address(text)
+        except ValueError:
+            raise ValueError(f"--node-ip {text!r}: not an IP address") from None
+        if not isinstance(ip, ipaddress.IPv4Address):
+            raise ValueError(f"--node-ip {text}: not IPv4 (the proxy programs IPv4 only)")
+        ips.append(ip)
+    try:
+        cidr = ipaddress.ip_network(args.cluster_cidr)
+    except ValueError as e:
+        raise ValueError(f"--cluster-cidr {args.cluster_cidr!r}: {e}") from None
+    if not isinstance(cidr, ipaddress.IPv4Network):
+        raise ValueError(f"--cluster-cidr {args.cluster_cidr}: not IPv4")
+    return rules.Node(args.node_name, tuple(ips), cidr)
+
+
+def check(args: argparse.Namespace) -> rules.Node:
+    """The node, or ValueError naming the flag the proxy cannot run with."""
+    if not 0 <= args.health_port <= 65535:
+        raise ValueError(f"--health-port {args.health_port}: not a port")
+    if not args.sync_period > 0:
+        raise ValueError(f"--sync-period {args.sync_period}: not positive")
+    if not 0 <= args.min_sync_period <= args.sync_period:
+        raise ValueError(f"--min-sync-period {args.min_sync_period}: not between 0 and --sync-period")
+    return node_of(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        node = check(args)
+    except ValueError as e:
+        print(f"raftkube proxy: {e}", file=sys.stderr)
+        return 2
+    try:
+        config = kubeconfig.load(args.kubeconfig)
+    except (KubeconfigError, OSError) as e:
+        print(f"raftkube proxy: --kubeconfig: {e}", file=sys.stderr)
+        return 2
+    if not args.no_sysctls:
+        set_sysctls()
+    return asyncio.run(_main(args, config, node))
+
+
+def set_sysctls(root: Path = Path("/proc/sys")) -> None:
+    """The sysctls the rules rely on, set where they are not (logged either way when unset)."""
+    for key, want in SYSCTLS.items():
+        path = root / key
+        try:
+            if path.read_text().strip() != want:
+                path.write_text(want)
+                log.info("set %s = %s", key.replace("/", "."), want)
+        except OSError as e:
+            log.warning("cannot set %s = %s (%s): some Service traffic will not work", key, want, e)
+
+
+async def _main(args: argparse.Namespace, config: kubeconfig.ClientConfig, node: rules.Node) -> int:
+    metrics = Metrics()
+    client = RestClient(config, user_agent="raftkube-proxy")
+    try:
+        factory = InformerFactory(client)
+        proxier = Proxier(
+            factory.informer(SERVICES),
+            factory.informer(SLICES),
+            node,
+            metrics=metrics,
+            min_interval=args.min_sync_period,
+            resync=args.sync_period,
+        )
+        health = HealthServer(args.health_port, metrics.registry, proxier.healthy)
+        log.info("proxy for node %s: table %s", node.name, rules.table_name(node.name))
+        return await run_component("the proxy", proxier.run, log, health)
+    finally:
+        await client.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="raftkube proxy")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
