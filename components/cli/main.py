@@ -17,6 +17,7 @@ from components import controller_manager
 from components.cli import bench, cluster, conformance, parts, peers, user
 from components.kubelet import hollow
 from components.kubelet import main as kubelet_main
+from components.proxy import main as proxy_main
 from components.scheduler import main as scheduler_main
 from machinery.process.command import UsageError
 from machinery.process.config import ConfigError
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     controller_manager.register(sub)
     scheduler_main.register(sub)
     kubelet_main.register(sub)
+    proxy_main.register(sub)
     hollow.register(sub)
     user.register(sub)
     store_cli.register(sub)
