@@ -3,7 +3,7 @@
 Every informer event marks the state dirty; the loop then renders the whole table and, when the
 text changed, applies it (in place over the last applied one, so affinity survives).  Bursts
 are coalesced: at most one sync per `min_interval`, and one at least every `resync` seconds
-(which applies even an unchanged text, so a table someone touched is put right).  A failed
+(which also puts the table back if someone deleted it).  A failed
 apply is logged and retried after `retry` seconds with a whole replace.
 
 Sync latency, from the first event a sync covers to its rules being live, is observed in the
@@ -29,6 +29,7 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 Apply = Callable[[rules.Ruleset, rules.Ruleset | None], None]
 Remove = Callable[[str], None]
+Tables = Callable[[], list[str]]
 
 
 class Metrics:
@@ -60,13 +61,14 @@ class Proxier:
         *,
         apply: Apply = nft.apply,
         remove: Remove = nft.remove,
+        tables: Tables = nft.tables,
         metrics: Metrics | None = None,
         min_interval: float = 0.1,
         resync: float = 30.0,
         retry: float = 1.0,
     ) -> None:
         self.services, self.slices, self.node = services, slices, node
-        self._apply, self._remove = apply, remove
+        self._apply, self._remove, self._tables = apply, remove, tables
         self.metrics = metrics or Metrics()
         self.min_interval, self.resync, self.retry = min_interval, resync, retry
         self.applied: rules.Ruleset | None = None  # what is live, as far as we know
@@ -91,15 +93,19 @@ class Proxier:
         return None if self.last_error is None else f"last sync failed: {self.last_error}"
 
     def sync(self, force: bool = False) -> bool:
-        """Render and, when it differs from what is live (or with `force`), apply; whether it is
-        live now.  Call it on the event loop's thread, or give it snapshots (`sync_objects`)."""
+        """Render and, when it differs from what is live, apply (with `force`, first check that
+        the table is there at all); whether it is live now.  Call it on the event loop's
+        thread, or give snapshots to `sync_objects`."""
         return self.sync_objects(self.services.indexer.objects(), self.slices.indexer.objects(), force)
 
     def sync_objects(self, services: list[Obj], slices: list[Obj], force: bool = False) -> bool:
         started = time.monotonic()
         pending, self._pending_since = self._pending_since, None
         ruleset = rules.render(services, slices, self.node)
-        if not force and self.applied is not None and ruleset.text == self.applied.text:
+        if force and self.applied is not None and not self._present(ruleset.table):
+            log.warning("table %s is gone: putting it back", ruleset.table)
+            self.applied = None
+        if self.applied is not None and ruleset.text == self.applied.text:
             self._done(pending, started)
             return True
         try:
@@ -115,6 +121,13 @@ class Proxier:
         self.applied = ruleset
         self._done(pending, started)
         return True
+
+    def _present(self, table: str) -> bool:
+        try:
+            return table in self._tables()
+        except nft.NftError as e:
+            log.warning("cannot list the tables: %s", e)
+            return False
 
     def _done(self, pending: float | None, started: float) -> None:
         now = time.monotonic()
@@ -141,8 +154,7 @@ class Proxier:
                 self._wake.clear()
                 # snapshots taken here, on the loop, where the informers change their stores
                 services, slices = self.services.indexer.objects(), self.slices.indexer.objects()
-                # a resync applies even unchanged text: someone may have touched the table (an
-                # in-place update of a table that is gone fails, and the retry replaces it whole)
+                # a resync also puts back a table someone deleted
                 ok = await asyncio.to_thread(self.sync_objects, services, slices, forced)
                 try:
                     await asyncio.wait_for(self._wake.wait(), self.resync if ok else self.retry)

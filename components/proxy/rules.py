@@ -101,13 +101,16 @@ class ServicePort:
 
 @dataclass(frozen=True)
 class Ruleset:
-    """A rendered table: `text` is `table ip NAME { ... }`; the name sets say what it declares."""
+    """A rendered table: `text` is the whole `table ip NAME { ... }`; the other fields are its
+    parts that change with the objects (the base chains and helpers never do), so that
+    `nft.update_script` can take a live table from one Ruleset to the next by difference."""
 
     table: str
     text: str
-    chains: frozenset[str] = field(default_factory=frozenset)
-    sets: frozenset[str] = field(default_factory=frozenset)  # the affinity sets
-    maps: frozenset[str] = field(default_factory=frozenset)
+    chains: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> rules
+    sets: Mapping[str, int] = field(default_factory=dict)  # affinity set -> timeout (s)
+    maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # map -> key -> verdict
+    nodeport_ips: tuple[str, ...] = ()
 
 
 def _hash(text: str, n: int = 16) -> str:
@@ -462,40 +465,39 @@ def render(services: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
     for sp, endpoints in gather(services, slices):
         b.add(sp, endpoints)
     name = table_name(node.name)
-    lines = [f"table ip {name} {{"]
-    lines += ["\tset nodeport-ips {", "\t\ttype ipv4_addr"]
-    if node.ips:
-        lines.append(f"\t\telements = {{ {', '.join(str(ip) for ip in sorted(set(node.ips)))} }}")
-    lines.append("\t}")
-    elements = {
-        "service-ips": b.service_ips,
-        "no-endpoint-services": b.no_endpoint_services,
-        "service-nodeports": b.service_nodeports,
-        "no-endpoint-nodeports": b.no_endpoint_nodeports,
+    nodeport_ips = tuple(str(ip) for ip in sorted(set(node.ips)))
+    maps = {
+        "service-ips": dict(sorted(b.service_ips.items())),
+        "no-endpoint-services": dict(sorted(b.no_endpoint_services.items())),
+        "service-nodeports": dict(sorted(b.service_nodeports.items())),
+        "no-endpoint-nodeports": dict(sorted(b.no_endpoint_nodeports.items())),
     }
+    sets = dict(sorted(b.sets.items()))
+    chains = {c: tuple(rules) for c, rules in sorted(b.chains.items())}
+    lines = [f"table ip {name} {{", "\tset nodeport-ips {", "\t\ttype ipv4_addr"]
+    if nodeport_ips:
+        lines.append(f"\t\telements = {{ {', '.join(nodeport_ips)} }}")
+    lines.append("\t}")
     for m, typ in MAPS.items():
         lines += [f"\tmap {m} {{", f"\t\ttype {typ}"]
-        if elements[m]:
+        if maps[m]:
             lines.append("\t\telements = {")
-            lines += [f"\t\t\t{k} : {v}," for k, v in sorted(elements[m].items())]
+            lines += [f"\t\t\t{k} : {v}," for k, v in maps[m].items()]
             lines.append("\t\t}")
         lines.append("\t}")
-    for s, timeout in sorted(b.sets.items()):
-        lines += [f"\tset {s} {{", "\t\ttype ipv4_addr", "\t\tflags dynamic,timeout", f"\t\ttimeout {timeout}s", "\t}"]
-    fixed = _fixed_chains()
-    for chain, (hook, rules) in fixed.items():
+    for s, timeout in sets.items():
+        lines += [f"\tset {s} {{", f"\t\t{affinity_set_spec(timeout)}", "\t}"]
+    for chain, (hook, fixed) in _fixed_chains().items():
         lines.append(f"\tchain {chain} {{")
         if hook:
             lines.append(f"\t\t{hook}")
-        lines += [f"\t\t{r}" for r in rules]
+        lines += [f"\t\t{r}" for r in fixed]
         lines.append("\t}")
-    for chain, rules in sorted(b.chains.items()):
+    for chain, rules in chains.items():
         lines += [f"\tchain {chain} {{", *(f"\t\t{r}" for r in rules), "\t}"]
     lines.append("}")
-    return Ruleset(
-        table=name,
-        text="\n".join(lines) + "\n",
-        chains=frozenset(b.chains) | frozenset(fixed),
-        sets=frozenset(b.sets) | {"nodeport-ips"},
-        maps=frozenset(MAPS),
-    )
+    return Ruleset(name, "\n".join(lines) + "\n", chains, sets, maps, nodeport_ips)
+
+
+def affinity_set_spec(timeout: int) -> str:
+    return f"type ipv4_addr; flags dynamic,timeout; timeout {timeout}s;"

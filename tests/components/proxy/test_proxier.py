@@ -76,6 +76,7 @@ def test_sync_loop_applies_changes_coalesced_and_removes_the_table_on_exit() -> 
                 NODE,
                 apply=apply,
                 remove=lambda t: nft.remove(t, prefix=prefix),
+                tables=lambda: nft.tables(prefix=prefix),
                 min_interval=0.1,
                 resync=30,
             )
@@ -94,6 +95,8 @@ def test_sync_loop_applies_changes_coalesced_and_removes_the_table_on_exit() -> 
                 services.apply("MODIFIED", versioned(service("web", "10.96.0.50"), 99))  # same rules
                 await asyncio.sleep(0.3)
                 assert len(applied) == before  # the text did not change: nothing applied
+                nft.remove(table, prefix=prefix)  # someone deletes it: a resync puts it back
+                assert proxier.sync(force=True) and table in listed() and len(applied) == before + 1
             finally:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
