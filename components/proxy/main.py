@@ -5,7 +5,8 @@ It watches Services and EndpointSlices in every namespace and keeps the node's t
 removes the table and exits 0.  At start it sets the two sysctls the rules rely on, as a
 kube node has them: net.bridge.bridge-nf-call-iptables = 1 (replies between pods of one
 bridge pass conntrack; see rules.py) and net.ipv4.ip_forward = 1 (a pod's connection DNATed to
-another pod is forwarded); `--no-sysctls` leaves them as they are.
+another pod is forwarded); `--no-sysctls` leaves them as they are.  `--netns NAME` programs
+(and sets the sysctls of) another namespace instead, through `ip netns exec`.
 
 Exit codes (`components.runner`): 0 after a signal, 1 when the sync loop fails, 2 for bad
 flags (the message names the flag) or an unusable kubeconfig.
@@ -17,7 +18,10 @@ import argparse
 import asyncio
 import ipaddress
 import logging
+import re
+import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +31,15 @@ from components.client.kubeconfig import KubeconfigError
 from components.client.listwatch import Resource
 from components.client.rest import RestClient
 from components.health import HealthServer
-from components.proxy import rules
+from components.proxy import nft, rules
 from components.proxy.proxier import Metrics, Proxier
 from components.runner import run_component
 
 log = logging.getLogger("raftkube.proxy")
 SERVICES = Resource("", "v1", "services", kind="Service")
 SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", kind="EndpointSlice")
+NETNS_DIR = Path("/run/netns")
+NETNS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 SYSCTLS = {
     "net/bridge/bridge-nf-call-iptables": "1",
     "net/ipv4/ip_forward": "1",
@@ -53,6 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-sync-period", type=float, default=0.1, help="seconds at least between syncs (default 0.1)"
     )
     parser.add_argument("--no-sysctls", action="store_true", help="leave ip_forward and bridge-nf-call-iptables")
+    parser.add_argument(
+        "--netns",
+        default="",
+        help="program the named network namespace (/run/netns/NAME) instead of the proxy's own",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
@@ -93,7 +104,14 @@ def check(args: argparse.Namespace) -> rules.Node:
         raise ValueError(f"--sync-period {args.sync_period}: not positive")
     if not 0 <= args.min_sync_period <= args.sync_period:
         raise ValueError(f"--min-sync-period {args.min_sync_period}: not between 0 and --sync-period")
+    if args.netns and (not NETNS_NAME.fullmatch(args.netns) or not (NETNS_DIR / args.netns).exists()):
+        raise ValueError(f"--netns {args.netns!r}: no such network namespace under {NETNS_DIR}")
     return node_of(args)
+
+
+def prefix_of(args: argparse.Namespace) -> tuple[str, ...]:
+    """What runs nft (and sysctl) in the namespace the proxy programs."""
+    return ("ip", "netns", "exec", args.netns) if args.netns else ()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,20 +130,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"raftkube proxy: --kubeconfig: {e}", file=sys.stderr)
         return 2
     if not args.no_sysctls:
-        set_sysctls()
+        set_sysctls(prefix_of(args))
     return asyncio.run(_main(args, config, node))
 
 
-def set_sysctls(root: Path = Path("/proc/sys")) -> None:
-    """The sysctls the rules rely on, set where they are not (logged either way when unset)."""
+def set_sysctls(prefix: Sequence[str] = ()) -> None:
+    """The sysctls the rules rely on, set where they are not (a warning when that fails)."""
     for key, want in SYSCTLS.items():
-        path = root / key
+        name = key.replace("/", ".")
         try:
-            if path.read_text().strip() != want:
-                path.write_text(want)
-                log.info("set %s = %s", key.replace("/", "."), want)
-        except OSError as e:
-            log.warning("cannot set %s = %s (%s): some Service traffic will not work", key, want, e)
+            have = subprocess.run(
+                [*prefix, "sysctl", "-n", name], capture_output=True, text=True, timeout=10, check=True
+            ).stdout.strip()
+            if have != want:
+                subprocess.run(
+                    [*prefix, "sysctl", "-qw", f"{name}={want}"], capture_output=True, text=True, timeout=10, check=True
+                )
+                log.info("set %s = %s", name, want)
+        except (OSError, subprocess.SubprocessError) as e:
+            log.warning("cannot set %s = %s (%s): some Service traffic will not work", name, want, e)
 
 
 async def _main(args: argparse.Namespace, config: kubeconfig.ClientConfig, node: rules.Node) -> int:
@@ -133,10 +156,14 @@ async def _main(args: argparse.Namespace, config: kubeconfig.ClientConfig, node:
     client = RestClient(config, user_agent="raftkube-proxy")
     try:
         factory = InformerFactory(client)
+        prefix = prefix_of(args)
         proxier = Proxier(
             factory.informer(SERVICES),
             factory.informer(SLICES),
             node,
+            apply=lambda rs, previous: nft.apply(rs, previous, prefix=prefix),
+            remove=lambda table: nft.remove(table, prefix=prefix),
+            tables=lambda: nft.tables(prefix=prefix),
             metrics=metrics,
             min_interval=args.min_sync_period,
             resync=args.sync_period,
