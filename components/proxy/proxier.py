@@ -89,8 +89,11 @@ class Proxier:
         self._changed(new)
 
     def healthy(self) -> str | None:
-        """None while the last sync succeeded (kube-proxy's /healthz asks the same)."""
-        return None if self.last_error is None else f"last sync failed: {self.last_error}"
+        """None once the rules are live and while the last sync succeeded (kube-proxy's
+        /healthz asks much the same)."""
+        if self.last_error is not None:
+            return f"last sync failed: {self.last_error}"
+        return None if self.applied is not None else "not synced yet"
 
     def sync(self, force: bool = False) -> bool:
         """Render and, when it differs from what is live, apply (with `force`, first check that

@@ -10,7 +10,8 @@ line; only `ipaddress`-parsed addresses and ints 1-65535 reach the text.
 The table, as kube's (pkg/proxy/nftables/proxier.go), with its own names:
 
 * `nat-prerouting` (dstnat, from pods) and `nat-output` (dstnat, from the host) jump to
-  `services`: `ip daddr . meta l4proto . th dport vmap @service-ips` (ClusterIPs, externalIPs),
+  `services`: `ip daddr . meta l4proto . th dport vmap @service-ips` (ClusterIPs, externalIPs
+  and LoadBalancer ingress IPs),
   then `ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports`.  NodePorts
   match this node's own IPs only: the nodes of one machine share a kernel, and each node's proxy
   owns one table, so node A's table must not answer node B's address.
@@ -61,6 +62,11 @@ MAX_AFFINITY_TIMEOUT = 86400  # kube's validation maximum
 
 class Malformed(ValueError):
     """An object, or a part of it, that cannot become a rule; the message says what."""
+
+
+# what reading a hostile object may raise besides Malformed (an unhashable protocol, say): the
+# object is left out, whatever it was
+HOSTILE = (Malformed, KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +202,14 @@ def service_ports(svc: Mapping[str, Any]) -> list[ServicePort]:
         if isinstance(ip, str) and ":" in ip:
             continue  # the IPv6 family of a dual-stack Service: not ours
         cluster_ips.append(_ipv4(ip, f"spec.clusterIPs[{i}]"))
-    external = tuple(
-        sorted({_ipv4(ip, f"spec.externalIPs[{i}]") for i, ip in enumerate(_list(spec.get("externalIPs"), "x"))})
-    )
+    external_set = {_ipv4(ip, f"spec.externalIPs[{i}]") for i, ip in enumerate(_list(spec.get("externalIPs"), "x"))}
+    if kind == "LoadBalancer":  # its load balancer's addresses are external destinations too, as kube's
+        status = _dict(_dict(svc.get("status"), "status").get("loadBalancer"), "status.loadBalancer")
+        for i, ingress in enumerate(_list(status.get("ingress"), "status.loadBalancer.ingress")):
+            ip = _dict(ingress, f"status.loadBalancer.ingress[{i}]").get("ip")
+            if ip and not (isinstance(ip, str) and ":" in ip):
+                external_set.add(_ipv4(ip, f"status.loadBalancer.ingress[{i}].ip"))
+    external = tuple(sorted(external_set))
     affinity: int | None = None
     if spec.get("sessionAffinity") == "ClientIP":
         config = _dict(_dict(spec.get("sessionAffinityConfig"), "sessionAffinityConfig").get("clientIP"), "clientIP")
@@ -428,7 +439,7 @@ def gather(
     for s in ordered:
         try:
             service, endpoints = slice_endpoints(s)
-        except (Malformed, KeyError, TypeError) as e:
+        except HOSTILE as e:
             log.warning("endpointslice %s left out: %s", _ident_or_none(s), e)
             continue
         ports = by_service.setdefault(service, {})
@@ -441,7 +452,7 @@ def gather(
         try:
             ports_of = service_ports(svc)
             ns, name = _ident(svc)
-        except (Malformed, KeyError, TypeError) as e:
+        except HOSTILE as e:
             log.warning("service %s left out: %s", _ident_or_none(svc), e)
             continue
         endpoints_of = by_service.get(f"{ns}/{name}", {})
@@ -455,7 +466,7 @@ def gather(
 def _ident_or_none(obj: Any) -> tuple[str, str] | None:
     try:
         return _ident(obj)
-    except (Malformed, AttributeError):
+    except HOSTILE:
         return None
 
 

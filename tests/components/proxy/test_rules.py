@@ -177,6 +177,15 @@ def test_a_malformed_service_is_left_out(bad: Any) -> None:
     assert "10.96.0.50" not in rs.text and "flush" not in rs.text and "999" not in rs.text
 
 
+def test_load_balancer_ingress_ips_are_external_destinations(ns: str) -> None:
+    port = {"name": "http", "port": 80, "nodePort": 30080}
+    svc = service("lb", "10.96.0.50", port, type="LoadBalancer")
+    svc["status"] = {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}, {"hostname": "lb.example"}, {"ip": "fd00::1"}]}}
+    rs = render([svc], [slice_("lb", endpoint("10.244.1.2"))])
+    assert "192.0.2.10 . tcp . 80 : goto ext-" in rs.text and "tcp . 30080 : goto ext-" in rs.text
+    nft.check(rs, prefix=in_ns(ns))
+
+
 def test_a_malformed_endpoint_or_slice_is_left_out() -> None:
     sl = slice_("web", endpoint("10.244.1.2"), endpoint("10.244.1.300"), {"addresses": "x"}, endpoint("::1"))
     sl["endpoints"].append({"addresses": ["10.244.1.4"], "conditions": {"ready": "yes"}})
@@ -188,7 +197,13 @@ def test_a_malformed_endpoint_or_slice_is_left_out() -> None:
 
 # -- random objects: never an exception, never a text nft refuses -------------------------------
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 70000), st.text(max_size=12))
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 70000),
+    st.text(max_size=12),
+    st.sampled_from([[], {}, [1], {"a": 1}, 1.5, float("nan")]),
+)
 ips = st.one_of(
     st.sampled_from(["10.96.0.50", "10.96.0.51", "None", "", "fd00::1", "10.244.1.2", "999.1.1.1"]),
     st.ip_addresses(v=4).map(str),
