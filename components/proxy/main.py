@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--node-ip", action="append", default=[], required=True, help="an IPv4 address of the node (repeatable)"
     )
     parser.add_argument("--cluster-cidr", required=True, help="the pods' IPv4 CIDR, e.g. 10.244.0.0/16")
+    parser.add_argument("--pod-cidr", default="", help="this node's pods' IPv4 CIDR (for internalTrafficPolicy Local)")
     parser.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0 = off)")
     parser.add_argument("--sync-period", type=float, default=30.0, help="seconds between full resyncs (default 30)")
     parser.add_argument(
@@ -87,13 +88,18 @@ def node_of(args: argparse.Namespace) -> rules.Node:
         if not isinstance(ip, ipaddress.IPv4Address):
             raise ValueError(f"--node-ip {text}: not IPv4 (the proxy programs IPv4 only)")
         ips.append(ip)
+    pod_cidr = _ipv4_network("--pod-cidr", args.pod_cidr) if args.pod_cidr else None
+    return rules.Node(args.node_name, tuple(ips), _ipv4_network("--cluster-cidr", args.cluster_cidr), pod_cidr)
+
+
+def _ipv4_network(flag: str, text: str) -> ipaddress.IPv4Network:
     try:
-        cidr = ipaddress.ip_network(args.cluster_cidr)
+        net = ipaddress.ip_network(text)
     except ValueError as e:
-        raise ValueError(f"--cluster-cidr {args.cluster_cidr!r}: {e}") from None
-    if not isinstance(cidr, ipaddress.IPv4Network):
-        raise ValueError(f"--cluster-cidr {args.cluster_cidr}: not IPv4")
-    return rules.Node(args.node_name, tuple(ips), cidr)
+        raise ValueError(f"{flag} {text!r}: {e}") from None
+    if not isinstance(net, ipaddress.IPv4Network):
+        raise ValueError(f"{flag} {text}: not IPv4")
+    return net
 
 
 def check(args: argparse.Namespace) -> rules.Node:

@@ -29,6 +29,13 @@ The table, as kube's (pkg/proxy/nftables/proxier.go), with its own names:
   drops, as kube does.
 * `nat-postrouting` masquerades what was marked (mark bit 0x4000, cleared on the way out).
 
+The nodes of one machine share a kernel, so every node's table sees every pod's packets, and
+the first table to DNAT a connection wins.  Policies about "this node" hold through that:
+NodePorts match the node's own addresses, and with the node's pod CIDR known (`--pod-cidr`)
+an internalTrafficPolicy Local ClusterIP is DNATed by a node's table only for that node's pods
+and the host, so each pod reaches its own node's endpoints (or is dropped where there are none).
+Without it, whichever node's table comes first serves.
+
 Replies from a pod on the same bridge as its client: the server answers the client directly,
 over the bridge, so the reply would skip the host's conntrack and reach the client from the
 pod's own address, not the ClusterIP.  We rely on br_netfilter as kube-proxy does
@@ -71,12 +78,14 @@ HOSTILE = (Malformed, KeyError, TypeError, ValueError, AttributeError, IndexErro
 
 @dataclass(frozen=True, slots=True)
 class Node:
-    """Who renders: the node's name, its addresses (NodePorts answer on these) and the cluster's
-    pod CIDR (ClusterIP traffic from outside it is masqueraded)."""
+    """Who renders: the node's name, its addresses (NodePorts answer on these), the cluster's
+    pod CIDR (ClusterIP traffic from outside it is masqueraded) and, when known, the node's own
+    pod CIDR (see `internalTrafficPolicy` in the module docstring)."""
 
     name: str
     ips: tuple[ipaddress.IPv4Address, ...]
     cluster_cidr: ipaddress.IPv4Network
+    pod_cidr: ipaddress.IPv4Network | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +362,13 @@ class _Builder:
             pick = self.pick_chain(sp, internal, "loc" if sp.internal_local else "all")
             chain = f"svc-{h}"
             cidr = self.node.cluster_cidr
+            mine = []
+            if sp.internal_local and self.node.pod_cidr is not None:
+                # "this node's endpoints" is for this node's clients: other nodes' pods, on a
+                # kernel the nodes share, are left to their own node's table
+                mine = [f"ip saddr != {self.node.pod_cidr} fib saddr type != local return"]
             self.chains[chain] = [
+                *mine,
                 *(
                     f"ip daddr {ip} {sp.protocol} dport {sp.port} ip saddr != {cidr} jump mark-for-masquerade"
                     for ip in sp.cluster_ips

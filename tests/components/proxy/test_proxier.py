@@ -140,6 +140,7 @@ def test_a_failed_apply_is_reported_and_retried() -> None:
         (["--node-ip", "fd00::1"], "--node-ip"),
         (["--node-ip", "10.0.0.1", "--cluster-cidr", "10.244.0.0/33"], "--cluster-cidr"),
         (["--node-ip", "10.0.0.1", "--health-port", "70000"], "--health-port"),
+        (["--node-ip", "10.0.0.1", "--pod-cidr", "10.244.1.0/24x"], "--pod-cidr"),
         (["--node-ip", "10.0.0.1", "--node-name", ""], "--node-name"),
         (["--node-ip", "10.0.0.1", "--kubeconfig", "/nonexistent/kc"], "--kubeconfig"),
     ],

@@ -125,6 +125,17 @@ def test_internal_traffic_policy_local(ns: str) -> None:
     nft.check(elsewhere, prefix=in_ns(ns))
 
 
+def test_internal_traffic_policy_local_is_for_this_nodes_pods_when_their_cidr_is_known(ns: str) -> None:
+    node = rules.Node(NODE.name, NODE.ips, NODE.cluster_cidr, ipaddress.IPv4Network("10.244.1.0/24"))
+    svc = service("web", "10.96.0.50", internalTrafficPolicy="Local")
+    rs = rules.render([svc], [slice_("web", endpoint("10.244.1.2"))], node)
+    (chain_,) = chain(rs.text, "svc-")
+    assert chain_[0] == "ip saddr != 10.244.1.0/24 fib saddr type != local return"
+    nft.check(rs, prefix=in_ns(ns))
+    cluster_policy = rules.render([service("web", "10.96.0.50")], [slice_("web", endpoint("10.244.1.2"))], node)
+    assert "return" not in chain(cluster_policy.text, "svc-")[0][0]
+
+
 def test_session_affinity_sets_per_endpoint(ns: str) -> None:
     svc = service(
         "s", "10.96.0.50", sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 30}}
