@@ -99,11 +99,16 @@ class Proxier:
         """Render and, when it differs from what is live, apply (with `force`, first check that
         the table is there at all); whether it is live now.  Call it on the event loop's
         thread, or give snapshots to `sync_objects`."""
-        return self.sync_objects(self.services.indexer.objects(), self.slices.indexer.objects(), force)
+        return self.sync_objects(*self.snapshot(), force)
 
-    def sync_objects(self, services: list[Obj], slices: list[Obj], force: bool = False) -> bool:
-        started = time.monotonic()
+    def snapshot(self) -> tuple[list[Obj], list[Obj], float | None]:
+        """The objects to render and when the first change they hold was seen; on the loop's
+        thread, where the informers change their stores."""
         pending, self._pending_since = self._pending_since, None
+        return self.services.indexer.objects(), self.slices.indexer.objects(), pending
+
+    def sync_objects(self, services: list[Obj], slices: list[Obj], pending: float | None, force: bool = False) -> bool:
+        started = time.monotonic()
         ruleset = rules.render(services, slices, self.node)
         if force and self.applied is not None and not self._present(ruleset.table):
             log.warning("table %s is gone: putting it back", ruleset.table)
@@ -117,8 +122,8 @@ class Proxier:
             self.metrics.sync_failures.inc()
             self.last_error = str(e)
             self.applied = None  # unknown: replace whole next time
-            if self._pending_since is None:
-                self._pending_since = pending
+            if pending is not None:  # still not live: count from the first change
+                self._pending_since = min(pending, self._pending_since or pending)
             log.error("applying the rules failed: %s", e)
             return False
         self.applied = ruleset
@@ -155,10 +160,9 @@ class Proxier:
                     await asyncio.sleep(wait)
                 last = time.monotonic()
                 self._wake.clear()
-                # snapshots taken here, on the loop, where the informers change their stores
-                services, slices = self.services.indexer.objects(), self.slices.indexer.objects()
+                services, slices, pending = self.snapshot()
                 # a resync also puts back a table someone deleted
-                ok = await asyncio.to_thread(self.sync_objects, services, slices, forced)
+                ok = await asyncio.to_thread(self.sync_objects, services, slices, pending, forced)
                 try:
                     await asyncio.wait_for(self._wake.wait(), self.resync if ok else self.retry)
                     forced = False

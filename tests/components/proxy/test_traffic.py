@@ -190,6 +190,21 @@ def test_no_endpoints_is_refused_at_once(net: Net) -> None:
     assert time.monotonic() - started < 5
 
 
+def test_a_second_nodes_table_on_the_same_kernel_changes_nothing(net: Net) -> None:
+    h = in_ns(net.host)
+    other = rules.Node("node-b", (ipaddress.IPv4Address("10.244.9.1"),), NODE.cluster_cidr)
+    svcs, slices = _services()
+    nft.apply(rules.render(svcs, slices, other), prefix=h)
+    try:
+        assert len(nft.tables(prefix=h)) == 2
+        replies = net.connect(net.client, "10.96.0.50", 80, n=20)
+        assert {r.split()[0] for r in replies} == {"p1", "p2"} and {r.split()[1] for r in replies} == {"10.244.1.4"}
+        assert net.connect(net.p1, "10.96.0.51", 80) == ["p1 10.244.1.1"]  # hairpin masqueraded once
+        assert net.connect(net.outside, "192.168.77.1", 30081, n=4) == ["p1 192.168.77.2"] * 4
+    finally:
+        nft.remove(rules.table_name("node-b"), prefix=h)
+
+
 def test_an_update_in_place_keeps_affinity_and_removal_leaves_nothing(net: Net) -> None:
     h = in_ns(net.host)
     svcs, slices = _services()
