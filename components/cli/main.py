@@ -18,6 +18,7 @@ from components.cli import bench, cluster, conformance, parts, peers, user
 from components.dns import main as dns_main
 from components.kubelet import hollow
 from components.kubelet import main as kubelet_main
+from components.proxy import main as proxy_main
 from components.scheduler import main as scheduler_main
 from machinery.process.command import UsageError
 from machinery.process.config import ConfigError
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     scheduler_main.register(sub)
     dns_main.register(sub)
     kubelet_main.register(sub)
+    proxy_main.register(sub)
     hollow.register(sub)
     user.register(sub)
     store_cli.register(sub)
