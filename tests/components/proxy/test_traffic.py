@@ -218,6 +218,8 @@ def test_no_endpoints_is_refused_at_once(net: Net) -> None:
     assert net.connect(net.client, "10.96.0.55", 80, n=2) == ["ERR ConnectionRefusedError"] * 2
     assert net.connect(net.host, "10.96.0.55", 80) == ["ERR ConnectionRefusedError"]
     assert net.connect(net.outside, "192.168.77.1", 30082) == ["ERR ConnectionRefusedError"]
+    assert net.connect(net.client, "10.96.0.50", 81) == ["ERR ConnectionRefusedError"]  # a port it has not
+    assert net.connect(net.host, "10.96.0.50", 81) == ["ERR ConnectionRefusedError"]
     assert time.monotonic() - started < 5
 
 
