@@ -46,8 +46,14 @@ per network namespace on recent kernels): bridged frames then pass the IP hooks,
 un-DNATs the reply, and the server sees the client's real address.  Masquerading all pod
 traffic instead would work without it but would hide every client's address; we masquerade
 only where a reply could not otherwise come back (hairpin, off-cluster sources, NodePorts with
-policy Cluster).  The proxy checks the sysctl (and net.ipv4.ip_forward, which a DNAT from a pod
-to a pod needs) at start.
+policy Cluster).  The proxy sets the sysctl (and net.ipv4.ip_forward, which a DNAT from a pod
+to another node's pod needs) at start.
+
+Hairpin (a pod reaching itself through its Service) needs one more thing of the node: with
+br_netfilter the DNAT back to the sender is bridged out of the very port it came in by, which a
+bridge does only for a port in hairpin mode (`ip link set VETH type bridge_slave hairpin on`,
+as kubelet's --hairpin-mode=hairpin-veth does).  Then the masquerade in `ep-E` makes the pod
+answer the gateway, and the reply comes back through conntrack.
 """
 
 from __future__ import annotations
