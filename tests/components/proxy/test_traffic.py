@@ -28,6 +28,7 @@ NODE = rules.Node(
     "node-a",
     (ipaddress.IPv4Address("10.244.1.1"), ipaddress.IPv4Address("192.168.77.1")),
     ipaddress.IPv4Network("10.244.0.0/16"),
+    ipaddress.IPv4Network("10.244.1.0/24"),
 )
 SERVER = """
 import socket, sys, threading
@@ -101,8 +102,9 @@ def _services() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
         service("empty", "10.96.0.55", {"name": "http", "port": 80, "nodePort": 30082}, type="NodePort"),
         service("dns", "10.96.0.57", {"name": "dns", "port": 53, "protocol": "UDP"}),
         service("nodns", "10.96.0.58", {"name": "dns", "port": 53, "protocol": "UDP"}),
+        service("itl", "10.96.0.59", internalTrafficPolicy="Local"),
     ]
-    slices = [slice_(n, p1, p2) for n in ("web", "np", "local", "sticky")] + [slice_("solo", p1)]
+    slices = [slice_(n, p1, p2) for n in ("web", "np", "local", "sticky", "itl")] + [slice_("solo", p1)]
     udp = slice_("dns", p1, port=8053, port_name="dns")
     udp["ports"][0]["protocol"] = "UDP"
     slices.append(udp)
@@ -225,10 +227,16 @@ def test_no_endpoints_is_refused_at_once(net: Net) -> None:
 
 def test_a_second_nodes_table_on_the_same_kernel_changes_nothing(net: Net) -> None:
     h = in_ns(net.host)
-    other = rules.Node("node-b", (ipaddress.IPv4Address("10.244.9.1"),), NODE.cluster_cidr)
+    other = rules.Node(
+        "node-b", (ipaddress.IPv4Address("10.244.9.1"),), NODE.cluster_cidr, ipaddress.IPv4Network("10.244.2.0/24")
+    )
     svcs, slices = _services()
+    assert {r.split()[0] for r in net.connect(net.client, "10.96.0.59", 80, n=6)} == {"p1"}
     nft.apply(rules.render(svcs, slices, other), prefix=h)
     try:
+        # node-b's table, the newer, hooks first; it must leave node-a's pods to node-a's
+        # (without its pod CIDR it would send them to p2, its own endpoint)
+        assert {r.split()[0] for r in net.connect(net.client, "10.96.0.59", 80, n=10)} == {"p1"}
         assert len(nft.tables(prefix=h)) == 2
         replies = net.connect(net.client, "10.96.0.50", 80, n=20)
         assert {r.split()[0] for r in replies} == {"p1", "p2"} and {r.split()[1] for r in replies} == {"10.244.1.4"}
