@@ -76,6 +76,12 @@ def update_script(ruleset: Ruleset, previous: Ruleset) -> str:
         lines.append(f"flush set ip {t} nodeport-ips")
         if ruleset.nodeport_ips:
             lines.append(f"add element ip {t} nodeport-ips {{ {', '.join(ruleset.nodeport_ips)} }}")
+    gone, added = (
+        set(previous.cluster_ips) - set(ruleset.cluster_ips),
+        set(ruleset.cluster_ips) - set(previous.cluster_ips),
+    )
+    lines += [f"delete element ip {t} cluster-ips {{ {ip} }}" for ip in sorted(gone)]
+    lines += [f"add element ip {t} cluster-ips {{ {ip} }}" for ip in sorted(added)]
     stale = [c for c in old if c not in new]
     lines += [f"flush chain ip {t} {c}" for c in stale]
     lines += [f"delete chain ip {t} {c}" for c in stale]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -76,6 +77,8 @@ class Proxier:
         self.latencies: deque[float] = deque(maxlen=100_000)
         self._pending_since: float | None = None  # the first event not yet live
         self._wake = asyncio.Event()
+        self._lock = threading.Lock()
+        self._stopped = False
         handler = EventHandler(on_add=self._changed, on_update=self._changed_update, on_delete=self._changed)
         services.add_handler(handler)
         slices.add_handler(handler)
@@ -108,6 +111,12 @@ class Proxier:
         return self.services.indexer.objects(), self.slices.indexer.objects(), pending
 
     def sync_objects(self, services: list[Obj], slices: list[Obj], pending: float | None, force: bool = False) -> bool:
+        with self._lock:  # one sync at a time, and none once the table is being removed
+            if self._stopped:
+                return False
+            return self._sync(services, slices, pending, force)
+
+    def _sync(self, services: list[Obj], slices: list[Obj], pending: float | None, force: bool) -> bool:
         started = time.monotonic()
         ruleset = rules.render(services, slices, self.node)
         if force and self.applied is not None and not self._present(ruleset.table):
@@ -171,9 +180,17 @@ class Proxier:
         finally:
             await self.services.stop()
             await self.slices.stop()
-            table = rules.table_name(self.node.name)
+            # a sync still running in its thread (we were cancelled while awaiting it) must
+            # finish first, or it could put the table back after we removed it
+            await asyncio.to_thread(self.remove)
+
+    def remove(self) -> None:
+        """Take the table away, after any sync in flight, and apply nothing more."""
+        table = rules.table_name(self.node.name)
+        with self._lock:
+            self._stopped = True
             try:
-                await asyncio.to_thread(self._remove, table)
+                self._remove(table)
                 log.info("removed table %s", table)
             except (nft.NftError, ValueError) as e:
                 log.error("removing table %s failed: %s", table, e)

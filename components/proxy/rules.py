@@ -27,6 +27,8 @@ The table, as kube's (pkg/proxy/nftables/proxier.go), with its own names:
   only) reject through `no-endpoint-services` / `no-endpoint-nodeports` (ICMP port
   unreachable: a refused connection at once); a Local policy with endpoints only elsewhere
   drops, as kube does.
+* A ClusterIP on a port none of its Services has is refused too (`cluster-ips`, checked in
+  forward and, for the host's own connections, in output after the DNAT).
 * `nat-postrouting` masquerades what was marked (mark bit 0x4000, cleared on the way out).
 
 The nodes of one machine share a kernel, so every node's table sees every pod's packets, and
@@ -44,8 +46,14 @@ per network namespace on recent kernels): bridged frames then pass the IP hooks,
 un-DNATs the reply, and the server sees the client's real address.  Masquerading all pod
 traffic instead would work without it but would hide every client's address; we masquerade
 only where a reply could not otherwise come back (hairpin, off-cluster sources, NodePorts with
-policy Cluster).  The proxy checks the sysctl (and net.ipv4.ip_forward, which a DNAT from a pod
-to a pod needs) at start.
+policy Cluster).  The proxy sets the sysctl (and net.ipv4.ip_forward, which a DNAT from a pod
+to another node's pod needs) at start.
+
+Hairpin (a pod reaching itself through its Service) needs one more thing of the node: with
+br_netfilter the DNAT back to the sender is bridged out of the very port it came in by, which a
+bridge does only for a port in hairpin mode (`ip link set VETH type bridge_slave hairpin on`,
+as kubelet's --hairpin-mode=hairpin-veth does).  Then the masquerade in `ep-E` makes the pod
+answer the gateway, and the reply comes back through conntrack.
 """
 
 from __future__ import annotations
@@ -126,6 +134,7 @@ class Ruleset:
     sets: Mapping[str, int] = field(default_factory=dict)  # affinity set -> timeout (s)
     maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # map -> key -> verdict
     nodeport_ips: tuple[str, ...] = ()
+    cluster_ips: tuple[str, ...] = ()  # every ClusterIP with rules: other ports are rejected
 
 
 def _hash(text: str, n: int = 16) -> str:
@@ -326,6 +335,7 @@ class _Builder:
         self.service_nodeports: dict[str, str] = {}
         self.no_endpoint_services: dict[str, str] = {}
         self.no_endpoint_nodeports: dict[str, str] = {}
+        self.cluster_ips: set[ipaddress.IPv4Address] = set()
 
     def endpoint_chain(self, sp: ServicePort, ep: Endpoint) -> str:
         h = _hash(f"{sp.key}|{ep.ip}:{ep.port}|{sp.affinity_timeout}")
@@ -353,6 +363,7 @@ class _Builder:
 
     def add(self, sp: ServicePort, endpoints: list[Endpoint]) -> None:
         h = _hash(sp.key)
+        self.cluster_ips.update(sp.cluster_ips)
         cluster = categorize(endpoints)
         local = categorize(endpoints, self.node.name)
         reject = "goto reject-chain"
@@ -415,10 +426,14 @@ def _fixed_chains() -> dict[str, tuple[str | None, list[str]]]:
     services = "ip daddr . meta l4proto . th dport"
     check = [f"ct state new {services} vmap @no-endpoint-services"]
     check_np = [f"ct state new {nodeports} vmap @no-endpoint-nodeports"]
+    # a ClusterIP on a port no Service has was not DNATed: refused, as kube's cluster-ips-check
+    unknown_port = ["ct state new ip daddr @cluster-ips goto reject-chain"]
     return {
         "filter-input": ("type filter hook input priority -110; policy accept;", check + check_np),
-        "filter-forward": ("type filter hook forward priority -110; policy accept;", check + check_np),
+        "filter-forward": ("type filter hook forward priority -110; policy accept;", check + check_np + unknown_port),
         "filter-output": ("type filter hook output priority -110; policy accept;", check + check_np),
+        # the host's own connections are DNATed at output priority -100: look after that
+        "filter-output-post-dnat": ("type filter hook output priority -90; policy accept;", unknown_port),
         "nat-prerouting": ("type nat hook prerouting priority dstnat; policy accept;", ["jump services"]),
         "nat-output": ("type nat hook output priority -100; policy accept;", ["jump services"]),
         "nat-postrouting": ("type nat hook postrouting priority srcnat; policy accept;", ["jump masquerading"]),
@@ -492,6 +507,7 @@ def render(services: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
         b.add(sp, endpoints)
     name = table_name(node.name)
     nodeport_ips = tuple(str(ip) for ip in sorted(set(node.ips)))
+    cluster_ips = tuple(str(ip) for ip in sorted(b.cluster_ips))
     maps = {
         "service-ips": dict(sorted(b.service_ips.items())),
         "no-endpoint-services": dict(sorted(b.no_endpoint_services.items())),
@@ -503,6 +519,9 @@ def render(services: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
     lines = [f"table ip {name} {{", "\tset nodeport-ips {", "\t\ttype ipv4_addr"]
     if nodeport_ips:
         lines.append(f"\t\telements = {{ {', '.join(nodeport_ips)} }}")
+    lines += ["\t}", "\tset cluster-ips {", "\t\ttype ipv4_addr"]
+    if cluster_ips:
+        lines.append(f"\t\telements = {{ {', '.join(cluster_ips)} }}")
     lines.append("\t}")
     for m, typ in MAPS.items():
         lines += [f"\tmap {m} {{", f"\t\ttype {typ}"]
@@ -522,7 +541,7 @@ def render(services: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
     for chain, rules in chains.items():
         lines += [f"\tchain {chain} {{", *(f"\t\t{r}" for r in rules), "\t}"]
     lines.append("}")
-    return Ruleset(name, "\n".join(lines) + "\n", chains, sets, maps, nodeport_ips)
+    return Ruleset(name, "\n".join(lines) + "\n", chains, sets, maps, nodeport_ips, cluster_ips)
 
 
 def affinity_set_spec(timeout: int) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -159,3 +161,31 @@ def test_bad_flags_exit_2_naming_the_flag(flags: list[str], named: str) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert named in done.stderr
+
+
+def test_stopping_during_a_sync_removes_the_table_after_it() -> None:
+    """Cancelled while a sync runs in its thread: the removal waits for it, so the table cannot
+    come back after the proxy is gone."""
+
+    async def scenario() -> list[str]:
+        services = SharedInformer(
+            "services", Source([versioned(service("web", "10.96.0.50"), 1)]), use_watch_list=False
+        )
+        slices = SharedInformer("slices", Source([]), use_watch_list=False)
+        order: list[str] = []
+        started = threading.Event()
+
+        def apply(rs: rules.Ruleset, previous: rules.Ruleset | None) -> None:
+            started.set()
+            time.sleep(0.5)
+            order.append("applied")
+
+        proxier = Proxier(services, slices, NODE, apply=apply, remove=lambda t: order.append("removed"))
+        task = asyncio.create_task(proxier.run())
+        await asyncio.to_thread(started.wait, 5)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert proxier.sync() is False  # nothing more once removed
+        return order
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 30)) == ["applied", "removed"]

@@ -28,9 +28,17 @@ NODE = rules.Node(
     "node-a",
     (ipaddress.IPv4Address("10.244.1.1"), ipaddress.IPv4Address("192.168.77.1")),
     ipaddress.IPv4Network("10.244.0.0/16"),
+    ipaddress.IPv4Network("10.244.1.0/24"),
 )
 SERVER = """
-import socket, sys
+import socket, sys, threading
+def udp():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("0.0.0.0", 8053))
+    while True:
+        data, a = u.recvfrom(100)
+        u.sendto(f"{sys.argv[1]} {a[0]}".encode(), a)
+threading.Thread(target=udp, daemon=True).start()
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", 8080))
@@ -40,6 +48,18 @@ while True:
     c, a = s.accept()
     c.sendall(f"{sys.argv[1]} {a[0]}\\n".encode())
     c.close()
+"""
+UDP_CLIENT = """
+import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(2)
+u.connect((sys.argv[1], int(sys.argv[2])))
+for _ in range(int(sys.argv[3])):
+    try:
+        u.send(b"hi")
+        print(u.recv(100).decode())
+    except OSError as e:
+        print("ERR", type(e).__name__)
 """
 CLIENT = """
 import socket, sys
@@ -80,8 +100,14 @@ def _services() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
             sessionAffinityConfig={"clientIP": {"timeoutSeconds": 60}},
         ),
         service("empty", "10.96.0.55", {"name": "http", "port": 80, "nodePort": 30082}, type="NodePort"),
+        service("dns", "10.96.0.57", {"name": "dns", "port": 53, "protocol": "UDP"}),
+        service("nodns", "10.96.0.58", {"name": "dns", "port": 53, "protocol": "UDP"}),
+        service("itl", "10.96.0.59", internalTrafficPolicy="Local"),
     ]
-    slices = [slice_(n, p1, p2) for n in ("web", "np", "local", "sticky")] + [slice_("solo", p1)]
+    slices = [slice_(n, p1, p2) for n in ("web", "np", "local", "sticky", "itl")] + [slice_("solo", p1)]
+    udp = slice_("dns", p1, port=8053, port_name="dns")
+    udp["ports"][0]["protocol"] = "UDP"
+    slices.append(udp)
     return svcs, slices
 
 
@@ -182,20 +208,35 @@ def test_external_traffic_policy_local_keeps_to_this_node_and_the_client_address
     assert {r.split()[0] for r in from_pod} == {"p1", "p2"}, from_pod
 
 
+def test_udp_cluster_ip_and_udp_without_endpoints(net: Net) -> None:
+    out = sh(*in_ns(net.client), "python3", "-c", UDP_CLIENT, "10.96.0.57", "53", "3", timeout=15).splitlines()
+    assert out == ["p1 10.244.1.4"] * 3
+    out = sh(*in_ns(net.client), "python3", "-c", UDP_CLIENT, "10.96.0.58", "53", "1", timeout=15).splitlines()
+    assert out == ["ERR ConnectionRefusedError"]  # the ICMP port unreachable of the reject
+
+
 def test_no_endpoints_is_refused_at_once(net: Net) -> None:
     started = time.monotonic()
     assert net.connect(net.client, "10.96.0.55", 80, n=2) == ["ERR ConnectionRefusedError"] * 2
     assert net.connect(net.host, "10.96.0.55", 80) == ["ERR ConnectionRefusedError"]
     assert net.connect(net.outside, "192.168.77.1", 30082) == ["ERR ConnectionRefusedError"]
+    assert net.connect(net.client, "10.96.0.50", 81) == ["ERR ConnectionRefusedError"]  # a port it has not
+    assert net.connect(net.host, "10.96.0.50", 81) == ["ERR ConnectionRefusedError"]
     assert time.monotonic() - started < 5
 
 
 def test_a_second_nodes_table_on_the_same_kernel_changes_nothing(net: Net) -> None:
     h = in_ns(net.host)
-    other = rules.Node("node-b", (ipaddress.IPv4Address("10.244.9.1"),), NODE.cluster_cidr)
+    other = rules.Node(
+        "node-b", (ipaddress.IPv4Address("10.244.9.1"),), NODE.cluster_cidr, ipaddress.IPv4Network("10.244.2.0/24")
+    )
     svcs, slices = _services()
+    assert {r.split()[0] for r in net.connect(net.client, "10.96.0.59", 80, n=6)} == {"p1"}
     nft.apply(rules.render(svcs, slices, other), prefix=h)
     try:
+        # node-b's table, the newer, hooks first; it must leave node-a's pods to node-a's
+        # (without its pod CIDR it would send them to p2, its own endpoint)
+        assert {r.split()[0] for r in net.connect(net.client, "10.96.0.59", 80, n=10)} == {"p1"}
         assert len(nft.tables(prefix=h)) == 2
         replies = net.connect(net.client, "10.96.0.50", 80, n=20)
         assert {r.split()[0] for r in replies} == {"p1", "p2"} and {r.split()[1] for r in replies} == {"10.244.1.4"}
