@@ -61,6 +61,8 @@ NODES_GROUP = "system:nodes"
 DEFAULT_NODES = ("node-1", "node-2", "node-3")
 KUBELET_CLIENT = "apiserver-kubelet-client"
 HOLLOW_NODES = "hollow-nodes"
+KUBE_PROXY = "kube-proxy"  # every node's service proxy (kube's system:kube-proxy, one for all nodes)
+CLUSTER_DNS = "cluster-dns"  # the cluster DNS server (system:kube-dns, as kube binds its role)
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 FRONT_PROXY_DIR = "front-proxy"
 FRONT_PROXY_CLIENT = "front-proxy-client"
@@ -86,6 +88,10 @@ def component_identity(component: str) -> Identity:
         return Identity("kube-controller-manager", "system:kube-controller-manager")
     if component == ADMIN:
         return Identity(ADMIN, ADMIN, (ADMIN_GROUP,))
+    if component == KUBE_PROXY:
+        return Identity(KUBE_PROXY, "system:kube-proxy")
+    if component == CLUSTER_DNS:
+        return Identity(CLUSTER_DNS, "system:kube-dns")
     if component == HOLLOW_NODES:
         # it impersonates each hollow node's system:node identity; impersonating any user is
         # as strong as system:masters, so it is said plainly
@@ -297,7 +303,8 @@ def user_kubeconfig(data_dir: Path, name: str, groups: tuple[str, ...] = (), *, 
 
 def write_component_kubeconfigs(data_dir: Path, server: str, nodes: tuple[str, ...] = DEFAULT_NODES) -> list[Path]:
     """Every component's kubeconfig for `server` (what `raftkube up` writes)."""
-    components = [ADMIN, SCHEDULER, CONTROLLER_MANAGER, HOLLOW_NODES, *(f"{KUBELET_PREFIX}{n}" for n in nodes)]
+    components = [ADMIN, SCHEDULER, CONTROLLER_MANAGER, HOLLOW_NODES, KUBE_PROXY, CLUSTER_DNS]
+    components += [f"{KUBELET_PREFIX}{n}" for n in nodes]
     return [component_kubeconfig(data_dir, c, server=server) for c in components]
 
 

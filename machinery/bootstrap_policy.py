@@ -205,10 +205,26 @@ def _component_roles() -> list[Obj]:
         rule(["create"], [""], ["serviceaccounts/token"]),
         rule(["create", "delete", "get", "patch", "update"], ["coordination.k8s.io"], ["leases"]),
     ]
+    # kube's system:node-proxier: what a service proxy reads, and its events
+    proxier = [
+        rule(READ, [""], ["services", "endpoints", "nodes"]),
+        rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
+        rule(["create", "patch", "update"], ["", "events.k8s.io"], ["events"]),
+    ]
+    # kube's system:kube-dns reads endpoints and services; ours also reads slices, pods and
+    # namespaces (CoreDNS's kubernetes plugin does) and keeps its own kube-dns Service and slice
+    dns = [
+        rule(READ, [""], ["services", "endpoints", "pods", "namespaces"]),
+        rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
+        rule(["create", "update", "patch"], [""], ["services"]),
+        rule(["create", "update", "patch"], ["discovery.k8s.io"], ["endpointslices"]),
+    ]
     return [
         cluster_role("system:kube-scheduler", scheduler),
         cluster_role("system:kube-controller-manager", controllers),
         cluster_role("system:node", node),
+        cluster_role("system:node-proxier", proxier),
+        cluster_role("system:kube-dns", dns),
     ]
 
 
@@ -295,6 +311,8 @@ def bootstrap_objects() -> tuple[list[Obj], list[Obj]]:
             "system:kube-controller-manager",
             [("User", "system:kube-controller-manager")],
         ),
+        binding("system:node-proxier", "system:node-proxier", [("User", "system:kube-proxy")]),
+        binding("system:kube-dns", "system:kube-dns", [("User", "system:kube-dns")]),
     ]
     return roles, bindings
 

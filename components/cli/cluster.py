@@ -34,15 +34,16 @@ from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import PID_FILE as APISERVER_PID
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
-from components.cli import supervisor, up_lock, upstream
+from components.cli import cluster_network, supervisor, up_lock, upstream
 from components.cli.component_flags import load_component_flags
-from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets
+from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets, local_proxies
 from components.cli.supervisor import Part, Supervisor
 from components.cli.up_view import LiveStatus, MergedLog
 from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
 from components.kubelet.hollow import HOLLOW_LABEL
 from components.kubelet.podnet import PodNetError
 from components.kubelet.process_runtime import ProcessRuntime
+from components.proxy import nft, rules
 from machinery.process import pki
 from machinery.process.command import DEFAULT_DATA_DIR, UsageError
 from machinery.process.launch import LauncherError, free_ports, outward_address, stopped_on_purpose
@@ -54,6 +55,7 @@ from store.launcher import LocalCluster
 
 UP_COMPONENTS = ("controller-manager", "scheduler")
 HOLLOW = "hollow-nodes"
+CLUSTER_DNS = "cluster-dns"
 COMPONENT_START_TIMEOUT_S = 30.0
 DETACH_TIMEOUT_S = 300.0
 """How long `up --detach` waits for the detached `up` to have everything ready."""
@@ -75,9 +77,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     up.add_argument(
         "--pod-network",
-        choices=("host", "netns"),
-        help="host: pods share the host's network; netns (root): each pod its own namespace and IP"
-        " (cluster.toml [kubelets] pod_network)",
+        choices=("auto", "host", "netns"),
+        help="host: pods share the host's network; netns (root): each pod its own namespace and IP,"
+        " Services proxied, cluster DNS; auto: netns where it can be had (cluster.toml [kubelets] pod_network)",
     )
     up.add_argument(
         "--upstream",
@@ -138,6 +140,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     upstream.require_binaries(args.upstream_parts)  # before anything starts, detached or not
     load_component_flags(args.config)  # a flag a component would refuse: exit 2 before anything starts
     s = store_settings(args)
+    if args.apiserver != "upstream":
+        # `auto` is decided (and a fallback said) here, in the foreground, once
+        args.pod_network = _kubelet_settings(args).pod_network
     if args.detach:
         return _detach(args, s)
     signals = _Signals()
@@ -228,6 +233,7 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
             f" `raftkube status --data-dir {s.data_dir}` shows it, `raftkube down --data-dir {s.data_dir}` stops it"
         )
     k = _kubelet_settings(args)
+    net = cluster_network.NetworkPlan(k, a.service_cluster_ip_range)
     reach = _reachable_from_pods(k, endpoint)
     flags = load_component_flags(args.config)
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
@@ -239,7 +245,8 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         # node-1..3 always (a kubelet may be started by hand), and every node `up` runs
         write_component_kubeconfigs(s.data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
         upstream.choose(s.data_dir, args.upstream_parts)
-        components = _start_components(s.data_dir, k, flags)
+        net.prepare()
+        components = _start_components(s.data_dir, net, flags)
     except (LauncherError, pki.PKIError, OSError) as e:
         _stop_everything(s.data_dir, apiserver, cluster)
         raise UsageError(str(e)) from e
@@ -532,6 +539,8 @@ def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:
         k = dataclasses.replace(k, hollow=args.hollow_nodes)
     if args.pod_network is not None:
         k = dataclasses.replace(k, pod_network=args.pod_network)
+    if k.pod_network == "auto":
+        k = dataclasses.replace(k, pod_network=cluster_network.resolve("auto") if k.count else "host")
     if k.pod_network == "netns" and k.count and os.geteuid() != 0:
         where = "--pod-network netns" if args.pod_network else f'{args.config}: kubelets.pod_network = "netns"'
         raise UsageError(f"{where} needs root (run `up` as root, or use host)")
@@ -541,33 +550,68 @@ def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:
 def _components(data_dir: Path) -> list[LocalComponent]:
     """The controller-manager, the scheduler, the hollow nodes and every kubelet started here once."""
     hollow = [LocalComponent(data_dir, HOLLOW)] if (Path(data_dir) / HOLLOW).is_dir() else []
-    return [upstream.component(data_dir, name) for name in UP_COMPONENTS] + hollow + local_kubelets(data_dir)
+    dns = [LocalComponent(data_dir, CLUSTER_DNS)] if (Path(data_dir) / CLUSTER_DNS).is_dir() else []
+    return (
+        [upstream.component(data_dir, name) for name in UP_COMPONENTS]
+        + hollow
+        + local_kubelets(data_dir)
+        + local_proxies(data_dir)
+        + dns
+    )
 
 
 def _stop_containers(components: list[LocalComponent]) -> None:
     """The kubelets' containers outlive their kubelet by design; `down` leaves no process (and
-    no pod network: a pod network that cannot be removed is said, the rest still stops)."""
+    no pod network, no proxy table: one that cannot be removed is said, the rest still stops)."""
     for c in components:
         if c.node is not None:
             try:
                 ProcessRuntime(c.runtime_root).stop_all(grace_s=5.0, timeout_s=15.0)
             except PodNetError as e:
                 print(f"raftkube: {c.name}: its pod network stays: {e}", file=sys.stderr)
+        elif c.proxied_node is not None:  # a stopped proxy removed its table; a killed one did not
+            try:
+                nft.remove(rules.table_name(c.proxied_node))
+            except (nft.NftError, OSError) as e:
+                print(f"raftkube: {c.name}: its nftables table stays: {e}", file=sys.stderr)
 
 
 def _start_components(
-    data_dir: Path, kubelets: KubeletSettings, flags: dict[str, tuple[str, ...]]
+    data_dir: Path, net: cluster_network.NetworkPlan, flags: dict[str, tuple[str, ...]]
 ) -> list[LocalComponent]:
     """Start what is not running yet, the controller-manager and scheduler with cluster.toml's
-    flags for them; wait for every /healthz (LauncherError if one dies)."""
+    flags for them, and the kubelets; once they are healthy (a kubelet has made its node's
+    bridge), the service proxies and the cluster DNS server.  Waits for every /healthz
+    (LauncherError if one dies)."""
+    kubelets = net.kubelets
     size = ("--capacity", kubelets.capacity, "--system-reserved", kubelets.system_reserved)
     components = [upstream.component(data_dir, name, flags.get(name, ())) for name in UP_COMPONENTS]
     components += [
-        LocalComponent(data_dir, f"kubelet-{node}", (*size, *kubelets.network_args(node), *kubelets.image_args()))
+        LocalComponent(data_dir, f"kubelet-{node}", (*size, *net.kubelet_args(node), *kubelets.image_args()))
         for node in kubelets.nodes()
     ]
     if kubelets.hollow:
         components.append(LocalComponent(data_dir, HOLLOW, ("--count", str(kubelets.hollow), *size)))
+    _start_healthy(components)
+    network = [LocalComponent(data_dir, f"proxy-{node}", net.proxy_args(node)) for node in net.proxies()]
+    if net.runs_dns():
+        dns = LocalComponent(data_dir, CLUSTER_DNS)
+        # the port it had (a restarted `up` keeps the kube-dns endpoint), else a free one
+        saved = dns._saved_args()
+        port = _listen_port(saved) or free_ports(1)[0]
+        network.append(LocalComponent(data_dir, CLUSTER_DNS, net.dns_args(port)))
+    _start_healthy(network)
+    return components + network
+
+
+def _listen_port(args: list[str]) -> int | None:
+    if "--listen" not in args[:-1]:
+        return None
+    port = args[args.index("--listen") + 1].rpartition(":")[2]
+    return int(port) if port.isdigit() and 0 < int(port) < 65536 else None
+
+
+def _start_healthy(components: list[LocalComponent]) -> None:
     for c in components:
         if c.pid() is None:
             c.start()
@@ -581,7 +625,6 @@ def _start_components(
                     f"the {c.name} was not healthy within {COMPONENT_START_TIMEOUT_S:.0f}s; see {c.log_file}"
                 )
             time.sleep(0.1)
-    return components
 
 
 def _stop_everything(data_dir: Path, apiserver: LocalApiserver, cluster: LocalCluster) -> None:

@@ -21,12 +21,14 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from apiserver.pki import ApiserverPKI
+from apiserver.pki import KUBE_PROXY, ApiserverPKI
 from machinery.process import disk
 from machinery.process.launch import LauncherError, free_ports, read_pid, spawn, stop_process
 
-COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes")
+COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes", "cluster-dns")
 KUBELET = re.compile(r"^kubelet-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
+PROXY = re.compile(r"^proxy-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")  # a node's service proxy
+COMMANDS = {"cluster-dns": "dns"}  # a component whose `raftkube` command is not its name
 PID_FILE = "pid"
 HEALTH_FILE = "health.json"
 ARGS_FILE = "args.json"  # the extra flags of its last start
@@ -36,8 +38,8 @@ class LocalComponent:
     def __init__(self, data_dir: Path, name: str, extra_args: tuple[str, ...] | None = None) -> None:
         """`extra_args`: the flags to start it with after the ones it always gets; None: the
         flags of its last start (`raftkube restart` and the supervisor start it as it was)."""
-        if name not in COMPONENTS and not KUBELET.match(name):
-            raise ValueError(f"no component {name!r} (known: {', '.join(COMPONENTS)}, kubelet-<node>)")
+        if name not in COMPONENTS and not KUBELET.match(name) and not PROXY.match(name):
+            raise ValueError(f"no component {name!r} (known: {', '.join(COMPONENTS)}, kubelet-<node>, proxy-<node>)")
         self.extra_args = extra_args
         self.data_dir = Path(data_dir)
         self.name = name
@@ -54,9 +56,23 @@ class LocalComponent:
         return m["node"] if m else None
 
     @property
+    def proxied_node(self) -> str | None:
+        """The node of a service proxy, else None."""
+        m = PROXY.match(self.name)
+        return m["node"] if m else None
+
+    @property
     def kubeconfig(self) -> Path:
-        identity = f"kubelet:{self.node}" if self.node else self.name
+        identity = f"kubelet:{self.node}" if self.node else KUBE_PROXY if self.proxied_node else self.name
         return ApiserverPKI.of(self.data_dir).kubeconfig_of(identity)
+
+    @property
+    def command(self) -> str:
+        if self.node:
+            return "kubelet"
+        if self.proxied_node:
+            return "proxy"
+        return COMMANDS.get(self.name, self.name)
 
     @property
     def runtime_root(self) -> Path:
@@ -82,13 +98,14 @@ class LocalComponent:
         port = free_ports(1)[0]
         disk.make_dirs(self.root)
         disk.write_private(self.root / HEALTH_FILE, (json.dumps({"port": port}) + "\n").encode())
-        command = "kubelet" if self.node else self.name
-        argv = [sys.executable, "-m", "components.cli", command, "--kubeconfig", str(self.kubeconfig)]
+        extra = self._saved_args() if self.extra_args is None else list(self.extra_args)
+        argv = [sys.executable, "-m", "components.cli", self.command, "--kubeconfig", str(self.kubeconfig)]
         argv += ["--health-port", str(port)]
         if self.node:
             argv += ["--node-name", self.node, "--root-dir", str(self.runtime_root)]
-            argv += self._serving_args()
-        extra = self._saved_args() if self.extra_args is None else list(self.extra_args)
+            argv += self._serving_args(extra)
+        elif self.proxied_node:
+            argv += ["--node-name", self.proxied_node]
         disk.write_private(self.root / ARGS_FILE, (json.dumps(extra) + "\n").encode())
         argv += extra
         return spawn(argv, self.log_file, self.root / PID_FILE)
@@ -101,15 +118,17 @@ class LocalComponent:
             return []
         return [str(a) for a in saved] if isinstance(saved, list) else []
 
-    def _serving_args(self) -> list[str]:
-        """A kubelet's HTTPS API: a free loopback port, its serving certificate from the
-        apiserver CA, and that CA for the apiserver's client certificate."""
+    def _serving_args(self, extra: list[str]) -> list[str]:
+        """A kubelet's HTTPS API: a free port on its address (`--address` among `extra`, the
+        node's bridge on the pod network; else loopback), its serving certificate from the
+        apiserver CA for that address, and that CA for the apiserver's client certificate."""
         assert self.node is not None
+        address = extra[extra.index("--address") + 1] if "--address" in extra[:-1] else "127.0.0.1"
         creds = ApiserverPKI.of(self.data_dir)
-        files = creds.kubelet_serving(self.node, "127.0.0.1")
+        files = creds.kubelet_serving(self.node, address)
         port = free_ports(1)[0]
         return [
-            "--address", "127.0.0.1", "--port", str(port),
+            *(() if "--address" in extra else ("--address", address)), "--port", str(port),
             "--tls-cert-file", str(files.cert), "--tls-private-key-file", str(files.key),
             "--client-ca-file", str(creds.ca),
         ]  # fmt: skip
@@ -147,3 +166,11 @@ def local_kubelets(data_dir: Path) -> list[LocalComponent]:
     if not base.is_dir():
         return []
     return [LocalComponent(base, p.name) for p in sorted(base.iterdir()) if KUBELET.match(p.name) and p.is_dir()]
+
+
+def local_proxies(data_dir: Path) -> list[LocalComponent]:
+    """The service proxies that have a directory in `data_dir`."""
+    base = Path(data_dir)
+    if not base.is_dir():
+        return []
+    return [LocalComponent(base, p.name) for p in sorted(base.iterdir()) if PROXY.match(p.name) and p.is_dir()]

@@ -27,9 +27,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
-from components.cli import supervisor
+from components.cli import cluster_network, supervisor
 from components.cli.cluster import (
     _apiserver_settings,
     _components,
@@ -147,7 +148,9 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         write_component_kubeconfigs(data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
         for path, obj in grants():
             _create(plane.apiserver, endpoint, path, obj)
-        components = _start_components(data_dir, k, load_component_flags(args.config))
+        net = cluster_network.NetworkPlan(k, DEFAULT_SERVICE_CIDR, services=False)
+        net.prepare()
+        components = _start_components(data_dir, net, load_component_flags(args.config))
     except (LauncherError, pki.PKIError, OSError) as e:
         _stop_all(data_dir, plane)
         raise UsageError(str(e)) from e

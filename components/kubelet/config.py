@@ -19,7 +19,7 @@ from machinery.process.config import ConfigError, load_section, read_toml
 
 MAX_KUBELETS = 10
 MAX_HOLLOW = 5000
-POD_NETWORKS = ("host", "netns")
+POD_NETWORKS = ("auto", "host", "netns")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,8 +32,9 @@ class KubeletSettings:
     """Capacity kept from pods on each node."""
     hollow: int = field(default=0, metadata={"min": 0, "max": MAX_HOLLOW})
     """Hollow nodes (hollow-1 .. hollow-<n>, fake containers) in one `raftkube hollow-nodes` process."""
-    pod_network: str = "host"
-    """host: pods share the node's network; netns: each pod a namespace and IP of its own (root)."""
+    pod_network: str = "auto"
+    """host: pods share the node's network; netns: each pod a namespace and IP of its own (root);
+    auto: netns where it can be had (components/cli/cluster_network.py), else host."""
     images: tuple[ImageEntry, ...] = ()
     """Image table entries ([[kubelets.images]]), matched before the shipped ones."""
 
@@ -42,7 +43,7 @@ class KubeletSettings:
 
     def network_args(self, node: str) -> tuple[str, ...]:
         """The pod network flags of a kubelet `up` runs (node-<i>: pod CIDR 10.244.<i>.0/24)."""
-        if self.pod_network == "host":
+        if self.pod_network != "netns":
             return ()
         index = int(node.removeprefix("node-"))
         return ("--pod-network", self.pod_network, "--pod-cidr", f"10.244.{index}.0/24")
@@ -63,7 +64,7 @@ def load_kubelet_settings(path: Path) -> KubeletSettings:
                 values["images"] = parse_entries(raw, f"{path}: {TABLE_KEY}")
             except ValueError as e:
                 raise ConfigError(str(e)) from None
-    network = values.get("pod_network", "host")
+    network = values.get("pod_network", "auto")
     if network not in POD_NETWORKS:
-        raise ConfigError(f"{path}: kubelets.pod_network must be host or netns, got {network!r}")
+        raise ConfigError(f"{path}: kubelets.pod_network must be auto, host or netns, got {network!r}")
     return KubeletSettings(**values)

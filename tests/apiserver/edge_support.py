@@ -24,6 +24,7 @@ from machinery.process import disk
 from machinery.process.launch import free_ports
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube
+from tests.support.paths import HOST_NETWORK
 
 USERS = ("eve", "bob")
 
@@ -78,7 +79,7 @@ def edge_server(tmp: Path, *flags: str) -> Iterator[EdgeServer]:
     admin; every process stopped by pid."""
     data_dir = tmp / "rk"
     config = tmp / "cluster.toml"
-    config.write_text("[store]\nmembers = 1\n[store.raft]\ntick_ms = 20\n")
+    config.write_text("[store]\nmembers = 1\n[store.raft]\ntick_ms = 20\n" + HOST_NETWORK)
     up = raftkube(
         "store",
         "up",

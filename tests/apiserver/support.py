@@ -27,6 +27,7 @@ from machinery.process.launch import free_ports
 from store.launcher import LocalCluster
 from tests.store.mvcc.etcd import running_etcd
 from tests.support.cli import raftkube
+from tests.support.paths import HOST_NETWORK
 
 # Where the versioned kubectl binaries live beside the gcloud dispatcher; PATH is looked at first.
 KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
@@ -108,7 +109,12 @@ class ApiserverUnderTest:
 
 def _fast_config(tmp: Path, more: str = "") -> Path:
     cfg = tmp / "cluster.toml"
-    cfg.write_text("[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n" + more)
+    # pods on the host's network unless a test asks for the pod network: what most tests check
+    # needs no proxy or DNS, and a pod network is one per machine (its bridges are node-named)
+    host = "" if "[kubelets]" in more else HOST_NETWORK
+    cfg.write_text(
+        "[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n" + host + more
+    )
     return cfg
 
 

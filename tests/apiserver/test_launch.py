@@ -22,11 +22,15 @@ from store.launcher import LocalCluster
 from tests.apiserver.support import kubectl_binary
 from tests.support.cli import raftkube, raftkube_interactive
 from tests.support.modes import mode
+from tests.support.paths import HOST_NETWORK
 
 
 def _config(tmp: Path, members: int) -> Path:
     cfg = tmp / "cluster.toml"
-    cfg.write_text(f"[store]\nmembers = {members}\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 30.0\n")
+    cfg.write_text(
+        f"[store]\nmembers = {members}\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 30.0\n"
+        + HOST_NETWORK
+    )
     return cfg
 
 

@@ -21,6 +21,7 @@ import pytest
 from components.cli.launcher import LocalComponent
 from tests.apiserver.support import ApiserverUnderTest
 from tests.support.detached import detached_cluster
+from tests.support.paths import HOST_NETWORK
 
 WAIT_S = 120.0
 NS = "default"
@@ -44,7 +45,7 @@ def _stop_kubelets(data_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnderTest]:
-    config = "[store]\nmembers = 1\n[apiserver]\nstartup_timeout = 60.0\n"
+    config = "[store]\nmembers = 1\n[apiserver]\nstartup_timeout = 60.0\n" + HOST_NETWORK
     tmp = tmp_path_factory.mktemp("workloads")
     with detached_cluster(tmp, config, "--kubelets", "2", "--hollow-nodes", "0", also_stop=_stop_kubelets) as up:
         yield up

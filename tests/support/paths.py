@@ -11,3 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout: the folder that holds store/, apiserver/, components/, machinery/ and tests/."""
+
+# cluster.toml for tests whose pods share the host's network (`pod_network = "auto"` is the pod
+# network as root): most tests need no service proxy or DNS, and a pod network is one per machine
+HOST_NETWORK = '[kubelets]\npod_network = "host"\n'

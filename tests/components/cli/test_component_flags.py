@@ -10,7 +10,7 @@ import pytest
 from components.cli.component_flags import load_component_flags
 from machinery.process.config import MAX_LIST_ITEMS, ConfigError
 from tests.support.cli import raftkube
-from tests.support.paths import ROOT
+from tests.support.paths import HOST_NETWORK, ROOT
 
 
 def test_the_shipped_file_and_a_missing_one_give_no_flags(tmp_path: Path) -> None:
@@ -66,7 +66,9 @@ def test_a_flag_the_component_would_refuse_is_a_config_error(tmp_path: Path, tex
 
 def test_up_refuses_the_file_before_starting_anything(tmp_path: Path) -> None:
     config = tmp_path / "cluster.toml"
-    config.write_text('[store]\nmembers = 1\n[controller_manager]\nargs = ["--node-monitor-grace-period=0"]\n')
+    config.write_text(
+        HOST_NETWORK + '[store]\nmembers = 1\n[controller_manager]\nargs = ["--node-monitor-grace-period=0"]\n'
+    )
     data_dir = tmp_path / "rk"
     for detach in ((), ("--detach",)):
         proc = raftkube("up", *detach, "--free-ports", "--data-dir", str(data_dir), "--config", str(config), timeout=60)

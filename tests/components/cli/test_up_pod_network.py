@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import cluster
+from components.cli import cluster, cluster_network
 from components.cli.main import build_parser
+from components.kubelet.config import load_kubelet_settings
 from machinery.process.command import UsageError
 
 
@@ -32,3 +33,19 @@ def test_netns_without_root_is_refused_naming_the_flag(tmp_path: Path, monkeypat
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(UsageError, match="--pod-network netns needs root"):
         cluster._kubelet_settings(_args(tmp_path, "--pod-network", "netns"))
+
+
+def test_auto_is_the_pod_network_where_it_can_be_had(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cluster.toml's default: netns as root with `ip` and `nft`, else the host's network, said once."""
+    assert load_kubelet_settings(Path("/nonexistent/cluster.toml")).pod_network == "auto"
+    monkeypatch.setattr(cluster_network.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cluster_network.shutil, "which", lambda tool: f"/usr/sbin/{tool}")
+    assert cluster_network.resolve("auto") == "netns" and capsys.readouterr().err == ""
+    monkeypatch.setattr(cluster_network.shutil, "which", lambda tool: None if tool == "nft" else f"/usr/sbin/{tool}")
+    assert cluster_network.resolve("auto") == "host"
+    assert "pods share the host's network (the pod network: it needs nft on PATH)" in capsys.readouterr().err
+    monkeypatch.setattr(cluster_network.os, "geteuid", lambda: 1000)
+    assert cluster_network.resolve("auto") == "host" and "it needs root" in capsys.readouterr().err
+    assert cluster_network.resolve("host") == "host" and cluster_network.resolve("netns") == "netns"

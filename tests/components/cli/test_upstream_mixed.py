@@ -28,6 +28,7 @@ from machinery.process.peers import peer_path
 from tests.apiserver.support import ApiserverUnderTest
 from tests.support.cli import raftkube
 from tests.support.detached import detached_cluster
+from tests.support.paths import HOST_NETWORK
 from tests.support.wait import until as wait_until
 
 pytestmark = pytest.mark.peers
@@ -48,7 +49,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnder
         binary = peer_path(upstream.BINARIES[part])
         if not binary.is_file():
             pytest.fail(f"{binary} is not built: run `{upstream.build_command(PARTS)}`")
-    config = "[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n"
+    config = "[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n" + HOST_NETWORK
 
     def stop_parts(data_dir: Path) -> None:
         for part in PARTS:

@@ -111,7 +111,7 @@ def test_good_pod_network_flags() -> None:
 def test_cluster_toml_pod_network_is_checked(tmp_path: Path) -> None:
     path = tmp_path / "cluster.toml"
     path.write_text('[kubelets]\npod_network = "bridge"\n')
-    with pytest.raises(ConfigError, match=r"kubelets.pod_network must be host or netns, got 'bridge'"):
+    with pytest.raises(ConfigError, match=r"kubelets.pod_network must be auto, host or netns, got 'bridge'"):
         load_kubelet_settings(path)
     path.write_text("[kubelets]\npod_network = 1\n")
     with pytest.raises(ConfigError, match=r"kubelets.pod_network must be a non-empty string"):
