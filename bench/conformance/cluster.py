@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from apiserver.launcher import LocalApiserver
-from components.kubelet.podnet import forwarding_enabled
 from machinery.process.launch import child_env
 
 UP_TIMEOUT_S = 420.0
@@ -89,6 +88,16 @@ def copy_logs(data_dir: Path, into: Path) -> None:
             shutil.copyfile(log, target)
 
 
+# programs the agnhost and jessie-dnsutils images carry that specs run through `kubectl exec ...
+# /bin/sh -c`, and the Debian package of each (our containers run the host's programs)
+IMAGE_TOOLS = {"nc": "netcat-openbsd", "curl": "curl", "dig": "bind9-dnsutils", "nslookup": "bind9-dnsutils"}
+
+
+def missing_image_tools() -> dict[str, str]:
+    """The tools of IMAGE_TOOLS not on PATH, with their packages."""
+    return {tool: package for tool, package in IMAGE_TOOLS.items() if shutil.which(tool) is None}
+
+
 @contextlib.contextmanager
 def fresh_cluster(
     config: Path, logs_into: Path, say: Callable[[str], None], pod_network: str = "host"
@@ -102,10 +111,12 @@ def fresh_cluster(
     if config.is_file():
         up += ["--config", str(config.resolve())]
     up += ["--pod-network", pod_network]
-    if pod_network == "netns" and not forwarding_enabled():
+    missing = missing_image_tools()
+    if missing:
         say(
-            "conformance: net.ipv4.ip_forward is 0 (left as it is): pods of different nodes cannot reach"
-            " each other, and specs that need it fail (sysctl -w net.ipv4.ip_forward=1 allows it)"
+            "conformance: the e2e images' tools this host lacks (containers run the host's programs):"
+            f" {', '.join(missing)}; specs that exec them fail"
+            f" (apt-get install {' '.join(sorted(set(missing.values())))})"
         )
     try:
         say(f"conformance: starting a fresh cluster in {data_dir} (raftkube {' '.join(up)})")

@@ -35,6 +35,7 @@ from components.kubelet import nodestatus, podipc, podworker, prober, released_v
 from components.kubelet.containerlog import timestamp
 from components.kubelet.envvars import build
 from components.kubelet.hooks import HookRun
+from components.kubelet.hostports import HostPorts
 from components.kubelet.images import HostImages
 from components.kubelet.podipc import PodIpcError
 from components.kubelet.podnet import PodNetError, PodNetwork
@@ -107,6 +108,9 @@ class Kubelet:
         self.private_tmp = private_tmp  # each container run its own /tmp (container_tmp.py)
         self.images = images or HostImages()  # what a container's image runs (the shipped table)
         self.network = network
+        # host ports forwarded into pods' namespaces (hostports.py); none on the host's network,
+        # where a pod's port already is the node's
+        self.host_ports = HostPorts(config.name, config.address, network.bridge) if network is not None else None
         self.config = config
         self.runtime = runtime
         self.sources = PodSources(client)
@@ -392,6 +396,14 @@ class Kubelet:
     def pods(self) -> list[Obj]:
         return [w.pod for w in self.workers.values()]
 
+    def _pods_with_addresses(self) -> list[tuple[Obj, str]]:
+        """(pod, IP) of the pods here with a network namespace of their own that are not done."""
+        return [
+            (w.pod, w.pod_ip)
+            for w in self.workers.values()
+            if w.netns is not None and (w.pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+
     async def forget_gone(self, present: set[str]) -> None:
         """Pods no longer bound here (deleted for good): stop their containers, drop their runs."""
         self._rejected.intersection_update(present)
@@ -472,6 +484,8 @@ class Kubelet:
                 present = {str((p.get("metadata") or {}).get("uid")) for p in current}
                 await self.forget_gone(present)
                 await self.clean_up_orphans(present)
+                if self.host_ports is not None:
+                    await asyncio.to_thread(self.host_ports.sync, self._pods_with_addresses())
                 self._wake.clear()
                 await wait_event(self._wake, self.sync_period)
         finally:

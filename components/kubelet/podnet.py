@@ -12,7 +12,8 @@ Lifetimes: the namespace file and the bridge outlive the kubelet (a restarted ku
 re-adopts a running pod's network: the same namespace, the same address, saved in
 <root>/podnet.json); a pod's network goes when the pod is removed (`teardown`); the bridge
 and any pod namespace left go with `teardown_all` (`raftkube down`, via
-ProcessRuntime.stop_all).  net.ipv4.ip_forward is left as the host has it: pods reach their
+ProcessRuntime.stop_all), with the node's host ports table (hostports.py).
+net.ipv4.ip_forward is left as the host has it (`raftkube up` turns it on): pods reach their
 own node's pods and the host without it; pods of another node on this machine only with it.
 """
 
@@ -30,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from components.kubelet import ipam
+from components.kubelet import hostports, ipam
 
 NETNS_DIR = Path("/run/netns")
 STATE_FILE = "podnet.json"
@@ -210,6 +211,9 @@ class PodNetwork:
         _delete_link(self.run, veth)  # its peer, a half-made eth0, goes with it
         self.run(["link", "add", veth, "type", "veth", "peer", "name", POD_IFACE, "netns", ns])
         self.run(["link", "set", veth, "master", self.bridge, "up"])
+        # hairpin: a pod reaching its own Service may be sent back to itself, out of the port it
+        # came in on (kube's --hairpin-mode=hairpin-veth)
+        self.run(["link", "set", veth, "type", "bridge_slave", "hairpin", "on"])
         self.run(["-n", ns, "addr", "add", f"{ip}/{self.net.prefixlen}", "dev", POD_IFACE])
         self.run(["-n", ns, "link", "set", "lo", "up"])
         self.run(["-n", ns, "link", "set", POD_IFACE, "up"])
@@ -265,5 +269,9 @@ def teardown_all(root: Path, run: RunIp = run_ip) -> int:
         run(["netns", "del", ns])
     bridge = bridge_name(node)
     _delete_link(run, bridge)
+    try:
+        hostports.remove(node)
+    except Exception as e:
+        raise PodNetError(f"the host ports table of {node}: {e}") from None
     path.unlink(missing_ok=True)
     return len(pods or {}) + len(left)
