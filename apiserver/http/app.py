@@ -26,7 +26,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from apiserver import discovery, errors, openapi, version, warnings
+from apiserver import default_service_cidr, discovery, errors, openapi, version, warnings
 from apiserver.admission.assembly import AdmissionContext, build_chain, plugin_names
 from apiserver.admission.webhook.wiring import service_resolver
 from apiserver.aggregator.availability import APIServiceAvailability, is_available
@@ -310,6 +310,12 @@ class Api:
             self._background.append(asyncio.create_task(self.local_apiservices.run()))
         if self.service_repair is not None:
             self._background.append(asyncio.create_task(self.service_repair.run()))
+        service_cidrs = self.scope.by_path.get(("networking.k8s.io", "v1", "servicecidrs"))
+        if service_cidrs is not None and service_cidrs in self.scope.registries:
+            cidr = self.kubernetes_service.service_cidr if self.kubernetes_service else DEFAULT_SERVICE_CIDR
+            self._background.append(
+                asyncio.create_task(default_service_cidr.keep_forever(self.scope.registries[service_cidrs], [cidr]))
+            )
         nodes = self._cached("", "nodes")
         if self.kubelets.tls is not None and nodes is not None:  # metrics.k8s.io: the kubelets' usage
             self._background.append(asyncio.create_task(self.resource_metrics.scrape_forever(nodes.objects)))

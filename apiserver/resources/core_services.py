@@ -44,8 +44,13 @@ def default(svc: Obj) -> None:
         spec.setdefault("externalTrafficPolicy", "Cluster")
     if kind == "LoadBalancer":
         spec.setdefault("allocateLoadBalancerNodePorts", True)
-    if spec.get("sessionAffinity") == "ClientIP" and spec.get("sessionAffinityConfig") is None:
-        spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": DEFAULT_AFFINITY_TIMEOUT_S}}
+    if spec.get("sessionAffinity") == "None":
+        spec.pop("sessionAffinityConfig", None)  # kube's SetDefaults_Service drops it
+    elif spec.get("sessionAffinity") == "ClientIP":
+        config = spec.get("sessionAffinityConfig")
+        client = config.get("clientIP") if isinstance(config, dict) else None
+        if not isinstance(client, dict) or client.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": DEFAULT_AFFINITY_TIMEOUT_S}}
     _sync_cluster_ips(spec)
     ports = spec.get("ports")
     for port in ports if isinstance(ports, list) else []:

@@ -15,8 +15,8 @@ network (as DESIGN.md's Networking):
   node-1's bridge address and registers itself as kube-system/kube-dns with the service CIDR's
   tenth address (10.96.0.10), which every kubelet writes into its pods' resolv.conf.
 
-On the host's network no proxy runs (pods share the host's ports and loopback) and the DNS
-server answers on a loopback port for whoever asks it directly.
+On the host's network neither runs: pods share the host's ports and loopback, and their
+resolv.conf is the node's.
 """
 
 from __future__ import annotations
@@ -105,11 +105,11 @@ class NetworkPlan:
         return ("--node-ip", node_address(node), "--cluster-cidr", CLUSTER_CIDR, "--pod-cidr", pod_cidr)
 
     def runs_dns(self) -> bool:
-        return self.services and self.kubelets.count > 0
+        """On the pod network only: on the host's, pods could not reach it at port 53 anyway
+        (their resolv.conf is the node's)."""
+        return self.services and self.pod_network
 
     def dns_args(self, port: int) -> tuple[str, ...]:
-        if not self.pod_network:
-            return ("--listen", f"127.0.0.1:{port}", "--service-ip", self.dns_ip)
         address = f"{node_address(self.kubelets.nodes()[0])}:{port}"
         return ("--listen", address, "--advertise", address, "--service-ip", self.dns_ip)
 

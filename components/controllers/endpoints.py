@@ -1,7 +1,12 @@
 """The endpoints controller: a Service with a selector has an Endpoints object of its name whose
 subsets list its pods' IPs (ready ones in `addresses`, the others in `notReadyAddresses`) with
 the service's ports resolved per pod.  Services without a selector are left alone (their
-Endpoints are the user's); a deleted service's Endpoints are deleted.  Writes only changes."""
+Endpoints are the user's); a deleted service's Endpoints are deleted.  Writes only changes.
+
+As kube's, Endpoints are looked at when a Service or pod changes, when one is deleted (it is made
+again if its Service wants it), and once at start (leftovers of Services deleted meanwhile go,
+but for leader-election records); an Endpoints object a user writes without a Service is
+otherwise theirs."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from components.controllers._infra_svcpods import ServicePodsController
 from machinery.objects import Obj
 
 ENDPOINTS = Resource("", "v1", "endpoints", kind="Endpoints")
+LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"  # an old leader-election record
 
 
 class EndpointsController(ServicePodsController):
@@ -24,7 +30,13 @@ class EndpointsController(ServicePodsController):
     def setup(self) -> None:
         super().setup()
         self.endpoints = self.factory.informer(ENDPOINTS)
-        self.endpoints.add_handler(EventHandler(on_update=lambda _o, n: self.enqueue(n), on_delete=self.enqueue))
+        self.endpoints.add_handler(EventHandler(on_delete=self.enqueue))
+
+    async def run(self, workers: int | None = None) -> None:
+        for held in self.endpoints.indexer.objects():  # kube's checkLeftoverEndpoints
+            if LEADER_ANNOTATION not in ((held.get("metadata") or {}).get("annotations") or {}):
+                self.enqueue(held)
+        await super().run(workers)
 
     async def reconcile(self, key: str) -> None:
         namespace, name = split_key(key)

@@ -45,9 +45,18 @@ class ExecProcess:
 
     @classmethod
     async def start(
-        cls, argv: list[str], env: dict[str, str], cwd: str | None, *, tty: bool, stdin: bool, pid: int = 0
+        cls,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        *,
+        tty: bool,
+        stdin: bool,
+        pid: int = 0,
+        executable: str = "",
     ) -> ExecProcess:
-        """`pid`: the container's main process, whose namespaces the command enters (0: none)."""
+        """`pid`: the container's main process, whose namespaces the command enters (0: none);
+        `executable`: the program that runs argv (argv[0] its name in the image), "" for argv[0]."""
         if not argv:
             raise ExecStartError("no command given")
         join = sandbox.join(pid, cwd) if pid else None
@@ -63,6 +72,7 @@ class ExecProcess:
                         stderr=slave,
                         env=env,
                         cwd=cwd,
+                        executable=executable or None,
                         preexec_fn=_terminal_in(join),
                     )
                 finally:
@@ -76,6 +86,7 @@ class ExecProcess:
                     stderr=asyncio.subprocess.PIPE,
                     env=env,
                     cwd=cwd,
+                    executable=executable or None,
                     process_group=0,
                     preexec_fn=join,
                 )

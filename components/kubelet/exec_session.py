@@ -62,8 +62,10 @@ async def _send_outcome(ws: web.WebSocketResponse, protocol: str, exit_code: int
 
 
 async def serve(
-    request: web.Request, params: ExecParams, env: dict[str, str], cwd: str | None, pid: int = 0
+    request: web.Request, params: ExecParams, env: dict[str, str], cwd: str | None, pid: int = 0, executable: str = ""
 ) -> web.StreamResponse:
+    """`executable`: the host program that runs params.command (its argv[0] an image's name for
+    it), "" for argv[0] itself."""
     offered = channels.offered_in(request.headers.get("Sec-WebSocket-Protocol", ""))
     protocol = channels.choose(offered)
     if protocol is None:
@@ -75,7 +77,9 @@ async def serve(
     first = channels.STDOUT if params.stdout else channels.STDERR if params.stderr else channels.ERROR
     await ws.send_bytes(channels.frame(first))
     try:
-        process = await ExecProcess.start(params.command, env, cwd, tty=params.tty, stdin=params.stdin, pid=pid)
+        process = await ExecProcess.start(
+            params.command, env, cwd, tty=params.tty, stdin=params.stdin, pid=pid, executable=executable
+        )
     except ExecStartError as e:
         await _send_outcome(ws, protocol, None, str(e))
         await ws.close()

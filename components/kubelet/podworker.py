@@ -150,6 +150,26 @@ class PodWorker:
             del self._events[0]
         self._events.append(PodEvent(event_type, reason, message, self._field_path(container) if container else ""))
 
+    def exec_program(self, container: str, command: list[str]) -> tuple[list[str], str]:
+        """What `kubectl exec` runs in the container: its command as the image would run it
+        (an image program such as /agnhost is its peer binary, a bare applet of a busybox
+        image is busybox), as (argv, executable; "" for argv[0] itself)."""
+        spec = self.pod.get("spec") or {}
+        image = next(
+            (
+                str(c.get("image") or "")
+                for kind in ("containers", "initContainers", "ephemeralContainers")
+                for c in spec.get(kind) or ()
+                if isinstance(c, dict) and c.get("name") == container
+            ),
+            "",
+        )
+        try:
+            resolved = self.images.resolve(image, list(command), [])
+        except ImagePullError:
+            return list(command), ""
+        return resolved.argv, resolved.executable
+
     def _field_path(self, container: str) -> str:
         """kube's reference to one container of the pod (GenerateContainerRef)."""
         spec = self.pod.get("spec") or {}

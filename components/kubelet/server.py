@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import ssl
 import time
@@ -218,7 +219,9 @@ class KubeletServer:
             params = exec_session.parse_query(request.query)
         except ValueError as e:
             raise web.HTTPBadRequest(text=f"{e}\n") from None
-        return await exec_session.serve(request, params, context.env, context.cwd, context.pid)
+        argv, executable = worker.exec_program(name, params.command)
+        params = dataclasses.replace(params, command=argv)
+        return await exec_session.serve(request, params, context.env, context.cwd, context.pid, executable)
 
     async def _attach(self, request: web.Request) -> web.StreamResponse:
         worker = self._worker(request)

@@ -90,6 +90,8 @@ def test_up_writes_every_component(tmp_path: Path) -> None:
         "scheduler.kubeconfig",
         "controller-manager.kubeconfig",
         "hollow-nodes.kubeconfig",
+        "kube-proxy.kubeconfig",
+        "cluster-dns.kubeconfig",
         *(f"kubelet-{n}.kubeconfig" for n in DEFAULT_NODES),
     ]
     # distinct keys: no component can pass for another

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from apiserver import default_service_cidr
 from apiserver.config import load_apiserver_settings
 from apiserver.kubernetes_service import KubernetesService, first_address, keep_forever, reconcile
 from apiserver.registry.deletion import DeleteOptions
@@ -123,3 +124,26 @@ def test_loop_runs_rounds_until_cancelled() -> None:
 
     run(go())
     assert rounds == [0.5, 0.5, 0.5]
+
+
+def test_the_default_service_cidr_is_made_and_ready_and_one_made_otherwise_is_left() -> None:
+
+    cidrs = registry(find("networking.k8s.io", "servicecidrs"))
+
+    async def go() -> None:
+        assert await default_service_cidr.reconcile(cidrs, ["10.96.0.0/16"]) == "created"
+        got = await cidrs.get(None, "kubernetes")
+        assert got["spec"]["cidrs"] == ["10.96.0.0/16"]
+        (ready,) = got["status"]["conditions"]
+        assert (ready["type"], ready["status"], ready["message"]) == (
+            "Ready",
+            "True",
+            default_service_cidr.READY_MESSAGE,
+        )
+        assert await default_service_cidr.reconcile(cidrs, ["10.96.0.0/16"]) == ""  # kept: nothing to do
+        await cidrs.delete(None, "kubernetes", DeleteOptions())
+        await cidrs.create(None, {"metadata": {"name": "kubernetes"}, "spec": {"cidrs": ["10.100.0.0/16"]}})
+        assert await default_service_cidr.reconcile(cidrs, ["10.96.0.0/16"]) == "mismatched"
+        assert "conditions" not in ((await cidrs.get(None, "kubernetes")).get("status") or {})
+
+    run(go())

@@ -129,3 +129,32 @@ def test_endpoints_and_slices_follow_pods(cluster: ApiserverUnderTest) -> None:
                 await until(gone)
 
     run(go)
+
+
+def test_endpoints_without_a_service_written_meanwhile_are_the_users_leftovers_at_start_are_not(
+    cluster: ApiserverUnderTest,
+) -> None:
+    """As kube's: an Endpoints object with no Service, made or changed while the controller runs,
+    stays (the conformance lifecycle spec writes one); one found at the controller's start goes."""
+
+    async def go() -> None:
+        async with RestClient(kubeconfig.load(cluster.kubeconfig)) as client:
+            ns = await namespace(client, "ep-mine")
+            body = {"metadata": {"name": "leftover"}, "subsets": [{"addresses": [{"ip": "10.9.0.1"}]}]}
+            await client.create(f"/api/v1/namespaces/{ns}/endpoints", body)
+            async with running(client, [EndpointsController]):
+                await until(lambda: _gone(client, ns, "leftover"))
+                mine = {"metadata": {"name": "mine"}, "subsets": [{"addresses": [{"ip": "10.9.0.2"}]}]}
+                await client.create(f"/api/v1/namespaces/{ns}/endpoints", mine)
+                held = await endpoints(client, ns, "mine")
+                assert held is not None
+                held["metadata"]["labels"] = {"changed": "yes"}
+                await client.replace(f"/api/v1/namespaces/{ns}/endpoints/mine", held)
+                await asyncio.sleep(1.0)
+                assert await endpoints(client, ns, "mine") is not None
+
+    run(go)
+
+
+async def _gone(client: RestClient, ns: str, name: str) -> bool:
+    return await endpoints(client, ns, name) is None

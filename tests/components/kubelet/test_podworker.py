@@ -17,6 +17,7 @@ import orjson
 from components.kubelet import containerlog
 from components.kubelet.backoff import CrashBackOff
 from components.kubelet.envvars import Sources
+from components.kubelet.fake_runtime import FakeRuntime
 from components.kubelet.podworker import PodWorker, ready_pod
 from components.kubelet.process_runtime import ProcessRuntime
 from machinery.objects import Obj
@@ -361,3 +362,17 @@ def test_a_container_sees_its_pods_hostname_and_a_host_network_pod_the_nodes(run
     for worker, uid, want in ((w, "uts", "p-uts"), (w2, "uts2", "db-0"), (w3, "uts3", socket.gethostname())):
         drive(worker, lambda s, uid=uid: bool(said(uid)), f"{uid}'s hostname")
         assert said(uid) == want
+
+
+def test_exec_runs_a_command_as_the_containers_image_would() -> None:
+    """`kubectl exec` of a busybox image's applet runs busybox with the applet's name; a command
+    the image table does not know runs as given."""
+    p = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "spec": {"containers": [{"name": "b", "image": "busybox"}, {"name": "x", "image": "example.com/none"}]},
+    }
+    w = PodWorker(p, FakeRuntime(), NO_SOURCES, host_ip="127.0.0.1")
+    argv, executable = w.exec_program("b", ["nslookup", "kubernetes.default"])
+    assert argv == ["nslookup", "kubernetes.default"] and executable.endswith("busybox")
+    assert w.exec_program("x", ["/bin/echo", "hi"]) == (["/bin/echo", "hi"], "")
+    assert w.exec_program("missing", ["true"]) == (["true"], "")
