@@ -4,6 +4,8 @@ Service that gains a selector: its mirrored slices go."""
 
 from __future__ import annotations
 
+import asyncio
+
 from components.client import kubeconfig
 from components.client.rest import RestClient
 from components.controllers.endpointslicemirroring import EndpointSliceMirroringController
@@ -65,6 +67,9 @@ def test_mirrors_a_custom_endpoints_through_create_update_and_delete(cluster: Ap
                 assert first["endpoints"][0]["conditions"] == {"ready": True}
                 (owner,) = meta["ownerReferences"]
                 assert (owner["kind"], owner["name"], owner["uid"]) == ("Endpoints", NAME, made["metadata"]["uid"])
+                # as wanted, it is left alone (its own watch event does not make it written again)
+                await asyncio.sleep(1.0)
+                assert [s["metadata"]["resourceVersion"] for s in await slices(client, ns)] == [meta["resourceVersion"]]
 
                 # the address and the port change: the same slice follows (updated in place)
                 await client.replace(f"{eps}/{NAME}", {**made, "subsets": endpoints("10.2.3.4", 8080)["subsets"]})
