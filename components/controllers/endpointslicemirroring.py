@@ -87,7 +87,7 @@ class EndpointSliceMirroringController(Controller):
             EventHandler(
                 on_add=self._slice_changed,
                 on_update=self._slice_moved,
-                on_delete=self._slice_changed,
+                on_delete=self._slice_gone,
             )
         )
 
@@ -104,6 +104,14 @@ class EndpointSliceMirroringController(Controller):
         service = objects.labels(piece).get(SERVICE_NAME_LABEL)
         if m.mirrored(piece) and isinstance(service, str) and service:
             self.queue.add(f"{objects.namespace(piece)}/{service}")
+
+    def _slice_gone(self, piece: Obj) -> None:
+        # a slice we wrote and someone else deleted is seen, though the informer no longer holds it
+        service = objects.labels(piece).get(SERVICE_NAME_LABEL)
+        written = self._written.get(f"{objects.namespace(piece)}/{service}")
+        if written is not None:
+            written.slices.pop(objects.name(piece), None)
+        self._slice_changed(piece)
 
     def _slice_moved(self, old: Obj, new: Obj) -> None:
         # a slice relabelled to another service (or away from us) concerns both keys
