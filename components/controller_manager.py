@@ -29,7 +29,9 @@ from prometheus_client.registry import Collector
 
 from components.client import kubeconfig
 from components.client.rest import RestClient
+from components.controllers._slice_mirroring import MAX_ENDPOINTS_PER_SUBSET
 from components.controllers.base import Controller
+from components.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from components.controllers.nodelifecycle import GRACE_PERIOD_S, NodeLifecycleController
 from components.controllers.registry import CONTROLLERS, select
 from components.controllers.rootcacertpublisher import RootCACertPublisher
@@ -52,6 +54,7 @@ class Options:
     health_port: int
     root_ca: bytes | None = None  # --root-ca-file's PEM; None: the kubeconfig's CA
     node_monitor_grace_period: float = GRACE_PERIOD_S
+    mirroring_max_endpoints_per_subset: int = MAX_ENDPOINTS_PER_SUBSET
 
 
 def controller_makers(opts: Options, config: kubeconfig.ClientConfig) -> list[ControllerMaker]:
@@ -66,6 +69,13 @@ def controller_makers(opts: Options, config: kubeconfig.ClientConfig) -> list[Co
             out.append(functools.partial(RootCACertPublisher, root_ca=root_ca))
         elif c is NodeLifecycleController:
             out.append(functools.partial(NodeLifecycleController, grace_period=opts.node_monitor_grace_period))
+        elif c is EndpointSliceMirroringController:
+            out.append(
+                functools.partial(
+                    EndpointSliceMirroringController,
+                    max_endpoints_per_subset=opts.mirroring_max_endpoints_per_subset,
+                )
+            )
         else:
             out.append(c)
     return out
@@ -94,6 +104,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"seconds a node may go unheard before it is marked NotReady (default {GRACE_PERIOD_S:g}; "
         "keep it above the kubelets' 10 s lease renewal)",
     )
+    p.add_argument(
+        "--mirroring-max-endpoints-per-subset",
+        dest="mirroring_max_endpoints_per_subset",
+        type=int,
+        default=MAX_ENDPOINTS_PER_SUBSET,
+        help=f"the most addresses of one Endpoints subset mirrored into EndpointSlices, 1 to 1000 "
+        f"(default {MAX_ENDPOINTS_PER_SUBSET})",
+    )
     p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every reconcile failure and leader change")
 
@@ -117,6 +135,11 @@ def options(args: argparse.Namespace) -> Options:
         raise ValueError(
             f"--node-monitor-grace-period must be a positive number of seconds, got {args.node_monitor_grace_period}"
         )
+    if not 1 <= args.mirroring_max_endpoints_per_subset <= 1000:
+        raise ValueError(
+            "--mirroring-max-endpoints-per-subset must be from 1 to 1000,"
+            f" got {args.mirroring_max_endpoints_per_subset}"
+        )
     return Options(
         args.kubeconfig,
         select(args.controllers),
@@ -127,6 +150,7 @@ def options(args: argparse.Namespace) -> Options:
         args.health_port,
         read_root_ca(args.root_ca_file) if args.root_ca_file else None,
         args.node_monitor_grace_period,
+        args.mirroring_max_endpoints_per_subset,
     )
 
 

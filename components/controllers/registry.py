@@ -9,6 +9,7 @@ from components.controllers.deployment import DeploymentController
 from components.controllers.disruption import DisruptionController
 from components.controllers.endpoints import EndpointsController
 from components.controllers.endpointslice import EndpointSliceController
+from components.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from components.controllers.garbagecollector import GarbageCollector
 from components.controllers.horizontalpodautoscaler import HorizontalPodAutoscalerController
 from components.controllers.job import JobController
@@ -37,6 +38,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
         NamespaceController,
         EndpointsController,
         EndpointSliceController,
+        EndpointSliceMirroringController,
         ResourceQuotaController,
         NodeLifecycleController,
         DisruptionController,

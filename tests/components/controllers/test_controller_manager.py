@@ -20,6 +20,7 @@ import pytest
 from apiserver.pki import ApiserverPKI
 from components.client import kubeconfig
 from components.controller_manager import add_arguments, controller_makers, options
+from components.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from components.controllers.nodelifecycle import NodeLifecycleController
 from components.controllers.rootcacertpublisher import RootCACertPublisher
 from machinery.process.launch import free_ports
@@ -125,6 +126,17 @@ def test_the_node_monitor_grace_period_reaches_the_node_lifecycle_controller() -
         makers = controller_makers(options(parser().parse_args(args)), config)
         [maker] = [m for m in makers if getattr(m, "func", None) is NodeLifecycleController]
         assert maker.keywords == {"grace_period": grace}  # type: ignore[attr-defined]
+
+
+def test_the_mirroring_limit_reaches_the_mirroring_controller() -> None:
+    config = kubeconfig.ClientConfig(server="https://127.0.0.1:6443", ca_data=b"-")
+    for args, limit in (([], 1000), (["--mirroring-max-endpoints-per-subset", "5"], 5)):
+        makers = controller_makers(options(parser().parse_args(args)), config)
+        [maker] = [m for m in makers if getattr(m, "func", None) is EndpointSliceMirroringController]
+        assert maker.keywords == {"max_endpoints_per_subset": limit}  # type: ignore[attr-defined]
+    for bad in ("0", "1001"):
+        with pytest.raises(ValueError, match="--mirroring-max-endpoints-per-subset must be from 1 to 1000"):
+            options(parser().parse_args(["--mirroring-max-endpoints-per-subset", bad]))
 
 
 def parser() -> argparse.ArgumentParser:
