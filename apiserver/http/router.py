@@ -27,7 +27,14 @@ from apiserver.http.requestinfo import ResourcePath
 from apiserver.resources.base import ResourceDef, Subresource
 
 # the discovery verb a method on a named object's subresource needs
-_SUBRESOURCE_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create", "DELETE": "delete"}
+_SUBRESOURCE_VERBS = {
+    "GET": "get",
+    "PUT": "update",
+    "PATCH": "patch",
+    "POST": "create",
+    "DELETE": "delete",
+    "OPTIONS": "get",  # only the proxy subresources relay it (kube's connect verbs)
+}
 
 
 def _not_found() -> errors.StatusError:
@@ -83,6 +90,10 @@ async def route(scope: ResourceScope, request: Request, target: ResourcePath) ->
             return await handler.patch(scope, request, res, target)
         if method == "POST":
             return await handler.create(scope, request, res, target)
+        if method == "DELETE":
+            return await handler.delete(scope, request, res, target)
+        if method == "OPTIONS":
+            return await handler.options(scope, request, res, target)
         raise errors.method_not_allowed(f"{method} is not supported on {res.plural}")
     if method == "GET":
         return await get_object(scope, request, res, target)

@@ -277,7 +277,9 @@ RESOURCE = ResourceDef(
         Subresource(
             "portforward", "PodPortForwardOptions", verbs=("create", "get"), handler=PodStreamHandler(PORT_FORWARD)
         ),
-        Subresource("proxy", "PodProxyOptions", verbs=("create", "get", "patch", "update"), handler=PodProxyHandler()),
+        Subresource(
+            "proxy", "PodProxyOptions", verbs=("create", "delete", "get", "patch", "update"), handler=PodProxyHandler()
+        ),
         Subresource("status", "Pod", handler=status_view(OWNER_REFERENCES)),
     ),
     default=default,

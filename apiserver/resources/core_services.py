@@ -14,6 +14,7 @@ from typing import Any
 from apiserver import validation as v
 from apiserver.errors import Cause
 from apiserver.http.subresources.object_view import STATUS_VIEW
+from apiserver.http.subresources.service_proxy import ServiceProxyHandler
 from apiserver.resources._podspec import PROTOCOLS
 from apiserver.resources._shared import ensure, format_labels
 from apiserver.resources.base import Column, ResourceDef, Subresource
@@ -345,7 +346,15 @@ RESOURCE = ResourceDef(
     empty_status={"loadBalancer": {}},
     short_names=("svc",),
     categories=("all",),
-    subresources=(Subresource("status", "Service", handler=STATUS_VIEW),),
+    subresources=(
+        Subresource(
+            "proxy",
+            "ServiceProxyOptions",
+            verbs=("create", "delete", "get", "patch", "update"),
+            handler=ServiceProxyHandler(),
+        ),
+        Subresource("status", "Service", handler=STATUS_VIEW),
+    ),
     bumps_generation=False,
     default=default,
     validate=validate,

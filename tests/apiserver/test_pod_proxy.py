@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from apiserver.errors import StatusError
 from apiserver.http.pod_proxy import ProxyTarget, parse_target, pod_url
+from apiserver.http.subresources.service_proxy import endpoint_of
 
 POD = {
     "metadata": {"name": "web"},
@@ -48,3 +49,32 @@ def test_any_target_and_path_give_an_http_url_to_the_pod_or_a_refusal(name: str,
         return
     assert url.startswith(("http://10.244.1.7:", "https://10.244.1.7:"))
     assert "\n" not in url and " " not in url
+
+
+SERVICE = {
+    "metadata": {"name": "web"},
+    "spec": {"ports": [{"name": "http", "port": 80}, {"name": "", "port": 81}]},
+}
+SLICES = [
+    {
+        "ports": [{"name": "http", "port": 8080}],
+        "endpoints": [
+            {"addresses": ["10.244.1.7"], "conditions": {"ready": True}},
+            {"addresses": ["10.244.1.8"], "conditions": {"ready": False}},
+        ],
+    },
+    {"ports": [{"port": 9090}], "endpoints": [{"addresses": ["10.244.2.3"]}]},
+]
+
+
+def test_services_proxy_picks_a_ready_endpoint_of_the_named_or_numbered_port() -> None:
+    assert endpoint_of(SERVICE, SLICES, "http") == "10.244.1.7:8080"
+    assert endpoint_of(SERVICE, SLICES, "80") == "10.244.1.7:8080"  # a number names the service port
+    assert endpoint_of(SERVICE, SLICES, "") == "10.244.2.3:9090"  # none: the port without a name
+    for port, says in (("grpc", 'no service port "grpc"'), ("81", 'no endpoints available for service "web"')):
+        with pytest.raises(StatusError, match=says) as refused:
+            endpoint_of(SERVICE, SLICES[:1], port)
+        assert refused.value.code == 503
+    external = {"metadata": {"name": "x"}, "spec": {"type": "ExternalName", "externalName": "a.b"}}
+    with pytest.raises(StatusError, match="no endpoints available"):
+        endpoint_of(external, [], "")

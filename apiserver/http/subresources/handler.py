@@ -42,6 +42,13 @@ class SubresourceHandler:
     async def patch(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
         raise _not_supported(request, res)
 
+    async def delete(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        raise _not_supported(request, res)
+
+    async def options(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        """OPTIONS (authorized as `get`): only relaying subresources (proxy) serve it."""
+        raise _not_supported(request, res)
+
     async def open_stream(
         self, scope: ResourceScope, target: ResourcePath, query: list[tuple[str, str]], protocols: Sequence[str]
     ) -> WebSocketSession:

@@ -37,3 +37,9 @@ class PodProxyHandler(SubresourceHandler):
 
     async def patch(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
         return await self._relay(scope, request, target)
+
+    async def delete(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        return await self._relay(scope, request, target)
+
+    async def options(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
+        return await self._relay(scope, request, target)
