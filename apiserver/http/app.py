@@ -570,8 +570,8 @@ async def _route(api: Api, request: Request) -> Response:
     target = parse_resource_path(path)
     if target is None:
         raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
-    if request.method == "HEAD":
-        return Response(status_code=405)
+    if request.method == "HEAD" and target.subresource != "proxy":
+        return Response(status_code=405)  # only a proxy relays HEAD (to the pod or service)
     return await route(api.scope, request, target)
 
 

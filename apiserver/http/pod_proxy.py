@@ -12,16 +12,19 @@ held.  A pod that is not running, has no IP or does not answer is kube's 503.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-from starlette.responses import StreamingResponse
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
 
 from apiserver import errors
 from apiserver.http.kubelet_proxy import chunks_of
+from apiserver.http.proxy_rewrite import MAX_REWRITE_BYTES, rewrite_body, rewrite_url
+from apiserver.http.requestinfo import ResourcePath
 
 CONNECT_TIMEOUT_S = 5.0
 PASSED_HEADERS = ("accept", "content-type", "user-agent")  # kube drops the rest (credentials above all)
@@ -85,6 +88,21 @@ def pod_url(pod: Mapping[str, Any], target: ProxyTarget, subpath: str, query: st
     return f"{target.scheme or 'http'}://{host}:{pod_port(pod, target.port)}{path}" + (f"?{query}" if query else "")
 
 
+def proxy_prefix(target: ResourcePath, plural: str) -> str:
+    """The path a client proxies through (`/api/v1/namespaces/NS/pods/NAME/proxy`): links in the
+    answer are rewritten under it."""
+    return f"/api/v1/namespaces/{target.namespace}/{plural}/{target.name}/proxy"
+
+
+def redirect_bare(request: Request) -> Response | None:
+    """kube's answer to a GET or HEAD of `.../proxy` without a path: 301 to `.../proxy/` (the
+    target's root), the query kept; None for anything else."""
+    if request.method not in ("GET", "HEAD") or not request.url.path.endswith("/proxy"):
+        return None
+    query = request.url.query
+    return Response(status_code=301, headers={"Location": request.url.path + "/" + (f"?{query}" if query else "")})
+
+
 class PodProxyClient:
     """One pooled session to pods (plain HTTP, or https without verification)."""
 
@@ -108,8 +126,12 @@ class PodProxyClient:
             await self._session.close()
             self._session = None
 
-    async def relay(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> StreamingResponse:
-        """Send the request on; the pod's answer, streamed."""
+    async def relay(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes, rewrite_prefix: str | None = None
+    ) -> Response:
+        """Send the request on; the pod's answer, streamed.  With `rewrite_prefix` (the proxy
+        path the client used), an HTML answer's links and a redirect's Location go through the
+        proxy again (proxy_rewrite.py), as kube's proxy transport rewrites them."""
         passed = {k: v for k, v in headers.items() if k.lower() in PASSED_HEADERS}
         try:
             response = await self._client().request(method, url, headers=passed, data=body or None)
@@ -119,4 +141,23 @@ class PodProxyClient:
             raise errors.unavailable(f"error trying to reach the pod at {url.split('?', maxsplit=1)[0]}: {e}") from None
 
         kept = {k: v for k, v in response.headers.items() if k.lower() in ("content-type", "content-encoding")}
-        return StreamingResponse(chunks_of(response), status_code=response.status, headers=kept)
+        if rewrite_prefix is None:
+            return StreamingResponse(chunks_of(response), status_code=response.status, headers=kept)
+        location = response.headers.get("Location")
+        if location and 300 <= response.status < 400:
+            kept["Location"] = rewrite_url(location, rewrite_prefix)
+        html = response.headers.get("Content-Type", "").split(";")[0].strip().lower() == "text/html"
+        if not html or (response.content_length or 0) > MAX_REWRITE_BYTES:
+            return StreamingResponse(chunks_of(response), status_code=response.status, headers=kept)
+        page = await response.content.read(MAX_REWRITE_BYTES + 1)
+        if len(page) > MAX_REWRITE_BYTES:
+            return StreamingResponse(_then(page, chunks_of(response)), status_code=response.status, headers=kept)
+        response.release()
+        rewritten = rewrite_body(page, response.headers.get("Content-Encoding", ""), rewrite_prefix)
+        return Response(page if rewritten is None else rewritten, status_code=response.status, headers=kept)
+
+
+async def _then(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    yield first
+    async for chunk in rest:
+        yield chunk

@@ -33,7 +33,8 @@ _SUBRESOURCE_VERBS = {
     "PATCH": "patch",
     "POST": "create",
     "DELETE": "delete",
-    "OPTIONS": "get",  # only the proxy subresources relay it (kube's connect verbs)
+    "OPTIONS": "get",  # only the proxy subresources relay these two (kube's connect verbs)
+    "HEAD": "get",
 }
 
 
@@ -82,7 +83,7 @@ async def route(scope: ResourceScope, request: Request, target: ResourcePath) ->
         raise errors.method_not_allowed(f"{method} is not supported on a collection of {res.plural}")
     if sub is not None:
         handler = sub.handler
-        if method == "GET":
+        if method in ("GET", "HEAD"):
             return await handler.get(scope, request, res, target)
         if method == "PUT":
             return await handler.update(scope, request, res, target)

@@ -3,12 +3,15 @@ named container port, or the first declared one), the pod's IP; refusals are 400
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from apiserver.errors import StatusError
 from apiserver.http.pod_proxy import ProxyTarget, parse_target, pod_url
+from apiserver.http.proxy_rewrite import MAX_REWRITE_BYTES, rewrite_body, rewrite_html, rewrite_url
 from apiserver.http.subresources.service_proxy import endpoint_of
 
 POD = {
@@ -78,3 +81,33 @@ def test_services_proxy_picks_a_ready_endpoint_of_the_named_or_numbered_port() -
     external = {"metadata": {"name": "x"}, "spec": {"type": "ExternalName", "externalName": "a.b"}}
     with pytest.raises(StatusError, match="no endpoints available"):
         endpoint_of(external, [], "")
+
+
+PREFIX = "/api/v1/namespaces/ns/pods/http:web:1080/proxy"
+
+
+def test_links_in_a_proxied_page_go_through_the_proxy_again_as_kubes_transport_rewrites_them() -> None:
+    page = (
+        b'<html><a href="/rewriteme">test</a> <A HREF=\'/x/\'>x</A> <img src=/i.png alt="/not-a-link">'
+        b'<a href="relative">r</a> <a href="http://elsewhere/y">e</a> <p title="/left">t</p>'
+        b'<form action="/api/v1/namespaces/ns/pods/http:web:1080/proxy/done"></form></html>'
+    )
+    assert rewrite_html(page, PREFIX) == (
+        b'<html><a href="' + PREFIX.encode() + b"/rewriteme\">test</a> <A HREF='" + PREFIX.encode() + b"/x/'>x</A> "
+        b"<img src=" + PREFIX.encode() + b'/i.png alt="/not-a-link">'
+        b'<a href="relative">r</a> <a href="http://elsewhere/y">e</a> <p title="/left">t</p>'
+        b'<form action="/api/v1/namespaces/ns/pods/http:web:1080/proxy/done"></form></html>'
+    )
+    assert rewrite_url("/a?b=1#c", PREFIX) == PREFIX + "/a?b=1#c"
+    zipped = gzip.compress(b'<a href="/z">z</a>')
+    assert gzip.decompress(rewrite_body(zipped, "gzip", PREFIX) or b"") == b'<a href="' + PREFIX.encode() + b'/z">z</a>'
+    assert rewrite_body(b"not gzip", "gzip", PREFIX) is None  # relayed as it is
+    bomb = gzip.compress(b"<" * (MAX_REWRITE_BYTES + 10))
+    assert rewrite_body(bomb, "gzip", PREFIX) is None  # inflated no further than the bound
+    assert rewrite_body(b"x", "br", PREFIX) is None
+
+
+@given(st.binary(max_size=300))
+def test_any_page_rewrites_without_raising(page: bytes) -> None:
+    rewrite_html(page, PREFIX)
+    rewrite_body(page, "gzip", PREFIX)

@@ -140,6 +140,14 @@ def apply(cluster: ApiserverUnderTest, *objs: dict[str, Any]) -> None:
         cluster.ok("apply", "-n", NS, "-f", "-", stdin=json.dumps(obj))
 
 
+def test_status_shows_a_proxy_per_node_and_the_dns_server(cluster: ApiserverUnderTest) -> None:
+    proc = raftkube("status", "--data-dir", str(cluster.data_dir), "-o", "json", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["part"]: r for r in json.loads(proc.stdout)}
+    for part in ("proxy-node-1", "proxy-node-2", "cluster-dns"):
+        assert rows[part]["healthy"] and rows[part]["pid"], rows.get(part)
+
+
 def test_two_replicas_on_one_port_on_one_node_are_both_reached_by_name_cluster_ip_and_node_port(
     cluster: ApiserverUnderTest,
 ) -> None:

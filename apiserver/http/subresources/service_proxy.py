@@ -20,7 +20,7 @@ from starlette.responses import Response
 from apiserver import errors
 from apiserver.http.handlers.body import read_limited
 from apiserver.http.handlers.scope import ResourceScope
-from apiserver.http.pod_proxy import parse_target
+from apiserver.http.pod_proxy import parse_target, proxy_prefix, redirect_bare
 from apiserver.http.requestinfo import ResourcePath
 from apiserver.http.subresources.handler import SubresourceHandler
 from apiserver.resources.base import ResourceDef
@@ -69,6 +69,9 @@ class ServiceProxyHandler(SubresourceHandler):
         assert target.name is not None and target.namespace is not None
         if scope.pod_proxy is None:
             raise errors.unavailable("this apiserver does not proxy to services")
+        bare = redirect_bare(request)
+        if bare is not None:
+            return bare
         where = parse_target(target.name)
         services = scope.by_path.get(("", "v1", "services"))
         slice_res = scope.by_path.get(("discovery.k8s.io", "v1", "endpointslices"))
@@ -81,7 +84,8 @@ class ServiceProxyHandler(SubresourceHandler):
         query = request.url.query
         url = f"{where.scheme or 'http'}://{address}{path}" + (f"?{query}" if query else "")
         body = await read_limited(request)
-        return await scope.pod_proxy.relay(request.method, url, request.headers, body)
+        prefix = proxy_prefix(target, "services")
+        return await scope.pod_proxy.relay(request.method, url, request.headers, body, rewrite_prefix=prefix)
 
     async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
         return await self._relay(scope, request, target)
