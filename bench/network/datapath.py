@@ -15,7 +15,6 @@ import ipaddress
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -91,6 +90,10 @@ def _merge(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "max_ms": round(lat[-1] / 1e3, 3) if n else None,
         "runs": runs,
     }
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
 
 
 def run(duration: float, workers: int, concurrency: int, say: Callable[[str], None]) -> dict[str, Any]:

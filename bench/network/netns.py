@@ -13,6 +13,7 @@ import ctypes
 import ctypes.util
 import os
 import secrets
+import socket
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -106,11 +107,9 @@ def _setns(fd: int) -> None:
         raise OSError(err, os.strerror(err))
 
 
-def listen_in(ns: str, host: str = "127.0.0.1", port: int = 0) -> "socket.socket":
+def listen_in(ns: str, host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """A listening TCP socket made inside namespace `ns` (this thread goes back to its own
     namespace at once; the socket stays where it was made)."""
-    import socket
-
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
     try:

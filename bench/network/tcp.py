@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import multiprocessing
 import sys
@@ -80,9 +81,11 @@ async def _worker(
         t0 = time.perf_counter()
         done: asyncio.Future[bool] = loop.create_future()
         try:
-            await asyncio.wait_for(loop.create_connection(lambda: _Fetch(done), host, port), CONNECT_TIMEOUT_S)
+            await asyncio.wait_for(
+                loop.create_connection(functools.partial(_Fetch, done), host, port), CONNECT_TIMEOUT_S
+            )
             ok = await asyncio.wait_for(done, CONNECT_TIMEOUT_S)
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             ok = False
         if ok:
             lat.append(time.perf_counter() - t0)
