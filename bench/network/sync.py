@@ -50,7 +50,7 @@ NAMESPACE = "rkbn"
 MANAGED_BY = "bench.raftkube.local"
 UP_TIMEOUT_S = 300.0
 DOWN_TIMEOUT_S = 120.0
-HEALTHY_TIMEOUT_S = 300.0
+HEALTHY_TIMEOUT_S = 120.0
 SEEN_TIMEOUT_S = 30.0
 """A change not seen live this long after its PATCH counts as missed."""
 CREATE_CONCURRENCY = 8
@@ -409,6 +409,11 @@ async def _populate(client: RestClient, services: int, say: Callable[[str], None
     await client.create(
         "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     )
+    # the node the proxies serve: kube-proxy waits for its Node (its addresses) before it syncs
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE_NAME, "labels": {"bench": "network"}}}
+    created = await client.create("/api/v1/nodes", node)
+    created["status"] = {"addresses": [{"type": "InternalIP", "address": GATEWAY}]}
+    await client.replace(f"/api/v1/nodes/{NODE_NAME}/status", created)
     queue = list(range(services))
 
     async def worker() -> None:
