@@ -200,7 +200,8 @@ class Relay:
             with contextlib.suppress(OSError):
                 w.close()
 
-        await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
+        with contextlib.suppress(asyncio.CancelledError):  # the loop's end: the peer is gone already
+            await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
 
     async def close(self) -> None:
         if self.server is not None:
