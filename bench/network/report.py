@@ -19,8 +19,15 @@ def machine() -> dict[str, Any]:
 def evaluate(sync: dict[str, Any] | None) -> list[Target]:
     if not sync or "ours" not in sync:
         return [Target("EndpointSlice change to live rule p99", f"<= {SYNC_P99_GOAL_S:g} s", None, None, "s")]
-    n, p99 = sync["services"], sync["ours"]["p99_s"]
-    met = None if n < GOAL_SERVICES else bool(p99 is not None and p99 <= SYNC_P99_GOAL_S and not sync["ours"]["missed"])
+    runs = [sync[k] for k in ("ours", "ours_again") if k in sync]  # judged by the worse of our runs
+    n = sync["services"]
+    p99s = [r["p99_s"] for r in runs]
+    p99 = None if None in p99s else max(p99s)
+    met = (
+        None
+        if n < GOAL_SERVICES
+        else bool(p99 is not None and p99 <= SYNC_P99_GOAL_S and not any(r["missed"] for r in runs))
+    )
     return [
         Target(f"EndpointSlice change to live rule p99, {n:,} Services", f"<= {SYNC_P99_GOAL_S:g} s", p99, met, "s")
     ]
@@ -88,17 +95,21 @@ def render(doc: dict[str, Any]) -> str:
             lines.append(f"  kube-proxy not run: {peers['not_run']}")
         else:
             rows += list(peers.values())
+        if "ours_again" in s:
+            rows.append(s["ours_again"])
         for r in rows:
             lines.append(
                 f"{r['proxy'][:57]:<58}{_f(r['p50_s'], '.3f'):>8}{_f(r['p99_s'], '.3f'):>8}{_f(r['max_s'], '.3f'):>8}"
                 f"{r['missed']:>8}{_f(r['listing_p50_s'], '.3f'):>11}{r['full_table_after_start_s']:>15.1f}"
             )
-        own = (s.get("ours") or {}).get("own_metric")
-        if own:
-            lines.append(
-                f"  our proxy's own raftkube_proxy_sync_latency_seconds over the changes: {own['syncs']} syncs, p50 in "
-                f"the bucket <= {own['p50_bucket_le_s']} s, p99 <= {own['p99_bucket_le_s']} s"
-            )
+        for key in ("ours", "ours_again"):
+            own = (s.get(key) or {}).get("own_metric")
+            if own:
+                lines.append(
+                    f"  {s[key]['proxy']}, its own raftkube_proxy_sync_latency_seconds over the changes: "
+                    f"{own['syncs']} syncs, p50 in the bucket <= {own['p50_bucket_le_s']} s, "
+                    f"p99 <= {own['p99_bucket_le_s']} s"
+                )
     for key, err in doc["failed"].items():
         lines.append(f"  {key}: FAILED: {err[:300]}")
     lines += ["", "TARGETS", f"{'target':<56}{'goal':>10}{'measured':>12}  met"]
