@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     if not args.skip_datapath:
         try:
-            dp = datapath.run(duration, args.workers, args.concurrency, say)
+            dp = datapath.run(duration, args.workers, args.concurrency, say, cycles=1 if args.quick else 2)
         except Exception as e:  # the other half still runs; the failure is in the results
             traceback.print_exc()
             failed["datapath"] = f"{type(e).__name__}: {e}"

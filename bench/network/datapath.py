@@ -4,9 +4,9 @@ Two server pods and a client pod on a bridge in a "host" namespace of our own (n
 proxy's table for one Service (ClusterIP 10.251.0.10:80 -> both servers' :8080), rendered by
 components.proxy.rules and applied by components.proxy.nft in that host namespace.  From the
 client pod, `bench.network.tcp load` (a connection per request, see tcp.py): (a) direct, the two
-pod IPs taken in turn; (b) the ClusterIP.  Each leg runs twice for half the duration, in the
-order direct, service, service, direct, so that neither always runs on a warmer or quieter
-machine; a leg's figures are over both its runs.
+pod IPs taken in turn; (b) the ClusterIP.  In `cycles` rounds of direct, service, service,
+direct (each run a 2*cycles-th of the duration), so that neither always runs on a warmer or
+quieter machine; a leg's figures are over all its runs.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a and b else None
 
 
-def run(duration: float, workers: int, concurrency: int, say: Callable[[str], None]) -> dict[str, Any]:
+def run(duration: float, workers: int, concurrency: int, say: Callable[[str], None], cycles: int = 1) -> dict[str, Any]:
     servers: list[subprocess.Popen[str]] = []
     with Network() as net:
         try:
@@ -116,11 +116,11 @@ def run(duration: float, workers: int, concurrency: int, say: Callable[[str], No
                 if probe["requests"] == 0:
                     raise RuntimeError(f"no request to {targets} succeeded ({probe['errors']} errors)")
             legs: dict[str, list[dict[str, Any]]] = {"direct": [], "service": []}
-            for leg in ("direct", "service", "service", "direct"):
-                say(f"network: datapath, {leg} for {duration / 2:g} s")
-                legs[leg].append(
-                    _load(client, direct if leg == "direct" else service, duration / 2, workers, concurrency)
-                )
+            piece = duration / (2 * cycles)
+            for leg in ("direct", "service", "service", "direct") * cycles:
+                say(f"network: datapath, {leg} for {piece:g} s")
+                targets = direct if leg == "direct" else service
+                legs[leg].append(_load(client, targets, piece, workers, concurrency))
             out = {k: _merge(v) for k, v in legs.items()}
             d, s = out["direct"], out["service"]
             conntrack = sh(in_ns(net.host, "cat", "/proc/sys/net/netfilter/nf_conntrack_count"), check=False).strip()
@@ -135,6 +135,7 @@ def run(duration: float, workers: int, concurrency: int, say: Callable[[str], No
                 "table_bytes": len(ruleset.text),
                 "workers": workers,
                 "concurrency": concurrency,
+                "cycles": cycles,
                 "direct": d,
                 "service": s,
                 "rate_ratio_service_to_direct": round(s["rate_per_s"] / d["rate_per_s"], 3)

@@ -65,8 +65,8 @@ def render(doc: dict[str, Any]) -> str:
     if d:
         lines += [
             "",
-            f"DATAPATH: {d['what']}; {cfg['duration_s']:g} s a path, in two halves, order direct, service, service, "
-            "direct",
+            f"DATAPATH: {d['what']}; {cfg['duration_s']:g} s a path, in {2 * d['cycles']} runs each, order "
+            f"(direct, service, service, direct) x {d['cycles']}",
             f"{'path':<34}{'requests/s':>12}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'errors':>8}",
         ]
         for key, label in (("direct", "pod-to-pod direct (peer)"), ("service", "ClusterIP via the proxy's table")):
@@ -75,10 +75,14 @@ def render(doc: dict[str, Any]) -> str:
                 f"{label:<34}{r['rate_per_s']:>12,.0f}{_f(r['p50_ms'], '.2f'):>9}{_f(r['p90_ms'], '.2f'):>9}"
                 f"{_f(r['p99_ms'], '.2f'):>9}{r['errors']:>8}"
             )
+        spread = "; ".join(
+            f"{key} " + ", ".join(f"{r['rate_per_s']:,.0f}" for r in d[key]["runs"]) for key in ("direct", "service")
+        )
         lines.append(
             f"{'service / direct':<34}{_f(d['rate_ratio_service_to_direct'], '.3f'):>12}"
             f"{_f(d['p50_ratio_service_to_direct'], '.3f'):>9}{'':>9}{_f(d['p99_ratio_service_to_direct'], '.3f'):>9}"
         )
+        lines.append(f"  each run's requests/s (in the order run, per leg): {spread}")
     s = doc.get("sync")
     if s:
         lines += [
