@@ -336,6 +336,11 @@ def row(svc: Obj, now: float) -> list[Any]:
     ]
 
 
+def fields(svc: Obj) -> dict[str, str]:
+    """kube's selectable fields of a Service (kube-proxy lists with spec.clusterIP!=None)."""
+    return {"spec.clusterIP": text(svc, "spec.clusterIP"), "spec.type": text(svc, "spec.type")}
+
+
 RESOURCE = ResourceDef(
     group="",
     version="v1",
@@ -356,6 +361,8 @@ RESOURCE = ResourceDef(
         Subresource("status", "Service", handler=STATUS_VIEW),
     ),
     bumps_generation=False,
+    fields=fields,
+    field_selectors=("spec.clusterIP", "spec.type"),
     default=default,
     validate=validate,
     prepare_update=prepare_update,

@@ -38,6 +38,11 @@ BENCHMARKS: tuple[tuple[str, str, str], ...] = (
         "bench.startup.cli",
         "pod start-up latency on 100 and 1,000 hollow nodes, and raftkube up to Ready nodes",
     ),
+    (
+        "network",
+        "bench.network.cli",
+        "Service traffic through the proxy against pod-to-pod direct; EndpointSlice change to live rule",
+    ),
 )
 """Each benchmark: its subcommand, the module that declares its arguments and runs it, its help."""
 

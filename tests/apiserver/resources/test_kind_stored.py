@@ -292,3 +292,23 @@ def test_an_event_written_through_events_k8s_io_is_selected_by_both_apis() -> No
         assert (other.status_code, other.json()["message"]) == (400, "field label not supported: source")
 
     _serve(exercise)
+
+
+def test_services_are_selected_by_cluster_ip_and_type() -> None:
+    """kube's Service field selectors: kube-proxy lists Services with spec.clusterIP!=None (the
+    headless ones are DNS's), and spec.type selects too; another field is kube's 400."""
+    res = find("", "services")
+    port = [{"port": 80, "protocol": "TCP"}]
+
+    async def exercise(client: httpx.AsyncClient) -> None:
+        for name, spec in (("headless", {"clusterIP": "None"}), ("plain", {}), ("np", {"type": "NodePort"})):
+            made = await client.post(_url(res), json={"metadata": {"name": name}, "spec": {"ports": port, **spec}})
+            assert made.status_code == 201, made.text
+        proxied = await client.get(_url(res), params={"fieldSelector": "spec.clusterIP!=None"})
+        assert sorted(i["metadata"]["name"] for i in proxied.json()["items"]) == ["np", "plain"]
+        by_type = await client.get(_url(res), params={"fieldSelector": "spec.type=NodePort"})
+        assert [i["metadata"]["name"] for i in by_type.json()["items"]] == ["np"]
+        bad = await client.get(_url(res), params={"fieldSelector": "spec.ports=x"})
+        assert (bad.status_code, bad.json()["message"]) == (400, "field label not supported: spec.ports")
+
+    _serve(exercise)
