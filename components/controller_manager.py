@@ -32,6 +32,8 @@ from components.client.rest import RestClient
 from components.controllers._slice_mirroring import MAX_ENDPOINTS_PER_SUBSET
 from components.controllers.base import Controller
 from components.controllers.endpointslicemirroring import EndpointSliceMirroringController
+from components.controllers.horizontalpodautoscaler import SYNC_S as HPA_SYNC_S
+from components.controllers.horizontalpodautoscaler import HorizontalPodAutoscalerController
 from components.controllers.nodelifecycle import GRACE_PERIOD_S, NodeLifecycleController
 from components.controllers.registry import CONTROLLERS, select
 from components.controllers.rootcacertpublisher import RootCACertPublisher
@@ -55,6 +57,7 @@ class Options:
     root_ca: bytes | None = None  # --root-ca-file's PEM; None: the kubeconfig's CA
     node_monitor_grace_period: float = GRACE_PERIOD_S
     mirroring_max_endpoints_per_subset: int = MAX_ENDPOINTS_PER_SUBSET
+    hpa_sync_period: float = HPA_SYNC_S
 
 
 def controller_makers(opts: Options, config: kubeconfig.ClientConfig) -> list[ControllerMaker]:
@@ -76,6 +79,8 @@ def controller_makers(opts: Options, config: kubeconfig.ClientConfig) -> list[Co
                     max_endpoints_per_subset=opts.mirroring_max_endpoints_per_subset,
                 )
             )
+        elif c is HorizontalPodAutoscalerController:
+            out.append(functools.partial(HorizontalPodAutoscalerController, sync_period=opts.hpa_sync_period))
         else:
             out.append(c)
     return out
@@ -112,6 +117,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"the most addresses of one Endpoints subset mirrored into EndpointSlices, 1 to 1000 "
         f"(default {MAX_ENDPOINTS_PER_SUBSET})",
     )
+    p.add_argument(
+        "--horizontal-pod-autoscaler-sync-period",
+        dest="hpa_sync_period",
+        type=float,
+        default=HPA_SYNC_S,
+        help=f"seconds between an autoscaler's passes (default {HPA_SYNC_S:g}, as kube)",
+    )
     p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every reconcile failure and leader change")
 
@@ -135,6 +147,10 @@ def options(args: argparse.Namespace) -> Options:
         raise ValueError(
             f"--node-monitor-grace-period must be a positive number of seconds, got {args.node_monitor_grace_period}"
         )
+    if not (math.isfinite(args.hpa_sync_period) and args.hpa_sync_period > 0):
+        raise ValueError(
+            f"--horizontal-pod-autoscaler-sync-period must be a positive number of seconds, got {args.hpa_sync_period}"
+        )
     if not 1 <= args.mirroring_max_endpoints_per_subset <= 1000:
         raise ValueError(
             "--mirroring-max-endpoints-per-subset must be from 1 to 1000,"
@@ -151,6 +167,7 @@ def options(args: argparse.Namespace) -> Options:
         read_root_ca(args.root_ca_file) if args.root_ca_file else None,
         args.node_monitor_grace_period,
         args.mirroring_max_endpoints_per_subset,
+        args.hpa_sync_period,
     )
 
 

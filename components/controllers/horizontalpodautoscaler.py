@@ -54,6 +54,10 @@ class HorizontalPodAutoscalerController(Controller):
     workers = 1
     wall: Callable[[], float] = staticmethod(time.time)
 
+    def __init__(self, *args: Any, sync_period: float = SYNC_S, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sync_period = sync_period  # --horizontal-pod-autoscaler-sync-period
+
     def setup(self) -> None:
         self.hpas = self.factory.informer(HPAS)
         self.pods = self.factory.informer(PODS)
@@ -77,7 +81,7 @@ class HorizontalPodAutoscalerController(Controller):
         for kept in (self._proposals, self._ups, self._downs):
             kept[key] = [e for e in kept.get(key, []) if e[0] > now - HISTORY_S]
         await self._autoscale(key, hpa, now)
-        raise Requeue(after=SYNC_S)
+        raise Requeue(after=self.sync_period)
 
     async def _autoscale(self, key: str, hpa: Obj, now: float) -> None:
         ns = str(metadata(hpa).get("namespace") or "")

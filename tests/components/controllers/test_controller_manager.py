@@ -95,6 +95,10 @@ def test_runs_controllers_and_hands_over(cluster: ApiserverUnderTest, processes:
         (["--root-ca-file", "/nonexistent/ca.crt"], "--root-ca-file: /nonexistent/ca.crt: No such file"),
         (["--root-ca-file", __file__], "not PEM certificates"),
         (["--node-monitor-grace-period", "nan"], "--node-monitor-grace-period must be a positive number of seconds"),
+        (
+            ["--horizontal-pod-autoscaler-sync-period", "0"],
+            "--horizontal-pod-autoscaler-sync-period must be a positive number of seconds",
+        ),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(tmp_path: Path, args: list[str], says: str) -> None:
