@@ -73,7 +73,9 @@ def node(cluster: ApiserverUnderTest, tmp_path_factory: pytest.TempPathFactory) 
     argv += ["--node-name", NODE, "--root-dir", str(root / "kubelet"), "--port", str(kubelet_port)]
     argv += ["--tls-cert-file", str(serving.cert), "--tls-private-key-file", str(serving.key)]
     argv += ["--client-ca-file", str(creds.ca)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    kubelet_log = root / "kubelet.log"
+    with kubelet_log.open("wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -120,13 +122,18 @@ def node(cluster: ApiserverUnderTest, tmp_path_factory: pytest.TempPathFactory) 
                 s.settimeout(1.0)
                 return s.connect_ex(("127.0.0.1", web_port)) == 0
 
-        until("the web container listening", web_serving)
+        try:
+            until("the web container listening", web_serving)
+        except AssertionError as e:  # say why: the kubelet's own account and the pod's status
+            pod_now = cluster.kubectl("get", "pod", POD, "-o", "json").stdout[-3000:]
+            kubelet_said = kubelet_log.read_text(errors="replace")[-6000:]
+            raise AssertionError(f"{e}\nthe pod: {pod_now}\nthe kubelet's log:\n{kubelet_said}") from None
         yield {"kubelet_port": kubelet_port, "web_port": web_port, "root": root, "proc": proc}
     finally:
         cluster.kubectl("delete", "pod", POD, "--wait=false")
         until("the pod's deletion confirmed", lambda: cluster.kubectl("get", "pod", POD).returncode != 0)
         proc.terminate()
-        proc.communicate(timeout=15)
+        proc.wait(timeout=15)
         cluster.kubectl("delete", "node", NODE)
 
 
