@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import random
 from collections.abc import Callable, Iterable
 
 import orjson
 
 from apiserver.storage.interface import KeyExistsError, RevisionConflictError, Storage
+from machinery.allocation_bands import NODE_PORT_BANDS, dynamic_offset
+
+log = logging.getLogger("raftkube.apiserver")
 
 KEY = "/registry/ranges/servicenodeports"
 DEFAULT_RANGE = (30000, 32767)
@@ -42,20 +46,12 @@ def parse_range(text: str) -> tuple[int, int]:
     return first, last
 
 
-def dynamic_offset(size: int) -> int:
-    """kube's calculateRangeOffset for ports."""
-    lower, upper, step = 16, 128, 32
-    if size < lower:
-        return 0
-    return min(max(lower, size // step), upper)
-
-
 class NodePortAllocator:
     def __init__(self, storage: Storage, port_range: tuple[int, int] = DEFAULT_RANGE, rng: random.Random | None = None):
         self.storage = storage
         self.first, self.last = port_range
         self.size = self.last - self.first + 1
-        self.offset = dynamic_offset(self.size)
+        self.offset = dynamic_offset(self.size, NODE_PORT_BANDS)
         self.rng = rng or random.Random()
         self._lock = asyncio.Lock()  # one change at a time from this process (the CAS covers others)
 
@@ -73,13 +69,25 @@ class NodePortAllocator:
         stored = await self.storage.get(KEY)
         if stored is None:
             return set(), 0
-        doc = orjson.loads(stored.value)
-        first = parse_range(str(doc.get("range", self.range_text)))[0]
-        # a bitmap written for another range (the flag changed): its ports are read where they
-        # are, and the ones outside this range are dropped at the next write
-        bits = int.from_bytes(base64.b64decode(doc.get("data", "")), "little")
+        return self._decode(stored.value), stored.revision
+
+    def _decode(self, value: bytes) -> set[int]:
+        """The taken ports of a stored bitmap.  One written for another range (the flag
+        changed) is read where its ports are, and the ones outside this range are dropped at
+        the next write.  One that cannot be read (corrupted) reads as empty, said in the log:
+        the next write replaces it and the repair loop marks every Service's port again —
+        rather than every Service write failing until someone mends the store by hand."""
+        try:
+            doc = orjson.loads(value)
+            first, last = parse_range(str(doc.get("range", self.range_text)))
+            # no more bytes than its range has bits: a huge value is not read whole
+            raw = base64.b64decode(str(doc.get("data", "")), validate=True)[: (last - first + 8) // 8]
+        except (ValueError, TypeError, AttributeError) as e:  # JSON, base64 (binascii) and range errors
+            log.warning("the node port bitmap at %s cannot be read (%s): taken as empty until rewritten", KEY, e)
+            return set()
+        bits = int.from_bytes(raw, "little")
         taken = {first + i for i in range(bits.bit_length()) if bits >> i & 1}
-        return {p for p in taken if self.contains(p)}, stored.revision
+        return {p for p in taken if self.contains(p)}
 
     def _encode(self, taken: Iterable[int]) -> bytes:
         bits = 0

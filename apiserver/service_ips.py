@@ -25,6 +25,7 @@ from apiserver import errors
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
 from apiserver.watchcache.cacher import Cacher
+from machinery.allocation_bands import SERVICE_IP_BANDS, dynamic_offset
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.apiserver")
@@ -59,14 +60,6 @@ class ParentRef:
         return cls(namespace, name) if isinstance(namespace, str) and isinstance(name, str) else None
 
 
-def dynamic_offset(size: int) -> int:
-    """Where the dynamic part of a range of `size` usable addresses begins (kube's calculateRangeOffset)."""
-    lower, upper, step = 16, 256, 16
-    if size < lower:
-        return 0
-    return min(max(lower, size // step), upper)
-
-
 class ClusterIPAllocator:
     """The addresses of one service CIDR (one IP family)."""
 
@@ -80,7 +73,7 @@ class ClusterIPAllocator:
         self.first = int(self.network.network_address) + 1
         self.last = int(self.network.broadcast_address) - (1 if self.network.version == 4 else 0)
         self.size = max(0, self.last - self.first + 1)
-        self.offset = dynamic_offset(self.size)
+        self.offset = dynamic_offset(self.size, SERVICE_IP_BANDS)
 
     @property
     def cidr(self) -> str:

@@ -23,8 +23,9 @@ from apiserver.node_ports import KEY, NodePortAllocator, parse_range
 from apiserver.registry.deletion import DeleteOptions
 from apiserver.registry.generic import Registry
 from apiserver.service_allocation import ServiceAllocation, ServiceAllocationRepair
-from apiserver.service_ips import ClusterIPAllocator, dynamic_offset
+from apiserver.service_ips import ClusterIPAllocator
 from apiserver.watchcache.cacher import Cacher
+from machinery.allocation_bands import NODE_PORT_BANDS, SERVICE_IP_BANDS, dynamic_offset
 from machinery.objects import Obj
 from tests.apiserver.kinds_support import find, registry
 from tests.apiserver.memstorage import MemStorage
@@ -118,7 +119,8 @@ def test_a_service_gets_a_free_address_from_the_upper_part_and_its_ipaddress_obj
             ip = svc["spec"]["clusterIP"]
             assert svc["spec"]["clusterIPs"] == [ip]
             assert svc["spec"]["ipFamilies"] == ["IPv4"] and svc["spec"]["ipFamilyPolicy"] == "SingleStack"
-            assert int(ipaddress.ip_address(ip)) >= int(ipaddress.ip_address("10.96.0.1")) + dynamic_offset(65534)
+            upper_band = int(ipaddress.ip_address("10.96.0.1")) + dynamic_offset(65534, SERVICE_IP_BANDS)
+            assert int(ipaddress.ip_address(ip)) >= upper_band
             assert await w.ips() == {ip: "default/web"}
             obj = await w.addresses.get(None, ip)
             assert obj["metadata"]["labels"] == {
@@ -318,6 +320,48 @@ def test_repair_brings_back_missing_records_and_frees_orphans_after_a_grace() ->
             assert await w.allocation.ports.taken() == {port}
 
     run(go())
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"range": "30000-32767", "data": "%%%"}',
+        b'{"range": "1-99999", "data": ""}',
+    ],
+)
+def test_a_corrupted_node_port_bitmap_is_rewritten_and_repaired(stored: bytes) -> None:
+    async def go() -> None:
+        async with world() as w:
+            svc = await w.create(service("web", type="NodePort"))
+            port = svc["spec"]["ports"][0]["nodePort"]
+            current = await w.storage.get(KEY)
+            assert current is not None
+            await w.storage.update(KEY, stored, current.revision)
+            # writes go on (the bitmap reads as empty and is replaced) ...
+            other = await w.create(service("api", type="NodePort"))
+            assert await w.allocation.ports.taken() == {other["spec"]["ports"][0]["nodePort"]}
+            # ... and the repair loop marks the first Service's port again
+            await w.settle()
+            await w.repair.repair_once()
+            assert await w.allocation.ports.taken() == {port, other["spec"]["ports"][0]["nodePort"]}
+
+    run(go())
+
+
+def test_a_bitmap_with_more_bits_than_its_range_is_read_no_further() -> None:
+    allocator = NodePortAllocator(MemStorage())
+    huge = b'{"range": "30000-32767", "data": "' + b"/" * 4_000_000 + b'"}'
+    assert allocator._decode(huge) == set(range(30000, 32768))
+
+
+def test_the_random_bands_split_where_kube_splits() -> None:
+    # kube's calculateRangeOffset: the service CIDR /16 (65,534 addresses) and /28 (14: no split);
+    # the default node port range (2,768 ports) and a wide one
+    assert dynamic_offset(65534, SERVICE_IP_BANDS) == 256 and dynamic_offset(14, SERVICE_IP_BANDS) == 0
+    assert dynamic_offset(254, SERVICE_IP_BANDS) == 16 and dynamic_offset(2000, SERVICE_IP_BANDS) == 125
+    assert dynamic_offset(2768, NODE_PORT_BANDS) == 86 and dynamic_offset(60000, NODE_PORT_BANDS) == 128
 
 
 def test_port_range_flag_parsing() -> None:
