@@ -6,24 +6,23 @@ PORT is a service port's name or number (none: the port without a name); the end
 random ready address of the EndpointSlices of the Service whose port has that port's name,
 dialled at the slice's port (the targetPort resolved by the endpointslice controller).
 ExternalName Services and Services without a ready endpoint answer 503 ServiceUnavailable in
-kube's words.  The relay (and its limits) is the pod proxy's (apiserver.http.pod_proxy).
+kube's words.  The relay (and its limits) is the pod proxy's (apiserver.http.pod_proxy,
+subresources.relay).
 """
 
 from __future__ import annotations
 
 import random
+from typing import ClassVar
 from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import Response
 
 from apiserver import errors
-from apiserver.http.handlers.body import read_limited
 from apiserver.http.handlers.scope import ResourceScope
-from apiserver.http.pod_proxy import parse_target, proxy_prefix, redirect_bare
+from apiserver.http.pod_proxy import parse_target
 from apiserver.http.requestinfo import ResourcePath
-from apiserver.http.subresources.handler import SubresourceHandler
-from apiserver.resources.base import ResourceDef
+from apiserver.http.subresources.relay import RelayHandler
 from apiserver.service_routing import host_port, slices_of
 from machinery.objects import Obj, as_dict
 
@@ -64,14 +63,11 @@ def endpoint_of(service: Obj, slices: list[Obj], port: str, rng: random.Random =
     return rng.choice(found)
 
 
-class ServiceProxyHandler(SubresourceHandler):
-    async def _relay(self, scope: ResourceScope, request: Request, target: ResourcePath) -> Response:
+class ServiceProxyHandler(RelayHandler):
+    resource: ClassVar[str] = "services"
+
+    async def upstream_url(self, scope: ResourceScope, request: Request, target: ResourcePath) -> str:
         assert target.name is not None and target.namespace is not None
-        if scope.pod_proxy is None:
-            raise errors.unavailable("this apiserver does not proxy to services")
-        bare = redirect_bare(request)
-        if bare is not None:
-            return bare
         where = parse_target(target.name)
         services = scope.by_path.get(("", "v1", "services"))
         slice_res = scope.by_path.get(("discovery.k8s.io", "v1", "endpointslices"))
@@ -82,25 +78,4 @@ class ServiceProxyHandler(SubresourceHandler):
         address = endpoint_of(service, slices, where.port)
         path = "/" + quote(target.subpath.lstrip("/"), safe="/:@!$&'()*+,;=-._~%")
         query = request.url.query
-        url = f"{where.scheme or 'http'}://{address}{path}" + (f"?{query}" if query else "")
-        body = await read_limited(request)
-        prefix = proxy_prefix(target, "services")
-        return await scope.pod_proxy.relay(request.method, url, request.headers, body, rewrite_prefix=prefix)
-
-    async def get(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
-        return await self._relay(scope, request, target)
-
-    async def create(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
-        return await self._relay(scope, request, target)
-
-    async def update(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
-        return await self._relay(scope, request, target)
-
-    async def patch(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
-        return await self._relay(scope, request, target)
-
-    async def delete(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
-        return await self._relay(scope, request, target)
-
-    async def options(self, scope: ResourceScope, request: Request, res: ResourceDef, target: ResourcePath) -> Response:
-        return await self._relay(scope, request, target)
+        return f"{where.scheme or 'http'}://{address}{path}" + (f"?{query}" if query else "")
