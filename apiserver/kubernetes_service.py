@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from apiserver import errors
 from apiserver.patch.jsonvalue import deep_copy
 from apiserver.registry.generic import Registry
+from machinery import kept_objects
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.apiserver")
@@ -35,10 +36,6 @@ PORT_NAME = "https"
 MANAGER = "kube-apiserver"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/16"
 INTERVAL_SECONDS = 10.0  # kube's EndpointReconcilerInterval
-ATTEMPTS = 3  # writes per object a round, on conflicts (another writer raced us)
-# set when the Service is made, never fixed: the ClusterIP is immutable (kube's reconciler leaves
-# a Service with another one as it is, too)
-CREATE_ONLY = ("clusterIP", "clusterIPs")
 SERVICE_LABELS = {"component": "apiserver", "provider": "kubernetes"}
 # the label kube's reconciler puts on the slice it manages
 SLICE_LABELS = {"kubernetes.io/service-name": NAME, "endpointslice.kubernetes.io/managed-by": "kube-apiserver"}
@@ -106,60 +103,48 @@ class KubernetesService:
         }
 
 
-def _owned(want: Obj, have: Obj) -> Obj | None:
-    """`have` with the fields `want` sets put back (labels merged), or None when nothing differs."""
-    out = dict(have)
-    changed = False
-    for key, value in want.items():
-        if key == "metadata":
-            meta = dict(have.get("metadata") or {})
-            labels = meta.get("labels")
-            labels = labels if isinstance(labels, dict) else {}
-            merged = {**labels, **value.get("labels", {})}
-            if merged != labels:
-                meta["labels"] = merged
-                out["metadata"] = meta
-                changed = True
-        elif key == "spec":
-            spec = dict(have.get("spec") or {}) if isinstance(have.get("spec"), dict) else {}
-            for field, wanted in value.items():
-                if field not in CREATE_ONLY and spec.get(field) != wanted:
-                    spec[field] = wanted
-                    changed = True
-            out["spec"] = spec
-        elif have.get(key) != value:
-            out[key] = value
-            changed = True
-    return out if changed else None
+@dataclass(frozen=True)
+class RegistryObject:
+    """One object of a registry, read and written as machinery.kept_objects asks."""
+
+    registry: Registry
+    namespace: str | None
+    name: str
+    manager: str = MANAGER
+
+    async def get(self) -> Obj | None:
+        try:
+            return await self.registry.get(self.namespace, self.name)
+        except errors.StatusError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    async def create(self, obj: Obj) -> bool:
+        try:
+            await self.registry.create(self.namespace, deep_copy(obj), manager=self.manager)
+            return True
+        except errors.StatusError as e:
+            if e.code == 409:
+                return False
+            raise
+
+    async def replace(self, obj: Obj) -> bool:
+        try:
+            await self.registry.update(self.namespace, self.name, obj, manager=self.manager)
+            return True
+        except errors.StatusError as e:
+            if e.code in (404, 409):
+                return False
+            raise
 
 
 async def keep_object(registry: Registry, want: Obj, manager: str = MANAGER) -> str:
-    """Make `want` exist with the fields it sets (labels merged, the rest left alone); returns
-    what was done (for the log).  Also what keeps kube-system/extension-apiserver-authentication."""
-    namespace, name = want["metadata"].get("namespace"), want["metadata"]["name"]
-    for _ in range(ATTEMPTS):
-        try:
-            have = await registry.get(namespace, name)
-        except errors.StatusError as e:
-            if e.code != 404:
-                raise
-            try:
-                await registry.create(namespace, deep_copy(want), manager=manager)
-                return "created"
-            except errors.StatusError as e2:
-                if e2.code == 409:  # made meanwhile: look again
-                    continue
-                raise
-        fixed = _owned(want, have)
-        if fixed is None:
-            return ""
-        try:
-            await registry.update(namespace, name, fixed, manager=manager)
-            return "fixed"
-        except errors.StatusError as e:
-            if e.code not in (404, 409):
-                raise
-    return "raced"
+    """Make `want` exist with the fields it sets (machinery.kept_objects: labels merged, the
+    rest left alone); what was done, for the log.  Also what keeps
+    kube-system/extension-apiserver-authentication and the local APIServices."""
+    where = RegistryObject(registry, want["metadata"].get("namespace"), want["metadata"]["name"], manager)
+    return await kept_objects.keep_object(where, want)
 
 
 async def reconcile(target: KubernetesService, services: Registry, endpoints: Registry, slices: Registry) -> None:

@@ -6,8 +6,9 @@ The Service is CoreDNS's as kubeadm installs it: labels `k8s-app: kube-dns` and
 `kubernetes.io/name: CoreDNS`, ports dns 53/UDP, dns-tcp 53/TCP and metrics 9153/TCP, no selector
 (so the endpointslice controller leaves its endpoints to us).  The slice
 `kube-dns-raftkube` (managed-by `raftkube-dns`) holds the advertised address and port.  Each round
-makes what is missing, puts back the fields it owns when someone changed them, and leaves
-everything else alone; the ClusterIP is set on create only (it is immutable).
+keeps both as machinery.kept_objects says (the apiserver keeps `default/kubernetes` by the same
+rule): what is missing is made, the fields it owns are put back when someone changed them,
+everything else is left alone; the ClusterIP is set on create only (it is immutable).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from components.client.rest import (
     RestClient,
     TransportError,
 )
+from machinery import kept_objects
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.dns")
@@ -39,8 +41,6 @@ MANAGER = "raftkube-dns"
 DEFAULT_SERVICE_IP = "10.96.0.10"  # kubeadm's: the tenth address of the service CIDR
 METRICS_PORT = 9153
 INTERVAL_SECONDS = 10.0
-ATTEMPTS = 3  # writes per object a round, on conflicts
-CREATE_ONLY = ("clusterIP", "clusterIPs")
 SERVICE_LABELS = {"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}
 SLICE_LABELS = {"kubernetes.io/service-name": SERVICE_NAME, "endpointslice.kubernetes.io/managed-by": MANAGER}
 
@@ -97,56 +97,39 @@ class KubeDNS:
         }
 
 
-def _owned(want: Obj, have: Obj) -> Obj | None:
-    """`have` with the fields `want` sets put back (labels merged), or None when nothing differs."""
-    out = dict(have)
-    changed = False
-    for key, value in want.items():
-        if key in ("apiVersion", "kind"):
-            continue
-        if key == "metadata":
-            meta = dict(have.get("metadata") or {})
-            labels = meta.get("labels")
-            labels = labels if isinstance(labels, dict) else {}
-            merged = {**labels, **value.get("labels", {})}
-            if merged != labels:
-                meta["labels"] = merged
-                out["metadata"] = meta
-                changed = True
-        elif key == "spec":
-            spec = dict(have["spec"]) if isinstance(have.get("spec"), dict) else {}
-            for field, wanted in value.items():
-                if field not in CREATE_ONLY and spec.get(field) != wanted:
-                    spec[field] = wanted
-                    changed = True
-            out["spec"] = spec
-        elif have.get(key) != value:
-            out[key] = value
-            changed = True
-    return out if changed else None
+@dataclass(frozen=True)
+class ApiObject:
+    """One object in kube-system through the REST client, read and written as
+    machinery.kept_objects asks."""
+
+    client: RestClient
+    resource: Resource
+    name: str
+
+    async def get(self) -> Obj | None:
+        try:
+            return await self.client.get(self.resource.path(NAMESPACE, self.name))
+        except NotFoundError:
+            return None
+
+    async def create(self, obj: Obj) -> bool:
+        try:
+            await self.client.create(self.resource.path(NAMESPACE), obj, params={"fieldManager": MANAGER})
+            return True
+        except AlreadyExistsError:
+            return False
+
+    async def replace(self, obj: Obj) -> bool:
+        try:
+            await self.client.replace(self.resource.path(NAMESPACE, self.name), obj, params={"fieldManager": MANAGER})
+            return True
+        except (ConflictError, NotFoundError):
+            return False
 
 
 async def keep_object(client: RestClient, resource: Resource, want: Obj) -> str:
-    """Make `want` exist with the fields it sets; returns what was done (for the log)."""
-    name = want["metadata"]["name"]
-    for _ in range(ATTEMPTS):
-        try:
-            have = await client.get(resource.path(NAMESPACE, name))
-        except NotFoundError:
-            try:
-                await client.create(resource.path(NAMESPACE), want, params={"fieldManager": MANAGER})
-                return "created"
-            except AlreadyExistsError:  # made meanwhile: look again
-                continue
-        fixed = _owned(want, have)
-        if fixed is None:
-            return ""
-        try:
-            await client.replace(resource.path(NAMESPACE, name), fixed, params={"fieldManager": MANAGER})
-            return "fixed"
-        except (ConflictError, NotFoundError):
-            continue
-    return "raced"
+    """Make `want` exist with the fields it sets (machinery.kept_objects); what was done, for the log."""
+    return await kept_objects.keep_object(ApiObject(client, resource, want["metadata"]["name"]), want)
 
 
 async def reconcile(client: RestClient, target: KubeDNS) -> bool:
