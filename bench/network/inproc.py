@@ -1,7 +1,7 @@
 """How long the service proxy takes to render and apply a big table: N Services (every fifth
 a NodePort) with E endpoints each, in a private network namespace (never the host's).
 
-    python -m bench.proxy_sync [--services 1000] [--endpoints 2] [--rounds 20] [--events 200]
+    python -m bench.network.inproc [--services 1000] [--endpoints 2] [--rounds 20] [--events 200]
 
 Prints one JSON line: the first render and whole replace, then, for rounds in which one
 Service's endpoints change (a typical event), render and in-place apply times in seconds

@@ -12,7 +12,7 @@ shares one kernel, so "any local address" would take the port on every node.  A 
 127.0.0.1 is reached from the node itself: the bridge routes loopback-sourced packets
 (route_localnet) and they are masqueraded, so the pod can answer, as portmap does.
 
-Pure rendering (`render`) from validated values; applying goes through components.proxy.nft.
+Pure rendering (`render`) from validated values; applying goes through machinery.process.nft.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.proxy import nft
 from machinery.objects import Obj
+from machinery.process import nft
 
 log = logging.getLogger("raftkube.kubelet")
 

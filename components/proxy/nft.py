@@ -9,43 +9,20 @@ to one Service is a few lines for nft, ~30 ms, where the whole table is ~0.6 s),
 affinity sets that stay keep their elements, so unrelated Service changes do not forget which
 client sticks to which endpoint.
 
-Errors are NftError with nft's own words; every call is bounded by `timeout`.
+Errors are NftError with nft's own words (machinery.process.nft runs it); every call is
+bounded by `timeout`.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-from collections.abc import Sequence
 
 from components.proxy.rules import TABLE_PREFIX, Ruleset, affinity_set_spec
+from machinery.process.nft import TIMEOUT_S, NftError, Prefix, run
 
-NFT = "nft"
-TIMEOUT_S = 30.0
-MAX_ERROR = 2000
 TABLE_RE = re.compile(re.escape(TABLE_PREFIX) + "[0-9a-f]{10}")
-Prefix = Sequence[str]  # what runs nft, e.g. ("ip", "netns", "exec", NS) in tests
 
-
-class NftError(Exception):
-    """nft refused, failed or did not answer in time; the message says what it said."""
-
-
-def run(script: str, *, check_only: bool = False, timeout: float = TIMEOUT_S, prefix: Prefix = ()) -> str:
-    """`nft -f -` with `script` on stdin (`-c`: only check it); its output."""
-    argv = [*prefix, NFT, *(["-c"] if check_only else []), "-f", "-"]
-    try:
-        done = subprocess.run(argv, input=script, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise NftError(f"nft did not finish within {timeout:g}s") from None
-    except OSError as e:
-        raise NftError(f"cannot run nft: {e}") from None
-    if done.returncode != 0:
-        said = done.stderr.strip() or done.stdout.strip()
-        if len(said) > MAX_ERROR:  # one error per rule of a big table: the first ones say enough
-            said = said[:MAX_ERROR] + f"... ({len(said) - MAX_ERROR} more characters)"
-        raise NftError(f"nft failed (status {done.returncode}): {said}")
-    return done.stdout
+__all__ = ["NftError", "Prefix", "apply", "check", "remove", "run", "tables"]
 
 
 def replace_script(ruleset: Ruleset) -> str:
@@ -113,18 +90,9 @@ def remove(table: str, *, timeout: float = TIMEOUT_S, prefix: Prefix = ()) -> No
 
 def tables(*, timeout: float = TIMEOUT_S, prefix: Prefix = ()) -> list[str]:
     """Our tables (`rk-proxy-…`, family ip) in this network namespace."""
-    try:
-        done = subprocess.run(
-            [*prefix, NFT, "list", "tables"], capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise NftError(f"nft did not finish within {timeout:g}s") from None
-    except OSError as e:
-        raise NftError(f"cannot run nft: {e}") from None
-    if done.returncode != 0:
-        raise NftError(f"nft list tables failed: {done.stderr.strip()}")
+    listing = run("list tables\n", timeout=timeout, prefix=prefix)
     out = []
-    for line in done.stdout.splitlines():
+    for line in listing.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[0] == "table" and parts[1] == "ip" and parts[2].startswith(TABLE_PREFIX):
             out.append(parts[2])

@@ -26,6 +26,7 @@ from components.kubelet import podnet
 from tests.apiserver.support import ApiserverUnderTest
 from tests.support.cli import raftkube
 from tests.support.detached import detached_cluster
+from tests.support.wait import until as wait_until
 
 NS = "default"
 WAIT_S = 120.0
@@ -36,14 +37,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the pod network needs
 
 
 def until(what: str, check: Callable[[], Any], wait: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + wait
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {wait:.0f}s waiting for {what}")
-        time.sleep(0.5)
+    return wait_until(what, check, wait, step=0.5)
 
 
 def _stop_parts(data_dir: Path) -> None:
