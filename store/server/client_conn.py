@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from store.api.watch import WatchResponse
+from store.server.watch_frames import WatchFrameEncoder
+
 TLS_CHUNK = 64 << 10
 """Bytes written to a TLS transport at a time.  asyncio encrypts all of one write into an
 OpenSSL memory buffer before passing it on, and that buffer keeps its largest size for the
@@ -40,6 +43,12 @@ class ClientConn:
         """The client's address, for the log."""
         name = self.writer.get_extra_info("peername")
         return f"{name[0]}:{name[1]}" if isinstance(name, tuple) and len(name) >= 2 else str(name)
+
+    def token(self, resp: WatchResponse) -> int | None:
+        return self.watches.get(resp.watch_id)
+
+    def frame_encoder(self, header: list[int]) -> WatchFrameEncoder:
+        return WatchFrameEncoder(header)
 
     def backlog(self) -> int:
         """Bytes written to the connection that the client has not taken yet (all of them:

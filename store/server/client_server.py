@@ -21,18 +21,23 @@ import contextlib
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store.api import errors as E
 from store.api import methods as M
 from store.api.framing import FrameReader, Oversized, encode_frame
 from store.api.protocol import END, ERROR, OK, PROTOCOL, STREAM
+from store.etcdapi.grpc import GrpcHandler
+from store.etcdapi.http2 import Http2Connection
 from store.server import memory
 from store.server.client_conn import ClientConn, limit_tls_buffers
 from store.server.cluster_service import ClusterService
 from store.server.kv_service import KVService, WriteRequest
 from store.server.lease_service import LeaseService
 from store.server.watch_streams import WatchStreams
+
+if TYPE_CHECKING:
+    from store.etcdapi.grpc import Route
 
 log = logging.getLogger("raftkube.clients")
 
@@ -44,6 +49,11 @@ SNAPSHOT_CHUNK = 1 << 20
 RELEASE_AFTER = 1 << 20
 """Unsent bytes of a closing connection above which the heap is trimmed after it (memory.py),
 as it is after one that held watches (its watchers' buffers go with it)."""
+
+H2_SNIFF = b"PRI "
+"""The first bytes of HTTP/2's connection preface (as a frame length of ours: 1.3 GB, never one)."""
+GRPC_OVERHEAD = 512 << 10
+"""etcd's margin over --max-request-bytes for a gRPC message (its grpcOverheadBytes)."""
 
 Handler = Callable[[Any], Awaitable[Any]]
 
@@ -61,6 +71,7 @@ class ClientServer:
         hello_timeout: float,
         frame_timeout: float,
         ssl_context: ssl.SSLContext | None = None,
+        etcd_routes: dict[bytes, Route] | None = None,
     ) -> None:
         self.kv = kv
         self.watches = watches
@@ -92,6 +103,10 @@ class ClientServer:
             M.MOVE_LEADER.name: cluster.move_leader,
         }
         self._fast = {M.PUT.name, M.DELETE_RANGE.name, M.TXN.name}
+        self.etcd_routes = etcd_routes
+        """The etcd API's calls (store/etcdapi), served on this same port to connections that
+        speak HTTP/2: by ALPN "h2" under TLS, by the HTTP/2 preface without."""
+        self.etcd_conns: set[Http2Connection] = set()
 
     async def listen(self, host: str, port: int) -> None:
         # TLS is started by hand after accepting, so that a connection counts against the
@@ -103,6 +118,8 @@ class ClientServer:
             self.server.close()
         for c in list(self.conns):
             c.abort()
+        for h in list(self.etcd_conns):
+            h.abort()
         if self.server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.server.wait_closed(), 1.0)
@@ -128,17 +145,60 @@ class ClientServer:
                     writer.transport.abort()
                     return
                 limit_tls_buffers(raw, writer.transport)
-            await self._serve(reader, writer, raw if self.ssl_context is not None else None)
+                tls = writer.get_extra_info("ssl_object")
+                if self.etcd_routes is not None and tls is not None and tls.selected_alpn_protocol() == "h2":
+                    await self._serve_etcd(reader, writer, b"")
+                    return
+                await self._serve(reader, writer, raw)
+                return
+            # without TLS the first bytes tell: HTTP/2's preface starts "PRI ", never a frame of ours
+            try:
+                first = await asyncio.wait_for(reader.readexactly(len(H2_SNIFF)), self.hello_timeout)
+            except (TimeoutError, asyncio.IncompleteReadError, OSError, ConnectionError):
+                writer.transport.abort()
+                return
+            if self.etcd_routes is not None and first == H2_SNIFF:
+                await self._serve_etcd(reader, writer, first)
+                return
+            await self._serve(reader, writer, None, first)
         finally:
             self._accepted -= 1
 
+    async def _serve_etcd(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, first: bytes) -> None:
+        """Hand the connection to the etcd API: the transport gets an HTTP/2 protocol, which is
+        fed what the stream reader had already taken in; returns once the connection closes."""
+        assert self.etcd_routes is not None
+        routes = self.etcd_routes
+        limit = self.max_request_bytes + GRPC_OVERHEAD
+        closed = asyncio.get_running_loop().create_future()
+
+        def gone(conn: Http2Connection) -> None:
+            self.etcd_conns.discard(conn)
+            if not closed.done():
+                closed.set_result(None)
+
+        h2 = Http2Connection(lambda c: GrpcHandler(c, routes, limit), gone)
+        self.etcd_conns.add(h2)
+        transport = writer.transport
+        taken = first + _take_buffered(reader)
+        transport.set_protocol(h2)
+        h2.connection_made(transport)
+        if taken:
+            h2.data_received(taken)
+        await closed
+
     async def _serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: asyncio.WriteTransport | None
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        raw: asyncio.WriteTransport | None,
+        sniffed: bytes = b"",
     ) -> None:
         conn = ClientConn(writer, raw)
         frames = FrameReader(
             reader, max_frame=self.max_request_bytes, skip_oversized=True, frame_timeout=self.frame_timeout
         )
+        frames.buf += sniffed  # bytes read to tell the protocol apart
         tasks: set[asyncio.Task[None]] = set()
         try:
             try:
@@ -259,6 +319,17 @@ class ClientServer:
             kind = END if off + SNAPSHOT_CHUNK >= len(data) else STREAM
             conn.send(encode_frame([rid, kind, header, data[off : off + SNAPSHOT_CHUNK]]))
             await conn.writer.drain()
+
+
+def _take_buffered(reader: asyncio.StreamReader) -> bytes:
+    """What the stream reader has received and nobody read yet (asyncio has no public way to
+    take it back; `_buffer` is its bytearray in every CPython 3.x)."""
+    buffered = getattr(reader, "_buffer", None)
+    if not isinstance(buffered, bytearray):
+        return b""
+    taken = bytes(buffered)
+    buffered.clear()
+    return taken
 
 
 def _is_hello(f: Any) -> bool:

@@ -37,20 +37,21 @@ class KVService:
             await self.reads.barrier()
         return self.state.kv.range(req)
 
-    def write(self, req: WriteRequest, done: Done) -> None:
+    def write(self, req: WriteRequest, done: Done, forward: bool = False) -> None:
         """The hot path: checked and proposed right here, answered by the apply loop calling
-        `done` (no coroutine per request).  A refused request raises StoreError."""
+        `done` (no coroutine per request).  A refused request raises StoreError.  `forward`:
+        a follower hands it to the leader (Proposals.submit)."""
         if isinstance(req, PutRequest):
             self.state.validate_put(req)
         elif isinstance(req, DeleteRangeRequest):
             self.state.validate_delete(req)
         else:
             self.state.validate_txn(req)
-        self.proposals.submit(req.kind, req.to_wire(), done)
+        self.proposals.submit(req.kind, req.to_wire(), done, forward)
 
-    async def compact(self, req: CompactionRequest) -> CompactionResponse:
+    async def compact(self, req: CompactionRequest, forward: bool = False) -> CompactionResponse:
         self.state.validate_compact(req)
-        return CompactionResponse.from_wire(await self.proposals.propose("compact", req.to_wire()))
+        return CompactionResponse.from_wire(await self.proposals.propose("compact", req.to_wire(), forward=forward))
 
     async def hash_kv(self, req: HashKVRequest) -> HashKVResponse:
         kv = self.state.kv

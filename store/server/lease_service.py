@@ -42,11 +42,13 @@ class LeaseService:
         self.leader_error = leader_error
         self._rng = random.Random()
 
-    async def grant(self, req: LeaseGrantRequest) -> LeaseGrantResponse:
+    async def grant(self, req: LeaseGrantRequest, forward: bool = False) -> LeaseGrantResponse:
         lease_id = req.id or self._new_lease_id()
         self.state.validate_lease_grant(lease_id, req.ttl)
         # The log carries [id, ttl]: the id is chosen here, so every member grants the same.
-        return LeaseGrantResponse.from_wire(await self.proposals.propose("lease_grant", [lease_id, req.ttl]))
+        return LeaseGrantResponse.from_wire(
+            await self.proposals.propose("lease_grant", [lease_id, req.ttl], forward=forward)
+        )
 
     def _new_lease_id(self) -> int:
         while True:
@@ -54,12 +56,16 @@ class LeaseService:
             if not self.state.lessor.exists(lease_id):
                 return lease_id
 
-    async def revoke(self, req: LeaseIdRequest) -> LeaseRevokeResponse:
+    async def revoke(self, req: LeaseIdRequest, forward: bool = False) -> LeaseRevokeResponse:
         if not self.state.lessor.exists(req.id):
             raise E.LeaseNotFoundError(req.id)
-        return LeaseRevokeResponse.from_wire(await self.proposals.propose("lease_revoke", [req.id]))
+        return LeaseRevokeResponse.from_wire(await self.proposals.propose("lease_revoke", [req.id], forward=forward))
 
     async def keepalive(self, req: LeaseIdRequest) -> LeaseKeepAliveResponse:
+        return self.keepalive_now(req)
+
+    def keepalive_now(self, req: LeaseIdRequest) -> LeaseKeepAliveResponse:
+        """The keep-alive, answered at once (a stream of them needs no task each)."""
         if not self.node.is_leader:
             raise self.leader_error()
         ttl = self.state.lessor.renew(req.id, self.clock.monotonic())

@@ -27,6 +27,8 @@ from store import canaries, failpoints
 from store.api import errors as E
 from store.api.cluster import MemberInfo
 from store.api.protocol import split_url
+from store.etcdapi.relay import LeaderRelay
+from store.etcdapi.service import EtcdApi
 from store.lease.lessor import min_lease_ttl as lease_ttl_floor
 from store.raft import Config, RawNode, Ready, SoftState, StateType
 from store.raft.types import Message, MessageType
@@ -136,12 +138,15 @@ class Member:
         cluster = ClusterService(
             self.state, node, self.proposals, self.reads, self.member_status, timeout, self._leader_error
         )
+        self.leader_relay = LeaderRelay(node, lambda: self.state.members, self.peer_client_tls, self._leader_error)
+        etcd = EtcdApi(kv, self.leases, cluster, self.watches, self._header, self._etcd_url, self.leader_relay)
         self.clients = ClientServer(
             kv,
             self.leases,
             cluster,
             self.watches,
             self._header,
+            etcd_routes=etcd.routes(),
             max_request_bytes=cfg.max_request_bytes,
             max_connections=self._connection_limit(),
             hello_timeout=cfg.hello_timeout,
@@ -163,7 +168,15 @@ class Member:
             )
             return None, None, None
         files = pki.load_files(self.cfg.data_dir / TLS_DIR, pki.MEMBER)
-        return pki.server_context(files), pki.server_context(files), pki.client_context(files.ca, files.cert, files.key)
+        clients = pki.server_context(files)
+        clients.set_alpn_protocols(["h2"])  # gRPC clients (the etcd API) ask for h2; ours ask for nothing
+        return clients, pki.server_context(files), pki.client_context(files.ca, files.cert, files.key)
+
+    def _etcd_url(self, client_url: str) -> str:
+        """Where etcd clients reach a member: its client port, https unless insecure."""
+        host, port = split_url(client_url)
+        host = f"[{host}]" if ":" in host else host
+        return f"{'http' if self.cfg.insecure else 'https'}://{host}:{port}"
 
     def _restore_state(self) -> ReplicatedState:
         cfg, p = self.cfg, self.persistence
@@ -228,6 +241,7 @@ class Member:
         for t in self._tasks:
             t.cancel()
         await self.clients.close()
+        await self.leader_relay.close()
         await self.http.close()
         await self.node.stop()
         await self.transport.close()

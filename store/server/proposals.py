@@ -86,9 +86,14 @@ class Proposals:
         return self._seq
 
     # ------------------------------------------------------------------ proposing
-    def submit(self, kind: str, args: Any, done: Done) -> None:
-        """Propose a write whose request was checked already; `done` gets the answer."""
-        if not self.node.is_leader:
+    def submit(self, kind: str, args: Any, done: Done, forward: bool = False) -> None:
+        """Propose a write whose request was checked already; `done` gets the answer.
+
+        On a follower, `forward` hands it to the leader through Raft (etcd's proposal
+        forwarding: the etcd API takes writes on any member); the entry still names this
+        member as its origin, so this member's apply loop answers it.  Without `forward`, a
+        follower refuses it (our own client then goes to the leader itself)."""
+        if not self.node.is_leader and not (forward and self.node.has_leader):
             done(self.leader_error())
             return
         if self.node.no_space:
@@ -104,9 +109,9 @@ class Proposals:
         self._pending_bytes += len(data)
         self._enqueue(data)
 
-    async def propose(self, kind: str, args: Any) -> Any:
+    async def propose(self, kind: str, args: Any, forward: bool = False) -> Any:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.submit(kind, args, settles(fut))
+        self.submit(kind, args, settles(fut), forward)
         return await fut
 
     def propose_internal(self, kind: str, args: Any) -> None:

@@ -13,6 +13,7 @@ import struct
 import msgpack
 
 from store.api.kv import Event
+from store.api.protocol import END, STREAM
 from store.api.watch import WatchResponse
 
 _LEN = struct.Struct(">I")
@@ -65,6 +66,10 @@ class WatchFrameEncoder:
             self._arrays[key] = b
         self._lists[id(events)] = (events, b)
         return b
+
+    def watch_frame(self, request_id: int, resp: WatchResponse) -> bytes:
+        """The frame of `resp` on the watch stream of `request_id`: STREAM, or END once canceled."""
+        return self.frame(request_id, END if resp.canceled else STREAM, resp)
 
     def frame(self, request_id: int, kind: int, resp: WatchResponse) -> bytes:
         """[request_id, kind, header, resp.to_wire()] as one length-prefixed frame."""

@@ -28,17 +28,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from store import canaries, failpoints
 from store.api import errors as E
-from store.api.protocol import END, STREAM
 from store.api.watch import WatchCreateRequest, WatchResponse
 from store.server import memory
-from store.server.client_conn import ClientConn
 from store.server.state import ReplicatedState
 from store.server.unsafe_watch import drop_after_compaction, strip_delete_prev_kv
 from store.server.watch_budget import OutputBudget
-from store.server.watch_frames import WatchFrameEncoder
 from store.watch.watcher import Watcher
 
 log = logging.getLogger("raftkube.watch")
@@ -77,6 +75,42 @@ def budget_for(output_limit: int) -> int:
     return max(1, (output_limit - ROUND_COPIES * round_bytes_for(output_limit)) // OUTPUT_COST)
 
 
+class FrameEncoder(Protocol):
+    """Makes the bytes of watch responses for one kind of owner, for one dispatch round
+    (it may cache pieces shared between watchers for the round)."""
+
+    def watch_frame(self, token: int, resp: WatchResponse) -> bytes: ...
+
+
+class WatchOwner(Protocol):
+    """What owns watches: a connection of our protocol (store/server/client_conn.py), or a
+    Watch call of the etcd API (store/etcdapi/watch.py)."""
+
+    watches: dict[int, int]
+    """Hub watch id -> the owner's token for it (our request id; etcd's per-stream watch id)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def peer(self) -> str: ...
+
+    def token(self, resp: WatchResponse) -> int | None:
+        """The owner's token for the watch `resp` answers (None: not its watch any more)."""
+        ...
+
+    def frame_encoder(self, header: list[int]) -> FrameEncoder:
+        """A new encoder for a round, from the member's response header: one per round is
+        shared by every owner of the same type."""
+        ...
+
+    def backlog(self) -> int: ...
+
+    def send(self, data: bytes) -> None: ...
+
+    def abort(self) -> None: ...
+
+
 SYNC_IDLE = 0.02
 """Seconds between two catch-up rounds when there was nothing to catch up."""
 
@@ -98,9 +132,9 @@ class WatchStreams:
         self.pause_bytes = min(pause_bytes, limit_bytes // 2)
         self.output_limit = output_limit
         self.round_bytes = round_bytes_for(output_limit)
-        self.budget: OutputBudget[ClientConn] = OutputBudget(budget_for(output_limit))
+        self.budget: OutputBudget[WatchOwner] = OutputBudget(budget_for(output_limit))
         """What all connections owe together, and who is cut off first past `budget_for(output_limit)`."""
-        self._owner: dict[int, ClientConn] = {}
+        self._owner: dict[int, WatchOwner] = {}
         self._scheduled = False
         self._compact_seen = state.kv.compact_revision
         """drop-watch-event-at-compaction: the compact revision the canary last acted on."""
@@ -112,7 +146,8 @@ class WatchStreams:
         """Bytes of frames made so far in the dispatch round under way."""
 
     # ------------------------------------------------------------------ requests
-    def create(self, conn: ClientConn, rid: int, req: WatchCreateRequest) -> None:
+    def create(self, conn: WatchOwner, rid: int, req: WatchCreateRequest) -> int:
+        """Start a watch owned by `conn` under its token `rid`; the hub's id for it."""
         if len(conn.watches) >= MAX_WATCHES_PER_CONNECTION:
             raise E.TooManyWatchesError(f"this connection holds {len(conn.watches)} watches, the most allowed")
         if self.state.hub.watcher_count() >= MAX_WATCHES:
@@ -121,13 +156,14 @@ class WatchStreams:
         conn.watches[wid] = rid
         self._owner[wid] = conn
         self.schedule()
+        return wid
 
-    def cancel(self, conn: ClientConn, watch_id: int) -> None:
+    def cancel(self, conn: WatchOwner, watch_id: int) -> None:
         if watch_id not in conn.watches:
             raise E.WatchNotFoundError(f"no watch {watch_id} on this connection")
         self._forget(conn, watch_id)
 
-    def progress(self, conn: ClientConn, watch_id: int) -> None:
+    def progress(self, conn: WatchOwner, watch_id: int) -> None:
         """A progress notification for one of this connection's watches (0: all of them)."""
         if watch_id == 0:
             for wid in list(conn.watches):
@@ -138,7 +174,7 @@ class WatchStreams:
             raise E.WatchNotFoundError(f"no watch {watch_id} on this connection")
         self.schedule()
 
-    def drop(self, conn: ClientConn) -> int:
+    def drop(self, conn: WatchOwner) -> int:
         """The connection is gone: its watches end, and what it owed no longer counts.
         Returns what it owed, as last counted."""
         owed = self.budget.forget(conn)
@@ -146,7 +182,7 @@ class WatchStreams:
             self._forget(conn, wid)
         return owed
 
-    def _forget(self, conn: ClientConn, watch_id: int) -> None:
+    def _forget(self, conn: WatchOwner, watch_id: int) -> None:
         self.state.hub.cancel(watch_id)
         conn.watches.pop(watch_id, None)
         self._owner.pop(watch_id, None)
@@ -161,7 +197,7 @@ class WatchStreams:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._dispatch)
 
-    def _held(self, w: Watcher, queued: dict[ClientConn, int] | None = None) -> bool:
+    def _held(self, w: Watcher, queued: dict[WatchOwner, int] | None = None) -> bool:
         """Whether `w` gets no output now: its connection is gone or has more unsent than
         `pause_bytes` (counting `queued`, what this round has for it but not written yet).
         A watcher nobody owns is not held: the hub drains it."""
@@ -176,9 +212,10 @@ class WatchStreams:
     def _dispatch(self) -> None:
         self._scheduled = False
         hub = self.state.hub
-        enc = WatchFrameEncoder(self.header())
-        pending: dict[ClientConn, list[bytes]] = {}
-        sizes: dict[ClientConn, int] = {}
+        header = self.header()
+        encoders: dict[Any, FrameEncoder] = {}
+        pending: dict[WatchOwner, list[bytes]] = {}
+        sizes: dict[WatchOwner, int] = {}
         self._round_bytes = 0
 
         responses = hub.drain_iter(max_events=DISPATCH_EVENTS, held=lambda w: self._held(w, sizes))
@@ -190,10 +227,13 @@ class WatchStreams:
             conn = self._owner.get(resp.watch_id)
             if conn is None:
                 continue
-            rid = conn.watches.get(resp.watch_id)
+            rid = conn.token(resp)
             if rid is None:
                 continue
-            frame = enc.frame(rid, END if resp.canceled else STREAM, resp)
+            enc = encoders.get(type(conn))
+            if enc is None:
+                enc = encoders[type(conn)] = conn.frame_encoder(header)
+            frame = enc.watch_frame(rid, resp)
             pending.setdefault(conn, []).append(frame)
             sizes[conn] = sizes.get(conn, 0) + len(frame)
             self._round_bytes += len(frame)
@@ -232,7 +272,7 @@ class WatchStreams:
                 "the connections that stopped reading longest go first",
             )
 
-    def _cut_off(self, conn: ClientConn, why: str) -> None:
+    def _cut_off(self, conn: WatchOwner, why: str) -> None:
         """A client that does not read its watch streams must not grow our memory without
         bound: drop the connection and everything queued for it."""
         self.cut_off += 1

@@ -324,6 +324,23 @@ class WatchHub:
         ws = self._watchers.values() if watch_id == 0 else [w for w in [self._watchers.get(watch_id)] if w]
         return self._queue_progress(ws)
 
+    def progress_if_all_synced(self, watch_ids: list[int]) -> int | None:
+        """etcd's RequestProgressAll for one stream: when every watcher of `watch_ids` is synced
+        with nothing queued, one progress notification, at the revision all of them have been
+        sent, is queued on the first of them and its id returned.  Otherwise, or when there are
+        no watchers, nothing is queued (etcd drops the request too; the client asks again)."""
+        ws = [self._watchers.get(i) for i in watch_ids]
+        synced = [w for w in ws if w is not None and w.synced and not w.has_output()]
+        if not ws or len(synced) != len(ws):
+            return None
+        rev = min(self._covered(w) for w in synced)
+        if any(rev < w.min_rev - 1 for w in synced):
+            return None
+        first = synced[0]
+        first.head.append(WatchResponse(first.id, rev))
+        self._ready[first] = None
+        return first.id
+
     def progress_tick(self) -> int:
         """The periodic round for watchers created with progress_notify: those that got no events
         since the last round get a progress notification.  Returns how many were queued."""

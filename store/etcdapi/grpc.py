@@ -1,0 +1,347 @@
+"""gRPC over our HTTP/2 connection (store/etcdapi/http2.py): the calls of the etcd API.
+
+A call is one HTTP/2 stream: request headers (`:method POST`, `:path /etcdserverpb.KV/Put`,
+`content-type: application/grpc...`, maybe `grpc-timeout`), then length-prefixed messages
+(1 byte "compressed", 4 bytes length, the protobuf bytes), answered by response headers,
+messages and trailers carrying `grpc-status` and `grpc-message`.
+
+Every edge is checked here, before a handler sees anything: an unknown path is UNIMPLEMENTED,
+a compressed message (we offer only identity) UNIMPLEMENTED, a message over
+`max_message_bytes` RESOURCE_EXHAUSTED (its bytes are dropped as they come, never buffered),
+bytes that do not parse as the method's request message INVALID_ARGUMENT; a call past its
+`grpc-timeout` ends DEADLINE_EXCEEDED.  Errors never reach the connection: one bad call ends
+with its status and the others go on.
+
+Handlers: a unary one gets (call, request) and answers with `call.reply(msg)` or
+`call.fail(status)`, synchronously or later (the write hot path answers from the apply
+loop's callback, with no task per request); a streaming one is an object made per call that
+gets each message, the client's half-close and a cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from google.protobuf.message import DecodeError
+
+from store.etcdapi.convert import (
+    CANCELLED,
+    DEADLINE_EXCEEDED,
+    INTERNAL,
+    INVALID_ARGUMENT,
+    OK,
+    RESOURCE_EXHAUSTED,
+    UNIMPLEMENTED,
+    GrpcStatus,
+)
+from store.etcdapi.http2 import Http2Connection, Stream
+from store.etcdapi.messages import RpcMethod
+
+log = logging.getLogger("raftkube.etcdapi")
+
+RESPONSE_HEADERS = [(b":status", b"200"), (b"content-type", b"application/grpc")]
+OK_TRAILERS = [(b"grpc-status", b"0")]
+TIMEOUT_UNITS = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
+
+
+def percent_encode(message: str) -> bytes:
+    """grpc-message as the gRPC spec writes it: bytes outside printable ASCII, and '%', as %XX."""
+    out = bytearray()
+    for b in message.encode("utf-8"):
+        if 0x20 <= b <= 0x7E and b != 0x25:
+            out.append(b)
+        else:
+            out += b"%%%02X" % b
+    return bytes(out)
+
+
+def frame_message(data: bytes) -> bytes:
+    """One message as gRPC frames it: uncompressed, length, bytes."""
+    return b"\0" + len(data).to_bytes(4, "big") + data
+
+
+def parse_timeout(value: bytes) -> float | None:
+    """grpc-timeout (`100m`, `5S`: at most 8 digits and a unit) in seconds; None if malformed."""
+    if not 2 <= len(value) <= 9 or not value[:-1].isdigit():
+        return None
+    unit = TIMEOUT_UNITS.get(value[-1:])
+    return None if unit is None else int(value[:-1]) * unit
+
+
+class StreamingHandler(Protocol):
+    """One streaming call's server side (made per call by its factory)."""
+
+    def message(self, msg: Any) -> None: ...
+
+    def half_closed(self) -> None: ...
+
+    def cancelled(self) -> None: ...
+
+
+UnaryHandler = Callable[["Call", Any], None]
+StreamingFactory = Callable[["Call"], StreamingHandler]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    method: RpcMethod
+    unary: UnaryHandler | None = None
+    streaming: StreamingFactory | None = None
+
+
+class Call:
+    """The server side of one gRPC call."""
+
+    __slots__ = (
+        "_buf",
+        "_messages",
+        "_need",
+        "_skip",
+        "_started",
+        "_timer",
+        "done",
+        "handler",
+        "max_message",
+        "route",
+        "stream",
+    )
+
+    def __init__(self, stream: Stream, route: Route, max_message: int) -> None:
+        self.stream = stream
+        self.route = route
+        self.max_message = max_message
+        self._buf = bytearray()
+        self._need = -1
+        """Bytes of the message under way (-1: between messages)."""
+        self._skip = 0
+        """Bytes of an oversized message still to be dropped."""
+        self._messages = 0
+        self._started = False
+        self.done = False
+        self._timer: asyncio.TimerHandle | None = None
+        self.handler: StreamingHandler | None = None
+
+    @property
+    def peer(self) -> str:
+        return self.stream.conn.peer
+
+    def metadata(self, name: bytes) -> bytes | None:
+        return self.stream.header(name)
+
+    # ------------------------------------------------------------------ answering
+    def _start(self) -> None:
+        if not self._started:
+            self._started = True
+            self.stream.send_headers(RESPONSE_HEADERS)
+
+    def send(self, msg: Any) -> None:
+        """One response message of a streaming call."""
+        self.send_encoded(frame_message(msg.SerializeToString()))
+
+    def send_encoded(self, framed: bytes) -> None:
+        """A response message already serialized and framed (watch responses: built from
+        pieces shared between watchers)."""
+        if self.done:
+            return
+        self._start()
+        self.stream.send_data(framed)
+
+    def reply(self, msg: Any) -> None:
+        """The answer of a unary call, and its end."""
+        if self.done:
+            return
+        self._start()
+        self.stream.send_data(frame_message(msg.SerializeToString()))
+        self.finish()
+
+    def finish(self) -> None:
+        if self.done:
+            return
+        self._start()
+        self._end()
+        self.stream.send_trailers(OK_TRAILERS)
+
+    def fail(self, status: GrpcStatus) -> None:
+        if self.done:
+            return
+        trailers = [(b"grpc-status", str(status.code).encode()), (b"grpc-message", percent_encode(status.message))]
+        self._end()
+        if self._started:
+            self.stream.send_trailers(trailers)
+        else:  # trailers-only: one HEADERS frame
+            self._started = True
+            self.stream.send_headers(RESPONSE_HEADERS + trailers, end=True)
+
+    def _end(self) -> None:
+        self.done = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def backlog(self) -> int:
+        """Bytes this call owes its client (queued for the flow-control window, and unsent on
+        the connection)."""
+        return self.stream.backlog()
+
+    def abort(self) -> None:
+        """Drop the whole connection now (a client that does not read: see watch_streams)."""
+        self._end()
+        self.stream.conn.abort()
+
+    @property
+    def closed(self) -> bool:
+        return self.done or self.stream.closed or self.stream.conn.closed
+
+    # ------------------------------------------------------------------ receiving
+    def data(self, data: bytes, end: bool) -> None:
+        view = memoryview(data)
+        pos = 0
+        conn = self.stream.conn
+        while pos < len(view) and not self.done:
+            if self._skip:
+                n = min(self._skip, len(view) - pos)
+                self._skip -= n
+                pos += n
+                conn.consumed(n, self.stream)
+                continue
+            if self._need < 0:
+                want = 5 - len(self._buf)
+                self._buf += view[pos : pos + want]
+                pos += min(want, len(view) - pos)
+                if len(self._buf) < 5:
+                    break
+                compressed, length = self._buf[0], int.from_bytes(self._buf[1:5], "big")
+                conn.consumed(5, self.stream)
+                self._buf.clear()
+                if compressed:
+                    self._skip = length
+                    self.fail(GrpcStatus(UNIMPLEMENTED, "grpc: compressed messages are not supported (identity only)"))
+                    break
+                if length > self.max_message:
+                    self._skip = length
+                    self.fail(
+                        GrpcStatus(
+                            RESOURCE_EXHAUSTED,
+                            f"grpc: received message larger than max ({length} vs. {self.max_message})",
+                        )
+                    )
+                    break
+                self._need = length
+            take = min(self._need - len(self._buf), len(view) - pos)
+            self._buf += view[pos : pos + take]
+            pos += take
+            if len(self._buf) == self._need:
+                body = bytes(self._buf)
+                self._buf.clear()
+                self._need = -1
+                conn.consumed(len(body), self.stream)
+                self._message(body)
+        if pos < len(view):
+            conn.consumed(len(view) - pos, self.stream)  # after a failure: dropped, window given back
+        if end and not self.done:
+            if self._need >= 0 or self._buf:
+                self.fail(GrpcStatus(INTERNAL, "grpc: the request ended inside a message"))
+            elif self.handler is not None:
+                self.handler.half_closed()
+            elif self._messages == 0:
+                self.fail(GrpcStatus(INTERNAL, "grpc: a unary call without its request message"))
+
+    def _message(self, body: bytes) -> None:
+        self._messages += 1
+        route = self.route
+        try:
+            msg = route.method.request.FromString(body)
+        except DecodeError as e:
+            self.fail(GrpcStatus(INVALID_ARGUMENT, f"grpc: error unmarshalling request: {e}"))
+            return
+        try:
+            if route.unary is not None:
+                if self._messages > 1:
+                    self.fail(GrpcStatus(INTERNAL, "grpc: a unary call with more than one request message"))
+                    return
+                route.unary(self, msg)
+            elif self.handler is not None:
+                self.handler.message(msg)
+        except GrpcStatus as s:
+            self.fail(s)
+        except Exception as e:  # a bug: this call fails, the member goes on
+            log.exception("internal error serving %s", route.method.path)
+            self.fail(GrpcStatus(INTERNAL, f"etcdserver: internal error: {type(e).__name__}: {e}"))
+
+    def cancelled(self) -> None:
+        if self.done:
+            return
+        self._end()
+        if self.handler is not None:
+            self.handler.cancelled()
+
+
+class GrpcHandler:
+    """The HTTP/2 handler of one connection: streams become calls."""
+
+    def __init__(self, conn: Http2Connection, routes: dict[bytes, Route], max_message: int) -> None:
+        self.conn = conn
+        self.routes = routes
+        self.max_message = max_message
+
+    def on_headers(self, stream: Stream) -> None:
+        path = stream.header(b":path") or b""
+        route = self.routes.get(path)
+        if stream.header(b":method") != b"POST" or not (stream.header(b"content-type") or b"").startswith(
+            b"application/grpc"
+        ):
+            stream.send_headers([(b":status", b"415"), (b"content-type", b"text/plain")], end=False)
+            stream.send_trailers([])
+            return
+        if route is None:
+            call = Call(stream, Route(_unknown_method()), self.max_message)
+            stream.app = call
+            service = path.decode("latin-1").strip("/").split("/")[0]
+            call.fail(GrpcStatus(UNIMPLEMENTED, f"unknown method {path.decode('latin-1')[:200]} for service {service}"))
+            return
+        call = Call(stream, route, self.max_message)
+        stream.app = call
+        encoding = stream.header(b"grpc-encoding")
+        if encoding not in (None, b"identity"):
+            call.fail(GrpcStatus(UNIMPLEMENTED, f"grpc: Decompressor is not installed for grpc-encoding {encoding!r}"))
+            return
+        timeout = stream.header(b"grpc-timeout")
+        if timeout is not None:
+            seconds = parse_timeout(timeout)
+            if seconds is None:
+                call.fail(GrpcStatus(INVALID_ARGUMENT, f"grpc: malformed grpc-timeout {timeout[:20]!r}"))
+                return
+            call._timer = asyncio.get_running_loop().call_later(seconds, _deadline, call)
+        if route.streaming is not None:
+            call.handler = route.streaming(call)
+
+    def on_data(self, stream: Stream, data: bytes, end: bool) -> None:
+        call = stream.app
+        if isinstance(call, Call):
+            call.data(data, end)
+        else:
+            stream.conn.consumed(len(data), stream)
+
+    def on_reset(self, stream: Stream) -> None:
+        call = stream.app
+        if isinstance(call, Call):
+            call.cancelled()
+
+
+def _deadline(call: Call) -> None:
+    if not call.done:
+        handler = call.handler
+        call.fail(GrpcStatus(DEADLINE_EXCEEDED, "context deadline exceeded"))
+        if handler is not None:
+            handler.cancelled()
+
+
+def _unknown_method() -> RpcMethod:
+    return RpcMethod("?", "?", None, None, False, False)
+
+
+__all__ = ["CANCELLED", "OK", "Call", "GrpcHandler", "GrpcStatus", "Route", "StreamingHandler"]
