@@ -62,3 +62,11 @@ def split_url(url: str) -> tuple[str, int]:
     if not 0 < p < 65536:
         raise ValueError(f"port out of range in {url!r}")
     return host, p
+
+
+def etcd_url(client_url: str, insecure: bool) -> str:
+    """Where etcd clients reach a member: the same client port (the member serves the etcd
+    API there to HTTP/2 connections), as etcd writes it: https://host:port, http:// without TLS."""
+    host, port = split_url(client_url)
+    host = host if ":" not in host or host.startswith("[") else f"[{host}]"
+    return f"{'http' if insecure else 'https'}://{host}:{port}"

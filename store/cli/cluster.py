@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import shlex
 import signal
 import ssl
 import sys
@@ -18,6 +19,7 @@ from machinery.process.command import UsageError
 from machinery.process.launch import LauncherError, free_ports
 from store.api.cluster import MemberInfo
 from store.api.errors import StoreError
+from store.api.protocol import etcd_url
 from store.cli import locate
 from store.cli.common import (
     add_cluster_arguments,
@@ -30,7 +32,9 @@ from store.cli.common import (
     table,
 )
 from store.client.client import Client
+from store.client.layout import CLIENT_NAME
 from store.config import StoreSettings, load_store_settings
+from store.etcdapi.snapshot_file import SNAPSHOT_MAGIC, backup_from_etcd_snapshot
 from store.launcher import LocalCluster
 
 
@@ -99,6 +103,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         add_cluster_arguments(c)
         c.add_argument("member", help="a member id, or `leader`")
         c.set_defaults(run=cmd_lever, lever=name)
+
+    env = ssub.add_parser(
+        "etcd-env",
+        help="print the exports that point etcdctl (and any etcd client) at the cluster's members",
+        description="Prints `export ETCDCTL_API=3 ETCDCTL_ENDPOINTS=... ETCDCTL_CACERT=... ETCDCTL_CERT=... "
+        "ETCDCTL_KEY=...` for the running members and the admin certificate; use it as "
+        "`eval $(raftkube store etcd-env)`.  The members serve etcd's v3 API on their client ports.",
+    )
+    env.add_argument("--data-dir", type=Path, help="the cluster's data dir (default: as for every store command)")
+    env.set_defaults(run=cmd_etcd_env)
 
     snap = ssub.add_parser("snapshot", help="save a backup, or restore one into a new cluster")
     snsub = snap.add_subparsers(dest="snapshot_command", metavar="ACTION", required=True)
@@ -515,6 +529,31 @@ def cmd_lever(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_etcd_env(args: argparse.Namespace) -> int:
+    """As `minikube docker-env`: lines for the shell to eval."""
+    cluster = LocalCluster(data_dir(args))
+    try:
+        members = cluster.members()
+        insecure = cluster.insecure()
+    except LauncherError as e:
+        raise UsageError(str(e)) from e
+    urls = ",".join(etcd_url(m.client_url, insecure) for m in members)
+    lines = ["export ETCDCTL_API=3", f"export ETCDCTL_ENDPOINTS={shlex.quote(urls)}"]
+    if insecure:
+        lines.append("unset ETCDCTL_CACERT ETCDCTL_CERT ETCDCTL_KEY")
+    else:
+        pki_dir = cluster.pki_dir.resolve()
+        for var, name in (("CACERT", "ca.crt"), ("CERT", f"{CLIENT_NAME}.crt"), ("KEY", f"{CLIENT_NAME}.key")):
+            path = pki_dir / name
+            if not path.exists():
+                raise UsageError(f"{path} is missing: the cluster's admin certificate is needed for etcd clients")
+            lines.append(f"export ETCDCTL_{var}={shlex.quote(str(path))}")
+    print("\n".join(lines))
+    where = shlex.quote(str(cluster.data_dir))
+    print(f"# point etcdctl at the store in {cluster.data_dir}:\n# eval $(raftkube store etcd-env --data-dir {where})")
+    return 0
+
+
 def cmd_snapshot_save(args: argparse.Namespace) -> int:
     header, data = _run_client(args, lambda c: c.snapshot())
     tmp = args.file.with_name(args.file.name + ".part")
@@ -540,6 +579,11 @@ def cmd_snapshot_restore(args: argparse.Namespace) -> int:
         backup = args.file.read_bytes()
     except OSError as e:
         raise UsageError(f"cannot read {args.file}: {e}") from e
+    if backup.startswith(SNAPSHOT_MAGIC):  # saved by etcdctl from a member's etcd API
+        unwrapped = backup_from_etcd_snapshot(backup)
+        if unwrapped is None:
+            raise UsageError(f"{args.file} is an etcdctl snapshot of a raftkube store, but damaged (checksum)")
+        backup = unwrapped
     try:
         revision = ReplicatedState.check_backup(backup)
     except StoreError as e:

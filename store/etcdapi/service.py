@@ -18,7 +18,6 @@ What differs from our protocol is etcd's, and said where it is done:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -32,6 +31,7 @@ from store.etcdapi.convert import FAILED_PRECONDITION, UNIMPLEMENTED, GrpcStatus
 from store.etcdapi.grpc import Call, Route
 from store.etcdapi.messages import SERVICES, pb
 from store.etcdapi.relay import LeaderRelay
+from store.etcdapi.snapshot_file import etcd_snapshot_bytes
 from store.etcdapi.watch import WatchCall
 from store.server.cluster_service import ClusterService
 from store.server.kv_service import KVService
@@ -377,28 +377,3 @@ class SnapshotCall:
 
     def cancelled(self) -> None:
         pass
-
-
-SNAPSHOT_MAGIC = b"raftkube-backup\n"
-
-
-def etcd_snapshot_bytes(backup: bytes) -> bytes:
-    """Our backup as etcd frames a snapshot: a magic line, the 8-byte length, the backup,
-    zero padding to a multiple of 512, then the SHA-256 of everything before it."""
-    body = SNAPSHOT_MAGIC + len(backup).to_bytes(8, "big") + backup
-    body += b"\0" * (-len(body) % 512)
-    return body + hashlib.sha256(body).digest()
-
-
-def backup_from_etcd_snapshot(data: bytes) -> bytes | None:
-    """The backup inside a file `etcd_snapshot_bytes` made (None if it is not one, or damaged)."""
-    if len(data) < len(SNAPSHOT_MAGIC) + 8 + 32 or not data.startswith(SNAPSHOT_MAGIC):
-        return None
-    body, digest = data[:-32], data[-32:]
-    if hashlib.sha256(body).digest() != digest:
-        return None
-    n = int.from_bytes(body[len(SNAPSHOT_MAGIC) : len(SNAPSHOT_MAGIC) + 8], "big")
-    start = len(SNAPSHOT_MAGIC) + 8
-    if start + n > len(body):
-        return None
-    return body[start : start + n]

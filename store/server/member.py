@@ -26,7 +26,7 @@ from machinery.process import pki
 from store import canaries, failpoints
 from store.api import errors as E
 from store.api.cluster import MemberInfo
-from store.api.protocol import split_url
+from store.api.protocol import etcd_url, split_url
 from store.etcdapi.relay import LeaderRelay
 from store.etcdapi.service import EtcdApi
 from store.lease.lessor import min_lease_ttl as lease_ttl_floor
@@ -173,10 +173,7 @@ class Member:
         return clients, pki.server_context(files), pki.client_context(files.ca, files.cert, files.key)
 
     def _etcd_url(self, client_url: str) -> str:
-        """Where etcd clients reach a member: its client port, https unless insecure."""
-        host, port = split_url(client_url)
-        host = f"[{host}]" if ":" in host else host
-        return f"{'http' if self.cfg.insecure else 'https'}://{host}:{port}"
+        return etcd_url(client_url, self.cfg.insecure)
 
     def _restore_state(self) -> ReplicatedState:
         cfg, p = self.cfg, self.persistence
