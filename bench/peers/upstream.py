@@ -49,6 +49,8 @@ ETCD_LOG = "etcd.log"
 ETCD_RECORD = "etcd.json"
 ETCD_SERVER = "etcd-server"
 ETCD_CLIENT = "apiserver-etcd-client"
+STORE_SCHEME = "raftkube-etcd-api"
+"""The storage recorded for kube-apiserver on raftkube's store (`raftkube-etcd-api://https://host:port`)."""
 STORAGE_SCHEME = "upstream-etcd"
 """The storage recorded in apiserver.json for kube-apiserver (`upstream-etcd://host:port`):
 no raftkube apiserver accepts it, so a plain `raftkube up` in this data dir fails loudly."""
@@ -128,6 +130,15 @@ def etcd_argv(binary: Path, spec: EtcdSpec) -> list[str]:
             "--client-cert-auth",
         ]
     return argv
+
+
+@dataclass(frozen=True)
+class EtcdStorage:
+    """Where kube-apiserver keeps its objects: `--etcd-servers`, and the client certificate
+    (with the CA that verifies the servers) it shows them; None: plaintext."""
+
+    servers: tuple[str, ...]
+    client: pki.CertFiles | None
 
 
 @dataclass(frozen=True)
@@ -240,13 +251,14 @@ class UpstreamControlPlane:
         binary = check_peers(("etcd",))["etcd"]
         return spawn(etcd_argv(binary, self.etcd_spec()), self.etcd_log, self.etcd_pid_file)
 
-    def start_apiserver(self, endpoint: Endpoint) -> int:
-        """Spawn kube-apiserver at `endpoint` over the recorded etcd (not waiting); its pid."""
+    def start_apiserver(self, endpoint: Endpoint, storage: EtcdStorage | None = None) -> int:
+        """Spawn kube-apiserver at `endpoint` over the recorded etcd, or over `storage` (not
+        waiting); its pid."""
         binary = check_peers(("kube-apiserver",))["kube-apiserver"]
         self.creds.ensure(self.host)
-        spec = ApiserverSpec(
-            endpoint.port, (self.etcd_spec().client_url,), self.etcd_tls()[1], self.creds, self.creds.kubelet_client()
-        )
+        if storage is None:
+            storage = EtcdStorage((self.etcd_spec().client_url,), self.etcd_tls()[1])
+        spec = ApiserverSpec(endpoint.port, storage.servers, storage.client, self.creds, self.creds.kubelet_client())
         self.apiserver.record(endpoint)
         return spawn(kube_apiserver_argv(binary, spec), self.apiserver.log_file, self.apiserver.root / PID_FILE)
 
@@ -266,6 +278,20 @@ class UpstreamControlPlane:
             self.apiserver.wait_ready(endpoint, timeout)
         except BaseException:
             self.stop()
+            raise
+        return endpoint
+
+    def start_on(self, storage: EtcdStorage, port: int | None = None, timeout: float = 120.0) -> Endpoint:
+        """kube-apiserver alone on `port` over `storage` (a store someone else runs: raftkube's
+        members through their etcd API); returns once /readyz answers 200 as admin."""
+        check_peers(("kube-apiserver",))
+        self.creds.ensure(self.host)
+        endpoint = Endpoint(self.host, port or free_ports(1, self.host)[0], f"{STORE_SCHEME}://{storage.servers[0]}")
+        try:
+            self.start_apiserver(endpoint, storage)
+            self.apiserver.wait_ready(endpoint, timeout)
+        except BaseException:
+            self.apiserver.stop()
             raise
         return endpoint
 

@@ -93,6 +93,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="raftkube",
         help="upstream: kube-apiserver 1.33 on etcd 3.6 (`raftkube peers build`) in place of our store and apiserver",
     )
+    up.add_argument(
+        "--storage",
+        choices=("etcd", "raftkube"),
+        help="with --apiserver upstream: what kube-apiserver stores in — etcd 3.6 (the default) or raftkube's"
+        " store through its etcd API",
+    )
     up.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # the detached `up`: tell the parent
     up.set_defaults(run=cmd_up)
     down = sub.add_parser("down", help="stop the apiserver, then the store")
@@ -137,6 +143,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.upstream_parts and args.apiserver == "upstream":
         # each mixes one way: kube's components on our apiserver, or ours on kube's
         raise UsageError("--upstream runs kube's components on our apiserver; it cannot go with --apiserver upstream")
+    if args.storage is not None and args.apiserver != "upstream":
+        raise UsageError("--storage chooses kube-apiserver's storage; it goes with --apiserver upstream")
     upstream.require_binaries(args.upstream_parts)  # before anything starts, detached or not
     load_component_flags(args.config)  # a flag a component would refuse: exit 2 before anything starts
     s = store_settings(args)
@@ -202,6 +210,8 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
         argv.append("--free-ports")
     if args.apiserver != "raftkube":
         argv += ["--apiserver", args.apiserver]
+    if args.storage is not None:
+        argv += ["--storage", args.storage]
     detached = supervisor.start_detached(argv, data_dir, DETACH_TIMEOUT_S)
     if not detached.ready:
         sys.stderr.write(detached.output)
@@ -343,22 +353,26 @@ def _parts(
     fixed += [Part(c.name, c.root / PID_FILE, c.log_file, c.start) for c in components]
 
     def parts() -> list[Part]:
-        try:
-            ids = cluster.member_ids()
-        except (LauncherError, KeyError, TypeError, ValueError):
-            ids = []  # cluster.json being rewritten or damaged: the members wait for the next poll
-        members = [
-            Part(
-                f"store-{m}",
-                cluster.member_dir(m) / "pid",
-                cluster.member_dir(m) / "member.log",
-                functools.partial(cluster.start_member, m),
-            )
-            for m in ids
-        ]
-        return members + fixed
+        return store_parts(cluster) + fixed
 
     return parts
+
+
+def store_parts(cluster: LocalCluster) -> list[Part]:
+    """The store members as cluster.json has them now, for the supervisor."""
+    try:
+        ids = cluster.member_ids()
+    except (LauncherError, KeyError, TypeError, ValueError):
+        ids = []  # cluster.json being rewritten or damaged: the members wait for the next poll
+    return [
+        Part(
+            f"store-{m}",
+            cluster.member_dir(m) / "pid",
+            cluster.member_dir(m) / "member.log",
+            functools.partial(cluster.start_member, m),
+        )
+        for m in ids
+    ]
 
 
 def cmd_down(args: argparse.Namespace) -> int:

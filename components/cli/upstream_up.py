@@ -2,6 +2,10 @@
 upstream kube-apiserver 1.33 over etcd 3.6 (bench.peers.upstream), the other half of a
 mixed control plane.  Whatever behaves differently from `raftkube up` is a bug on our side.
 
+`--storage raftkube` puts kube-apiserver on our own store instead of etcd, through the etcd
+API every member serves on its client port (store/etcdapi), with a client certificate of its
+own from the store's CA: the store measured by the yardstick that uses etcd hardest.
+
 The cluster is the one `up` makes, with the store and our apiserver replaced: the same
 credentials (apiserver.pki) and kubeconfigs, so each component shows kube the identity kube
 expects (system:kube-scheduler, system:kube-controller-manager, system:node:<name> in
@@ -41,6 +45,7 @@ from components.cli.cluster import (
     _Signals,
     _start_components,
     _stop_containers,
+    store_parts,
 )
 from components.cli.component_flags import load_component_flags
 from components.cli.launcher import PID_FILE, LocalComponent
@@ -50,7 +55,9 @@ from machinery.bootstrap_policy import bootstrap_objects
 from machinery.process import pki
 from machinery.process.command import UsageError
 from machinery.process.launch import LauncherError, free_ports, read_pid
+from store.api.protocol import etcd_url
 from store.cli import locate
+from store.cli.cluster import start_store
 from store.config import StoreSettings
 from store.launcher import LocalCluster
 
@@ -123,16 +130,41 @@ def _port(args: argparse.Namespace, apiserver: LocalApiserver, configured: int) 
     return free_ports(1)[0] if args.free_ports else configured
 
 
+STORE_CLIENT = "kube-apiserver-etcd-client"
+"""The client certificate kube-apiserver shows raftkube's members (issued by the store's CA)."""
+
+
+def raftkube_storage(cluster: LocalCluster) -> Any:
+    """Where kube-apiserver finds raftkube's store: every member's client port as an etcd
+    endpoint, and a client certificate of its own from the store's CA (made once)."""
+    from bench.peers.upstream import EtcdStorage  # noqa: PLC0415 - benchmarks load lazily
+
+    insecure = cluster.insecure()
+    servers = tuple(etcd_url(m.client_url, insecure) for m in cluster.members())
+    if insecure:
+        return EtcdStorage(servers, None)
+    try:
+        client = pki.load_files(cluster.pki_dir, STORE_CLIENT)
+    except pki.PKIError:
+        client = pki.issue_client_cert(pki.load_files(cluster.pki_dir, "ca"), cluster.pki_dir, STORE_CLIENT)
+    return EtcdStorage(servers, client)
+
+
 def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
-    """`up` with kube-apiserver on etcd in place of our store and apiserver (see the module)."""
+    """`up` with kube-apiserver in place of our apiserver, on etcd 3.6 in place of our store, or
+    (`--storage raftkube`) on our store through its etcd API (see the module)."""
     from bench.peers.upstream import UpstreamControlPlane, check_peers  # noqa: PLC0415 - benchmarks load lazily
 
     data_dir = s.data_dir
-    if LocalCluster(data_dir).exists():
+    on_raftkube = getattr(args, "storage", None) == "raftkube"
+    if not on_raftkube and LocalCluster(data_dir).exists():
         raise UsageError(
-            f"{data_dir} holds a raftkube store: `--apiserver {UPSTREAM}` needs a data dir of its own (--data-dir)"
+            f"{data_dir} holds a raftkube store: `--apiserver {UPSTREAM}` needs a data dir of its own (--data-dir),"
+            " or `--storage raftkube` to run kube-apiserver on it"
         )
-    check_peers()  # before anything starts: exit 2 naming the build command
+    if on_raftkube and (data_dir / "etcd").is_dir():
+        raise UsageError(f"{data_dir} holds etcd 3.6's data: `--storage raftkube` needs a data dir of its own")
+    check_peers(("kube-apiserver",) if on_raftkube else ("etcd", "kube-apiserver"))  # exit 2 naming the build
     plane = UpstreamControlPlane(data_dir)
     if plane.apiserver.pid() is not None:
         raise UsageError(
@@ -142,8 +174,15 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     a = _apiserver_settings(args.config)
     k = _kubelet_settings(args)
     port = _port(args, plane.apiserver, a.port)
+    store: LocalCluster | None = None
+    storage: Any = None
     try:
-        endpoint = plane.start(port, START_TIMEOUT_S)
+        if on_raftkube:
+            store, _, _ = start_store(s, members=args.members, free=args.free_ports)
+            storage = raftkube_storage(store)
+            endpoint = plane.start_on(storage, port, START_TIMEOUT_S)
+        else:
+            endpoint = plane.start(port, START_TIMEOUT_S)
         kubeconfig = plane.apiserver.write_kubeconfig(endpoint)
         write_component_kubeconfigs(data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
         for path, obj in grants():
@@ -152,35 +191,38 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         net.prepare()
         components = _start_components(data_dir, net, load_component_flags(args.config))
     except (LauncherError, pki.PKIError, OSError) as e:
-        _stop_all(data_dir, plane)
+        _stop_all(data_dir, plane, store=store)
         raise UsageError(str(e)) from e
     except KeyboardInterrupt:
-        _stop_all(data_dir, plane)
+        _stop_all(data_dir, plane, store=store)
         raise
     locate.remember(data_dir)
     detached = args.ready_fd is not None
     human = args.output == "human" and not detached
     say = _say(detached, human)
-    parts = [
-        Part("etcd", plane.etcd_pid_file, plane.etcd_log, plane.start_etcd),
+    fixed = [
         Part(
             "apiserver",
             plane.apiserver.root / PID_FILE,
             plane.apiserver.log_file,
-            lambda: plane.start_apiserver(endpoint),
+            lambda: plane.start_apiserver(endpoint, storage),
         ),
         *(Part(c.name, c.root / PID_FILE, c.log_file, c.start) for c in components),
     ]
-    guard = Supervisor(data_dir, lambda: parts, say)
+    if store is None:
+        fixed.insert(0, Part("etcd", plane.etcd_pid_file, plane.etcd_log, plane.start_etcd))
+    guard = Supervisor(data_dir, lambda: (store_parts(store) if store is not None else []) + fixed, say)
 
     def rows(timeout: float) -> list[dict[str, Any]]:
-        etcd_pid = read_pid(plane.etcd_pid_file)
-        etcd = {"part": "etcd 3.6", "url": endpoint.storage, "role": "running" if etcd_pid else "down",
-                "pid": etcd_pid, "healthy": etcd_pid is not None}  # fmt: skip
-        out = _rows(LocalCluster(data_dir), plane.apiserver, timeout)
+        out = _rows(LocalCluster(data_dir), plane.apiserver, timeout)  # the store members, when there are
         for r in out:
             if r["part"] == "apiserver":
                 r["part"] = "kube-apiserver"
+        if store is not None:
+            return out
+        etcd_pid = read_pid(plane.etcd_pid_file)
+        etcd = {"part": "etcd 3.6", "url": endpoint.storage, "role": "running" if etcd_pid else "down",
+                "pid": etcd_pid, "healthy": etcd_pid is not None}  # fmt: skip
         return [etcd, *out]
 
     if detached:
@@ -191,7 +233,11 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     if human:
         print(f"\nexport KUBECONFIG={kubeconfig.resolve()}")
         print("try:  kubectl get --raw /readyz")
-    logs = {"etcd": plane.etcd_log, "kube-apiserver": plane.apiserver.log_file}
+    logs = {"kube-apiserver": plane.apiserver.log_file}
+    if store is None:
+        logs["etcd"] = plane.etcd_log
+    else:
+        logs |= {f"store-{m}": store.member_dir(m) / "member.log" for m in store.member_ids()}
     logs |= {c.name: c.log_file for c in components}
     merged = MergedLog(logs, sys.stdout)
 
@@ -202,7 +248,8 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     live = LiveStatus(lambda: rows(1.0), show)
     live.seen(rows(2.0))
     if human:
-        print("running in the foreground on kube-apiserver; Ctrl-C stops the components, kube-apiserver and etcd")
+        under = "raftkube's store" if store is not None else "etcd"
+        print(f"running in the foreground on kube-apiserver; Ctrl-C stops the components, kube-apiserver, {under}")
     sys.stdout.flush()
     signals.watching = True
 
@@ -217,7 +264,7 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         ended = guard.watch(lambda: signals.stop, lambda: signals.release, check)
     finally:
         if ended == "stop":
-            stopped = _stop_all(data_dir, plane, components)
+            stopped = _stop_all(data_dir, plane, components, store)
             if args.output == "human" or detached:
                 print(f"\nstopped {', '.join(stopped) or 'nothing'}", flush=True)
     if ended == "release":
@@ -225,12 +272,19 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     return 0
 
 
-def _stop_all(data_dir: Path, plane: Any, components: list[LocalComponent] | None = None) -> list[str]:
-    """The components, the kubelets' containers, kube-apiserver, etcd: nothing left running."""
+def _stop_all(
+    data_dir: Path, plane: Any, components: list[LocalComponent] | None = None, store: LocalCluster | None = None
+) -> list[str]:
+    """The components, the kubelets' containers, kube-apiserver, etcd or the store: nothing left running."""
     components = components if components is not None else _components(data_dir)
     stopped = [c.name for c in components if c.stop()]
     _stop_containers(components)
-    return stopped + [str(p) for p in plane.stop()]
+    stopped += [str(p) for p in plane.stop()]
+    if store is not None:
+        members = store.stop_all()
+        if members:
+            stopped.append(f"store member(s) {sorted(members)}")
+    return stopped
 
 
 def stop_upstream(data_dir: Path) -> list[str]:

@@ -48,3 +48,19 @@ def test_components_are_granted_the_roles_our_apiserver_gives_them() -> None:
     # kube's own system:* roles are left to kube; the kubelets get nothing beyond the Node authorizer
     assert all(not n.startswith("system:") for _, n in made)
     assert all(path.startswith("/apis/rbac.authorization.k8s.io/v1/cluster") for path, _ in grants())
+
+
+def test_storage_goes_only_with_the_upstream_apiserver_and_a_data_dir_of_its_own(tmp_path: Path) -> None:
+    """`--storage` picks kube-apiserver's storage: refused (exit 2, nothing started) without
+    `--apiserver upstream`, and `--storage raftkube` in a data dir that holds etcd 3.6's data."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    data = tmp_path / "data"
+    proc = raftkube("up", "--storage", "raftkube", "--data-dir", str(data), "--free-ports", env=env)
+    assert proc.returncode == 2 and "--apiserver upstream" in proc.stderr, proc.stdout + proc.stderr
+    assert not data.exists() or not any(data.iterdir())
+    (data / "etcd").mkdir(parents=True)
+    proc = raftkube(
+        "up", "--apiserver", "upstream", "--storage", "raftkube", "--data-dir", str(data), "--free-ports", env=env
+    )
+    assert proc.returncode == 2 and "etcd 3.6's data" in proc.stderr, proc.stdout + proc.stderr
+    assert not (data / "store").exists()
