@@ -46,6 +46,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"applied entries between two member snapshots (default {Scenario.snapshot_count})",
     )
     p.add_argument("--traffic", type=float, default=1.0, help="seconds of traffic before and after the fault")
+    p.add_argument(
+        "--api",
+        choices=("native", "etcd"),
+        default="native",
+        help="the clients' front door: our protocol, or the members' etcd gRPC API (watchers stay on ours)",
+    )
     p.add_argument("--list", action="store_true", help="list the faults and exit")
     p.set_defaults(run=run)
 
@@ -71,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     plan = _plan(faults, seed, args.duration)
     results: list[Result] = []
     t0 = time.monotonic()
-    print(f"chaos: {args.members} members, profile {args.profile}, faults {','.join(faults)}, seed {seed}")
+    via = ", through the etcd API" if args.api == "etcd" else ""
+    print(f"chaos: {args.members} members, profile {args.profile}, faults {','.join(faults)}, seed {seed}{via}")
     print(f"report: {root}")
     for i, (fault, s) in enumerate(plan):
         if args.duration and time.monotonic() - t0 > args.duration:
@@ -85,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             after=args.traffic,
             canary=args.canary,
             snapshot_count=args.snapshot_count,
+            api=args.api,
         )
         folder = root / f"{i:03d}-{fault.replace(':', '-')}-{s}"
         r = asyncio.run(run_scenario(sc, folder, progress=lambda m: print(f"  {m}", flush=True)))

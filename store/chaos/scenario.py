@@ -43,16 +43,22 @@ class Scenario:
     snapshot_count: int = 300
     min_qps: float = 50.0
     wgl_budget: float = 20.0
+    api: str = "native"
+    """The front door the KV clients and the compactor use: our protocol, or the members'
+    etcd gRPC API ("etcd"); the watchers stay on ours."""
 
     @property
     def name(self) -> str:
         tail = f"+{self.canary}" if self.canary else ""
-        return f"{self.fault}{tail}@{self.seed}"
+        via = "+etcd-api" if self.api == "etcd" else ""
+        return f"{self.fault}{tail}{via}@{self.seed}"
 
     def rerun_command(self) -> str:
         c = f" --canary {self.canary}" if self.canary else ""
         if self.snapshot_count != Scenario.snapshot_count:
             c += f" --snapshot-count {self.snapshot_count}"
+        if self.api != "native":
+            c += f" --api {self.api}"
         return (
             f"raftkube chaos --faults {self.fault} --seed {self.seed} --members {self.members}"
             f" --profile {self.profile}{c}"
@@ -154,7 +160,7 @@ async def run_scenario(sc: Scenario, report_dir: Path, progress: Any = None) -> 
 
         cc.mesh = ProxyMesh(cc.local, seed=sc.seed)
     probe = LeaderProbe(cc)
-    ws = WorkloadSettings(request_timeout=max(0.5, 2.5 * et), lease_ttl=max(2, int(5 * et) + 1))
+    ws = WorkloadSettings(request_timeout=max(0.5, 2.5 * et), lease_ttl=max(2, int(5 * et) + 1), api=sc.api)
     try:
         await asyncio.to_thread(cc.start)
         if not await cc.leader(timeout=20):

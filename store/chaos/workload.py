@@ -15,7 +15,7 @@ import math
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from store.api import errors as E
 from store.api import methods as M
@@ -74,6 +74,26 @@ class WorkloadSettings:
     non_unique_writes: int = 3
     """At most this many deletes and revokes in flight at once (they cannot be told apart
     in the applied history, which is what makes a history hard to check)."""
+    api: str = "native"
+    """"etcd": the KV clients and the compactor go through the members' etcd gRPC API."""
+
+
+class RequestClient(Protocol):
+    """What the workload sends through: our Client, or the etcd API client (same interface)."""
+
+    async def request(self, method: M.Method[Any, Any], args: Any, endpoint: str | None = None) -> tuple[Any, Any]: ...
+
+    async def close(self) -> None: ...
+
+
+def request_client(endpoints: list[str], s: WorkloadSettings, connect_timeout: float | None = None) -> RequestClient:
+    if s.api == "etcd":
+        from store.etcdapi.client import EtcdApiClient  # noqa: PLC0415 - grpcio only when asked for
+
+        return EtcdApiClient(endpoints, timeout=s.request_timeout)
+    if connect_timeout is None:
+        return Client(endpoints, timeout=s.request_timeout)
+    return Client(endpoints, timeout=s.request_timeout, connect_timeout=connect_timeout)
 
 
 class Recorder:
@@ -84,7 +104,7 @@ class Recorder:
         self.watches: list[WatchRecord] = []
         self.max_revision = 0
 
-    async def call(self, client: Client, op: Operation, method: str, wire: Any, endpoint: str | None) -> Any:
+    async def call(self, client: RequestClient, op: Operation, method: str, wire: Any, endpoint: str | None) -> Any:
         """Send one request and write down what happened to it."""
         self.operations.append(op)
         op.call = time.monotonic()
@@ -119,7 +139,7 @@ class KVClient:
         non_unique: asyncio.Semaphore,
     ) -> None:
         self.cid = cid
-        self.client = Client(endpoints, timeout=s.request_timeout, connect_timeout=min(0.5, s.request_timeout))
+        self.client = request_client(endpoints, s, connect_timeout=min(0.5, s.request_timeout))
         self.endpoint = endpoints[0] if pinned else ""
         self.rec = rec
         self.s = s
@@ -264,7 +284,7 @@ class Compactor:
 
     def __init__(self, cid: int, endpoints: list[str], rec: Recorder, s: WorkloadSettings, rng: random.Random) -> None:
         self.cid = cid
-        self.client = Client(endpoints, timeout=s.request_timeout)
+        self.client = request_client(endpoints, s)
         self.rec = rec
         self.s = s
         self.rng = rng
