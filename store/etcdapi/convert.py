@@ -105,8 +105,9 @@ def status_of(err: E.StoreError) -> GrpcStatus:
         return GrpcStatus(FAILED_PRECONDITION, f"etcdserver: {err.message}")
     if isinstance(err, E.TooManyWatchesError):
         return GrpcStatus(RESOURCE_EXHAUSTED, f"etcdserver: {err.message}")
-    if isinstance(err, E.RefusedError):
-        return GrpcStatus(INVALID_ARGUMENT, f"etcdserver: {err.message}")
+    if isinstance(err, E.RefusedError):  # the store words some as etcd does, prefix and all
+        message = err.message if err.message.startswith("etcdserver: ") else f"etcdserver: {err.message}"
+        return GrpcStatus(INVALID_ARGUMENT, message)
     return GrpcStatus(INTERNAL, f"etcdserver: {err.message}")
 
 
@@ -127,11 +128,18 @@ def _sort_target(v: int) -> SortTarget:
         raise GrpcStatus(INVALID_ARGUMENT, "etcdserver: invalid sort option") from None
 
 
+def _range_end(key: bytes, range_end: bytes) -> bytes:
+    """etcd serves a range whose end sorts before its key as an empty one (its index scan stops
+    at once) where the store refuses it: [key, key) is that empty range, checked as etcd checks
+    it (the key must be given, the revision readable)."""
+    return key if range_end and range_end != b"\0" and range_end < key else range_end
+
+
 def range_request(m: Any) -> RangeRequest:
     # etcd reads a limit <= 0 as "no limit" and a revision <= 0 as "the current one"
     return RangeRequest(
         m.key,
-        m.range_end,
+        _range_end(m.key, m.range_end),
         max(m.limit, 0),
         max(m.revision, 0),
         _sort_order(m.sort_order),
@@ -147,15 +155,13 @@ def range_request(m: Any) -> RangeRequest:
 
 
 def put_request(m: Any) -> PutRequest:
-    if m.ignore_value and m.value:
-        raise GrpcStatus(INVALID_ARGUMENT, "etcdserver: value is provided")
-    if m.ignore_lease and m.lease:
-        raise GrpcStatus(INVALID_ARGUMENT, "etcdserver: lease is provided")
+    # "value is provided" / "lease is provided" are the store's checks (store/mvcc/validate.py),
+    # made in etcd's order: after the key's, and op by op through a txn
     return PutRequest(m.key, m.value, m.lease, m.prev_kv, m.ignore_value, m.ignore_lease)
 
 
 def delete_request(m: Any) -> DeleteRangeRequest:
-    return DeleteRangeRequest(m.key, m.range_end, m.prev_kv)
+    return DeleteRangeRequest(m.key, _range_end(m.key, m.range_end), m.prev_kv)
 
 
 _COMPARE_VALUE = {
@@ -173,7 +179,7 @@ def compare(m: Any) -> Compare:
     except ValueError:
         raise GrpcStatus(INVALID_ARGUMENT, "etcdserver: invalid compare") from None
     value: int | bytes = getattr(m, _COMPARE_VALUE[target])  # unset: 0 or b"", as etcd reads it
-    return Compare(result, target, m.key, value, m.range_end)
+    return Compare(result, target, m.key, value, _range_end(m.key, m.range_end))
 
 
 def request_op(m: Any, depth: int) -> RequestOp:
@@ -253,19 +259,27 @@ def delete_response(r: DeleteRangeResponse, h: Header) -> Any:
     )
 
 
-def response_op(r: ResponseOp, h: Header) -> Any:
+_SUB: Header = [0, 0, 0, 0]
+"""A txn's sub-responses carry no cluster, member or term in etcd: their header is the revision alone."""
+
+
+def response_op(r: ResponseOp) -> Any:
+    """One of a txn's responses, its header as etcd fills it: the revision alone, and nothing
+    at all for a nested txn's own header (its responses have their revisions)."""
     if isinstance(r, RangeResponse):
-        return pb.ResponseOp(response_range=range_response(r, h))
+        return pb.ResponseOp(response_range=range_response(r, _SUB))
     if isinstance(r, PutResponse):
-        return pb.ResponseOp(response_put=put_response(r, h))
+        return pb.ResponseOp(response_put=put_response(r, _SUB))
     if isinstance(r, DeleteRangeResponse):
-        return pb.ResponseOp(response_delete_range=delete_response(r, h))
-    return pb.ResponseOp(response_txn=txn_response(r, h))
+        return pb.ResponseOp(response_delete_range=delete_response(r, _SUB))
+    nested = txn_response(r, _SUB)
+    nested.header.revision = 0
+    return pb.ResponseOp(response_txn=nested)
 
 
 def txn_response(r: TxnResponse, h: Header) -> Any:
     return pb.TxnResponse(
-        header=header(h, r.revision), succeeded=r.succeeded, responses=[response_op(x, h) for x in r.responses]
+        header=header(h, r.revision), succeeded=r.succeeded, responses=[response_op(x) for x in r.responses]
     )
 
 
@@ -304,7 +318,7 @@ def hash_kv_response(r: HashKVResponse, h: Header) -> Any:
     return pb.HashKVResponse(
         header=header(h, r.revision),
         hash=r.hash & 0xFFFFFFFF,
-        compact_revision=r.compact_revision,
+        compact_revision=r.compact_revision or -1,  # etcd's -1: never compacted (ours says 0)
         hash_revision=r.revision,
     )
 
@@ -322,4 +336,5 @@ def status_response(s: StatusResponse, h: Header, version: str, errors: list[str
         errors=errors,
         isLearner=s.role == "learner",
         storageVersion=version.rsplit(".", 1)[0] + ".0",
+        downgradeInfo=pb.DowngradeInfo(),  # etcd 3.6 always sends it (no downgrade under way)
     )

@@ -5,8 +5,9 @@ A call is one HTTP/2 stream: request headers (`:method POST`, `:path /etcdserver
 (1 byte "compressed", 4 bytes length, the protobuf bytes), answered by response headers,
 messages and trailers carrying `grpc-status` and `grpc-message`.
 
-Every edge is checked here, before a handler sees anything: an unknown path is UNIMPLEMENTED,
-a compressed message (we offer only identity) UNIMPLEMENTED, a message over
+Every edge is checked here, before a handler sees anything, with grpc-go's codes and words: an
+unknown path is UNIMPLEMENTED, a grpc-encoding other than identity UNIMPLEMENTED (we offer
+only identity) and a message flagged compressed anyway INTERNAL, a message over
 `max_message_bytes` RESOURCE_EXHAUSTED (its bytes are dropped as they come, never buffered),
 bytes that do not parse as the method's request message INVALID_ARGUMENT; a call past its
 `grpc-timeout` ends DEADLINE_EXCEEDED.  Errors never reach the connection: one bad call ends
@@ -45,6 +46,10 @@ log = logging.getLogger("raftkube.etcdapi")
 
 RESPONSE_HEADERS = [(b":status", b"200"), (b"content-type", b"application/grpc")]
 OK_TRAILERS = [(b"grpc-status", b"0")]
+PARTIAL_LIMIT = 64 << 20
+"""Bytes of unfinished request messages one connection may hold before their window is given
+back only as each completes: what a connection's half-sent requests can cost at most
+(beyond the 16 MiB connection window)."""
 TIMEOUT_UNITS = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
 
 
@@ -98,6 +103,7 @@ class Call:
 
     __slots__ = (
         "_buf",
+        "_credited",
         "_messages",
         "_need",
         "_skip",
@@ -115,6 +121,8 @@ class Call:
         self.route = route
         self.max_message = max_message
         self._buf = bytearray()
+        self._credited = 0
+        """Bytes of the message under way already given back to the client's windows."""
         self._need = -1
         """Bytes of the message under way (-1: between messages)."""
         self._skip = 0
@@ -166,6 +174,8 @@ class Call:
         self.stream.send_trailers(OK_TRAILERS)
 
     def fail(self, status: GrpcStatus) -> None:
+        """End the call with `status`.  A streaming handler is told the call is over (`cancelled`),
+        whatever ended it: a Watch call's watches must not outlive it."""
         if self.done:
             return
         trailers = [(b"grpc-status", str(status.code).encode()), (b"grpc-message", percent_encode(status.message))]
@@ -175,12 +185,30 @@ class Call:
         else:  # trailers-only: one HEADERS frame
             self._started = True
             self.stream.send_headers(RESPONSE_HEADERS + trailers, end=True)
+        if self.handler is not None:
+            self.handler.cancelled()
+
+    def reset(self, code: int, why: str) -> None:
+        """End the call with RST_STREAM `code`, dropping what it still owes its client (one that
+        does not read its answers), and tell a streaming handler."""
+        if self.done:
+            return
+        log.warning("resetting %s from %s: %s", self.route.method.path, self.peer, why)
+        self.stream.reset(code)
+        self.cancelled()
 
     def _end(self) -> None:
         self.done = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._buf:  # a message begun and never finished: what it held is given back
+            conn = self.stream.conn
+            if self._need >= 0:
+                conn.partial -= len(self._buf)
+            conn.consumed(len(self._buf) - self._credited)
+            self._buf = bytearray()
+            self._credited = 0
 
     def backlog(self) -> int:
         """Bytes this call owes its client (queued for the flow-control window, and unsent on
@@ -217,17 +245,21 @@ class Call:
                 compressed, length = self._buf[0], int.from_bytes(self._buf[1:5], "big")
                 conn.consumed(5, self.stream)
                 self._buf.clear()
-                if compressed:
-                    self._skip = length
-                    self.fail(GrpcStatus(UNIMPLEMENTED, "grpc: compressed messages are not supported (identity only)"))
-                    break
-                if length > self.max_message:
+                if length > self.max_message:  # grpc-go looks at the length first
                     self._skip = length
                     self.fail(
                         GrpcStatus(
                             RESOURCE_EXHAUSTED,
                             f"grpc: received message larger than max ({length} vs. {self.max_message})",
                         )
+                    )
+                    break
+                if compressed:  # only identity is ever negotiated here
+                    self._skip = length
+                    self.fail(
+                        GrpcStatus(INTERNAL, "grpc: compressed flag set with identity or empty encoding")
+                        if compressed == 1
+                        else GrpcStatus(INTERNAL, f"grpc: received unexpected payload format {compressed}")
                     )
                     break
                 self._need = length
@@ -238,8 +270,19 @@ class Call:
                 body = bytes(self._buf)
                 self._buf.clear()
                 self._need = -1
-                conn.consumed(len(body), self.stream)
+                conn.partial -= len(body) - take
+                conn.consumed(len(body) - self._credited, self.stream)
+                self._credited = 0
                 self._message(body)
+            elif take:
+                # a message still arriving: its bytes are given back to the windows as they come,
+                # while the connection holds less than PARTIAL_LIMIT of unfinished messages —
+                # else a client writing big messages on many streams at once (grpc-go does, in
+                # 16 KiB frames round-robin) would fill the window with halves and wait forever
+                conn.partial += take
+                if conn.partial <= PARTIAL_LIMIT:
+                    conn.consumed(take, self.stream)
+                    self._credited += take
         if pos < len(view):
             conn.consumed(len(view) - pos, self.stream)  # after a failure: dropped, window given back
         if end and not self.done:
@@ -300,24 +343,35 @@ class GrpcHandler:
         if route is None:
             call = Call(stream, Route(_unknown_method()), self.max_message)
             stream.app = call
-            service = path.decode("latin-1").strip("/").split("/")[0]
-            call.fail(GrpcStatus(UNIMPLEMENTED, f"unknown method {path.decode('latin-1')[:200]} for service {service}"))
+            call.fail(GrpcStatus(UNIMPLEMENTED, self._unknown(path)))
             return
         call = Call(stream, route, self.max_message)
         stream.app = call
         encoding = stream.header(b"grpc-encoding")
         if encoding not in (None, b"identity"):
-            call.fail(GrpcStatus(UNIMPLEMENTED, f"grpc: Decompressor is not installed for grpc-encoding {encoding!r}"))
+            call.fail(
+                GrpcStatus(UNIMPLEMENTED, f"grpc: Decompressor is not installed for grpc-encoding {_quote(encoding)}")
+            )
             return
         timeout = stream.header(b"grpc-timeout")
         if timeout is not None:
             seconds = parse_timeout(timeout)
             if seconds is None:
-                call.fail(GrpcStatus(INVALID_ARGUMENT, f"grpc: malformed grpc-timeout {timeout[:20]!r}"))
+                call.fail(GrpcStatus(INTERNAL, f"malformed grpc-timeout: {_quote(timeout)}"))
                 return
             call._timer = asyncio.get_running_loop().call_later(seconds, _deadline, call)
         if route.streaming is not None:
             call.handler = route.streaming(call)
+
+    def _unknown(self, path: bytes) -> str:
+        """grpc-go's words for a path no route serves."""
+        name = path.decode("latin-1")
+        service, slash, method = name.removeprefix("/").rpartition("/")
+        if not slash:
+            return f"malformed method name: {_quote(path)}"
+        if not any(known.startswith(f"/{service}/".encode("latin-1")) for known in self.routes):
+            return f"unknown service {service[:200]}"
+        return f"unknown method {method[:200]} for service {service}"
 
     def on_data(self, stream: Stream, data: bytes, end: bool) -> None:
         call = stream.app
@@ -333,11 +387,12 @@ class GrpcHandler:
 
 
 def _deadline(call: Call) -> None:
-    if not call.done:
-        handler = call.handler
-        call.fail(GrpcStatus(DEADLINE_EXCEEDED, "context deadline exceeded"))
-        if handler is not None:
-            handler.cancelled()
+    call.fail(GrpcStatus(DEADLINE_EXCEEDED, "context deadline exceeded"))  # a streaming handler is told
+
+
+def _quote(value: bytes) -> str:
+    """A header value as Go's %q shows it (near enough: quoted, escapes, at most 200 bytes)."""
+    return '"' + value[:200].decode("latin-1").encode("unicode_escape").decode().replace('"', '\\"') + '"'
 
 
 def _unknown_method() -> RpcMethod:

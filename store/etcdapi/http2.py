@@ -66,6 +66,10 @@ WRITE_HIGH = 4 << 20
 """Unsent bytes in the transport above which we stop reading the connection's requests."""
 PING_FLOOD = 1000
 """PINGs and SETTINGS a peer may send per second-ish before we call it abuse (ENHANCE_YOUR_CALM)."""
+WINDOW_SETTINGS_LIMIT = 1000
+"""SETTINGS_INITIAL_WINDOW_SIZE changes a connection may make (ENHANCE_YOUR_CALM beyond): each
+that grows it walks the streams waiting for a window.  Clients change it a few times at most
+(grpc-go's BDP estimator, as the window grows to 16 MiB)."""
 
 
 class ConnectionError_(Exception):
@@ -96,6 +100,7 @@ class Stream:
     handler's own state for it."""
 
     __slots__ = (
+        "_credit",
         "_end_after",
         "_queue",
         "app",
@@ -107,7 +112,6 @@ class Stream:
         "recv_unacked",
         "recv_window",
         "remote_closed",
-        "send_window",
     )
 
     def __init__(self, stream_id: int, conn: Http2Connection, headers: list[tuple[bytes, bytes]]) -> None:
@@ -115,7 +119,8 @@ class Stream:
         self.conn = conn
         self.headers = headers
         self.app: object = None
-        self.send_window = conn.peer_initial_window
+        self._credit = 0
+        """The send window less the client's SETTINGS_INITIAL_WINDOW_SIZE (see `send_window`)."""
         self.recv_window = STREAM_WINDOW
         """What the client may still send on this stream before we give some back."""
         self.recv_unacked = 0
@@ -126,6 +131,17 @@ class Stream:
         self.remote_closed = False
         self._end_after: bytes | None = None
         """Trailers to send once the queued DATA is out."""
+
+    @property
+    def send_window(self) -> int:
+        """What the client's flow control lets us send on this stream now.  Kept relative to its
+        SETTINGS_INITIAL_WINDOW_SIZE, so that a change of the setting moves every stream's
+        window at once, without a walk over the streams per SETTINGS frame."""
+        return self._credit + self.conn.peer_initial_window
+
+    @send_window.setter
+    def send_window(self, value: int) -> None:
+        self._credit = value - self.conn.peer_initial_window
 
     def header(self, name: bytes) -> bytes | None:
         for k, v in self.headers:
@@ -206,9 +222,17 @@ class Http2Connection(asyncio.Protocol):
     """One client connection."""
 
     def __init__(
-        self, handler_factory: Callable[[Http2Connection], Handler], on_close: Callable[[Http2Connection], None]
+        self,
+        handler_factory: Callable[[Http2Connection], Handler],
+        on_close: Callable[[Http2Connection], None],
+        frame_timeout: float | None = None,
     ) -> None:
         self.handler = handler_factory(self)
+        self.frame_timeout = frame_timeout
+        """Seconds a client has to finish a frame (or the preface) it has begun; beyond, GOAWAY and
+        the connection closes, as on our own protocol: nobody holds a half-sent frame's buffer for
+        ever.  Between frames a connection may idle as long as it likes."""
+        self._frame_timer: asyncio.TimerHandle | None = None
         self.on_close = on_close
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
@@ -224,14 +248,20 @@ class Http2Connection(asyncio.Protocol):
         """What the client may still send on the connection before we give some back."""
         self.recv_unacked = 0
         """Bytes received and handed on but not yet given back by WINDOW_UPDATE."""
+        self.partial = 0
+        """Bytes held in request messages still arriving, all streams together (grpc.py)."""
         self._blocked: dict[int, Stream] = {}
         """Streams with DATA waiting for a window, in the order they got stuck."""
         self._out: list[bytes] = []
+        self._out_bytes = 0
+        """The bytes in `_out`, counted as they come (summing the list per call was quadratic in
+        the frames of a loop turn: a read of 15,000 PINGs held the loop for seconds)."""
         self._flush_scheduled = False
         self._continuing: tuple[int, int, bytearray] | None = None
         """A header block being received: (stream id, flags of its HEADERS, fragments so far)."""
         self._reading_paused = False
         self._pings = 0
+        self._window_settings = 0
         self.closed = False
         self.peer = "?"
 
@@ -257,6 +287,7 @@ class Http2Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._time_partial_frame(False)
         for s in list(self.streams.values()):
             s.closed = True
             with contextlib.suppress(Exception):
@@ -270,20 +301,51 @@ class Http2Connection(asyncio.Protocol):
         if self.transport is not None and not self._reading_paused:
             self._reading_paused = True
             self.transport.pause_reading()
+            self._time_partial_frame(False)  # we are not reading: the client is not late
 
     def resume_writing(self) -> None:
         if self.transport is not None and self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
+            self._time_partial_frame(True)
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
         self.buf += data
+        before = len(self.buf)
         try:
             self._parse()
         except ConnectionError_ as e:
             self.goaway(e.code, str(e))
         except HpackError as e:
             self.goaway(COMPRESSION_ERROR, f"header block: {e}")
+        self._time_partial_frame(len(self.buf) < before)
+
+    def _time_partial_frame(self, progressed: bool) -> None:
+        """(Re)start the frame timeout while a begun frame is buffered (from its start: after
+        `progressed`, what is buffered is a new frame), stop it otherwise."""
+        if self.frame_timeout is None:
+            return
+        timer = self._frame_timer
+        if not self.buf or self.closed or self._reading_paused:
+            if timer is not None:
+                timer.cancel()
+                self._frame_timer = None
+        elif timer is None or progressed:
+            if timer is not None:
+                timer.cancel()
+            self._frame_timer = asyncio.get_running_loop().call_later(self.frame_timeout, self._frame_timed_out)
+
+    def _frame_timed_out(self) -> None:
+        self._frame_timer = None
+        held = len(self.buf)
+        self.goaway(
+            PROTOCOL_ERROR,
+            f"a frame is not complete {self.frame_timeout}s after its first byte "
+            f"({held} bytes of it buffered; frame_timeout is {self.frame_timeout}s)",
+        )
+        self.buf = bytearray()
 
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
@@ -291,6 +353,7 @@ class Http2Connection(asyncio.Protocol):
         if self.closed:
             return
         self._out.append(data)
+        self._out_bytes += len(data)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -299,11 +362,12 @@ class Http2Connection(asyncio.Protocol):
         self._flush_scheduled = False
         if self._out and self.transport is not None and not self.closed:
             out, self._out = self._out, []
+            self._out_bytes = 0
             self.transport.write(b"".join(out))
 
     def transport_backlog(self) -> int:
         t = self.transport
-        pending = sum(map(len, self._out))
+        pending = self._out_bytes
         return pending + (t.get_write_buffer_size() if t is not None else 0)
 
     def write_headers(self, stream_id: int, headers: list[tuple[bytes, bytes]], end: bool) -> None:
@@ -449,8 +513,9 @@ class Http2Connection(asyncio.Protocol):
             if sid > self.last_stream:
                 raise ConnectionError_(PROTOCOL_ERROR, f"DATA on idle stream {sid}")
             self.consumed(size)  # a stream we reset or ended: the connection window still counts it
-            if s is not None:
+            if s is not None:  # the client had ended it: a stream error, and the call is over
                 s.reset(STREAM_CLOSED)
+                self.handler.on_reset(s)
             return
         s.recv_window -= size
         if s.recv_window < 0:
@@ -469,6 +534,8 @@ class Http2Connection(asyncio.Protocol):
         if sid == 0 or sid % 2 == 0:
             raise ConnectionError_(PROTOCOL_ERROR, f"HEADERS on stream {sid}")
         block = self._unpad(flags, payload)
+        if len(block) > HEADER_BLOCK_LIMIT:  # one frame may carry OUR_MAX_FRAME: the block's limit still holds
+            raise ConnectionError_(ENHANCE_YOUR_CALM, f"a header block over {HEADER_BLOCK_LIMIT} bytes")
         if flags & PRIORITY_FLAG:
             if len(block) < 5:
                 raise ConnectionError_(PROTOCOL_ERROR, "a malformed priority in HEADERS")
@@ -495,6 +562,10 @@ class Http2Connection(asyncio.Protocol):
         if s is not None:  # trailers from the client (gRPC never sends them): the request ends
             if not flags & END_STREAM:
                 raise ConnectionError_(PROTOCOL_ERROR, "a second header block without END_STREAM")
+            if s.remote_closed:  # after the client's END_STREAM: a stream error (RFC 9113 5.1)
+                s.reset(STREAM_CLOSED)
+                self.handler.on_reset(s)
+                return
             s.remote_closed = True
             self.handler.on_data(s, b"", True)
             return
@@ -522,15 +593,13 @@ class Http2Connection(asyncio.Protocol):
         if len(payload) % 6:
             raise ConnectionError_(FRAME_SIZE_ERROR, "SETTINGS not a multiple of 6 bytes")
         self._count_control()
+        window = self.peer_initial_window
         for off in range(0, len(payload), 6):
             key, value = struct.unpack_from(">HI", payload, off)
             if key == INITIAL_WINDOW_SIZE:
                 if value > MAX_WINDOW:
                     raise ConnectionError_(FLOW_CONTROL_ERROR, "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1")
-                delta = value - self.peer_initial_window
-                self.peer_initial_window = value
-                for s in self.streams.values():
-                    s.send_window += delta
+                window = value
             elif key == MAX_FRAME_SIZE:
                 if not DEFAULT_MAX_FRAME <= value <= (1 << 24) - 1:
                     raise ConnectionError_(PROTOCOL_ERROR, f"SETTINGS_MAX_FRAME_SIZE {value} out of range")
@@ -538,8 +607,17 @@ class Http2Connection(asyncio.Protocol):
             elif key == ENABLE_PUSH and value > 1:
                 raise ConnectionError_(PROTOCOL_ERROR, "SETTINGS_ENABLE_PUSH must be 0 or 1")
             # HEADER_TABLE_SIZE: our encoder never indexes, so any table size suits it
+        # Only a window that grew can let queued DATA go: no other SETTINGS frame walks the
+        # streams (a flood of them against 1024 blocked streams used to hold the loop).
+        delta = window - self.peer_initial_window
+        if delta:
+            self._window_settings += 1
+            if self._window_settings > WINDOW_SETTINGS_LIMIT:
+                raise ConnectionError_(ENHANCE_YOUR_CALM, "too many SETTINGS_INITIAL_WINDOW_SIZE changes")
+            self.peer_initial_window = window  # every stream's window moves with it (Stream.send_window)
         self.write(_frame(SETTINGS, ACK, 0))
-        self._unblock()
+        if delta > 0:
+            self._unblock()
 
     def _window_update(self, sid: int, payload: bytes) -> None:
         if len(payload) != 4:

@@ -26,9 +26,11 @@ from store.api import errors as E
 from store.api.cluster import EMPTY, HashKVRequest, MemberIdRequest
 from store.api.kv import CompactionResponse, DeleteRangeResponse, PutResponse, TxnResponse
 from store.api.lease import LeaseGrantRequest, LeaseIdRequest, LeaseKeepAliveResponse, LeaseTimeToLiveRequest
+from store.api.protocol import MAX_REQUEST_BYTES
 from store.etcdapi import convert
 from store.etcdapi.convert import FAILED_PRECONDITION, UNIMPLEMENTED, GrpcStatus
 from store.etcdapi.grpc import Call, Route
+from store.etcdapi.http2 import ENHANCE_YOUR_CALM
 from store.etcdapi.messages import SERVICES, pb
 from store.etcdapi.relay import LeaderRelay
 from store.etcdapi.snapshot_file import etcd_snapshot_bytes
@@ -43,6 +45,12 @@ log = logging.getLogger("raftkube.etcdapi")
 ETCD_VERSION = "3.6.0"
 SNAPSHOT_CHUNK = 32 << 10  # etcd sends its snapshot in 32 KiB pieces
 NOT_ENABLED = GrpcStatus(FAILED_PRECONDITION, "etcdserver: authentication is not enabled")
+KEEPALIVE_UNREAD = 64 << 10
+"""Bytes of keep-alive answers a LeaseKeepAlive stream may leave waiting for its client's
+flow-control window; beyond, the stream is reset (ENHANCE_YOUR_CALM) and what it owed is
+dropped.  (etcd stops reading a stream whose answers wait; ours are answered at once, so a
+client that sends keep-alives and never takes the answers is bounded here.)"""
+BAD_TRANSFEREE = GrpcStatus(FAILED_PRECONDITION, "etcdserver: bad leader transferee")
 
 Header = Callable[[], list[int]]
 
@@ -59,8 +67,12 @@ class EtcdApi:
         header: Header,
         etcd_url: Callable[[str], str],
         relay: LeaderRelay,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
     ) -> None:
         self.kv = kv
+        self.max_request_bytes = max_request_bytes
+        """A write larger than this is etcd's "request is too large" (gRPC takes messages up to
+        512 KiB larger: client_server.GRPC_OVERHEAD)."""
         self.leases = leases
         self.cluster = cluster
         self.watches = watches
@@ -150,6 +162,13 @@ class EtcdApi:
         except E.StoreError as e:
             call.fail(convert.status_of(e))
 
+    def _too_large(self, call: Call, m: Any) -> bool:
+        """etcd refuses a proposal over --max-request-bytes, whatever gRPC let through."""
+        if m.ByteSize() <= self.max_request_bytes:
+            return False
+        call.fail(convert.status_of(E.RequestTooLargeError("request is too large")))
+        return True
+
     # -- KV ---------------------------------------------------------------------------------
     def range(self, call: Call, m: Any) -> None:
         req = convert.range_request(m)
@@ -157,11 +176,15 @@ class EtcdApi:
         self._later(call, self.kv.range(req), lambda r: convert.range_response(r, h))
 
     def put(self, call: Call, m: Any) -> None:
+        if self._too_large(call, m):
+            return
         self._write(
             call, convert.put_request(m), lambda w: convert.put_response(PutResponse.from_wire(w), self.header())
         )
 
     def delete_range(self, call: Call, m: Any) -> None:
+        if self._too_large(call, m):
+            return
         self._write(
             call,
             convert.delete_request(m),
@@ -169,6 +192,8 @@ class EtcdApi:
         )
 
     def txn(self, call: Call, m: Any) -> None:
+        if self._too_large(call, m):
+            return
         self._write(
             call, convert.txn_request(m), lambda w: convert.txn_response(TxnResponse.from_wire(w), self.header())
         )
@@ -181,7 +206,9 @@ class EtcdApi:
 
     # -- Lease ------------------------------------------------------------------------------
     def lease_grant(self, call: Call, m: Any) -> None:
-        req = LeaseGrantRequest(m.TTL, m.ID)
+        # etcd grants a TTL <= 0 as any TTL below its minimum: raised to the minimum (lessor.Grant);
+        # the store refuses it, and raises 1 to the same minimum
+        req = LeaseGrantRequest(max(m.TTL, 1), m.ID)
         self._later(
             call, self.leases.grant(req, forward=True), lambda r: convert.lease_grant_response(r, self.header())
         )
@@ -208,10 +235,11 @@ class EtcdApi:
         self._later(call, self.leases.leases(EMPTY), answer)
 
     # -- Cluster ----------------------------------------------------------------------------
+    # etcd's Cluster service answers without a revision in its headers (cluster, member, term)
     def member_list(self, call: Call, m: Any) -> None:
         def answer(r: Any) -> Any:
             members = [convert.member(x, self.etcd_url(x.client_url)) for x in r.members]
-            return pb.MemberListResponse(header=convert.header(self.header()), members=members)
+            return pb.MemberListResponse(header=convert.header(self.header(), 0), members=members)
 
         self._later(call, self.cluster.members(EMPTY), answer)
 
@@ -222,7 +250,7 @@ class EtcdApi:
 
         def answer(r: Any) -> Any:
             members = [convert.member(x, self.etcd_url(x.client_url)) for x in r.members]
-            return pb.MemberRemoveResponse(header=convert.header(self.header()), members=members)
+            return pb.MemberRemoveResponse(header=convert.header(self.header(), 0), members=members)
 
         self._later(call, work(), answer)
 
@@ -233,7 +261,7 @@ class EtcdApi:
 
         def answer(r: Any) -> Any:
             members = [convert.member(x, self.etcd_url(x.client_url)) for x in r.members]
-            return pb.MemberPromoteResponse(header=convert.header(self.header()), members=members)
+            return pb.MemberPromoteResponse(header=convert.header(self.header(), 0), members=members)
 
         self._later(call, work(), answer)
 
@@ -269,8 +297,18 @@ class EtcdApi:
         )
 
     def move_leader(self, call: Call, m: Any) -> None:
+        """In etcd's order: only the leader hands over ("not leader"), and only to a voting
+        member ("bad leader transferee"); etcd's answer has no header."""
+        if not self.cluster.node.is_leader:
+            call.fail(convert.status_of(self.cluster.leader_error()))
+            return
+        target = self.cluster.state.members.get(m.targetID)
+        if target is None or target.is_learner:
+            call.fail(BAD_TRANSFEREE)
+            return
+
         def answer(_: Any) -> Any:
-            return pb.MoveLeaderResponse(header=convert.header(self.header()))
+            return pb.MoveLeaderResponse()
 
         self._later(call, self.cluster.move_leader(MemberIdRequest(m.targetID)), answer)
 
@@ -286,8 +324,16 @@ def _unsupported(service: str, name: str) -> Callable[[Call, Any], None]:
     def refuse(call: Call, m: Any) -> None:
         if service == "Auth":
             call.fail(NOT_ENABLED)
+        elif service == "Cluster":  # a member is more than its peer URLs: its files, its process
+            call.fail(
+                GrpcStatus(
+                    UNIMPLEMENTED,
+                    f"raftkube: {name} is not served; add or move members with `raftkube store member add|remove`"
+                    " (it lays out the member's files and starts it)",
+                )
+            )
         else:
-            call.fail(GrpcStatus(UNIMPLEMENTED, f"raftkube: {service}.{name} is not served (see the member docs)"))
+            call.fail(GrpcStatus(UNIMPLEMENTED, f"raftkube: {service}.{name} is not served"))
 
     return refuse
 
@@ -319,6 +365,12 @@ class KeepAliveCall:
         self._answer(lease_id, r)
 
     def _answer(self, lease_id: int, r: LeaseKeepAliveResponse | E.StoreError) -> None:
+        unread = self.call.stream.queued
+        if unread > KEEPALIVE_UNREAD:
+            self.call.reset(
+                ENHANCE_YOUR_CALM, f"{unread} bytes of keep-alive answers unread (at most {KEEPALIVE_UNREAD})"
+            )
+            return
         h = self.api.header()
         if isinstance(r, E.LeaseNotFoundError):  # etcd answers TTL 0 for a lease that is gone
             self.call.send(pb.LeaseKeepAliveResponse(header=convert.header(h), ID=lease_id, TTL=0))

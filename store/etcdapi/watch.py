@@ -27,6 +27,7 @@ from store.api.kv import Event
 from store.api.watch import WatchResponse
 from store.etcdapi import convert
 from store.etcdapi.grpc import Call, frame_message
+from store.etcdapi.http2 import ENHANCE_YOUR_CALM
 from store.etcdapi.messages import pb
 from store.server.watch_streams import WatchStreams
 
@@ -72,9 +73,13 @@ class EtcdWatchEncoder:
         return b
 
     def _message(self, watch_id: int, resp: WatchResponse, *, created: bool, canceled: bool) -> bytes:
+        compacted = canceled and resp.compact_revision != 0
+        # etcd cancels a watch that fell behind a compaction with a header at revision 0 and no
+        # reason, only compact_revision (v3rpc/watch.go sendLoop)
+        revision = 0 if compacted else resp.revision
         parts = [
-            _len_field(_HEADER, convert.header(self._header, resp.revision).SerializeToString())
-            if resp.revision != self._header[2]
+            _len_field(_HEADER, convert.header(self._header, revision).SerializeToString())
+            if revision != self._header[2]
             else self._header_field
         ]
         if watch_id:
@@ -85,13 +90,13 @@ class EtcdWatchEncoder:
             parts.append(b"\x20\x01")
             if resp.compact_revision:
                 parts.append(bytes((_COMPACT,)) + _varint(resp.compact_revision))
-            if resp.cancel_reason:
+            if resp.cancel_reason and not compacted:
                 parts.append(_len_field(_REASON, resp.cancel_reason.encode()))
         parts.extend(self._event(e) for e in resp.events)
         return frame_message(b"".join(parts))
 
     def watch_frame(self, token: int, resp: WatchResponse) -> bytes:
-        if resp.created and resp.canceled:  # etcd sends the two apart: created, then canceled
+        if resp.created and resp.canceled:  # from the hub (a compacted start): created, then canceled apart
             return self._message(token, resp, created=True, canceled=False) + self._message(
                 token, resp, created=False, canceled=True
             )
@@ -169,9 +174,23 @@ class WatchCall:
 
     # -- requests -----------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:
+        """etcd's answer to a create it cannot make: ONE response, created and canceled with the
+        reason, watch id -1 (clientv3 takes its error from that response; a created response
+        without the reason first would end the client's watch with an empty error)."""
         rev = self.header()[2]
         resp = WatchResponse(0, rev, created=True, canceled=True, cancel_reason=reason)
-        self.call.send_encoded(EtcdWatchEncoder(self.header()).watch_frame(INVALID_WATCH_ID, resp))
+        self._send_now(EtcdWatchEncoder(self.header())._message(INVALID_WATCH_ID, resp, created=True, canceled=True))
+
+    def _send_now(self, framed: bytes) -> None:
+        """An answer sent outside the hub's rounds (a refused create, a cancel), which the hub's
+        pausing does not hold back: a client that keeps asking and never reads is reset once its
+        stream owes more than watch_backlog_limit (its watches end with it)."""
+        self.call.send_encoded(framed)
+        unread, limit = self.call.stream.queued, self.streams.limit_bytes
+        if unread > limit:
+            self.call.reset(
+                ENHANCE_YOUR_CALM, f"{unread} bytes of watch answers unread, over watch_backlog_limit ({limit})"
+            )
 
     def _create(self, creq: Any) -> None:
         if creq.start_revision < 0:
@@ -210,4 +229,4 @@ class WatchCall:
         self.streams.cancel(self, hub_id)
         self._progress_all.discard(hub_id)
         resp = WatchResponse(hub_id, self.header()[2], canceled=True)
-        self.call.send_encoded(EtcdWatchEncoder(self.header()).watch_frame(local, resp))
+        self._send_now(EtcdWatchEncoder(self.header()).watch_frame(local, resp))

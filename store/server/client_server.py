@@ -177,7 +177,7 @@ class ClientServer:
             if not closed.done():
                 closed.set_result(None)
 
-        h2 = Http2Connection(lambda c: GrpcHandler(c, routes, limit), gone)
+        h2 = Http2Connection(lambda c: GrpcHandler(c, routes, limit), gone, frame_timeout=self.frame_timeout)
         self.etcd_conns.add(h2)
         transport = writer.transport
         taken = first + _take_buffered(reader)

@@ -42,7 +42,9 @@ class KVService:
         `done` (no coroutine per request).  A refused request raises StoreError.  `forward`:
         a follower hands it to the leader (Proposals.submit)."""
         if isinstance(req, PutRequest):
-            self.state.validate_put(req)
+            # forwarded: the lease is checked where it is applied, not against this member's
+            # possibly older state (a grant just made through another member)
+            self.state.validate_put(req, check_lease=not forward)
         elif isinstance(req, DeleteRangeRequest):
             self.state.validate_delete(req)
         else:
@@ -50,7 +52,8 @@ class KVService:
         self.proposals.submit(req.kind, req.to_wire(), done, forward)
 
     async def compact(self, req: CompactionRequest, forward: bool = False) -> CompactionResponse:
-        self.state.validate_compact(req)
+        if not forward:  # forwarded: the revision is checked where it is applied (see write)
+            self.state.validate_compact(req)
         return CompactionResponse.from_wire(await self.proposals.propose("compact", req.to_wire(), forward=forward))
 
     async def hash_kv(self, req: HashKVRequest) -> HashKVResponse:

@@ -57,7 +57,9 @@ class LeaseService:
                 return lease_id
 
     async def revoke(self, req: LeaseIdRequest, forward: bool = False) -> LeaseRevokeResponse:
-        if not self.state.lessor.exists(req.id):
+        # forwarded: the lease is looked for where the revoke is applied, not in this member's
+        # possibly older state
+        if not forward and not self.state.lessor.exists(req.id):
             raise E.LeaseNotFoundError(req.id)
         return LeaseRevokeResponse.from_wire(await self.proposals.propose("lease_revoke", [req.id], forward=forward))
 

@@ -139,7 +139,16 @@ class Member:
             self.state, node, self.proposals, self.reads, self.member_status, timeout, self._leader_error
         )
         self.leader_relay = LeaderRelay(node, lambda: self.state.members, self.peer_client_tls, self._leader_error)
-        etcd = EtcdApi(kv, self.leases, cluster, self.watches, self._header, self._etcd_url, self.leader_relay)
+        etcd = EtcdApi(
+            kv,
+            self.leases,
+            cluster,
+            self.watches,
+            self._header,
+            self._etcd_url,
+            self.leader_relay,
+            max_request_bytes=cfg.max_request_bytes,
+        )
         self.clients = ClientServer(
             kv,
             self.leases,

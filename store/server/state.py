@@ -189,9 +189,12 @@ class ReplicatedState:
     def validate_range(self, req: RangeRequest) -> None:
         check_range_request(req)
 
-    def validate_put(self, req: PutRequest) -> None:
+    def validate_put(self, req: PutRequest, check_lease: bool = True) -> None:
+        """`check_lease` False: the lease is looked for only when the entry is applied (a
+        member that takes writes for the leader may not have applied a grant made elsewhere
+        yet; etcd too checks at apply)."""
         check_put(req)
-        if req.lease and not self.lessor.exists(req.lease):
+        if check_lease and req.lease and not self.lessor.exists(req.lease):
             raise E.LeaseNotFoundError(req.lease)
 
     def validate_delete(self, req: DeleteRangeRequest) -> None:
