@@ -250,6 +250,8 @@ class Http2Connection(asyncio.Protocol):
         """Bytes received and handed on but not yet given back by WINDOW_UPDATE."""
         self.partial = 0
         """Bytes held in request messages still arriving, all streams together (grpc.py)."""
+        self.working = 0
+        """Calls of this connection whose work (a task) has not ended, reset or not."""
         self._blocked: dict[int, Stream] = {}
         """Streams with DATA waiting for a window, in the order they got stuck."""
         self._out: list[bytes] = []
@@ -572,7 +574,9 @@ class Http2Connection(asyncio.Protocol):
         if sid <= self.last_stream:
             raise ConnectionError_(STREAM_CLOSED if sid in self.streams else PROTOCOL_ERROR, f"stream {sid} reused")
         self.last_stream = sid
-        if len(self.streams) >= MAX_STREAMS:
+        if len(self.streams) >= MAX_STREAMS or self.working >= MAX_STREAMS:
+            # `working` also counts calls the client reset whose work goes on: resetting each
+            # stream at once (the "rapid reset" attack) buys no more than MAX_STREAMS of work
             self.write(_frame(RST_STREAM, 0, sid, REFUSED_STREAM.to_bytes(4, "big")))
             return
         s = Stream(sid, self, headers)

@@ -124,6 +124,8 @@ class EtcdApi:
     def _later(self, call: Call, work: Awaitable[Any], answer: Callable[[Any], Any]) -> None:
         """Run `work` as a task; reply with `answer(result)`, or fail with the error's status."""
 
+        conn = call.stream.conn
+
         async def run() -> None:
             try:
                 result = await work
@@ -137,8 +139,11 @@ class EtcdApi:
                 log.exception("internal error serving %s", call.route.method.path)
                 call.fail(GrpcStatus(convert.INTERNAL, f"etcdserver: internal error: {type(e).__name__}: {e}"))
                 return
+            finally:
+                conn.working -= 1
             call.reply(answer(result))
 
+        conn.working += 1  # counted until the work ends, even if the client resets the call
         self.spawn(run())
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:

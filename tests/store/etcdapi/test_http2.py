@@ -960,3 +960,28 @@ def test_constants_are_rfc_9113s() -> None:
         w.ENHANCE_YOUR_CALM,
         w.FLOW_CONTROL_ERROR,
     )
+
+
+def test_rapid_reset_buys_no_more_work_than_max_streams() -> None:
+    """Opening a call and resetting it at once frees its stream, not its work (a Range waiting
+    for its read goes on): a connection with MAX_STREAMS calls' work still running gets
+    REFUSED_STREAM however few streams it has open, until some of that work ends."""
+
+    async def go() -> tuple[w.Answers, w.Answers, Peer]:
+        p = recorder_peer()
+        frames = []
+        for i in range(MAX_STREAMS):
+            frames.append(w.headers(2 * i + 1, w.grpc_headers(RANGE)))
+            frames.append(w.rst_stream(2 * i + 1))
+        await p.send(w.hello(), b"".join(frames))
+        p.conn.working = MAX_STREAMS  # as EtcdApi counts the tasks those calls started
+        over = 2 * MAX_STREAMS + 1
+        refused = await p.send(w.headers(over, w.grpc_headers(RANGE)))
+        p.conn.working -= 1  # one call's work ends
+        taken = await p.send(w.headers(over + 2, w.grpc_headers(RANGE)))
+        return refused, taken, p
+
+    refused, taken, p = run(go())
+    assert list(p.conn.streams) == [2 * MAX_STREAMS + 3]  # every reset one is gone
+    assert refused.resets.get(2 * MAX_STREAMS + 1) == w.REFUSED_STREAM
+    assert (2 * MAX_STREAMS + 3) not in taken.resets and p.handler.opened[-1] == 2 * MAX_STREAMS + 3
