@@ -5,9 +5,12 @@ the packages wanted, each with its `--version` set as Kubernetes' release build 
 (ldflags into k8s.io/component-base/version); agnhost carries its own image version (its
 VERSION file, as its Makefile sets it); ginkgo is the CLI at the version Kubernetes' go.mod
 pins (`go install`, since ginkgo has no replace directives); etcd and etcdctl come from a
-module requiring both and carry their own versions.  Each binary is built under a temporary
-name, asked its version (the build fails if it does not answer with the release asked
-for), hashed, renamed into place and recorded in the manifest.
+module requiring both and carry their own versions; etcd's load tool (etcd-benchmark) comes
+from a module requiring etcd's root module, at the release ETCD_BENCHMARK_VERSION pins.  Each
+binary is built under a temporary name, asked its version (the build fails if it does not
+answer with the release asked for; etcd-benchmark, which has no version command, must answer
+`--help` as the tool and carry the release in its Go build info), hashed, renamed into place
+and recorded in the manifest.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from pathlib import Path
 from bench.peers import busybox
 from bench.peers.go import BuildError, Go, find_go, json_objects
 from bench.peers.gomod import (
+    ETCD_ROOT_MODULE,
     GINKGO_MODULE,
+    etcd_benchmark_module,
     etcd_module,
     kubernetes_module,
     newest_patch_before,
@@ -59,6 +64,9 @@ class Peer:
     """Its file mode once built: nonewprivs is setuid and setgid root, as its image's Dockerfile
     (`chmod +s`) makes it, so that a container running as another user gains root through it
     unless allowPrivilegeEscalation is false."""
+    module: str = ""
+    """The module whose release the binary's Go build info must name (`go version -m`): the
+    version check of a peer that prints no version of its own (etcd-benchmark)."""
 
 
 PEERS: dict[str, Peer] = {
@@ -76,6 +84,15 @@ PEERS: dict[str, Peer] = {
         Peer("sample-apiserver", SAMPLE_APISERVER, "build", ("--help",), answer="Launch a wardle API server"),
         Peer("etcd", "go.etcd.io/etcd/server/v3", "build", ("--version",)),
         Peer("etcdctl", "go.etcd.io/etcd/etcdctl/v3", "build", ("version",)),
+        # etcd's own load tool, in etcd's root module; it has no version command
+        Peer(
+            "etcd-benchmark",
+            f"{ETCD_ROOT_MODULE}/tools/benchmark",
+            "build",
+            ("--help",),
+            answer="benchmark is a low-level benchmark tool for etcd3",
+            module=ETCD_ROOT_MODULE,
+        ),
         Peer("busybox", "busybox", "make", ("--help",)),
     )
 }
@@ -142,6 +159,7 @@ class Builder:
         self.versions = {
             **dict.fromkeys(peers.KUBERNETES_PEERS, kubernetes),
             **dict.fromkeys(peers.ETCD_PEERS, etcd),
+            **dict.fromkeys(peers.ETCD_BENCHMARK_PEERS, peers.ETCD_BENCHMARK_VERSION),
             **dict.fromkeys(peers.BUSYBOX_PEERS, peers.BUSYBOX_VERSION),
         }
         self.say = say
@@ -193,6 +211,11 @@ class Builder:
             self.say(f"{'(etcd module)':<24} {version:<9} resolving in {workdir} ...")
             workdir.mkdir(parents=True, exist_ok=True)
             (workdir / "go.mod").write_text(etcd_module(version))
+            self.go.run(["get", *(f"{PEERS[n].package}@{version}" for n in names)], workdir, {"GOFLAGS": "-mod=mod"})
+        elif names[0] in peers.ETCD_BENCHMARK_PEERS:
+            self.say(f"{'(etcd root module)':<24} {version:<9} resolving in {workdir} ...")
+            workdir.mkdir(parents=True, exist_ok=True)
+            (workdir / "go.mod").write_text(etcd_benchmark_module(version))
             self.go.run(["get", *(f"{PEERS[n].package}@{version}" for n in names)], workdir, {"GOFLAGS": "-mod=mod"})
         else:
             self.say(f"{'(kubernetes module)':<24} {version:<9} resolving in {workdir} ...")
@@ -286,6 +309,8 @@ class Builder:
             ]
             self.go.run(args, workdir)
         reports = self.version_of(part, peer, peer.answer or expect)
+        if peer.module:
+            reports = f"{peer.module} {self.module_version(part, peer.module, version)} (Go build info); {reports}"
         self.install_image_files(peer.name)
         part.chmod(peer.mode)
         sha = sha256_of(part)
@@ -326,6 +351,21 @@ class Builder:
         except OSError:
             return "unknown"
 
+    def module_version(self, binary: Path, module: str, expect: str) -> str:
+        """The release of `module` that `binary`'s Go build info names, which must be `expect`:
+        for a peer with no version command, the only evidence of which release it was built
+        from (the module graph could have moved it: a newer sibling requiring it, say)."""
+        info = json_objects(self.go.run(["version", "-m", "-json", str(binary)], binary.parent))
+        deps = info[0].get("Deps") if info else None
+        entries = [info[0].get("Main") if info else None, *(deps if isinstance(deps, list) else [])]
+        found = None
+        for entry in entries:
+            if isinstance(entry, dict) and entry.get("Path") == module:
+                found = str(entry.get("Version"))
+        if found != expect:
+            raise BuildError(f"{binary}'s Go build info names {module} {found or '(none)'}, not {expect}")
+        return found
+
     def version_of(self, binary: Path, peer: Peer, expect: str) -> str:
         """The first line `binary` answers its version command with; it must name `expect`."""
         try:
@@ -352,7 +392,9 @@ class Builder:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Build the upstream peers (kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo, "
-        "agnhost, nonewprivs, sample-apiserver, etcd, etcdctl; busybox from its C source) "
+        "agnhost, nonewprivs, sample-apiserver, etcd, etcdctl, etcd-benchmark (etcd's load tool, at "
+        f"{peers.ETCD_BENCHMARK_VERSION}: the newest etcd 3.6 root module the proxy serves); "
+        "busybox from its C source) "
         f"with the machine's go through the Go module proxy into {peers.peers_root()}/; "
         "what is already built (manifest.json, sha256) is skipped."
     )

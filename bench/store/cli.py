@@ -2,6 +2,14 @@
 
     raftkube bench store [--peers etcd,etcd36,pysyncobj] [--members 3|5] [--quick] [--tls both|on|off]
                          [--only writes,reads,watch,failover,restart,slow-watchers]
+    raftkube bench store --api etcd [--quick] [--tls on|off] [--levels ...] [--seconds S | --total N]
+                         [--workloads put,range-linearizable,range-serializable,txn-put,watch-latency]
+
+`--api native` (the default) measures every system through its own protocol with our load
+generators, as below.  `--api etcd` (bench/store/etcd_api.py) measures raftkube through its
+etcd v3 API beside etcd 3.6, both driven by etcd's own load tool (etcd-benchmark, built by
+`raftkube peers build --only etcd-benchmark`) with the same flags, into
+bench/results/store-etcd-api.json and .md.
 
 Every system runs its members as local processes on free 127.0.0.1 ports in a temp dir,
 with fsync on; load generators run in processes of their own and report their CPU.  `etcd` is
@@ -41,6 +49,10 @@ if TYPE_CHECKING:
 SYSTEMS = ("raftkube", "etcd", "etcd36", "pysyncobj")
 PHASES = ("writes", "reads", "watch", "failover", "restart", "slow-watchers")
 TLS_MODES = ("both", "on", "off")
+APIS = ("native", "etcd")
+ETCD_WORKLOADS = ("put", "range-linearizable", "range-serializable", "txn-put", "watch-latency")
+"""`--api etcd`'s workloads (bench.store.etcd_tool.WORKLOADS, which a test keeps equal): named
+here so that parsing the command line imports nothing but the standard library."""
 
 
 def csv_list(allowed: tuple[str, ...], what: str) -> Any:
@@ -71,7 +83,34 @@ def positive_seconds(text: str) -> float:
     return v
 
 
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {v}")
+    return v
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--api",
+        choices=APIS,
+        default="native",
+        help="native (default): every system through its own protocol, the phases below; etcd: raftkube's "
+        "etcd v3 API and etcd 3.6, both driven by etcd's own load tool (etcd-benchmark) with the same flags",
+    )
+    p.add_argument(
+        "--workloads",
+        type=csv_list(ETCD_WORKLOADS, "workload"),
+        help=f"--api etcd: workloads to run (default: all of {','.join(ETCD_WORKLOADS)})",
+    )
+    p.add_argument(
+        "--total",
+        type=positive_int,
+        help="--api etcd: requests per level (watch-latency: puts) instead of sizing each level by --seconds",
+    )
     p.add_argument(
         "--peers",
         type=csv_list(SYSTEMS[1:], "peer"),
@@ -94,7 +133,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=TLS_MODES,
         default="both",
         help="both (default): writes with and without TLS for raftkube and etcd, slow-watchers with TLS, other "
-        "phases without; on: every phase with TLS; off: every phase without (pysyncobj has no TLS)",
+        "phases without; on: every phase with TLS; off: every phase without (pysyncobj has no TLS); "
+        "--api etcd: mutual TLS for both systems unless off",
     )
     p.add_argument(
         "--slow-watchers",
@@ -103,13 +143,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="slow-watchers: watchers on the member and how many of them never read (default 1000,10)",
     )
     p.add_argument(
-        "--seconds", type=positive_seconds, help="override the measuring time of each write/read/watch level"
+        "--seconds",
+        type=positive_seconds,
+        help="override the measuring time of each write/read/watch level (--api etcd: of each level, 6 s; 1 s quick)",
     )
     p.add_argument(
-        "--levels", type=csv_list(("1", "16", "64", "256"), "level"), help="write levels (default 1,16,64,256)"
+        "--levels",
+        type=csv_list(("1", "16", "64", "256"), "level"),
+        help="write levels; --api etcd: the client counts every workload runs at (default 1,16,64,256)",
     )
     p.add_argument("--clients", type=int, default=2, help="load generator processes at 16+ in flight (default 2)")
-    p.add_argument("--json", type=Path, default=Path("bench/results/store.json"), help="where to write the results")
+    p.add_argument(
+        "--json",
+        type=Path,
+        help="where to write the results (default bench/results/store.json; --api etcd: "
+        "bench/results/store-etcd-api.json, and the Markdown table beside it as .md)",
+    )
     p.add_argument("--png", type=Path, default=Path("bench/results/store.png"), help="where to write the plot")
     p.add_argument("--config", type=Path, default=Path("cluster.toml"), help="raftkube settings ([store])")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (members' logs) after the run")
@@ -137,6 +186,14 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.api == "etcd":
+        try:
+            from bench.store import etcd_api
+        except ImportError as e:
+            print(f"raftkube bench store: {e} (install the bench extra: pip install -e '.[bench]')", file=sys.stderr)
+            return 1
+        return etcd_api.run(args)
+    args.json = args.json or Path("bench/results/store.json")
     try:
         from bench.store import plot, report, targets
         from bench.store.context import Context

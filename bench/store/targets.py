@@ -106,3 +106,39 @@ def evaluate(phases: dict[str, Any]) -> list[Target]:
         )
     )
     return out
+
+
+ETCD_API_WRITES = ("put", "txn-put")
+"""The write workloads of `--api etcd` the targets judge (both are writes through the log)."""
+
+
+def _level(results: dict[str, Any], system: str, workload: str, clients: int) -> dict[str, Any] | None:
+    """`--api etcd`'s row of `system`'s `workload` at `clients` clients, if it ran."""
+    rows = results.get(system, {}).get(workload, [])
+    return next((r for r in rows if r.get("clients") == clients), None)
+
+
+def _at_least_1(clean: bool) -> Callable[[float], bool]:
+    return lambda v: clean and v >= 1.0
+
+
+def _at_most_1(clean: bool) -> Callable[[float], bool]:
+    return lambda v: clean and v <= 1.0
+
+
+def evaluate_etcd_api(results: dict[str, Any]) -> list[Target]:
+    """`--api etcd`'s targets: at 64 and 256 clients, raftkube's writes/s at least etcd 3.6's
+    and its p99 no worse, for put and for txn-put, measured by the same tool in the same run.
+    A raftkube level with errors meets no target: its rate counts only what succeeded."""
+    out: list[Target] = []
+    for workload in ETCD_API_WRITES:
+        if workload not in results.get("raftkube", {}):
+            continue
+        for level in (64, 256):
+            rk, et = _level(results, "raftkube", workload, level), _level(results, "etcd36", workload, level)
+            clean = rk is not None and not rk.get("errors") and "failed" not in rk
+            rate = _ratio(_get(rk, "requests_per_s"), _get(et, "requests_per_s"))
+            p99 = _ratio(_get(rk, "p99_ms"), _get(et, "p99_ms"))
+            out.append(_check(f"{workload}/s at {level} clients vs etcd 3.6", ">= 1.0x", rate, _at_least_1(clean)))
+            out.append(_check(f"{workload} p99 at {level} clients vs etcd 3.6", "<= 1.0x", p99, _at_most_1(clean)))
+    return out

@@ -1,6 +1,7 @@
 """Where the upstream peers live once built: kube-apiserver, kube-controller-manager,
-kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs, sample-apiserver, etcd and etcdctl 3.6, and upstream
-busybox (the e2e busybox image's programs; the only peer built from C).
+kube-scheduler, e2e.test, ginkgo, agnhost, nonewprivs, sample-apiserver, etcd and etcdctl 3.6, etcd's
+load tool (etcd-benchmark, `tools/benchmark`), and upstream busybox (the e2e busybox image's
+programs; the only peer built from C).
 
 The peers are yardsticks (tests, conformance, benchmarks), never runtime dependencies, so
 they live in the user's cache, outside the repository, one folder per pinned version:
@@ -34,13 +35,34 @@ KUBERNETES_PEERS = (
 )
 ETCD_PEERS = ("etcd", "etcdctl")
 
+ETCD_BENCHMARK_VERSION = "v3.6.14"
+"""etcd's load tool (`tools/benchmark`) at the newest etcd 3.6 the Go module proxy serves its
+module at, which trails the server's ETCD_VERSION: the tool is in etcd's root module,
+go.etcd.io/etcd/v3, not in the server's, and the proxy has that module only up to v3.6.14
+(its `@v/list` names only v3.6.0 and v3.6.8, yet every release up to v3.6.14 but v3.6.2 and
+v3.6.3 is served when asked for by version; v3.6.15 to v3.6.17 answer 403 "not available";
+etcd's tools/v3 module is not served at all, and go.etcd.io is not reachable to fetch it
+directly).  A client of the v3 API, not a server, so a few patch releases behind the server
+it drives changes nothing it measures (the same gRPC API, client/v3 of the same minor)."""
+ETCD_BENCHMARK_PEERS = ("etcd-benchmark",)
+
 BUSYBOX_VERSION = "v1.37.0"
 """Upstream busybox (the e2e image has 1.36.1, whose source no archive reachable here keeps;
 1.37.0's pristine tarball is in Debian's)."""
 
 BUSYBOX_PEERS = ("busybox",)
 
-ALL_PEERS = KUBERNETES_PEERS + ETCD_PEERS + BUSYBOX_PEERS
+ALL_PEERS = KUBERNETES_PEERS + ETCD_PEERS + ETCD_BENCHMARK_PEERS + BUSYBOX_PEERS
+
+FAMILIES = (
+    ("kubernetes", KUBERNETES_PEERS),
+    ("etcd", ETCD_PEERS),
+    ("etcd-benchmark", ETCD_BENCHMARK_PEERS),
+    ("busybox", BUSYBOX_PEERS),
+)
+"""(family, its peers): each peer is built into the folder `<family>-<release>`.  etcd-benchmark
+is a family of its own because it is pinned apart from etcd (ETCD_BENCHMARK_VERSION), and a
+folder holds one release."""
 
 
 def peers_root() -> Path:
@@ -52,8 +74,9 @@ def peers_root() -> Path:
 
 
 def family(peer: str) -> str:
-    """The release `peer` comes from: `kubernetes`, `etcd` or `busybox`; ValueError if none."""
-    for name, members in (("kubernetes", KUBERNETES_PEERS), ("etcd", ETCD_PEERS), ("busybox", BUSYBOX_PEERS)):
+    """The release `peer` comes from: `kubernetes`, `etcd`, `etcd-benchmark` or `busybox`;
+    ValueError if none."""
+    for name, members in FAMILIES:
         if peer in members:
             return name
     raise ValueError(f"unknown peer {peer!r}: one of {', '.join(ALL_PEERS)}")
@@ -61,11 +84,17 @@ def family(peer: str) -> str:
 
 def pinned_version(peer: str) -> str:
     """The release of `peer` this code is pinned to."""
-    return {"kubernetes": KUBERNETES_VERSION, "etcd": ETCD_VERSION, "busybox": BUSYBOX_VERSION}[family(peer)]
+    return {
+        "kubernetes": KUBERNETES_VERSION,
+        "etcd": ETCD_VERSION,
+        "etcd-benchmark": ETCD_BENCHMARK_VERSION,
+        "busybox": BUSYBOX_VERSION,
+    }[family(peer)]
 
 
 def version_dir(peer: str, version: str | None = None) -> Path:
-    """The folder of the version that provides `peer` (kubernetes-<v>, etcd-<v>, busybox-<v>):
+    """The folder of the version that provides `peer` (kubernetes-<v>, etcd-<v>, etcd-benchmark-<v>,
+    busybox-<v>):
     the pinned one unless `version` names another (`raftkube peers build --kubernetes v1.33.N`)."""
     return peers_root() / f"{family(peer)}-{version or pinned_version(peer)}"
 

@@ -28,6 +28,15 @@ mod)
 list)
     printf '{"Path": "%s", "Versions": ["v0.32.3", "v0.33.3", "v0.33.5"]}\n' "$5"
     exit 0 ;;
+version)  # `go version -m -json FILE`: the build info, from the "# dep" lines of what it "built"
+    printf '{"GoVersion": "go1.99-fake", "Path": "fake", "Deps": ['
+    sep=""
+    sed -n 's/^# dep \([^ ]*\) \([^ ]*\)$/\1 \2/p' "$4" | while read -r path version; do
+        printf '%s{"Path": "%s", "Version": "%s"}' "$sep" "$path" "${FAKE_GO_BUILDINFO_VERSION-$version}"
+        sep=", "
+    done
+    printf ']}\n'
+    exit 0 ;;
 esac
 if [ "$1" = "${FAKE_GO_FAIL-none}" ]; then
     i=0
@@ -48,6 +57,9 @@ build|test|install)
         { echo '#!/bin/sh'; echo 'echo "Effective uid: $(id -u)"'; } > "$out" ;;
     *" k8s.io/sample-apiserver")  # no version either: its --help names what it is
         { echo '#!/bin/sh'; echo 'echo "Launch a wardle API server"'; } > "$out" ;;
+    *" go.etcd.io/etcd/v3/tools/benchmark")  # etcd's load tool: its --help, and its build info
+        { echo '#!/bin/sh'; echo 'echo "benchmark is a low-level benchmark tool for etcd3."'
+          sed -n 's/^require \([^ ]*\) \([^ ]*\)$/# dep \1 \2/p' go.mod; } > "$out" ;;
     *)
         { echo '#!/bin/sh'; echo "cat <<'END'"; echo "$*"; cat go.mod 2>/dev/null; echo 'END'; } > "$out" ;;
     esac

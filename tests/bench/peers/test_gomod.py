@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from bench.peers.gomod import (
+    ETCD_ROOT_MODULE,
     GINKGO_MODULE,
+    etcd_benchmark_module,
     etcd_module,
     kubernetes_module,
     newest_patch_before,
@@ -57,6 +59,16 @@ def test_versions() -> None:
 def test_etcd_module_requires_server_and_etcdctl_at_one_release() -> None:
     text = etcd_module("v3.6.17")
     assert "go.etcd.io/etcd/server/v3 v3.6.17" in text and "go.etcd.io/etcd/etcdctl/v3 v3.6.17" in text
+
+
+def test_etcd_benchmark_module_requires_etcds_root_module_alone() -> None:
+    """tools/benchmark is in go.etcd.io/etcd/v3; its siblings come from that module's own
+    requirements (its replace directives do not count in a module that requires it)."""
+    text = etcd_benchmark_module("v3.6.14")
+    assert ETCD_ROOT_MODULE == "go.etcd.io/etcd/v3"
+    assert "module raftkube.local/peers/etcd-benchmark\n" in text and "\ngo 1.24\n" in text
+    assert "require go.etcd.io/etcd/v3 v3.6.14\n" in text
+    assert "replace" not in text and "server/v3" not in text and "tools/v3" not in text
 
 
 def test_a_staging_module_the_proxy_lacks_stands_in_at_an_older_patch() -> None:

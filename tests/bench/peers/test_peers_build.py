@@ -94,6 +94,7 @@ def test_builds_every_peer_stamped_and_recorded(fake_go: FakeGo, capsys: pytest.
     assert out.count(" built in ") == len(ALL)
     kube, etcd = manifest("kubernetes-v1.33.13"), manifest("etcd-v3.6.17")
     assert set(kube) == set(peers.KUBERNETES_PEERS) and set(etcd) == set(peers.ETCD_PEERS)
+    assert set(manifest(f"etcd-benchmark-{peers.ETCD_BENCHMARK_VERSION}")) == {"etcd-benchmark"}
     assert kube["ginkgo"]["source"] == "github.com/onsi/ginkgo/v2/ginkgo@v2.21.0"
     assert kube["kube-apiserver"]["go"] == "go1.99-fake" and etcd["etcd"]["version"] == "v3.6.17"
     builds = fake_go.builds()
@@ -118,6 +119,48 @@ def test_builds_every_peer_stamped_and_recorded(fake_go: FakeGo, capsys: pytest.
     assert main(["peers", "status"]) == 0
     status = capsys.readouterr().out.splitlines()
     assert next(line for line in status if line.startswith("ginkgo ")).split()[1:3] == ["v2.21.0", "present"]
+
+
+def test_etcd_benchmark_is_built_from_etcds_root_module_at_its_own_pin(
+    fake_go: FakeGo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """etcd's load tool trails the server's release (the proxy serves etcd's root module only up
+    to ETCD_BENCHMARK_VERSION): its own folder, its own generated module, checked by its build
+    info since it has no version command; `--etcd` moves the server, never the tool."""
+    pin = peers.ETCD_BENCHMARK_VERSION
+    assert pin != peers.ETCD_VERSION and pin.startswith("v3.6.")
+    assert main(["peers", "build", "--only", "etcd-benchmark", "--etcd", "v3.6.2"]) == 0
+    assert peers.peer_path("etcd-benchmark") == peers.peers_root() / f"etcd-benchmark-{pin}" / "etcd-benchmark"
+    assert peers.peer_path("etcd-benchmark").is_file()
+    gomod = (peers.peers_root() / f"build/etcd-benchmark-{pin}/go.mod").read_text()
+    assert f"require go.etcd.io/etcd/v3 {pin}\n" in gomod and "replace" not in gomod
+    calls = fake_go.calls()
+    assert f"get go.etcd.io/etcd/v3/tools/benchmark@{pin}" in calls
+    build = next(c for c in fake_go.builds() if c.endswith(" go.etcd.io/etcd/v3/tools/benchmark"))
+    assert build.startswith("build -mod=mod -buildvcs=false -trimpath ")
+    entry = manifest(f"etcd-benchmark-{pin}")["etcd-benchmark"]
+    assert entry["version"] == pin and entry["source"] == f"go.etcd.io/etcd/v3/tools/benchmark@{pin}"
+    assert (
+        entry["reports"]
+        == f"go.etcd.io/etcd/v3 {pin} (Go build info); benchmark is a low-level benchmark tool for etcd3."
+    )
+    assert not (peers.peers_root() / "etcd-v3.6.2").exists()
+    capsys.readouterr()
+    assert main(["peers", "status"]) == 1
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("etcd-benchmark "))
+    assert row.split()[1:3] == [pin, "present"] and row.endswith(f"etcd-benchmark-{pin}/etcd-benchmark")
+
+
+def test_an_etcd_benchmark_of_another_release_is_refused(
+    fake_go: FakeGo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Should the module graph move etcd's root module (or the tool's build info not name it),
+    the build fails rather than record the wrong release under the pinned one."""
+    monkeypatch.setenv("FAKE_GO_BUILDINFO_VERSION", "v3.6.99")
+    assert main(["peers", "build", "--only", "etcd-benchmark"]) == 1
+    err = capsys.readouterr().err
+    assert f"build info names go.etcd.io/etcd/v3 v3.6.99, not {peers.ETCD_BENCHMARK_VERSION}" in err
+    assert not peers.peer_path("etcd-benchmark").exists()
 
 
 def test_a_second_build_skips_everything(fake_go: FakeGo, capsys: pytest.CaptureFixture[str]) -> None:

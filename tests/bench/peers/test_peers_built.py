@@ -48,3 +48,18 @@ def test_each_peer_answers_its_pinned_version(name: str) -> None:
         [str(path), *PEERS[name].version_args], check=False, capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0 and expect in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_etcd_benchmark_carries_its_pinned_release_in_its_build_info() -> None:
+    """etcd's load tool has no version command: its Go build info names the etcd root module
+    it was built from, which must be the pinned one (not the etcd server's release)."""
+    path = peers.peer_path("etcd-benchmark")
+    if not path.is_file():
+        pytest.fail(f"{path} is not built: run `raftkube peers build --only etcd-benchmark`")
+    proc = subprocess.run(["go", "version", "-m", str(path)], check=False, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.split() for line in proc.stdout.splitlines()]
+    assert ["path", "go.etcd.io/etcd/v3/tools/benchmark"] in lines
+    modules = {words[1]: words[2] for words in lines if len(words) >= 3 and words[0] in ("mod", "dep")}
+    assert modules["go.etcd.io/etcd/v3"] == peers.ETCD_BENCHMARK_VERSION
+    assert modules["go.etcd.io/etcd/client/v3"] == peers.ETCD_BENCHMARK_VERSION  # its siblings, from the proxy
