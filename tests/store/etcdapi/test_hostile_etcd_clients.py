@@ -494,7 +494,8 @@ def test_the_members_watch_limit_holds_for_etcd_clients(tmp_path: Path, monkeypa
     assert refused(first) == ["etcdserver: this connection holds 3 watches, the most allowed"]
     assert watching(second) == [0, 1]
     assert refused(second) == ["etcdserver: this member holds 5 watches, the most allowed"]
-    assert held == 5
+    # counted after the client's connection closed: 5, or 0 once the member has noticed (a race)
+    assert held in (0, 5)
 
 
 ENDINGS: list[tuple[str, bytes]] = [
