@@ -38,22 +38,11 @@ from store.api.kv import (
 )
 from store.api.lease import LeaseGrantRequest, LeaseGrantResponse, LeaseIdRequest, LeaseKeepAliveResponse
 from store.api.protocol import Header, split_url
+from store.etcdapi.convert import _FIXED
 from store.etcdapi.messages import SERVICES, pb
 
-# etcd's messages -> our errors (the inverse of convert.status_of for the ones a client meets)
-_ERRORS: dict[str, type[E.StoreError]] = {
-    "etcdserver: key is not provided": E.KeyEmptyError,
-    "etcdserver: key not found": E.KeyNotFoundError,
-    "etcdserver: too many operations in txn request": E.TooManyOpsError,
-    "etcdserver: duplicate key given in txn request": E.DuplicateKeyError,
-    "etcdserver: request is too large": E.RequestTooLargeError,
-    "etcdserver: requested lease not found": E.LeaseNotFoundError,
-    "etcdserver: no leader": E.NoLeaderError,
-    "etcdserver: not leader": E.NotLeaderError,
-    "etcdserver: leader changed": E.LeaderChangedError,
-    "etcdserver: request timed out": E.TimeoutError_,
-    "etcdserver: too many requests": E.TooManyRequestsError,
-}
+# etcd's messages -> our errors: the inverse of what convert.status_of sends, derived from it
+_ERRORS: dict[str, type[E.StoreError]] = {message: cls for cls, (_, message) in _FIXED.items()}
 
 
 def error_of(e: grpc.aio.AioRpcError) -> E.StoreError:
