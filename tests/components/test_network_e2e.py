@@ -73,7 +73,9 @@ def web_server(name: str, node: str, replicas: int, pre_stop_s: int = 0) -> dict
         "command": ["sh", "-c", "hostname > /www/index.html && exec busybox httpd -f -p 8080 -h /www"],
         "ports": [{"containerPort": 8080}],
         "volumeMounts": [{"name": "www", "mountPath": "/www"}],
-        "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
+        # A generous timeout: a replica that turns unready on a loaded machine sends a Service's
+        # traffic to its terminating neighbours (kube's fallback), which no test here is about.
+        "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1, "timeoutSeconds": 5},
     }
     if pre_stop_s:
         container["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(pre_stop_s)]}}}
@@ -240,7 +242,10 @@ def test_a_pod_being_deleted_leaves_the_rotation_before_its_process_stops(cluste
 
     until("requests go to the remaining pod only", only_the_other, wait=10.0)
     answers = fetch_many(cluster, "slow", 20)
-    assert set(answers) <= {staying, "FAILED"} and answers.count(staying) >= 19
+    if not (set(answers) <= {staying, "FAILED"} and answers.count(staying) >= 19):
+        slices = cluster.ok("get", "endpointslices", "-n", NS, "-l", "kubernetes.io/service-name=slow", "-o", "yaml")
+        conditions = cluster.ok("get", "pods", "-n", NS, "-l", "app=slow", "-o", "jsonpath={.items[*].status}")
+        pytest.fail(f"answers {answers}, staying {staying}\nslices:\n{slices}\npods:\n{conditions}")
     still = get(cluster, "pod", leaving)  # its preStop hook holds it: still there, still running
     assert still["metadata"].get("deletionTimestamp") and time.monotonic() - deleted_at < 15
     assert any(c.get("state", {}).get("running") for c in still["status"]["containerStatuses"])

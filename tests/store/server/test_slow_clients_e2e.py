@@ -187,12 +187,18 @@ def test_a_connection_whose_backlog_passes_the_limit_is_aborted_and_its_watchers
                     await c.put(b"huge/%d" % i, b"x" * (1400 * 1024))
                     if metric(cluster, 2, "raftkube_watch_slow_connections_total") > cut_before:
                         break
-            # the connection is counted as cut before its watchers are gone from the gauge:
-            # wait (bounded) for them to go, rather than read the gauge at that very moment
-            for _ in range(50):
-                if metric(cluster, 2, "raftkube_watchers") == watchers - 1:
+            # The puts are answered once a quorum has them; member 2 may apply (and send) them
+            # seconds later on a loaded machine.  The connection is counted as cut before its
+            # watchers are gone from the gauge.  Wait (bounded) for both.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if (
+                    metric(cluster, 2, "raftkube_watch_slow_connections_total") > cut_before
+                    and metric(cluster, 2, "raftkube_watchers") == watchers - 1
+                ):
                     break
                 await asyncio.sleep(0.1)
+            assert metric(cluster, 2, "raftkube_watch_slow_connections_total") > cut_before
             assert metric(cluster, 2, "raftkube_watchers") == watchers - 1
             # What was sent before the abort can be read, then the stream ends mid-frame.
             try:
