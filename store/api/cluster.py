@@ -80,6 +80,9 @@ EMPTY = Empty()
 
 @dataclass(frozen=True, slots=True)
 class MemberAddRequest:
+    """A member to add.  An empty name registers it "unstarted" (etcd's MemberAdd, which
+    knows only its peer URL); it is named when taken over (MemberUpdateRequest)."""
+
     name: str
     peer_url: str
     client_url: str
@@ -95,8 +98,32 @@ class MemberAddRequest:
         req = MemberAddRequest(
             f.text("name", MAX_NAME), f.text("peer_url"), f.text("client_url"), f.text("http_url"), f.flag("is_learner")
         )
-        if not req.name:
-            raise Fields.fail(f"{path}.name", "must not be empty")
+        for name in ("peer_url", "client_url", "http_url"):
+            _check_url(getattr(req, name), f"{path}.{name}")
+        return req
+
+
+@dataclass(frozen=True, slots=True)
+class MemberUpdateRequest:
+    """A member's name and URLs, replaced (its role stays): a member that moved, or one
+    registered by etcd's MemberAdd (no name, URLs by etcd's port convention) being given the
+    ones it actually runs with before it starts (`store member add NAME --id ID`).  The name
+    may stay empty (an unstarted member's peer URL moved by etcd's MemberUpdate)."""
+
+    id: int
+    name: str
+    peer_url: str
+    client_url: str
+    http_url: str
+
+    def to_wire(self) -> list[Any]:
+        return [self.id, self.name, self.peer_url, self.client_url, self.http_url]
+
+    @staticmethod
+    def from_wire(w: Any, path: str = "member_update") -> MemberUpdateRequest:
+        f = Fields(w, path, 5)
+        member_id, name = f.integer("id", lo=1), f.text("name", MAX_NAME)
+        req = MemberUpdateRequest(member_id, name, f.text("peer_url"), f.text("client_url"), f.text("http_url"))
         for name in ("peer_url", "client_url", "http_url"):
             _check_url(getattr(req, name), f"{path}.{name}")
         return req

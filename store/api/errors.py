@@ -121,6 +121,12 @@ class MemberExistsError(RefusedError):
     code = "member-exists"
 
 
+class PeerURLExistsError(RefusedError):
+    """Another member already has that peer URL (etcd's ErrPeerURLExist)."""
+
+    code = "peer-url-exists"
+
+
 class LastVoterError(RefusedError):
     """Removing this member would leave the cluster with no voter."""
 
@@ -229,6 +235,7 @@ ERRORS: dict[str, type[StoreError]] = {
         LeaseTTLTooLargeError,
         MemberNotFoundError,
         MemberExistsError,
+        PeerURLExistsError,
         LastVoterError,
         LearnerNotReadyError,
         NotLeaderError,

@@ -22,6 +22,7 @@ from store.api.cluster import (
     MemberIdRequest,
     MemberInfo,
     MemberListResponse,
+    MemberUpdateRequest,
     StatusResponse,
 )
 from store.api.kv import (
@@ -141,6 +142,7 @@ MEMBERS = Method("members", Empty.from_wire, MemberListResponse.from_wire, idemp
 MEMBER_ADD = Method("member_add", MemberAddRequest.from_wire, MemberInfo.from_wire, idempotent=False)
 MEMBER_REMOVE = Method("member_remove", MemberIdRequest.from_wire, Empty.from_wire, idempotent=False)
 MEMBER_PROMOTE = Method("member_promote", MemberIdRequest.from_wire, Empty.from_wire, idempotent=False)
+MEMBER_UPDATE = Method("member_update", MemberUpdateRequest.from_wire, MemberInfo.from_wire, idempotent=False)
 MOVE_LEADER = Method("move_leader", MemberIdRequest.from_wire, Empty.from_wire, idempotent=False)
 HASH_KV = Method("hash_kv", HashKVRequest.from_wire, HashKVResponse.from_wire, idempotent=True)
 WATCH = Method("watch", WatchCreateRequest.from_wire, WatchResponse.from_wire, idempotent=True, stream=True)
@@ -167,6 +169,7 @@ METHODS: dict[str, Method[Any, Any]] = {
         MEMBER_ADD,
         MEMBER_REMOVE,
         MEMBER_PROMOTE,
+        MEMBER_UPDATE,
         MOVE_LEADER,
         HASH_KV,
         WATCH,

@@ -78,6 +78,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_cluster_arguments(add)
     add.add_argument("name")
     add.add_argument("--voter", action="store_true", help="add as a voter at once instead of a learner")
+    add.add_argument(
+        "--id",
+        type=int,
+        dest="member_id",
+        help="take over a member registered by etcd's MemberAdd (`etcdctl member add`): give it NAME and "
+        "its addresses, lay out its files and start it",
+    )
     add.add_argument("--peer-url")
     add.add_argument("--client-url")
     add.add_argument("--http-url")
@@ -452,8 +459,10 @@ def cmd_members(args: argparse.Namespace) -> int:
 def cmd_member_add(args: argparse.Namespace) -> int:
     cluster = LocalCluster(data_dir(args))
     local = cluster.exists() and not args.endpoints
+    if not args.name:
+        raise UsageError("NAME must not be empty")
     urls = [args.peer_url, args.client_url, args.http_url]
-    if not all(urls):
+    if not all(urls if args.member_id is None else urls[1:]):
         if not local:
             raise UsageError("give --peer-url, --client-url and --http-url (no local cluster to place it in)")
         c, p, h = free_ports(3)
@@ -462,7 +471,10 @@ def cmd_member_add(args: argparse.Namespace) -> int:
             args.client_url or f"tcp://127.0.0.1:{c}",
             args.http_url or f"http://127.0.0.1:{h}",
         ]
-    info = _run_client(args, lambda cl: cl.member_add(args.name, urls[0], urls[1], urls[2], not args.voter))
+    if args.member_id is not None:
+        info = _take_over_registered(args, urls)
+    else:
+        info = _run_client(args, lambda cl: cl.member_add(args.name, urls[0], urls[1], urls[2], not args.voter))
     if local:
         cluster.add_member_layout(info)
         if not args.no_start:
@@ -471,10 +483,28 @@ def cmd_member_add(args: argparse.Namespace) -> int:
         print_json({"member": info.to_json()})
     else:
         kind = "learner" if info.is_learner else "voter"
-        print(f"added member {info.id} ({info.name}) as a {kind}: client {info.client_url}, peer {info.peer_url}")
+        verb = "added" if args.member_id is None else "took over"
+        print(f"{verb} member {info.id} ({info.name}) as a {kind}: client {info.client_url}, peer {info.peer_url}")
         if info.is_learner:
             print(f"promote it once caught up:  raftkube store member promote {info.id}")
     return 0
+
+
+def _take_over_registered(args: argparse.Namespace, urls: list[str]) -> MemberInfo:
+    """A member `etcdctl member add` registered (no name yet: etcd's "unstarted") gets its name
+    and the client and HTTP addresses chosen here; its registered peer URL stays unless
+    --peer-url moves it (the other members dial it there)."""
+    if args.voter:
+        raise UsageError("--voter does not go with --id: the member keeps the role it was registered with")
+    registered = next((m for m in _run_client(args, lambda cl: cl.members()) if m.id == args.member_id), None)
+    if registered is None:
+        raise UsageError(f"--id {args.member_id}: the cluster has no such member")
+    if registered.name:
+        raise UsageError(f"--id {args.member_id}: that member was started already, as {registered.name!r}")
+    peer = args.peer_url or registered.peer_url
+    update = lambda cl: cl.member_update(registered.id, args.name, peer, urls[1], urls[2])  # noqa: E731
+    info: MemberInfo = _run_client(args, update)
+    return info
 
 
 def cmd_member_remove(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ from store.api.cluster import (
     MemberAddRequest,
     MemberIdRequest,
     MemberInfo,
+    MemberUpdateRequest,
     StatusResponse,
 )
 from store.api.errors import ConnectionLost, NotLeaderError, ProtocolError, StoreError, UnavailableError, may_retry
@@ -317,6 +318,13 @@ class Client:
 
     async def member_promote(self, member_id: int) -> None:
         await self.call(M.MEMBER_PROMOTE, MemberIdRequest(member_id))
+
+    async def member_update(
+        self, member_id: int, name: str, peer_url: str, client_url: str, http_url: str
+    ) -> MemberInfo:
+        return (await self.call(M.MEMBER_UPDATE, MemberUpdateRequest(member_id, name, peer_url, client_url, http_url)))[
+            1
+        ]
 
     async def move_leader(self, member_id: int) -> None:
         await self.call(M.MOVE_LEADER, MemberIdRequest(member_id))

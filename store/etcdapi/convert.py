@@ -44,6 +44,7 @@ from store.api.lease import (
     LeaseKeepAliveResponse,
     LeaseTimeToLiveResponse,
 )
+from store.api.protocol import split_url
 from store.api.watch import WatchCreateRequest, WatchFilter
 from store.etcdapi.messages import pb
 
@@ -80,6 +81,7 @@ _FIXED: dict[type[E.StoreError], tuple[int, str]] = {
     E.LeaseTTLTooLargeError: (OUT_OF_RANGE, "etcdserver: too large lease TTL"),
     E.MemberNotFoundError: (NOT_FOUND, "etcdserver: member not found"),
     E.MemberExistsError: (FAILED_PRECONDITION, "etcdserver: member ID already exist"),
+    E.PeerURLExistsError: (FAILED_PRECONDITION, "etcdserver: Peer URLs already exists"),
     E.LearnerNotReadyError: (
         FAILED_PRECONDITION,
         "etcdserver: can only promote a learner member which is in sync with leader",
@@ -299,14 +301,33 @@ def lease_ttl_response(r: LeaseTimeToLiveResponse, h: Header) -> Any:
 
 def member(m: MemberInfo, etcd_url: str) -> Any:
     """etcd's Member: its client URL is where it serves the etcd API (what `etcdctl
-    --cluster` dials), not our own protocol's."""
+    --cluster` dials), not our own protocol's.  A member without a name was added by etcd's
+    MemberAdd and not started yet: etcd shows it without client URLs ("unstarted")."""
     return pb.Member(
         ID=m.id,
         name=m.name,
         peerURLs=[_http(m.peer_url)],
-        clientURLs=[etcd_url] if etcd_url else [],
+        clientURLs=[etcd_url] if etcd_url and m.name else [],
         isLearner=m.is_learner,
     )
+
+
+BAD_MEMBER_URLS = GrpcStatus(INVALID_ARGUMENT, "etcdserver: given member URLs are invalid")
+
+
+def peer_url(urls: Any) -> tuple[str, str, int]:
+    """(our peer URL, host, port) from a MemberAdd's or MemberUpdate's peerURLs: one
+    http(s)://host:port (a raftkube member has one peer address); BAD_MEMBER_URLS otherwise."""
+    if len(urls) != 1:
+        raise BAD_MEMBER_URLS
+    scheme, sep, rest = urls[0].partition("://")
+    if scheme not in ("http", "https") or not sep:
+        raise BAD_MEMBER_URLS
+    try:
+        host, port = split_url("tcp://" + rest.rstrip("/"))
+    except ValueError:
+        raise BAD_MEMBER_URLS from None
+    return "tcp://" + rest.rstrip("/"), host, port
 
 
 def _http(url: str) -> str:

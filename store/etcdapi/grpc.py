@@ -50,6 +50,10 @@ PARTIAL_LIMIT = 64 << 20
 """Bytes of unfinished request messages one connection may hold before their window is given
 back only as each completes: what a connection's half-sent requests can cost at most
 (beyond the 16 MiB connection window)."""
+GRPC_OVERHEAD = 512 << 10
+"""etcd's margin over --max-request-bytes for a gRPC message (its grpcOverheadBytes): the
+largest request message a member takes, and the size past which a Watch that asked for
+`fragment` gets a revision's events split over several responses."""
 TIMEOUT_UNITS = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
 
 

@@ -1,10 +1,13 @@
-"""Lease keep-alives and time-to-live asked of a follower, answered by the leader.
+"""Lease keep-alives and time-to-live, and membership changes, asked of a follower, answered
+by the leader.
 
 Only the leader's clock expires leases, so only it can renew one or say how long one has
-left.  etcd's followers relay these two to the leader (over its peer HTTP API); ours relay
-them over our own client protocol to the leader's client port, as a client with the
-member's own certificate.  One connection, to whoever leads now: when the leader changes,
-the next request dials the new one.
+left; only the leader can give a new member its ID (the next one above every ID it has
+applied, with no other change in flight: a follower's view may lag).  etcd's followers
+hand these to the leader (over its peer HTTP API, or as Raft proposals); ours relay them over
+our own client protocol to the leader's client port, as a client with the member's own
+certificate.  One connection, to whoever leads now: when the leader changes, the next
+request dials the new one.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import ssl
 from collections.abc import Callable
 
 from store.api import errors as E
-from store.api.cluster import MemberInfo
+from store.api.cluster import EMPTY, Empty, MemberAddRequest, MemberIdRequest, MemberInfo, MemberUpdateRequest
 from store.api.lease import LeaseKeepAliveResponse, LeaseTimeToLiveResponse
 from store.client.client import Client
 from store.server.node import RaftNode
@@ -54,6 +57,23 @@ class LeaderRelay:
 
     async def time_to_live(self, lease_id: int, keys: bool) -> LeaseTimeToLiveResponse:
         return await (await self._leader()).lease_ttl(lease_id, keys)
+
+    # the membership changes, with ClusterService's signatures (the etcd API calls either)
+    async def member_add(self, req: MemberAddRequest) -> MemberInfo:
+        c = await self._leader()
+        return await c.member_add(req.name, req.peer_url, req.client_url, req.http_url, req.is_learner)
+
+    async def member_update(self, req: MemberUpdateRequest) -> MemberInfo:
+        c = await self._leader()
+        return await c.member_update(req.id, req.name, req.peer_url, req.client_url, req.http_url)
+
+    async def member_remove(self, req: MemberIdRequest) -> Empty:
+        await (await self._leader()).member_remove(req.id)
+        return EMPTY
+
+    async def member_promote(self, req: MemberIdRequest) -> Empty:
+        await (await self._leader()).member_promote(req.id)
+        return EMPTY
 
     async def close(self) -> None:
         if self._client is not None:

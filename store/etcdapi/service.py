@@ -23,13 +23,13 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from store.api import errors as E
-from store.api.cluster import EMPTY, HashKVRequest, MemberIdRequest
+from store.api.cluster import EMPTY, HashKVRequest, MemberAddRequest, MemberIdRequest, MemberUpdateRequest
 from store.api.kv import CompactionResponse, DeleteRangeResponse, PutResponse, TxnResponse
 from store.api.lease import LeaseGrantRequest, LeaseIdRequest, LeaseKeepAliveResponse, LeaseTimeToLiveRequest
 from store.api.protocol import MAX_REQUEST_BYTES
 from store.etcdapi import convert
 from store.etcdapi.convert import FAILED_PRECONDITION, UNIMPLEMENTED, GrpcStatus
-from store.etcdapi.grpc import Call, Route
+from store.etcdapi.grpc import GRPC_OVERHEAD, Call, Route
 from store.etcdapi.http2 import ENHANCE_YOUR_CALM
 from store.etcdapi.messages import SERVICES, pb
 from store.etcdapi.relay import LeaderRelay
@@ -72,7 +72,7 @@ class EtcdApi:
         self.kv = kv
         self.max_request_bytes = max_request_bytes
         """A write larger than this is etcd's "request is too large" (gRPC takes messages up to
-        512 KiB larger: client_server.GRPC_OVERHEAD)."""
+        512 KiB larger: grpc.GRPC_OVERHEAD)."""
         self.leases = leases
         self.cluster = cluster
         self.watches = watches
@@ -95,6 +95,8 @@ class EtcdApi:
             "Lease/LeaseTimeToLive": self.lease_ttl,
             "Lease/LeaseLeases": self.lease_leases,
             "Cluster/MemberList": self.member_list,
+            "Cluster/MemberAdd": self.member_add,
+            "Cluster/MemberUpdate": self.member_update,
             "Cluster/MemberRemove": self.member_remove,
             "Cluster/MemberPromote": self.member_promote,
             "Maintenance/Status": self.status,
@@ -106,7 +108,9 @@ class EtcdApi:
             "Auth/AuthStatus": self.auth_status,
         }
         streaming: dict[str, Callable[[Call], Any]] = {
-            "Watch/Watch": lambda call: WatchCall(call, self.watches, self.header),
+            "Watch/Watch": lambda call: WatchCall(
+                call, self.watches, self.header, self.max_request_bytes + GRPC_OVERHEAD
+            ),
             "Lease/LeaseKeepAlive": lambda call: KeepAliveCall(self, call),
             "Maintenance/Snapshot": lambda call: SnapshotCall(self, call),
         }
@@ -248,9 +252,61 @@ class EtcdApi:
 
         self._later(call, self.cluster.members(EMPTY), answer)
 
+    def _membership(self) -> ClusterService | LeaderRelay:
+        """Who makes a membership change asked of this member: it, when it leads; otherwise the
+        leader, through the relay (etcd takes them on any member)."""
+        return self.cluster if self.cluster.node.is_leader else self.relay
+
+    def _members(self, r: Any) -> list[Any]:
+        return [convert.member(x, self.etcd_url(x.client_url)) for x in r.members]
+
+    def member_add(self, call: Call, m: Any) -> None:
+        """etcd's MemberAdd registers a member by its peer URL; it runs once started with
+        `raftkube store member add NAME --id ID` (which gives it its name and the client and
+        HTTP addresses it listens on).  Until then its client and HTTP URLs follow etcd's port
+        convention around the peer port (client one below, metrics one above: 2379, 2380,
+        2381) and it has no name, which etcd clients show as "unstarted"."""
+
+        async def work() -> Any:
+            url, host, port = convert.peer_url(m.peerURLs)
+            if not 1 < port < 65535:
+                raise convert.BAD_MEMBER_URLS
+            client, http = f"tcp://{host}:{port - 1}", f"http://{host}:{port + 1}"
+            added = await self._membership().member_add(MemberAddRequest("", url, client, http, m.isLearner))
+            return added, await self.cluster.members(EMPTY)
+
+        def answer(r: Any) -> Any:
+            added, members = r
+            return pb.MemberAddResponse(
+                header=convert.header(self.header(), 0),
+                member=pb.Member(ID=added.id, peerURLs=list(m.peerURLs), isLearner=added.is_learner),
+                members=self._members(members),
+            )
+
+        self._later(call, work(), answer)
+
+    def member_update(self, call: Call, m: Any) -> None:
+        """etcd's MemberUpdate: a member's peer URL, replaced (the member is restarted on it
+        by whoever runs it, as with etcd)."""
+
+        async def work() -> Any:
+            url, _, _ = convert.peer_url(m.peerURLs)
+            old = next((x for x in (await self.cluster.members(EMPTY)).members if x.id == m.ID), None)
+            if old is None:
+                raise E.MemberNotFoundError(f"no member with id {m.ID}")
+            change = MemberUpdateRequest(m.ID, old.name, url, old.client_url, old.http_url)
+            await self._membership().member_update(change)
+            return await self.cluster.members(EMPTY)
+
+        self._later(
+            call,
+            work(),
+            lambda r: pb.MemberUpdateResponse(header=convert.header(self.header(), 0), members=self._members(r)),
+        )
+
     def member_remove(self, call: Call, m: Any) -> None:
         async def work() -> Any:
-            await self.cluster.member_remove(MemberIdRequest(m.ID))
+            await self._membership().member_remove(MemberIdRequest(m.ID))
             return await self.cluster.members(EMPTY)
 
         def answer(r: Any) -> Any:
@@ -261,7 +317,7 @@ class EtcdApi:
 
     def member_promote(self, call: Call, m: Any) -> None:
         async def work() -> Any:
-            await self.cluster.member_promote(MemberIdRequest(m.ID))
+            await self._membership().member_promote(MemberIdRequest(m.ID))
             return await self.cluster.members(EMPTY)
 
         def answer(r: Any) -> Any:
@@ -329,14 +385,6 @@ def _unsupported(service: str, name: str) -> Callable[[Call, Any], None]:
     def refuse(call: Call, m: Any) -> None:
         if service == "Auth":
             call.fail(NOT_ENABLED)
-        elif service == "Cluster":  # a member is more than its peer URLs: its files, its process
-            call.fail(
-                GrpcStatus(
-                    UNIMPLEMENTED,
-                    f"raftkube: {name} is not served; add or move members with `raftkube store member add|remove`"
-                    " (it lays out the member's files and starts it)",
-                )
-            )
         else:
             call.fail(GrpcStatus(UNIMPLEMENTED, f"raftkube: {service}.{name} is not served"))
 

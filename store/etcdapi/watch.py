@@ -14,6 +14,15 @@ What an etcd client sees is etcd's (server/etcdserver/api/v3rpc/watch.go):
   stream with no watches) not at all — a client asks again (kube-apiserver every 100 ms);
 * a client's half-close ends nothing: the watches go on until the call is cancelled.
 
+A watch created with `fragment` gets a response larger than the member's largest request
+message (--max-request-bytes + 512 KiB, as etcd) split into several, each `fragment` but the
+last, at event boundaries; one event is never split (etcd's sendFragments).
+
+Several Watch calls on one HTTP/2 connection (kube-apiserver opens one per resource) are one
+client as far as limits go: MAX_WATCHES_PER_CONNECTION counts the watches of all of them, and
+what the connection has not sent yet is shared between them, so that a connection that reads
+is not cut off for its streams' bytes counted once per stream.
+
 Responses are assembled from serialized pieces (`EtcdWatchEncoder`): every event is
 serialized once per dispatch round however many watchers get it.
 """
@@ -21,13 +30,14 @@ serialized once per dispatch round however many watchers get it.
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from store.api import errors as E
 from store.api.kv import Event
 from store.api.watch import WatchResponse
 from store.etcdapi import convert
 from store.etcdapi.grpc import Call, frame_message
-from store.etcdapi.http2 import ENHANCE_YOUR_CALM
+from store.etcdapi.http2 import ENHANCE_YOUR_CALM, Http2Connection
 from store.etcdapi.messages import pb
 from store.server.watch_streams import WatchStreams
 
@@ -38,6 +48,15 @@ COMPACTED = "mvcc: required revision has been compacted"
 
 # protobuf tags of WatchResponse's fields (etcdserverpb/rpc.proto)
 _HEADER, _WATCH_ID, _CREATED, _CANCELED, _COMPACT, _REASON, _EVENTS = 0x0A, 0x10, 0x18, 0x20, 0x28, 0x32, 0x5A
+_FRAGMENT = b"\x38\x01"  # fragment = 7, true
+
+
+class FragmentedId(int):
+    """The stream's id of a watch that asked for `fragment`: what WatchCall.token gives the
+    round's encoder, which splits that watch's large responses (the encoder is shared by every
+    etcd stream of the round, so the choice travels with the id)."""
+
+    __slots__ = ()
 
 
 def _varint(n: int) -> bytes:
@@ -58,10 +77,12 @@ def _len_field(tag: int, data: bytes) -> bytes:
 class EtcdWatchEncoder:
     """The gRPC messages of one dispatch round (etcd WatchResponses, framed)."""
 
-    def __init__(self, header: list[int]) -> None:
+    def __init__(self, header: list[int], fragment_bytes: int = 0) -> None:
         self._header_field = _len_field(_HEADER, convert.header(header).SerializeToString())
         self._header = header
         self._events: dict[int, bytes] = {}
+        self.fragment_bytes = fragment_bytes
+        """A response of a fragmenting watch at least this large is split (0: none is)."""
 
     def _event(self, e: Event) -> bytes:
         b = self._events.get(id(e))
@@ -72,7 +93,9 @@ class EtcdWatchEncoder:
             b = self._events[id(e)] = _len_field(_EVENTS, ev.SerializeToString())
         return b
 
-    def _message(self, watch_id: int, resp: WatchResponse, *, created: bool, canceled: bool) -> bytes:
+    def _message(
+        self, watch_id: int, resp: WatchResponse, *, created: bool, canceled: bool, fragment: bool = False
+    ) -> bytes:
         compacted = canceled and resp.compact_revision != 0
         # etcd cancels a watch that fell behind a compaction with a header at revision 0 and no
         # reason, only compact_revision (v3rpc/watch.go sendLoop)
@@ -92,25 +115,50 @@ class EtcdWatchEncoder:
                 parts.append(bytes((_COMPACT,)) + _varint(resp.compact_revision))
             if resp.cancel_reason and not compacted:
                 parts.append(_len_field(_REASON, resp.cancel_reason.encode()))
-        parts.extend(self._event(e) for e in resp.events)
-        return frame_message(b"".join(parts))
+        events = [self._event(e) for e in resp.events]
+        if fragment and len(events) > 1:
+            head = sum(map(len, parts))
+            if head + sum(map(len, events)) >= self.fragment_bytes:
+                return self._fragments(parts, head, events)
+        return frame_message(b"".join([*parts, *events]))
+
+    def _fragments(self, parts: list[bytes], head: int, events: list[bytes]) -> bytes:
+        """etcd's sendFragments: as many events a response as keep it under `fragment_bytes`
+        (at least one), every response `fragment` but the last."""
+        out: list[bytes] = []
+        i = 0
+        while i < len(events):
+            size, j = head + len(_FRAGMENT), i
+            while j < len(events) and (j == i or size + len(events[j]) < self.fragment_bytes):
+                size += len(events[j])
+                j += 1
+            more = [_FRAGMENT] if j < len(events) else []
+            out.append(frame_message(b"".join([*parts, *more, *events[i:j]])))
+            i = j
+        return b"".join(out)
 
     def watch_frame(self, token: int, resp: WatchResponse) -> bytes:
         if resp.created and resp.canceled:  # from the hub (a compacted start): created, then canceled apart
             return self._message(token, resp, created=True, canceled=False) + self._message(
                 token, resp, created=False, canceled=True
             )
-        return self._message(token, resp, created=resp.created, canceled=resp.canceled)
+        fragment = type(token) is FragmentedId and self.fragment_bytes > 0
+        return self._message(token, resp, created=resp.created, canceled=resp.canceled, fragment=fragment)
+
+
+_WATCH_CALLS: WeakKeyDictionary[Http2Connection, set[WatchCall]] = WeakKeyDictionary()
+"""Each connection's live Watch calls (the connection's limits are theirs together)."""
 
 
 class WatchCall:
     """The server side of one Watch call: a streaming handler for grpc.py, and a watch owner
     for WatchStreams."""
 
-    def __init__(self, call: Call, streams: WatchStreams, header: Any) -> None:
+    def __init__(self, call: Call, streams: WatchStreams, header: Any, fragment_bytes: int) -> None:
         self.call = call
         self.streams = streams
         self.header = header
+        self.fragment_bytes = fragment_bytes
         self.watches: dict[int, int] = {}
         """Hub watch id -> this stream's watch id."""
         self._ids: dict[int, int] = {}
@@ -118,6 +166,11 @@ class WatchCall:
         self._next_id = 0
         self._progress_all: set[int] = set()
         """Hub watch ids whose next progress response answers a progress request (id -1)."""
+        self._fragmenting: set[int] = set()
+        """Hub watch ids created with `fragment`."""
+        self._siblings = _WATCH_CALLS.setdefault(call.stream.conn, set())
+        """The Watch calls of this call's connection, this one included."""
+        self._siblings.add(self)
 
     # -- WatchOwner ---------------------------------------------------------------------
     @property
@@ -129,7 +182,13 @@ class WatchCall:
         return self.call.peer
 
     def backlog(self) -> int:
-        return self.call.backlog()
+        """What this stream has queued, and its share of what the connection has not sent: the
+        shares of a connection's Watch calls add up to what it owes, once."""
+        stream = self.call.stream
+        return stream.queued + stream.conn.transport_backlog() // max(1, len(self._siblings))
+
+    def connection_watches(self) -> int:
+        return sum(len(c.watches) for c in self._siblings)
 
     def send(self, data: bytes) -> None:
         self.call.send_encoded(data)
@@ -138,7 +197,7 @@ class WatchCall:
         self.call.abort()
 
     def frame_encoder(self, header: list[int]) -> EtcdWatchEncoder:
-        return EtcdWatchEncoder(header)
+        return EtcdWatchEncoder(header, self.fragment_bytes)
 
     def token(self, resp: WatchResponse) -> int | None:
         local = self.watches.get(resp.watch_id)
@@ -146,9 +205,12 @@ class WatchCall:
             return None
         if resp.canceled:
             self._ids.pop(local, None)
+            self._fragmenting.discard(resp.watch_id)
         elif resp.watch_id in self._progress_all and resp.is_progress_notify:
             self._progress_all.discard(resp.watch_id)
             return INVALID_WATCH_ID
+        elif resp.watch_id in self._fragmenting:
+            return FragmentedId(local)
         return local
 
     # -- StreamingHandler ---------------------------------------------------------------
@@ -171,6 +233,8 @@ class WatchCall:
     def cancelled(self) -> None:
         self.streams.drop(self)
         self._ids.clear()
+        self._fragmenting.clear()
+        self._siblings.discard(self)
 
     # -- requests -----------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:
@@ -221,6 +285,8 @@ class WatchCall:
             self._refuse(convert.status_of(e).message)
             return
         self._ids[local] = hub_id
+        if creq.fragment:
+            self._fragmenting.add(hub_id)
 
     def _cancel(self, local: int) -> None:
         hub_id = self._ids.pop(local, None)
@@ -228,5 +294,6 @@ class WatchCall:
             return  # not a watch of this stream (any more): etcd answers nothing
         self.streams.cancel(self, hub_id)
         self._progress_all.discard(hub_id)
+        self._fragmenting.discard(hub_id)
         resp = WatchResponse(hub_id, self.header()[2], canceled=True)
         self._send_now(EtcdWatchEncoder(self.header()).watch_frame(local, resp))

@@ -50,6 +50,9 @@ class ClientConn:
     def frame_encoder(self, header: list[int]) -> WatchFrameEncoder:
         return WatchFrameEncoder(header)
 
+    def connection_watches(self) -> int:
+        return len(self.watches)
+
     def backlog(self) -> int:
         """Bytes written to the connection that the client has not taken yet (all of them:
         under TLS, those waiting to be encrypted, encrypted, and waiting for the socket)."""

@@ -27,7 +27,7 @@ from store.api import errors as E
 from store.api import methods as M
 from store.api.framing import FrameReader, Oversized, encode_frame
 from store.api.protocol import END, ERROR, OK, PROTOCOL, STREAM
-from store.etcdapi.grpc import GrpcHandler
+from store.etcdapi.grpc import GRPC_OVERHEAD, GrpcHandler
 from store.etcdapi.http2 import Http2Connection
 from store.server import memory
 from store.server.client_conn import ClientConn, limit_tls_buffers
@@ -52,8 +52,6 @@ as it is after one that held watches (its watchers' buffers go with it)."""
 
 H2_SNIFF = b"PRI "
 """The first bytes of HTTP/2's connection preface (as a frame length of ours: 1.3 GB, never one)."""
-GRPC_OVERHEAD = 512 << 10
-"""etcd's margin over --max-request-bytes for a gRPC message (its grpcOverheadBytes)."""
 
 Handler = Callable[[Any], Awaitable[Any]]
 
@@ -100,6 +98,7 @@ class ClientServer:
             M.MEMBER_ADD.name: cluster.member_add,
             M.MEMBER_REMOVE.name: cluster.member_remove,
             M.MEMBER_PROMOTE.name: cluster.member_promote,
+            M.MEMBER_UPDATE.name: cluster.member_update,
             M.MOVE_LEADER.name: cluster.move_leader,
         }
         self._fast = {M.PUT.name, M.DELETE_RANGE.name, M.TXN.name}

@@ -13,6 +13,7 @@ from store.api.cluster import (
     MemberIdRequest,
     MemberInfo,
     MemberListResponse,
+    MemberUpdateRequest,
     StatusResponse,
 )
 from store.raft import ConfChangeType
@@ -53,9 +54,9 @@ class ClusterService:
         return MemberListResponse(self.member_status.members_with_roles())
 
     async def member_add(self, req: MemberAddRequest) -> MemberInfo:
-        for m in self.state.members.values():
-            if m.peer_url == req.peer_url or m.client_url == req.client_url or m.name == req.name:
-                raise E.MemberExistsError(f"member {m.id} ({m.name}) already uses that name or address")
+        """Add a member.  Its name may be empty (etcd's MemberAdd: "unstarted" until it is
+        given one with `member_update`)."""
+        self._check_unused(0, req.name, req.peer_url, req.client_url)
         # No add can be in flight here: the Raft core refuses a second membership change
         # until the pending one is applied, so the state alone knows every ID given out.
         new_id = self.state.next_member_id()
@@ -63,6 +64,29 @@ class ClusterService:
         kind = ConfChangeType.ADD_LEARNER if req.is_learner else ConfChangeType.ADD_NODE
         await self.proposals.propose_conf_change(kind, new_id, info)
         return info
+
+    async def member_update(self, req: MemberUpdateRequest) -> MemberInfo:
+        """Replace a member's name and URLs; its role stays.  It rides a membership change
+        that is a no-op for Raft (adding a member as what it already is) so that every member
+        applies the new record at the same point of the log, and re-dials a moved peer."""
+        old = self.state.members.get(req.id)
+        if old is None:
+            raise E.MemberNotFoundError(f"no member with id {req.id}")
+        self._check_unused(req.id, req.name, req.peer_url, req.client_url)
+        info = MemberInfo(req.id, req.name, req.peer_url, req.client_url, req.http_url, old.is_learner)
+        kind = ConfChangeType.ADD_LEARNER if old.is_learner else ConfChangeType.ADD_NODE
+        await self.proposals.propose_conf_change(kind, req.id, info)
+        return info
+
+    def _check_unused(self, member_id: int, name: str, peer_url: str, client_url: str) -> None:
+        """Refuse a name, peer URL or client URL another member has (names only when given)."""
+        for m in self.state.members.values():
+            if m.id == member_id:
+                continue
+            if m.peer_url == peer_url:
+                raise E.PeerURLExistsError(f"member {m.id} ({m.name}) already has peer URL {peer_url}")
+            if m.client_url == client_url or (name and m.name == name):
+                raise E.MemberExistsError(f"member {m.id} ({m.name}) already uses that name or address")
 
     async def member_remove(self, req: MemberIdRequest) -> Empty:
         if req.id not in self.state.members:

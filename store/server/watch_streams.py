@@ -104,7 +104,13 @@ class WatchOwner(Protocol):
         shared by every owner of the same type."""
         ...
 
-    def backlog(self) -> int: ...
+    def backlog(self) -> int:
+        """Bytes this owner owes its client; over all owners, each unsent byte counted once."""
+        ...
+
+    def connection_watches(self) -> int:
+        """Watches held by this owner's client connection (MAX_WATCHES_PER_CONNECTION)."""
+        ...
 
     def send(self, data: bytes) -> None: ...
 
@@ -148,8 +154,9 @@ class WatchStreams:
     # ------------------------------------------------------------------ requests
     def create(self, conn: WatchOwner, rid: int, req: WatchCreateRequest) -> int:
         """Start a watch owned by `conn` under its token `rid`; the hub's id for it."""
-        if len(conn.watches) >= MAX_WATCHES_PER_CONNECTION:
-            raise E.TooManyWatchesError(f"this connection holds {len(conn.watches)} watches, the most allowed")
+        held = conn.connection_watches()
+        if held >= MAX_WATCHES_PER_CONNECTION:
+            raise E.TooManyWatchesError(f"this connection holds {held} watches, the most allowed")
         if self.state.hub.watcher_count() >= MAX_WATCHES:
             raise E.TooManyWatchesError(f"this member holds {MAX_WATCHES} watches, the most allowed")
         wid = self.state.hub.create(req)

@@ -985,3 +985,49 @@ def test_rapid_reset_buys_no_more_work_than_max_streams() -> None:
     assert list(p.conn.streams) == [2 * MAX_STREAMS + 3]  # every reset one is gone
     assert refused.resets.get(2 * MAX_STREAMS + 1) == w.REFUSED_STREAM
     assert (2 * MAX_STREAMS + 3) not in taken.resets and p.handler.opened[-1] == 2 * MAX_STREAMS + 3
+
+
+def test_the_watch_calls_of_a_connection_share_its_unsent_bytes_and_its_watch_limit() -> None:
+    """kube-apiserver opens one Watch call per resource on one connection.  Each call used to
+    count everything the connection had not sent as its own backlog, so four calls catching up
+    at once looked four times over their limit and a connection that read was cut off.  Now
+    the calls' backlogs add up to what the connection owes, once; and the connection's watches
+    are counted together against MAX_WATCHES_PER_CONNECTION."""
+    from store.etcdapi.watch import WatchCall
+    from store.mvcc.kvstore import KVStore
+    from store.server.state import ReplicatedState
+    from store.server.watch_streams import WatchStreams
+    from store.watch.hub import WatchHub
+
+    kv = KVStore()
+    header = lambda: [1, 1, kv.revision, 1]  # noqa: E731
+    calls: list[WatchCall] = []
+
+    def watch_call(call: Call) -> WatchCall:
+        streams = WatchStreams(ReplicatedState(1, 1, {}, kv, WatchHub(kv)), header, 1.0, 16 << 20, 1 << 30)
+        calls.append(WatchCall(call, streams, header, fragment_bytes=0))
+        return calls[-1]
+
+    def creates(sid: int, n: int) -> bytes:
+        req = pb.WatchRequest(create_request=pb.WatchCreateRequest(key=b"k"))
+        return w.data(sid, w.grpc_message(req.SerializeToString()) * n)
+
+    routes = {WATCH.encode(): Route(SERVICES["Watch"]["Watch"], streaming=watch_call)}
+
+    async def go() -> None:
+        p = Peer(lambda c: GrpcHandler(c, routes, MAX_MESSAGE))
+        await p.send(w.hello(), *(w.headers(sid, w.grpc_headers(WATCH)) for sid in (1, 3, 5, 7)))
+        assert len(calls) == 4
+        p.transport.unsent = 8 << 20
+        assert [c.backlog() for c in calls] == [2 << 20] * 4
+        await p.send(*(creates(sid, n) for sid, n in ((1, 1), (3, 2), (5, 3), (7, 4))))
+        assert [len(c.watches) for c in calls] == [1, 2, 3, 4]
+        assert {c.connection_watches() for c in calls} == {10}
+        await p.send(w.rst_stream(7))  # a call ends: the rest share what is left
+        assert [c.backlog() for c in calls[:3]] == [(8 << 20) // 3] * 3
+        assert {c.connection_watches() for c in calls[:3]} == {6}
+        other = Peer(lambda c: GrpcHandler(c, routes, MAX_MESSAGE))  # another connection: its own
+        await other.send(w.hello(), w.headers(1, w.grpc_headers(WATCH)), creates(1, 1))
+        assert calls[4].backlog() == 0 and calls[4].connection_watches() == 1
+
+    run(go())

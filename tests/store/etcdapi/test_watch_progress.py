@@ -8,79 +8,21 @@ bookmarks ahead of undelivered events); etcd 3.4 still answered at once, whateve
 from __future__ import annotations
 
 import queue
-import threading
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
 
 from store.etcdapi.messages import SERVICES, pb
-from tests.store.mvcc.etcd import running_etcd
-from tests.support.cluster import running_cluster
+from tests.store.etcdapi.watch_support import TIMEOUT, Stream, ser, target
 
-TIMEOUT = 10.0
-
-
-def _ser(m: Any) -> bytes:
-    data: bytes = m.SerializeToString()
-    return data
-
-
-@pytest.fixture(scope="module", params=["raftkube", "etcd"])
-def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """host:port of a plaintext etcd API: a raftkube member, or a real etcd."""
-    d: Path = tmp_path_factory.mktemp(request.param)
-    if request.param == "raftkube":
-        with running_cluster(d, insecure=True) as c:
-            yield c.endpoints[0].split("://", 1)[1]
-    else:
-        try:
-            with running_etcd(d) as e:
-                yield e.url.split("://", 1)[1]
-        except FileNotFoundError as e:  # no etcd on this machine (.ci/run installs it)
-            pytest.skip(str(e))
-
-
-class Stream:
-    """One Watch call: requests in, responses collected by a thread."""
-
-    def __init__(self, channel: grpc.Channel) -> None:
-        method = SERVICES["Watch"]["Watch"]
-        call = channel.stream_stream(
-            method.path, request_serializer=_ser, response_deserializer=method.response.FromString
-        )
-        self.requests: queue.Queue[Any] = queue.Queue()
-        self.responses: queue.Queue[Any] = queue.Queue()
-        self.call = call(iter(self.requests.get, None), timeout=60)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        try:
-            for r in self.call:
-                self.responses.put(r)
-        except grpc.RpcError:
-            pass
-
-    def send(self, req: Any) -> None:
-        self.requests.put(req)
-
-    def next(self, timeout: float = TIMEOUT) -> Any:
-        return self.responses.get(timeout=timeout)
-
-    def close(self) -> None:
-        self.requests.put(None)
-        self.call.cancel()
-        self.reader.join(timeout=TIMEOUT)
+__all__ = ["target"]  # the module's fixture
 
 
 def test_a_progress_request_is_answered_like_etcd(target: str, request: pytest.FixtureRequest) -> None:
     etcd34 = request.node.callspec.params["target"] == "etcd"
     with grpc.insecure_channel(target) as channel:
         put = channel.unary_unary(
-            SERVICES["KV"]["Put"].path, request_serializer=_ser, response_deserializer=pb.PutResponse.FromString
+            SERVICES["KV"]["Put"].path, request_serializer=ser, response_deserializer=pb.PutResponse.FromString
         )
         head = put(pb.PutRequest(key=b"/progress/a", value=b"1"), timeout=TIMEOUT).header.revision
 
