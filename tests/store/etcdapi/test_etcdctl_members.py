@@ -1,8 +1,9 @@
 """Growing a raftkube store the etcd way: `etcdctl member add` registers a member, `etcdctl
 member update` moves its peer URL, `raftkube store member add NAME --id ID` starts it (the step
 where an etcd operator starts the etcd process), `etcdctl member promote` makes it a voter, and
-etcd clients then use it like any member.  Debian's etcdctl 3.4 against a 3-member store
-started by the CLI, with the TLS files `raftkube store etcd-env` points at."""
+etcd clients then use it like any member.  Debian's etcdctl 3.4 (and, under the `peers`
+marker, the etcdctl 3.6 `raftkube peers build` builds) against a 3-member store started by
+the CLI, with the TLS files `raftkube store etcd-env` points at."""
 
 from __future__ import annotations
 
@@ -20,16 +21,18 @@ from typing import Any
 import pytest
 
 from machinery.process.launch import free_ports
+from machinery.process.peers import peer_path
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube
 
 TIMEOUT = 30
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    d = tmp_path_factory.mktemp("grow") / "rk"
-    cfg = d.parent / "cluster.toml"
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    """A 3-member store started by the CLI, stopped (by pid) whatever happens."""
+    d = tmp_path / "rk"
+    cfg = tmp_path / "cluster.toml"
     cfg.write_text("[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n")
     proc = raftkube("store", "up", "--detach", "--free-ports", "--data-dir", str(d), "--config", str(cfg))
     assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -39,10 +42,15 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         LocalCluster(d).stop_all(timeout=5)
 
 
-def _etcdctl(data_dir: Path) -> Any:
-    binary = shutil.which("etcdctl")
-    if binary is None:
-        pytest.skip("etcdctl (Debian's etcd-client, installed by .ci/run) is not on PATH")
+def _etcdctl(data_dir: Path, flavor: str) -> Any:
+    if flavor == "3.4":
+        binary = shutil.which("etcdctl")
+        if binary is None:
+            pytest.skip("etcdctl (Debian's etcd-client, installed by .ci/run) is not on PATH")
+    else:
+        binary = str(peer_path("etcdctl"))
+        if not Path(binary).exists():
+            pytest.fail(f"etcdctl 3.6 is not built ({binary}): run `raftkube peers build`", pytrace=False)
     exports = raftkube("store", "etcd-env", "--data-dir", str(data_dir))
     assert exports.returncode == 0, exports.stderr
     env = {k: v for k, v in os.environ.items() if not k.startswith("ETCDCTL_")}
@@ -66,14 +74,15 @@ def _members(ctl: Any) -> dict[int, dict[str, Any]]:
     return {m["ID"]: m for m in json.loads(proc.stdout)["members"]}
 
 
-def test_a_member_added_and_moved_with_etcdctl_is_started_by_raftkube_and_promoted(data_dir: Path) -> None:
-    ctl = _etcdctl(data_dir)
+@pytest.mark.parametrize("flavor", ["3.4", pytest.param("3.6", id="3.6", marks=pytest.mark.peers)])
+def test_a_member_added_and_moved_with_etcdctl_is_started_by_raftkube_and_promoted(data_dir: Path, flavor: str) -> None:
+    ctl = _etcdctl(data_dir, flavor)
     assert ctl("put", "before-m4", "v").returncode == 0
     first, moved = free_ports(2)
 
     added = ctl("member", "add", "m4", f"--peer-urls=https://127.0.0.1:{first}", "--learner")
     assert added.returncode == 0, added.stderr
-    m = re.search(r"Member +([0-9a-f]+) added to cluster", added.stdout)
+    m = re.search(r"Member +([0-9a-f]+) added (?:as learner )?to cluster", added.stdout)
     assert m, added.stdout
     hex_id = m[1]
     new_id = int(hex_id, 16)
