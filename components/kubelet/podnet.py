@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
-import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,12 +31,12 @@ from typing import Any
 import orjson
 
 from components.kubelet import hostports, ipam
+from machinery.process import iproute
 
 NETNS_DIR = Path("/run/netns")
 STATE_FILE = "podnet.json"
-IP_TIMEOUT_S = 10.0
 POD_IFACE = "eth0"
-IFNAMSIZ = 15  # the kernel's limit on an interface name (16 with its NUL)
+IFNAMSIZ = iproute.IFNAMSIZ
 
 RunIp = Callable[[list[str]], str]
 
@@ -80,22 +79,12 @@ def veth_name(node: str, uid: str) -> str:
 def run_ip(args: list[str]) -> str:
     """`ip ARGS`: its output, or PodNetError with the command and what `ip` said."""
     try:
-        done = subprocess.run(
-            ["ip", *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
-        )
-    except FileNotFoundError:
-        raise PodNetError("the pod network needs iproute2's `ip` command, which is not on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise PodNetError(f"`ip {' '.join(args)}` did not finish within {IP_TIMEOUT_S:.0f} s") from None
-    if done.returncode != 0:
-        said = (done.stderr or done.stdout).strip() or f"exit status {done.returncode}"
-        raise PodNetError(f"`ip {' '.join(args)}` failed: {said}")
-    return done.stdout
+        return iproute.run_ip(args)
+    except iproute.IpCommandError as e:
+        raise PodNetError(f"the pod network: {e}") from None
 
 
-def link_exists(name: str) -> bool:
-    """Whether the host network namespace has an interface of that name."""
-    return os.path.exists(f"/sys/class/net/{name}")
+link_exists = iproute.link_exists
 
 
 def forwarding_enabled() -> bool:

@@ -1,0 +1,73 @@
+"""Hosts of their own for real (root only): two namespaces on a bridge, each with its address;
+a server on one is reached from the other and from the root namespace at that address (and
+not at 127.0.0.1); a pulled cable cuts it off and a plugged one brings it back; `ensure` is
+idempotent and repairs; `remove_all` leaves no namespace, veth or bridge."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from machinery.process.hosts import HostNetwork
+from machinery.process.iproute import link_exists
+from tests.support.network import free_cidr
+from tests.support.wait import until
+
+SERVER = (  # socketserver's, not http.server's: HTTPServer looks its own name up in DNS, unreachable here
+    "import http.server as h, socketserver as s; "
+    "s.TCPServer(('{ip}', 8080), h.SimpleHTTPRequestHandler).serve_forever()"
+)
+
+
+@pytest.fixture
+def net(tmp_path: Path) -> Iterator[HostNetwork]:
+    n = HostNetwork(f"test-{uuid.uuid4().hex}", free_cidr())
+    try:
+        yield n
+    finally:
+        n.remove_all()
+
+
+def _fetch(net: HostNetwork, host: str | None, url: str) -> bool:
+    argv = [sys.executable, "-c", f"import urllib.request as u; u.urlopen({url!r}, timeout=1).read()"]
+    argv = net.argv(host, argv) if host else argv
+    return subprocess.run(argv, capture_output=True, timeout=10, check=False).returncode == 0
+
+
+def test_two_hosts_reach_each_other_by_address_and_the_root_namespace_reaches_both(net: HostNetwork) -> None:
+    a, b = str(net.address(1)), str(net.address(2))
+    net.ensure("a", a)
+    net.ensure("b", b)
+    net.ensure("a", a)  # again: nothing to do
+    assert net.hosts() == ["a", "b"]
+    server = subprocess.Popen(net.argv("a", [sys.executable, "-c", SERVER.format(ip=a)]), cwd="/")
+    try:
+        url = f"http://{a}:8080/"
+        assert until("the server answers from b", lambda: _fetch(net, "b", url), wait=10)
+        assert _fetch(net, None, url)  # the root namespace, over the bridge
+        assert not _fetch(net, None, "http://127.0.0.1:8080/")  # it is not on this host's loopback
+        net.set_link("a", up=False)
+        assert not _fetch(net, "b", url)
+        net.set_link("a", up=True)
+        assert until("back once the cable is in", lambda: _fetch(net, "b", url), wait=10)
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    assert net.remove_all() == 2
+    assert net.hosts() == [] and not link_exists(net.bridge)
+    assert not link_exists(net.veth("a")) and not link_exists(net.veth("b"))
+
+
+def test_ensure_repairs_a_host_whose_link_was_removed(net: HostNetwork) -> None:
+    a = str(net.address(1))
+    net.ensure("a", a)
+    subprocess.run(["ip", "link", "del", net.veth("a")], check=True, timeout=10)
+    net.ensure("a", a)
+    argv = ["ip", "-n", net.netns("a"), "-4", "addr"]
+    shown = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True)
+    assert f"{a}/" in shown.stdout and link_exists(net.veth("a"))
