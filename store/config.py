@@ -8,6 +8,7 @@ way member.json is checked (machinery.process.config).
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,20 @@ __all__ = [
 ]
 
 
+HOSTS = ("local", "netns")
+
+
+def _check_hosts(value: str) -> None:
+    if value not in HOSTS:
+        raise ValueError(f"must be {' or '.join(HOSTS)}, got {value!r}")
+
+
+def _check_subnet(value: str) -> None:
+    net = ipaddress.IPv4Network(value)  # ValueError says what is wrong
+    if net.num_addresses < 32:
+        raise ValueError(f"{value} is too small for the members (a /27 at least)")
+
+
 @dataclass(frozen=True, kw_only=True)
 class StoreSettings(MemberSettings):
     """The [store] section: how `raftkube store up` lays out and runs the members.
@@ -35,7 +50,14 @@ class StoreSettings(MemberSettings):
     data_dir: Path = Path(".raftkube")
     host: str = "127.0.0.1"
     client_port: int = field(default=2379, metadata={"max": 65535})
-    """Member i (1-based) serves clients on client_port + 10000*(i-1), peers on +1, HTTP on +2."""
+    """Member i (1-based) serves clients on client_port + 10000*(i-1), peers on +1, HTTP on +2
+    (with hosts = "netns": every member on client_port, +1, +2 of its own address)."""
+    hosts: str = field(default="local", metadata={"check": _check_hosts})
+    """Where the members run: "local", every one on `host`; "netns" (root only), each on a host
+    of its own, a network namespace with its own address of `hosts_subnet` on a bridge, as
+    separate machines would be (machinery/process/hosts.py)."""
+    hosts_subnet: str = field(default="10.77.0.0/24", metadata={"check": _check_subnet})
+    """The LAN of hosts = "netns": the bridge holds its first address, member i its (10+i)th."""
     startup_timeout: float = 15.0
     """Seconds `store up` waits for a leader with every member healthy."""
     raft: RaftSettings = field(default_factory=RaftSettings)

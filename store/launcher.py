@@ -25,6 +25,11 @@ never reach the launcher or the other members.
 Members are started and stopped by pid file as every local process is
 (machinery.process.launch); `kill_member` marks the member stopped on purpose, so that a
 supervisor leaves it down until it is started again.
+
+With `hosts = "netns"` each member runs on a host of its own (machinery/process/hosts.py):
+member i in a network namespace `m<i>` with the (10+i)th address of `hosts_subnet`, every one
+on the same ports, its certificate naming that address.  cluster.json records it ("hosts");
+a member's host is made when it starts, and every host goes when all are stopped.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 
 from machinery.process import disk, pki
 from machinery.process.config import ConfigError
+from machinery.process.hosts import HostNetwork, HostsError, can_make_hosts
 from machinery.process.launch import (
     LauncherError,
     mark_stopped,
@@ -89,16 +95,24 @@ class LocalCluster(StoreLayout):
             raise ConfigError(f"members must be 1, 3 or 5, got {s.members}")
         if self.exists():
             raise LauncherError(f"{self.root} already holds a cluster")
+        hosts = None
+        if s.hosts == "netns":
+            why = can_make_hosts()
+            if why is not None:
+                raise LauncherError(f'hosts = "netns": {why}')
+            hosts = {"kind": "netns", "subnet": s.hosts_subnet}
         infos = []
         for i in range(1, s.members + 1):
-            if ports is not None:
+            host = s.host
+            if hosts is not None:  # a host of its own: the same ports as every other member
+                host = str(HostNetwork(self.hosts_tag, s.hosts_subnet).address(i))
+                c, p, h = s.client_port, s.client_port + 1, s.client_port + 2
+            elif ports is not None:
                 c, p, h = ports[3 * (i - 1) : 3 * i]
             else:
                 c = s.client_port + 10000 * (i - 1)
                 p, h = c + 1, c + 2
-            infos.append(
-                MemberInfo(i, f"m{i}", f"tcp://{s.host}:{p}", f"tcp://{s.host}:{c}", f"http://{s.host}:{h}", False)
-            )
+            infos.append(MemberInfo(i, f"m{i}", f"tcp://{host}:{p}", f"tcp://{host}:{c}", f"http://{host}:{h}", False))
         cluster_id = random.getrandbits(63)
         disk.make_dirs(self.root)
         ca = None if insecure else pki.create_ca(self.pki_dir)
@@ -109,16 +123,55 @@ class LocalCluster(StoreLayout):
             write_member_file(self.member_dir(m.id), cfg)
             if ca is not None:
                 self._issue_member_cert(ca, m)
-        self._write_cluster(cluster_id, infos, insecure)
+        self._write_cluster(cluster_id, infos, insecure, hosts)
         return infos
 
     def _issue_member_cert(self, ca: pki.CertFiles, m: MemberInfo) -> None:
         hosts = {split_url(u)[0] for u in (m.peer_url, m.client_url)} | {"localhost"}
         pki.issue_member_cert(ca, self.member_dir(m.id) / MEMBER_TLS_DIR, m.id, sorted(hosts))
 
-    def _write_cluster(self, cluster_id: int, infos: list[MemberInfo], insecure: bool) -> None:
-        doc = {"cluster_id": cluster_id, "insecure": insecure, "members": [m.to_json() for m in infos]}
+    def _write_cluster(
+        self, cluster_id: int, infos: list[MemberInfo], insecure: bool, hosts: dict[str, str] | None
+    ) -> None:
+        doc: dict[str, Any] = {"cluster_id": cluster_id, "insecure": insecure, "members": [m.to_json() for m in infos]}
+        if hosts is not None:
+            doc["hosts"] = hosts
         disk.write_private(self.cluster_file, (json.dumps(doc, indent=2) + "\n").encode())
+
+    # ------------------------------------------------------------------ hosts
+    @property
+    def hosts_tag(self) -> str:
+        """What this cluster's hosts are named after (two clusters never share one)."""
+        return str(self.root.resolve())
+
+    def host_network(self) -> HostNetwork | None:
+        """The hosts the members run on, when each has its own (hosts = "netns")."""
+        hosts = self.load().get("hosts")
+        if not isinstance(hosts, dict) or hosts.get("kind") != "netns":
+            return None
+        try:
+            return HostNetwork(self.hosts_tag, str(hosts.get("subnet")))
+        except HostsError as e:
+            raise LauncherError(f"{self.cluster_file}: {e}") from None
+
+    @staticmethod
+    def host_name(member_id: int) -> str:
+        return f"m{member_id}"
+
+    def new_member_urls(self, member_id: int | None = None) -> list[str] | None:
+        """(peer, client, http) URLs for a member to be added (as `member_id`, when known), on a
+        host of its own like the others; None when the members share a host (the caller picks
+        ports).  Unknown, the ID is guessed as the cluster gives them, above every member this
+        data dir ever held (removed ones included): the address is unused either way."""
+        net = self.host_network()
+        if net is None:
+            return None
+        if member_id is None:
+            dirs = [int(d.name.removeprefix("member-")) for d in self.root.glob("member-*") if d.name[7:].isdigit()]
+            member_id = max([*self.member_ids(), *dirs], default=0) + 1
+        host = net.address(member_id)
+        first = split_url(self.members()[0].client_url)[1]
+        return [f"tcp://{host}:{first + 1}", f"tcp://{host}:{first}", f"http://{host}:{first + 2}"]
 
     def _member_config(
         self,
@@ -167,7 +220,7 @@ class LocalCluster(StoreLayout):
         write_member_file(self.member_dir(info.id), cfg)
         if not insecure:
             self._issue_member_cert(pki.load_files(self.pki_dir, "ca"), info)
-        self._write_cluster(doc["cluster_id"], all_infos, insecure)
+        self._write_cluster(doc["cluster_id"], all_infos, insecure, doc.get("hosts"))
 
     def _settings_of(self, infos: list[MemberInfo]) -> dict[str, Any]:
         """The settings in the first readable member.json of these members."""
@@ -184,7 +237,7 @@ class LocalCluster(StoreLayout):
     def forget_member(self, member_id: int) -> None:
         doc = self.load()
         infos = [m for m in self.members() if m.id != member_id]
-        self._write_cluster(doc["cluster_id"], infos, bool(doc.get("insecure", False)))
+        self._write_cluster(doc["cluster_id"], infos, bool(doc.get("insecure", False)), doc.get("hosts"))
 
     # ------------------------------------------------------------------ processes
     def pid(self, member_id: int) -> int | None:
@@ -200,11 +253,20 @@ class LocalCluster(StoreLayout):
             cfg = read_member_file(d)
         except ValueError as e:
             raise LauncherError(str(e)) from e
-        for url in (cfg.client_url, cfg.peer_url, cfg.http_url):
-            host, port = split_url(url)
-            if not port_free(host, port):
-                raise LauncherError(f"member {member_id}: port {port} on {host} is in use ({url})")
-        return spawn([sys.executable, "-m", "store.server.main", str(d)], d / "member.log", d / "pid", env)
+        argv = [sys.executable, "-m", "store.server.main", str(d)]
+        net = self.host_network()
+        if net is None:
+            for url in (cfg.client_url, cfg.peer_url, cfg.http_url):
+                host, port = split_url(url)
+                if not port_free(host, port):
+                    raise LauncherError(f"member {member_id}: port {port} on {host} is in use ({url})")
+        else:  # its own host, made (or repaired) now; its ports are its own
+            try:
+                net.ensure(self.host_name(member_id), split_url(cfg.client_url)[0])
+            except HostsError as e:
+                raise LauncherError(f"member {member_id}: {e}") from None
+            argv = net.argv(self.host_name(member_id), argv)
+        return spawn(argv, d / "member.log", d / "pid", env)
 
     def signal_member(self, member_id: int, sig: int) -> int:
         pid = self.pid(member_id)
@@ -240,4 +302,12 @@ class LocalCluster(StoreLayout):
         return started
 
     def stop_all(self, timeout: float = 10.0) -> list[int]:
-        return [mid for mid in self.member_ids() if self.stop_member(mid, timeout)]
+        """Stop every member; on hosts of their own, the hosts go too (made again at start)."""
+        stopped = [mid for mid in self.member_ids() if self.stop_member(mid, timeout)]
+        net = self.host_network() if self.exists() else None
+        if net is not None:
+            try:
+                net.remove_all()
+            except HostsError as e:
+                raise LauncherError(str(e)) from None
+        return stopped

@@ -102,8 +102,7 @@ class HostNetwork:
                 return
             if not self.netns_path(host).exists():
                 self.run(["netns", "add", ns])
-            if link_exists(veth):
-                self.run(["link", "del", veth])
+            self._delete_link(veth)
             self.run(["link", "add", veth, "type", "veth", "peer", "name", HOST_IFACE, "netns", ns])
             self.run(["link", "set", veth, "master", self.bridge, "up"])
             self.run(["-n", ns, "addr", "add", f"{address}/{self.subnet.prefixlen}", "dev", HOST_IFACE])
@@ -151,10 +150,19 @@ class HostNetwork:
         try:
             for host in hosts:
                 self.run(["netns", "del", self.netns(host)])
-                if link_exists(self.veth(host)):
-                    self.run(["link", "del", self.veth(host)])
-            if link_exists(self.bridge):
-                self.run(["link", "del", self.bridge])
+                self._delete_link(self.veth(host))  # goes with the namespace, unless held
+            self._delete_link(self.bridge)
         except IpCommandError as e:
             raise HostsError(f"removing the hosts of {self.tag}: {e}") from None
         return len(hosts)
+
+    def _delete_link(self, name: str) -> None:
+        """`name` gone: deleted, or gone meanwhile (a veth leaves with its peer's namespace,
+        asynchronously: it may vanish between the look and the delete)."""
+        if not link_exists(name):
+            return
+        try:
+            self.run(["link", "del", name])
+        except IpCommandError:
+            if link_exists(name):
+                raise

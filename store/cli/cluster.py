@@ -51,6 +51,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--free-ports", action="store_true", help="pick free ports for a new cluster instead of the client_port scheme"
     )
     up.add_argument("--client-port", type=int, help="first member's client port for a new cluster (cluster.toml)")
+    up.add_argument(
+        "--hosts",
+        choices=("local", "netns"),
+        help="a new cluster's members all on this host (local), or each on a host of its own: a network "
+        "namespace with its own address (netns, root only) (cluster.toml)",
+    )
     up.add_argument("--startup-timeout", type=float, help="seconds to wait for a leader (cluster.toml)")
     up.add_argument(
         "--watch-output-limit",
@@ -150,6 +156,9 @@ def store_settings(args: argparse.Namespace) -> StoreSettings:
         if not 0 < port < 65536 - 10000 * (changes.get("members", s.members) - 1) - 2:
             raise UsageError(f"--client-port {port} leaves no room for the members' ports (each +10000)")
         changes["client_port"] = port
+    hosts = getattr(args, "hosts", None)
+    if hosts is not None:
+        changes["hosts"] = hosts
     timeout = getattr(args, "startup_timeout", None)
     if timeout is not None:
         if timeout <= 0:
@@ -466,11 +475,9 @@ def cmd_member_add(args: argparse.Namespace) -> int:
         if not local:
             raise UsageError("give --peer-url, --client-url and --http-url (no local cluster to place it in)")
         c, p, h = free_ports(3)
-        urls = [
-            args.peer_url or f"tcp://127.0.0.1:{p}",
-            args.client_url or f"tcp://127.0.0.1:{c}",
-            args.http_url or f"http://127.0.0.1:{h}",
-        ]
+        own_host = cluster.new_member_urls(args.member_id)
+        picked = own_host or [f"tcp://127.0.0.1:{p}", f"tcp://127.0.0.1:{c}", f"http://127.0.0.1:{h}"]
+        urls = [given or default for given, default in zip(urls, picked, strict=True)]
     if args.member_id is not None:
         info = _take_over_registered(args, urls)
     else:
