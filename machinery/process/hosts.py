@@ -72,7 +72,7 @@ class HostNetwork:
 
     def veth(self, host: str) -> str:
         """The root namespace's end of the host's veth pair."""
-        return f"rkv{_digest(f'{self.tag}/{host}', IFNAMSIZ - 3)}"
+        return f"rkhv{_digest(f'{self.tag}/{host}', IFNAMSIZ - 4)}"
 
     def address(self, index: int) -> ipaddress.IPv4Address:
         """The `index`-th host's address (from 1): the subnet's 11th, 12th, ... (the first ten
