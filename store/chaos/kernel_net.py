@@ -1,0 +1,243 @@
+"""The network between members on hosts of their own (`hosts = "netns"`), faulted by the
+kernel: the same control surface as ProxyMesh (network.py), made of nftables rules in each
+member's network namespace, so faults hold with TLS on (the proxies had to read Raft frames).
+
+A link i -> j is the TCP connection member i dials to j's peer port: it carries only i's
+messages to j (store/server/transport.py).  Per member one table `inet rkchaos`:
+* `out` (hook output) drops what the member sends on its blackholed links (to the peer's
+  address and peer port), and a share of what it sends on its lossy ones (`numgen random`:
+  TCP retransmits, so a share of packets lost is delay and stalls, not lost messages);
+* `in` (hook input) drops new and live client connections to its client port while its
+  clients are cut.
+Each change re-renders the member's whole table in one `nft -f -` transaction (delete and
+add), so a heal is exact and nothing half-applied is ever live.  Resets (`cut`, `cut_all`,
+`cut_clients`) kill live sockets with `ss -K` in the namespace: the sender sees its
+connection aborted and redials, as after a peer's RST.
+
+Latency needs tc's netem, which some kernels lack (the 2-core CI machines' does):
+`delay` raises FaultUnavailable there, and the chaos run leaves that fault out, saying so.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from machinery.process import nft
+from machinery.process.hosts import HostNetwork
+from store.api.protocol import split_url
+from store.launcher import LocalCluster
+
+TABLE = "rkchaos"
+SS_TIMEOUT = 10.0
+
+Link = tuple[int, int]
+Target = int | Link
+
+
+class FaultUnavailable(Exception):
+    """This kernel cannot make that fault (the message says what is missing)."""
+
+
+@dataclass
+class _Faults:
+    """One member's faults, as rules of its table."""
+
+    blackholed: set[int] = field(default_factory=set)
+    """Peers its messages do not reach."""
+    lossy: dict[int, float] = field(default_factory=dict)
+    """Peer -> share of its packets to that peer dropped."""
+    clients_cut: bool = False
+
+
+class KernelMesh:
+    def __init__(self, cluster: LocalCluster) -> None:
+        net = cluster.host_network()
+        if net is None:
+            raise ValueError("KernelMesh needs members on hosts of their own (hosts = netns)")
+        self.net: HostNetwork = net
+        self.cluster = cluster
+        members = cluster.members()
+        self.ids = [m.id for m in members]
+        self.address = {m.id: split_url(m.peer_url)[0] for m in members}
+        self.peer_port = {m.id: split_url(m.peer_url)[1] for m in members}
+        self.client_port = {m.id: split_url(m.client_url)[1] for m in members}
+        self.clients: dict[int, str] = {}
+        """Members whose clients go through something of ours: none here (the kernel needs no
+        endpoint of its own), so ChaosCluster hands clients the members' own URLs."""
+        self._faults = {m: _Faults() for m in self.ids}
+        self._stats = {m: {"renders": 0, "resets": 0} for m in self.ids}
+
+    def __enter__(self) -> KernelMesh:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ plumbing
+    def _prefix(self, member: int) -> list[str]:
+        return self.net.argv(self.cluster.host_name(member), [])
+
+    def _render(self, member: int) -> None:
+        f = self._faults[member]
+        out, inbound = [], []
+        for peer in sorted(f.blackholed):
+            out.append(f"ip daddr {self.address[peer]} tcp dport {self.peer_port[peer]} drop")
+        for peer, share in sorted(f.lossy.items()):
+            if peer not in f.blackholed:
+                per_10k = round(share * 10_000)
+                out.append(
+                    f"ip daddr {self.address[peer]} tcp dport {self.peer_port[peer]} "
+                    f"numgen random mod 10000 < {per_10k} drop"
+                )
+        if f.clients_cut:
+            inbound.append(f"tcp dport {self.client_port[member]} drop")
+        script = [f"table inet {TABLE}", f"delete table inet {TABLE}"]  # add first: delete never fails
+        if out or inbound:
+            script += [
+                f"table inet {TABLE} {{",
+                "  chain out { type filter hook output priority 0; policy accept;",
+                *(f"    {r}" for r in out),
+                "  }",
+                "  chain in { type filter hook input priority 0; policy accept;",
+                *(f"    {r}" for r in inbound),
+                "  }",
+                "}",
+            ]
+        nft.run("\n".join(script) + "\n", prefix=self._prefix(member))
+        self._stats[member]["renders"] += 1
+
+    def _reset(self, member: int, *filters: str) -> None:
+        """Abort the member's live TCP connections matching an `ss` filter."""
+        argv = [*self._prefix(member), "ss", "-K", *filters]
+        subprocess.run(argv, capture_output=True, timeout=SS_TIMEOUT, check=True)
+        self._stats[member]["resets"] += 1
+
+    def _select(self, target: Target) -> list[Link]:
+        if isinstance(target, int):
+            self._check(target)
+            return [(target, p) for p in self.ids if p != target] + [(p, target) for p in self.ids if p != target]
+        src, dst = target
+        self._check(src, dst)
+        if src == dst:
+            raise ValueError(f"no link from member {src} to itself")
+        return [(src, dst)]
+
+    def _check(self, *members: int) -> None:
+        for m in members:
+            if m not in self.ids:
+                raise ValueError(f"no member {m} in this mesh (members: {self.ids})")
+
+    def _blackhole(self, links: Sequence[Link]) -> None:
+        touched = set()
+        for src, dst in links:
+            self._faults[src].blackholed.add(dst)
+            touched.add(src)
+        for m in sorted(touched):
+            self._render(m)
+
+    @staticmethod
+    def _side(x: int | Sequence[int]) -> list[int]:
+        return [x] if isinstance(x, int) else list(x)
+
+    def _between(self, a: Sequence[int], b: Sequence[int]) -> list[Link]:
+        self._check(*a, *b)
+        return [link for x in a for y in b if x != y for link in ((x, y), (y, x))]
+
+    # ------------------------------------------------------------------ peer links
+    def blackhole(self, src: int, dst: int) -> None:
+        """src's messages to dst are lost; dst's to src still arrive."""
+        self._blackhole(self._select((src, dst)))
+
+    def one_way(self, src: int, dst: int) -> None:
+        self.blackhole(src, dst)
+
+    def blackhole_between(self, a: int, b: int) -> None:
+        self._blackhole(self._between([a], [b]))
+
+    def isolate(self, member: int) -> None:
+        self._blackhole(self._select(member))
+
+    def partition(self, groups: list[list[int]]) -> None:
+        listed = [m for g in groups for m in g]
+        if len(listed) != len(set(listed)):
+            raise ValueError(f"a member is in two groups: {groups}")
+        self._check(*listed)
+        group_of = {m: i for i, g in enumerate(groups) for m in g}
+        cross = [(s, d) for s in self.ids for d in self.ids if s != d and group_of.get(s, -s) != group_of.get(d, -d)]
+        self._blackhole(cross)
+
+    def bridge(self, a: int | Sequence[int], bridge_member: int, b: int | Sequence[int]) -> None:
+        side_a, side_b = self._side(a), self._side(b)
+        if bridge_member in side_a or bridge_member in side_b:
+            raise ValueError("the bridge member belongs to neither side")
+        self._blackhole(self._between(side_a, side_b))
+
+    def cut(self, src: int, dst: int) -> None:
+        """Abort src's live connection to dst; src redials."""
+        self._check(src, dst)
+        self._reset(src, "dst", self.address[dst], "dport", "=", str(self.peer_port[dst]))
+
+    def cut_all(self, member: int) -> None:
+        """Abort every peer connection from and to `member`."""
+        self._check(member)
+        port = str(self.peer_port[member])
+        self._reset(member, "(", "sport", "=", port, "or", "dport", "=", port, ")")
+
+    def delay(self, target: Target, mean_s: float, jitter_s: float = 0.0) -> None:
+        raise FaultUnavailable(
+            "delaying packets needs tc's netem qdisc, which this kernel does not have "
+            "(`tc qdisc add dev lo root netem` says: Specified qdisc kind is unknown)"
+        )
+
+    def drop(self, target: Target, share: float) -> None:
+        """That share of the packets on the link(s) is lost (TCP resends them)."""
+        if not 0 <= share <= 1:
+            raise ValueError(f"share must be within [0, 1], got {share}")
+        touched = set()
+        for src, dst in self._select(target):
+            self._faults[src].lossy[dst] = share
+            touched.add(src)
+        for m in sorted(touched):
+            self._render(m)
+
+    def heal_link(self, src: int, dst: int) -> None:
+        self._check(src, dst)
+        self._faults[src].blackholed.discard(dst)
+        self._faults[src].lossy.pop(dst, None)
+        self._render(src)
+
+    # ------------------------------------------------------------------ clients
+    def client_url(self, member: int) -> str:
+        self._check(member)
+        return next(m.client_url for m in self.cluster.members() if m.id == member)
+
+    def cut_clients(self, member: int) -> None:
+        """Clients lose `member`: live connections aborted, new ones dropped until heal_clients."""
+        self._check(member)
+        self._faults[member].clients_cut = True
+        self._render(member)
+        self._reset(member, "sport", "=", str(self.client_port[member]))
+
+    def heal_clients(self, member: int) -> None:
+        self._check(member)
+        if self._faults[member].clients_cut:
+            self._faults[member].clients_cut = False
+            self._render(member)
+
+    # ------------------------------------------------------------------ all
+    def heal(self) -> None:
+        """Clear every fault, on peer links and clients."""
+        for m in self.ids:
+            f = self._faults[m]
+            if f.blackholed or f.lossy or f.clients_cut:
+                self._faults[m] = _Faults()
+                self._render(m)
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        return {f"member-{m}": dict(s) for m, s in self._stats.items()}
+
+    def close(self) -> None:
+        """Nothing to stop: the rules go with the hosts (LocalCluster.stop_all)."""
