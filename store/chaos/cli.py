@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 
 from machinery.process.command import UsageError
+from machinery.process.hosts import can_make_hosts
 from store.chaos.faults import FAULTS, GROUPS, expand
+from store.chaos.kernel_net import kernel_can_delay
 from store.chaos.report import first_violation_hint, verdict_table, write_scenario, write_summary
 from store.chaos.scenario import CANARIES, PROFILES, Result, Scenario, run_scenario
 
@@ -52,6 +54,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="native",
         help="the clients' front door: our protocol, or the members' etcd gRPC API (watchers stay on ours)",
     )
+    p.add_argument(
+        "--hosts",
+        choices=("local", "netns"),
+        default="local",
+        help="local: members on 127.0.0.1 in plaintext, faults from proxies; netns (root): each member on a "
+        "host of its own with mutual TLS on, faults from the kernel (nftables); `delay` needs tc netem",
+    )
+    p.add_argument("--hosts-subnet", default="10.77.0.0/24", help="the LAN of --hosts netns")
     p.add_argument("--list", action="store_true", help="list the faults and exit")
     p.set_defaults(run=run)
 
@@ -67,6 +77,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     if not faults:
         raise UsageError("--faults names no fault")
+    if args.hosts == "netns":
+        why = can_make_hosts()
+        if why is not None:
+            raise UsageError(f"--hosts netns: {why}")
+        if "delay" in faults and not kernel_can_delay():
+            faults.remove("delay")
+            print("chaos: leaving out `delay`: this kernel has no tc netem to delay packets with", file=sys.stderr)
+            if not faults:
+                raise UsageError("--faults names no fault this kernel can make under --hosts netns")
     if args.duration < 0 or args.traffic <= 0 or args.snapshot_count < 1:
         raise UsageError("--duration must be >= 0, --traffic > 0 and --snapshot-count >= 1")
     seed = args.seed if args.seed is not None else random.randrange(1 << 20)
@@ -78,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     results: list[Result] = []
     t0 = time.monotonic()
     via = ", through the etcd API" if args.api == "etcd" else ""
+    via += ", each member on a host of its own, TLS on" if args.hosts == "netns" else ""
     print(f"chaos: {args.members} members, profile {args.profile}, faults {','.join(faults)}, seed {seed}{via}")
     print(f"report: {root}")
     for i, (fault, s) in enumerate(plan):
@@ -93,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
             canary=args.canary,
             snapshot_count=args.snapshot_count,
             api=args.api,
+            hosts=args.hosts,
+            hosts_subnet=args.hosts_subnet,
         )
         folder = root / f"{i:03d}-{fault.replace(':', '-')}-{s}"
         r = asyncio.run(run_scenario(sc, folder, progress=lambda m: print(f"  {m}", flush=True)))

@@ -21,12 +21,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from machinery.process import disk
+from machinery.process import disk, pki
 from machinery.process.launch import free_ports, port_free
 from store.api.cluster import MemberInfo
 from store.api.errors import StoreError
 from store.api.protocol import split_url
 from store.client.client import Client
+from store.client.layout import CLIENT_NAME
 from store.config import StoreSettings
 from store.launcher import LocalCluster
 from store.server.apply_log import FILE as APPLY_LOG_FILE
@@ -60,9 +61,14 @@ class ChaosCluster:
         self.settings = settings
         self.workdir = workdir
         self.local = LocalCluster(settings.data_dir)
-        # Plaintext: the peer proxies of the fault mesh are frame-aware (they drop and delay
-        # whole Raft frames), which they could not be inside TLS.
-        self.infos = self.local.create(settings, ports=free_ports(3 * settings.members), insecure=True)
+        self.own_hosts = settings.hosts == "netns"
+        """Each member on a host of its own: faults come from the kernel (KernelMesh) and the
+        members speak mutual TLS.  Otherwise plaintext: the peer proxies of the fault mesh
+        (ProxyMesh) are frame-aware (they drop and delay whole Raft frames), which they could
+        not be inside TLS."""
+        ports = None if self.own_hosts else free_ports(3 * settings.members)
+        self.infos = self.local.create(settings, ports=ports, insecure=not self.own_hosts)
+        self.tls = self.local.client_tls()
         self.disk_full_flag = workdir / "disk-full"
         self.env = {**TEST_ENV, disk.FAULT_FILE_ENV: str(self.disk_full_flag)}
         self.mesh: Any = None
@@ -84,6 +90,21 @@ class ChaosCluster:
     def client_urls(self) -> list[str]:
         return [self.client_url(i) for i in self.ids()]
 
+    def client(self, endpoints: list[str], timeout: float, connect_timeout: float | None = None) -> Client:
+        """A client of the run's cluster (with its admin certificate when it speaks TLS)."""
+        if connect_timeout is None:
+            return Client(endpoints, timeout=timeout, tls=self.tls)
+        return Client(endpoints, timeout=timeout, connect_timeout=connect_timeout, tls=self.tls)
+
+    def grpc_credentials(self) -> Any:
+        """grpc's channel credentials for the etcd API (None in plaintext)."""
+        if self.tls is None:
+            return None
+        import grpc  # noqa: PLC0415 - grpcio only for the etcd API
+
+        files = pki.load_files(self.local.pki_dir, CLIENT_NAME)
+        return grpc.ssl_channel_credentials(files.ca.read_bytes(), files.key.read_bytes(), files.cert.read_bytes())
+
     # ------------------------------------------------------------------ processes
     def start(self) -> None:
         with member_environment(self.env):
@@ -94,8 +115,13 @@ class ChaosCluster:
     def _start(self, member_id: int) -> None:
         cfg_urls = [self.info(member_id).client_url, self.info(member_id).peer_url, self.info(member_id).http_url]
         deadline = time.monotonic() + 5
-        # A port of a member killed a moment ago may still be held by its dying process.
-        while time.monotonic() < deadline and not all(port_free(*split_url(u)) for u in cfg_urls):
+
+        # A port of a member killed a moment ago may still be held by its dying process (on a
+        # host of its own, only the member itself can tell: its host's ports are not ours).
+        def busy() -> bool:
+            return not self.own_hosts and not all(port_free(*split_url(u)) for u in cfg_urls)
+
+        while time.monotonic() < deadline and busy():
             time.sleep(0.05)
         with member_environment(self.env):
             self.local.start_member(member_id)
@@ -205,7 +231,7 @@ class ChaosCluster:
         poll to some members, so that a dead one does not set its pace."""
 
         async def one(m: MemberInfo) -> dict[str, Any] | None:
-            c = Client([m.client_url], timeout=0.5, connect_timeout=0.3)
+            c = self.client([m.client_url], timeout=0.5, connect_timeout=0.3)
             try:
                 return (await c.status(endpoint=m.client_url)).to_json()
             except (StoreError, OSError):
@@ -245,7 +271,7 @@ class ChaosCluster:
         """member -> (hash, revision, compact revision) at `revision`."""
         out: dict[int, tuple[int, int, int]] = {}
         for m in self.local.members():
-            c = Client([m.client_url], timeout=5)
+            c = self.client([m.client_url], timeout=5)
             try:
                 h, compact, rev = await c.hash_kv(m.client_url, revision)
                 out[m.id] = (h, rev, compact)
@@ -267,29 +293,27 @@ class ChaosCluster:
     async def replace(self, member_id: int, leader_url: str) -> int:
         """Remove a member, wipe its data, add a fresh one in its place (new id): what an
         operator does with a broken disk.  Returns the new member's id."""
-        async with Client(self.client_urls(), timeout=10) as c:
+        async with self.client(self.client_urls(), timeout=10) as c:
             await c.member_remove(member_id)
         await asyncio.to_thread(self.local.stop_member, member_id, 2.0)
         shutil.rmtree(self.local.member_dir(member_id), ignore_errors=True)
         self.local.forget_member(member_id)
         new_id = max([*self.ids(), member_id]) + 1
         c_port, p_port, h_port = free_ports(3)
-        info = MemberInfo(
-            new_id,
-            f"m{new_id}",
+        peer, client, http = self.local.new_member_urls(new_id) or [
             f"tcp://127.0.0.1:{p_port}",
             f"tcp://127.0.0.1:{c_port}",
             f"http://127.0.0.1:{h_port}",
-            True,
-        )
-        async with Client(self.client_urls(), timeout=10) as c:
+        ]
+        info = MemberInfo(new_id, f"m{new_id}", peer, client, http, True)
+        async with self.client(self.client_urls(), timeout=10) as c:
             added = await c.member_add(info.name, info.peer_url, info.client_url, info.http_url, learner=True)
         info = MemberInfo(added.id, info.name, info.peer_url, info.client_url, info.http_url, True)
         self.local.add_member_layout(info)
         await asyncio.to_thread(self._start, info.id)
         # Promote once it has caught up (the leader refuses before that).
         deadline = time.monotonic() + 20
-        async with Client(self.client_urls(), timeout=5) as c:
+        async with self.client(self.client_urls(), timeout=5) as c:
             while time.monotonic() < deadline:
                 try:
                     await c.member_promote(info.id)

@@ -20,6 +20,7 @@ Latency needs tc's netem, which some kernels lack (the 2-core CI machines' does)
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,22 @@ SS_TIMEOUT = 10.0
 
 Link = tuple[int, int]
 Target = int | Link
+
+
+def kernel_can_delay() -> bool:
+    """Whether tc can add a netem qdisc here (tried in a throwaway namespace)."""
+    ns = f"rkh-netem-probe-{os.getpid()}"
+    try:
+        subprocess.run(["ip", "netns", "add", ns], capture_output=True, timeout=SS_TIMEOUT, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    try:
+        argv = ["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]
+        return subprocess.run(argv, capture_output=True, timeout=SS_TIMEOUT, check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=SS_TIMEOUT, check=False)
 
 
 class FaultUnavailable(Exception):

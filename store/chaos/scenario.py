@@ -17,7 +17,6 @@ from store.chaos.cluster import ChaosCluster
 from store.chaos.faults import FAULTS, NETWORK_FAULTS, FaultContext
 from store.chaos.history import OK, History, Operation, Violation, WatchRecord
 from store.chaos.workload import PREFIX, Recorder, Workload, WorkloadSettings, consume
-from store.client.client import Client
 from store.config import RaftSettings, StoreSettings
 
 PROFILES: dict[str, RaftSettings] = {
@@ -46,12 +45,17 @@ class Scenario:
     api: str = "native"
     """The front door the KV clients and the compactor use: our protocol, or the members'
     etcd gRPC API ("etcd"); the watchers stay on ours."""
+    hosts: str = "local"
+    """"netns": each member on a host of its own, with mutual TLS on, faulted by the kernel
+    (KernelMesh); "local": all on 127.0.0.1 in plaintext, faulted by proxies (ProxyMesh)."""
+    hosts_subnet: str = "10.77.0.0/24"
 
     @property
     def name(self) -> str:
         tail = f"+{self.canary}" if self.canary else ""
         via = "+etcd-api" if self.api == "etcd" else ""
-        return f"{self.fault}{tail}{via}@{self.seed}"
+        where = "+netns" if self.hosts == "netns" else ""
+        return f"{self.fault}{tail}{via}{where}@{self.seed}"
 
     def rerun_command(self) -> str:
         c = f" --canary {self.canary}" if self.canary else ""
@@ -59,6 +63,8 @@ class Scenario:
             c += f" --snapshot-count {self.snapshot_count}"
         if self.api != "native":
             c += f" --api {self.api}"
+        if self.hosts != "local":
+            c += f" --hosts {self.hosts}"
         return (
             f"raftkube chaos --faults {self.fault} --seed {self.seed} --members {self.members}"
             f" --profile {self.profile}{c}"
@@ -138,6 +144,8 @@ def settings_for(sc: Scenario, data_dir: Path) -> StoreSettings:
         request_timeout=2.0,
         snapshot_count=sc.snapshot_count,
         snapshot_catchup_entries=max(10, sc.snapshot_count // 4),
+        hosts=sc.hosts,
+        hosts_subnet=sc.hosts_subnet,
     )
 
 
@@ -156,11 +164,22 @@ async def run_scenario(sc: Scenario, report_dir: Path, progress: Any = None) -> 
         cc.env["RAFTKUBE_UNSAFE"] = sc.canary
     result = Result(sc, report_dir=report_dir)
     if sc.fault in NETWORK_FAULTS:
-        from store.chaos.network import ProxyMesh  # noqa: PLC0415
+        if cc.own_hosts:
+            from store.chaos.kernel_net import KernelMesh  # noqa: PLC0415
 
-        cc.mesh = ProxyMesh(cc.local, seed=sc.seed)
+            cc.mesh = KernelMesh(cc.local)
+        else:
+            from store.chaos.network import ProxyMesh  # noqa: PLC0415
+
+            cc.mesh = ProxyMesh(cc.local, seed=sc.seed)
     probe = LeaderProbe(cc)
-    ws = WorkloadSettings(request_timeout=max(0.5, 2.5 * et), lease_ttl=max(2, int(5 * et) + 1), api=sc.api)
+    ws = WorkloadSettings(
+        request_timeout=max(0.5, 2.5 * et),
+        lease_ttl=max(2, int(5 * et) + 1),
+        api=sc.api,
+        tls=cc.tls,
+        grpc_credentials=cc.grpc_credentials() if sc.api == "etcd" else None,
+    )
     try:
         await asyncio.to_thread(cc.start)
         if not await cc.leader(timeout=20):
@@ -224,7 +243,7 @@ def _first_write_after(ops: list[Operation], t: float) -> float | None:
 
 async def _final_write(cc: ChaosCluster, rec: Recorder, result: Result) -> int:
     """One write must succeed once the faults are undone (the cluster recovered)."""
-    client = Client(cc.client_urls(), timeout=2.0)
+    client = cc.client(cc.client_urls(), timeout=2.0)
     deadline = time.monotonic() + 30
     try:
         while time.monotonic() < deadline:
@@ -248,7 +267,7 @@ async def _full_history_watches(cc: ChaosCluster, rec: Recorder, final_rev: int)
 
     async def one(member: int) -> None:
         url = cc.info(member).client_url
-        client = Client([url], timeout=5)
+        client = cc.client([url], timeout=5)
         start = 1
         deadline = time.monotonic() + 30
         try:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import math
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -76,6 +77,10 @@ class WorkloadSettings:
     in the applied history, which is what makes a history hard to check)."""
     api: str = "native"
     """"etcd": the KV clients and the compactor go through the members' etcd gRPC API."""
+    tls: ssl.SSLContext | None = None
+    """Our protocol's client TLS (the admin certificate) when the members speak TLS."""
+    grpc_credentials: Any = None
+    """The etcd API's channel credentials when the members speak TLS."""
 
 
 class RequestClient(Protocol):
@@ -90,10 +95,10 @@ def request_client(endpoints: list[str], s: WorkloadSettings, connect_timeout: f
     if s.api == "etcd":
         from store.etcdapi.client import EtcdApiClient  # noqa: PLC0415 - grpcio only when asked for
 
-        return EtcdApiClient(endpoints, timeout=s.request_timeout)
+        return EtcdApiClient(endpoints, timeout=s.request_timeout, credentials=s.grpc_credentials)
     if connect_timeout is None:
-        return Client(endpoints, timeout=s.request_timeout)
-    return Client(endpoints, timeout=s.request_timeout, connect_timeout=connect_timeout)
+        return Client(endpoints, timeout=s.request_timeout, tls=s.tls)
+    return Client(endpoints, timeout=s.request_timeout, connect_timeout=connect_timeout, tls=s.tls)
 
 
 class Recorder:
@@ -314,7 +319,7 @@ class Watcher:
 
     def __init__(self, wid: int, endpoints: list[str], rec: Recorder, s: WorkloadSettings, rng: random.Random) -> None:
         self.wid = wid
-        self.client = Client(endpoints, timeout=max(2.0, s.request_timeout))
+        self.client = Client(endpoints, timeout=max(2.0, s.request_timeout), tls=s.tls)
         self.rec = rec
         self.rng = rng
 
