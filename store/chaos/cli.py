@@ -57,9 +57,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--hosts",
         choices=("local", "netns"),
-        default="local",
-        help="local: members on 127.0.0.1 in plaintext, faults from proxies; netns (root): each member on a "
-        "host of its own with mutual TLS on, faults from the kernel (nftables); `delay` needs tc netem",
+        default=None,
+        help="netns (the default as root): each member on a host of its own with mutual TLS on, faults from "
+        "the kernel (nftables; `delay` needs tc netem); local (the default otherwise): members on 127.0.0.1 "
+        "in plaintext, faults from proxies that read Raft frames",
     )
     p.add_argument("--hosts-subnet", default="10.77.0.0/24", help="the LAN of --hosts netns")
     p.add_argument("--list", action="store_true", help="list the faults and exit")
@@ -77,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     if not faults:
         raise UsageError("--faults names no fault")
+    if args.hosts is None:
+        args.hosts = "netns" if can_make_hosts() is None else "local"
     if args.hosts == "netns":
         why = can_make_hosts()
         if why is not None:
