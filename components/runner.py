@@ -10,7 +10,9 @@ up`, systemd, a test) can treat them alike.  kube's components behave so:
   or the work ending of its own accord (it is meant to run until stopped): exit status 1, so that
   the supervisor starts the process again, as kube-controller-manager and kube-scheduler do.
 * /healthz and /metrics are served (`components.health.HealthServer`) for the whole life of the
-  process, leading or not: a standby is healthy.
+  process, leading or not: a standby is healthy.  With leader election, /metrics says whether
+  this process leads (`leader_election_master_status{name=<lease>}` 1 or 0, kube's gauge), so
+  that whoever runs replicas can tell the leader from the standbys.
 
 Status 2 (bad flags) is the caller's business: it is decided before there is anything to run.
 """
@@ -24,6 +26,8 @@ import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge
 
 from components.client.leaderelection import DEFAULT_NAMESPACE, LeaderElector, LeaseClient
 from components.health import HealthServer
@@ -64,7 +68,9 @@ async def run_component(
         loop.add_signal_handler(sig, stop.set)
     try:
         await health.start()
-        running: asyncio.Task[None] = asyncio.create_task(_campaign(work, election) if election is not None else work())
+        running: asyncio.Task[None] = asyncio.create_task(
+            _campaign(work, election, health.registry) if election is not None else work()
+        )
         stopping = asyncio.create_task(stop.wait())
         try:
             await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -87,8 +93,23 @@ async def run_component(
             loop.remove_signal_handler(sig)
 
 
-async def _campaign(work: Work, election: LeaderElection) -> None:
+async def _campaign(work: Work, election: LeaderElection, registry: CollectorRegistry) -> None:
     """Run `work` while holding the Lease; returns when leadership is lost."""
+    status = Gauge(
+        "leader_election_master_status",
+        "1 while this process holds the Lease, 0 while it stands by",
+        ["name"],
+        registry=registry,
+    ).labels(election.lease_name)
+    status.set(0)
+
+    async def leading() -> None:
+        status.set(1)
+        try:
+            await work()
+        finally:
+            status.set(0)
+
     elector = LeaderElector(
         election.client,
         election.lease_name,
@@ -97,7 +118,7 @@ async def _campaign(work: Work, election: LeaderElection) -> None:
         lease_duration=election.lease_duration,
         renew_deadline=election.renew_deadline,
         retry_period=election.retry_period,
-        on_started_leading=work,
+        on_started_leading=leading,
         on_new_leader=election.on_new_leader,
     )
     await elector.run()

@@ -35,8 +35,8 @@ from apiserver.launcher import PID_FILE as APISERVER_PID
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
 from components.cli import cluster_network, supervisor, up_lock, upstream
-from components.cli.component_flags import load_component_flags
-from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets, local_proxies
+from components.cli.component_flags import ComponentFlags, load_component_flags
+from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets, local_proxies, local_replicas
 from components.cli.supervisor import Part, Supervisor
 from components.cli.up_view import LiveStatus, MergedLog
 from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
@@ -567,6 +567,7 @@ def _components(data_dir: Path) -> list[LocalComponent]:
     dns = [LocalComponent(data_dir, CLUSTER_DNS)] if (Path(data_dir) / CLUSTER_DNS).is_dir() else []
     return (
         [upstream.component(data_dir, name) for name in UP_COMPONENTS]
+        + local_replicas(data_dir)
         + hollow
         + local_kubelets(data_dir)
         + local_proxies(data_dir)
@@ -591,7 +592,7 @@ def _stop_containers(components: list[LocalComponent]) -> None:
 
 
 def _start_components(
-    data_dir: Path, net: cluster_network.NetworkPlan, flags: dict[str, tuple[str, ...]]
+    data_dir: Path, net: cluster_network.NetworkPlan, flags: dict[str, ComponentFlags]
 ) -> list[LocalComponent]:
     """Start what is not running yet, the controller-manager and scheduler with cluster.toml's
     flags for them, and the kubelets; once they are healthy (a kubelet has made its node's
@@ -599,7 +600,13 @@ def _start_components(
     (LauncherError if one dies)."""
     kubelets = net.kubelets
     size = ("--capacity", kubelets.capacity, "--system-reserved", kubelets.system_reserved)
-    components = [upstream.component(data_dir, name, flags.get(name, ())) for name in UP_COMPONENTS]
+    components: list[LocalComponent] = []
+    for name in UP_COMPONENTS:
+        plan = flags.get(name, ComponentFlags())
+        first = upstream.component(data_dir, name, plan.args)
+        components.append(first)
+        if not isinstance(first, upstream.UpstreamComponent):  # standbys on its Lease
+            components += [LocalComponent(data_dir, f"{name}-{i}", plan.args) for i in range(2, plan.replicas + 1)]
     components += [
         LocalComponent(data_dir, f"kubelet-{node}", (*size, *net.kubelet_args(node), *kubelets.image_args()))
         for node in kubelets.nodes()

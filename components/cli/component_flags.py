@@ -3,6 +3,7 @@ each of its components with, as kind's `extraArgs` do for kube's.
 
     [controller_manager]
     args = ["--node-monitor-grace-period", "15"]
+    replicas = 2          # a standby on the same Lease (at most 3; 1 by default)
     [scheduler]
     args = ["--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3"]
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from components import controller_manager
@@ -32,6 +33,9 @@ RESERVED = ("--kubeconfig", "--health-port")
 class ComponentFlags:
     args: tuple[str, ...] = ()
     """Flags added to the component's command line, after the ones `up` gives it."""
+    replicas: int = field(default=1, metadata={"max": 3})
+    """Processes of it: one leads (holds the Lease), the others stand by, as kube's HA
+    control planes run them.  Ours only: an upstream part (`up --upstream`) runs once."""
 
 
 class _Refusal(Exception):
@@ -80,12 +84,13 @@ def _checked(
     return args
 
 
-def load_component_flags(path: Path) -> dict[str, tuple[str, ...]]:
-    """Each component's extra flags from `path` (none when the file or its section is missing);
-    ConfigError names the file and key of a flag the component would refuse."""
-    out: dict[str, tuple[str, ...]] = {}
+def load_component_flags(path: Path) -> dict[str, ComponentFlags]:
+    """Each component's extra flags and replicas from `path` (the defaults when the file or its
+    section is missing); ConfigError names the file and key of a flag the component would refuse."""
+    out: dict[str, ComponentFlags] = {}
     for component, (section, add_arguments, check) in _COMPONENTS.items():
         values = load_section(ComponentFlags, path, section, missing_file_ok=True)
         flags = ComponentFlags(**values)
-        out[component] = _checked(path, section, add_arguments, check, flags.args)
+        _checked(path, section, add_arguments, check, flags.args)
+        out[component] = flags
     return out

@@ -28,6 +28,10 @@ from machinery.process.launch import LauncherError, free_ports, read_pid, spawn,
 COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes", "cluster-dns")
 KUBELET = re.compile(r"^kubelet-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
 PROXY = re.compile(r"^proxy-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")  # a node's service proxy
+REPLICA = re.compile(r"^(?P<of>controller-manager|scheduler)-(?P<n>[2-3])$")
+"""A second or third controller-manager or scheduler (`replicas` in cluster.toml): the same
+command and identity as the first, standing by on the same Lease (leader election)."""
+MAX_REPLICAS = 3
 COMMANDS = {"cluster-dns": "dns"}  # a component whose `raftkube` command is not its name
 PID_FILE = "pid"
 HEALTH_FILE = "health.json"
@@ -38,8 +42,11 @@ class LocalComponent:
     def __init__(self, data_dir: Path, name: str, extra_args: tuple[str, ...] | None = None) -> None:
         """`extra_args`: the flags to start it with after the ones it always gets; None: the
         flags of its last start (`raftkube restart` and the supervisor start it as it was)."""
-        if name not in COMPONENTS and not KUBELET.match(name) and not PROXY.match(name):
-            raise ValueError(f"no component {name!r} (known: {', '.join(COMPONENTS)}, kubelet-<node>, proxy-<node>)")
+        if name not in COMPONENTS and not KUBELET.match(name) and not PROXY.match(name) and not REPLICA.match(name):
+            raise ValueError(
+                f"no component {name!r} (known: {', '.join(COMPONENTS)}, kubelet-<node>, proxy-<node>,"
+                " controller-manager-<2|3>, scheduler-<2|3>)"
+            )
         self.extra_args = extra_args
         self.data_dir = Path(data_dir)
         self.name = name
@@ -62,8 +69,17 @@ class LocalComponent:
         return m["node"] if m else None
 
     @property
+    def replica_of(self) -> str | None:
+        """The component this is a further replica of (controller-manager-2: controller-manager)."""
+        m = REPLICA.match(self.name)
+        return m["of"] if m else None
+
+    @property
     def kubeconfig(self) -> Path:
-        identity = f"kubelet:{self.node}" if self.node else KUBE_PROXY if self.proxied_node else self.name
+        if self.node:
+            identity = f"kubelet:{self.node}"
+        else:
+            identity = KUBE_PROXY if self.proxied_node else self.replica_of or self.name
         return ApiserverPKI.of(self.data_dir).kubeconfig_of(identity)
 
     @property
@@ -72,7 +88,8 @@ class LocalComponent:
             return "kubelet"
         if self.proxied_node:
             return "proxy"
-        return COMMANDS.get(self.name, self.name)
+        name = self.replica_of or self.name
+        return COMMANDS.get(name, name)
 
     @property
     def runtime_root(self) -> Path:
@@ -158,6 +175,14 @@ def get_healthz(url: str, timeout: float, context: ssl.SSLContext | None = None)
         return e.code, e.read(4096).decode("utf-8", "replace").strip()
     except OSError as e:
         return 0, str(e) or type(e).__name__
+
+
+def local_replicas(data_dir: Path) -> list[LocalComponent]:
+    """The further controller-manager and scheduler replicas that have a directory in `data_dir`."""
+    base = Path(data_dir)
+    if not base.is_dir():
+        return []
+    return [LocalComponent(base, p.name) for p in sorted(base.iterdir()) if REPLICA.match(p.name) and p.is_dir()]
 
 
 def local_kubelets(data_dir: Path) -> list[LocalComponent]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import LocalApiserver
 from components.cli import upstream
-from components.cli.launcher import COMPONENTS, LocalComponent, local_kubelets
+from components.cli.launcher import COMPONENTS, LocalComponent, local_kubelets, local_replicas
 from machinery.process.command import UsageError
 from machinery.process.launch import LauncherError
 from store.cli import locate
@@ -72,7 +72,8 @@ def known_parts(data_dir: Path) -> list[str]:
     cluster = LocalCluster(data_dir)
     members = [f"store-{i}" for i in cluster.member_ids()] if cluster.exists() else []
     apiserver = ["apiserver"] if LocalApiserver(data_dir).log_file.exists() else []
-    components = [n for n in COMPONENTS if (data_dir / n).is_dir()] + [c.name for c in local_kubelets(data_dir)]
+    components = [n for n in COMPONENTS if (data_dir / n).is_dir()]
+    components += [c.name for c in (*local_replicas(data_dir), *local_kubelets(data_dir))]
     return members + apiserver + components
 
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from components.cli.component_flags import load_component_flags
+from components.cli.component_flags import ComponentFlags, load_component_flags
 from machinery.process.config import MAX_LIST_ITEMS, ConfigError
 from tests.support.cli import raftkube
 from tests.support.paths import HOST_NETWORK, ROOT
 
 
 def test_the_shipped_file_and_a_missing_one_give_no_flags(tmp_path: Path) -> None:
-    none = {"controller-manager": (), "scheduler": ()}
+    none = {"controller-manager": ComponentFlags(), "scheduler": ComponentFlags()}
     assert load_component_flags(ROOT / "cluster.toml") == none
     assert load_component_flags(tmp_path / "absent.toml") == none
 
@@ -24,10 +24,13 @@ def test_flags_the_components_know_are_taken_as_given(tmp_path: Path) -> None:
     path.write_text(
         '[controller_manager]\nargs = ["--node-monitor-grace-period", "15", "--controllers=*,-cronjob"]\n'
         '[scheduler]\nargs = ["--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3"]\n'
+        "replicas = 2\n"
     )
     assert load_component_flags(path) == {
-        "controller-manager": ("--node-monitor-grace-period", "15", "--controllers=*,-cronjob"),
-        "scheduler": ("--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3"),
+        "controller-manager": ComponentFlags(args=("--node-monitor-grace-period", "15", "--controllers=*,-cronjob")),
+        "scheduler": ComponentFlags(
+            args=("--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3"), replicas=2
+        ),
     }
 
 
@@ -52,6 +55,8 @@ def test_flags_the_components_know_are_taken_as_given(tmp_path: Path) -> None:
         ('[scheduler]\nargs = "--verbose"\n', r"scheduler\.args must be a list of strings, got '--verbose'"),
         ("[scheduler]\nargs = [1]\n", r"scheduler\.args must be a list of strings"),
         ('[scheduler]\nflags = ["-v"]\n', r"scheduler has unknown keys: flags"),
+        ("[scheduler]\nreplicas = 4\n", r"scheduler\.replicas must be at most 3, got 4"),
+        ("[controller_manager]\nreplicas = 0\n", r"controller_manager\.replicas must be positive, got 0"),
         ('[scheduler]\nargs = ["-v\\u0000"]\n', r"scheduler\.args\[0\] must be at most 4096 characters with no NUL"),
         ("[scheduler]\nargs = [" + ", ".join(['"-v"'] * (MAX_LIST_ITEMS + 1)) + "]\n", r"at most 256 strings, got 257"),
     ],

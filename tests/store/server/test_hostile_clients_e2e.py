@@ -164,6 +164,7 @@ TEMPLATES: dict[str, list[Any]] = {
     "member_add": ["m9", "tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "http://127.0.0.1:3", True],
     "member_remove": [9],
     "member_promote": [9],
+    "member_update": [9, "m9", "tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "http://127.0.0.1:3"],
     "move_leader": [9],
     "hash_kv": [0],
     "watch": WATCH,
