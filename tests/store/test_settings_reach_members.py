@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,8 @@ def _changed(key: str, value: Any, tmp_path: Path) -> Any:
         "data_dir": lambda: str(tmp_path / "elsewhere"),
         "host": lambda: "127.0.0.9",
         "client_port": lambda: value + 7,
+        "hosts": lambda: "netns",
+        "hosts_subnet": lambda: "10.78.0.0/24",
     }
     if key in special:
         return special[key]()
@@ -109,6 +112,27 @@ def _check_client_port(tmp_path: Path, s: StoreSettings, new: Any) -> None:
         assert [split_url(u)[1] for u in (cfg.client_url, cfg.peer_url, cfg.http_url)] == [base, base + 1, base + 2]
 
 
+def _check_hosts(tmp_path: Path, s: StoreSettings, new: Any) -> None:
+    """Each member at an address of its own, all on the same ports (root: CI is; the hosts are
+    made when a member starts, so none is made here)."""
+    if os.geteuid() != 0:
+        pytest.skip("hosts of their own need root")
+    local = LocalCluster(s.data_dir)
+    infos = local.create(s)
+    assert [split_url(m.client_url) for m in infos] == [(f"10.77.0.{10 + m.id}", s.client_port) for m in infos]
+    assert local.host_network() is not None and local.host_network().hosts() == []  # type: ignore[union-attr]
+
+
+def _check_hosts_subnet(tmp_path: Path, s: StoreSettings, new: Any) -> None:
+    """The subnet places the members once they are on hosts of their own (and only then)."""
+    assert {split_url(m.client_url)[0] for m in LocalCluster(s.data_dir).create(s)} == {s.host}
+    if os.geteuid() != 0:
+        pytest.skip("hosts of their own need root")
+    on_hosts = dataclasses.replace(s, hosts="netns", data_dir=tmp_path / "on-hosts")
+    infos = LocalCluster(on_hosts.data_dir).create(on_hosts)
+    assert [split_url(m.client_url)[0] for m in infos] == [f"10.78.0.{10 + m.id}" for m in infos]
+
+
 def _check_startup_timeout(tmp_path: Path, s: StoreSettings, new: Any) -> None:
     """`store up` waits for a leader as long as cluster.toml says (no member is started here)."""
     waited: list[float] = []
@@ -135,6 +159,8 @@ LAUNCHER_ONLY: dict[str, Callable[[Path, StoreSettings, Any], None]] = {
     "data_dir": _check_data_dir,
     "host": _check_host,
     "client_port": _check_client_port,
+    "hosts": _check_hosts,
+    "hosts_subnet": _check_hosts_subnet,
     "startup_timeout": _check_startup_timeout,
 }
 
