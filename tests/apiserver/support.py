@@ -14,6 +14,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,18 @@ def _fast_config(tmp: Path, more: str = "") -> Path:
     return cfg
 
 
+def _wait_for_default_service_account(server: ApiserverUnderTest, timeout: float = 30.0) -> None:
+    """Until default/default exists (bounded: a config without the serviceaccount controller
+    goes on without it)."""
+    deadline = time.monotonic() + timeout
+    with server.http(timeout=5) as http:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if http.get("/api/v1/namespaces/default/serviceaccounts/default").status_code == 200:
+                    return
+            time.sleep(0.1)
+
+
 def _every_stop(stops: list[Callable[[], object]]) -> None:
     """Run every stop even when one raises (a fixture's teardown must not leave the store
     running because the apiserver's stop failed); then raise the first failure."""
@@ -164,11 +177,16 @@ def running_apiserver(
                 timeout=120,
             )
             assert proc.returncode == 0, proc.stderr + proc.stdout
-            if not components:
-                for name in COMPONENTS:
-                    LocalComponent(data_dir, name).stop(timeout=5)
             endpoint = LocalApiserver(data_dir).recorded()
             assert endpoint is not None
+            if not components:
+                # As a cluster is once `up` has run a moment: the controller-manager has given
+                # the default namespace its ServiceAccount (pods there wait for its token).
+                # Stopped before that (a race, seen in CI), it never came, and a test's pod
+                # never started.
+                _wait_for_default_service_account(ApiserverUnderTest(backend, data_dir, endpoint.url, cache))
+                for name in COMPONENTS:
+                    LocalComponent(data_dir, name).stop(timeout=5)
             yield ApiserverUnderTest(backend, data_dir, endpoint.url, cache)
         finally:
             stops: list[Callable[[], object]] = []
