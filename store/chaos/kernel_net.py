@@ -29,13 +29,11 @@ from typing import Any
 from machinery.process import nft
 from machinery.process.hosts import HostNetwork
 from store.api.protocol import split_url
+from store.chaos.links import Link, LinkSelection, Target
 from store.launcher import LocalCluster
 
 TABLE = "rkchaos"
 SS_TIMEOUT = 10.0
-
-Link = tuple[int, int]
-Target = int | Link
 
 
 def kernel_can_delay() -> bool:
@@ -69,7 +67,7 @@ class _Faults:
     clients_cut: bool = False
 
 
-class KernelMesh:
+class KernelMesh(LinkSelection):
     def __init__(self, cluster: LocalCluster) -> None:
         net = cluster.host_network()
         if net is None:
@@ -132,21 +130,6 @@ class KernelMesh:
         subprocess.run(argv, capture_output=True, timeout=SS_TIMEOUT, check=True)
         self._stats[member]["resets"] += 1
 
-    def _select(self, target: Target) -> list[Link]:
-        if isinstance(target, int):
-            self._check(target)
-            return [(target, p) for p in self.ids if p != target] + [(p, target) for p in self.ids if p != target]
-        src, dst = target
-        self._check(src, dst)
-        if src == dst:
-            raise ValueError(f"no link from member {src} to itself")
-        return [(src, dst)]
-
-    def _check(self, *members: int) -> None:
-        for m in members:
-            if m not in self.ids:
-                raise ValueError(f"no member {m} in this mesh (members: {self.ids})")
-
     def _blackhole(self, links: Sequence[Link]) -> None:
         touched = set()
         for src, dst in links:
@@ -154,14 +137,6 @@ class KernelMesh:
             touched.add(src)
         for m in sorted(touched):
             self._render(m)
-
-    @staticmethod
-    def _side(x: int | Sequence[int]) -> list[int]:
-        return [x] if isinstance(x, int) else list(x)
-
-    def _between(self, a: Sequence[int], b: Sequence[int]) -> list[Link]:
-        self._check(*a, *b)
-        return [link for x in a for y in b if x != y for link in ((x, y), (y, x))]
 
     # ------------------------------------------------------------------ peer links
     def blackhole(self, src: int, dst: int) -> None:
@@ -178,19 +153,10 @@ class KernelMesh:
         self._blackhole(self._select(member))
 
     def partition(self, groups: list[list[int]]) -> None:
-        listed = [m for g in groups for m in g]
-        if len(listed) != len(set(listed)):
-            raise ValueError(f"a member is in two groups: {groups}")
-        self._check(*listed)
-        group_of = {m: i for i, g in enumerate(groups) for m in g}
-        cross = [(s, d) for s in self.ids for d in self.ids if s != d and group_of.get(s, -s) != group_of.get(d, -d)]
-        self._blackhole(cross)
+        self._blackhole(self._partition(groups))
 
     def bridge(self, a: int | Sequence[int], bridge_member: int, b: int | Sequence[int]) -> None:
-        side_a, side_b = self._side(a), self._side(b)
-        if bridge_member in side_a or bridge_member in side_b:
-            raise ValueError("the bridge member belongs to neither side")
-        self._blackhole(self._between(side_a, side_b))
+        self._blackhole(self._bridge(a, bridge_member, b))
 
     def cut(self, src: int, dst: int) -> None:
         """Abort src's live connection to dst; src redials."""

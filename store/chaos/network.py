@@ -22,13 +22,13 @@ Members added later (`member add`) are dialled directly: the mesh covers the ini
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from store.api.protocol import split_url
+from store.chaos.links import Link, LinkSelection, Target
 from store.chaos.proxy import LinkProxy
 from store.launcher import LocalCluster
 
@@ -36,12 +36,10 @@ T = TypeVar("T")
 CONTROL_TIMEOUT = 10.0
 """Seconds a control call may wait for the proxy loop (it never blocks for long)."""
 
-Link = tuple[int, int]
-Target = int | Link
 """A member (every link from and to it) or one directed link (src, dst)."""
 
 
-class ProxyMesh:
+class ProxyMesh(LinkSelection):
     def __init__(self, cluster: LocalCluster, seed: int = 0) -> None:
         """Start the proxies for every member of `cluster` and write each member's peer_dial."""
         self.cluster = cluster
@@ -111,34 +109,6 @@ class ProxyMesh:
 
         self._call(run)
 
-    def _select(self, target: Target) -> list[Link]:
-        if isinstance(target, int):
-            self._check(target)
-            return [link for link in self.links if target in link]
-        src, dst = target
-        self._check(src, dst)
-        if src == dst:
-            raise ValueError(f"no link from member {src} to itself")
-        return [(src, dst)]
-
-    def _check(self, *members: int) -> None:
-        for m in members:
-            if m not in self.ids:
-                raise ValueError(f"no member {m} in this mesh (members: {self.ids})")
-
-    @staticmethod
-    def _side(x: int | Sequence[int]) -> list[int]:
-        return [x] if isinstance(x, int) else list(x)
-
-    def _between(self, a: Sequence[int], b: Sequence[int]) -> list[Link]:
-        """Both directions of every link from a member of `a` to one of `b`."""
-        self._check(*a, *b)
-        out: list[Link] = []
-        for x, y in itertools.product(a, b):
-            if x != y:
-                out += [(x, y), (y, x)]
-        return out
-
     # ------------------------------------------------------------------ peer links
     def peer_url(self, src: int, dst: int) -> str:
         """Where `src` dials `dst` (the proxy of that link)."""
@@ -161,20 +131,11 @@ class ProxyMesh:
 
     def partition(self, groups: list[list[int]]) -> None:
         """Members talk only within their group; a member in no group is alone."""
-        listed = [m for g in groups for m in g]
-        if len(listed) != len(set(listed)):
-            raise ValueError(f"a member is in two groups: {groups}")
-        self._check(*listed)
-        group_of = {m: i for i, g in enumerate(groups) for m in g}
-        cross = [(s, d) for s, d in self.links if group_of.get(s, -s) != group_of.get(d, -d)]
-        self._each(cross, LinkProxy.blackhole)
+        self._each(self._partition(groups), LinkProxy.blackhole)
 
     def bridge(self, a: int | Sequence[int], bridge_member: int, b: int | Sequence[int]) -> None:
         """Sides a and b each talk to `bridge_member` (and within themselves) but not to each other."""
-        side_a, side_b = self._side(a), self._side(b)
-        if bridge_member in side_a or bridge_member in side_b:
-            raise ValueError("the bridge member belongs to neither side")
-        self._each(self._between(side_a, side_b), LinkProxy.blackhole)
+        self._each(self._bridge(a, bridge_member, b), LinkProxy.blackhole)
 
     def cut(self, src: int, dst: int) -> None:
         """Reset the live connection(s) of one link now; the sender reconnects."""

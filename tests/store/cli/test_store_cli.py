@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 from store.client.client import Client
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube
+from tests.support.etcd_env import exports
 from tests.support.modes import not_private, umask
 from tests.support.paths import ROOT
 
@@ -237,23 +237,13 @@ def test_up_watch_output_limit_flag_reaches_the_members_settings_and_is_checked(
     assert not (tmp_path / "x").exists()
 
 
-def _exports(text: str) -> dict[str, str]:
-    """The variables `export NAME=value` lines set (values as a shell would read them)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        if line.startswith("export "):
-            name, _, value = line[len("export ") :].partition("=")
-            out[name] = shlex.split(value)[0]
-    return out
-
-
 def test_etcd_env_points_etcdctl_at_the_members(data_dir: Path, tmp_path: Path) -> None:
     """`eval $(raftkube store etcd-env)` is all etcdctl (Debian's 3.4) needs: it writes and reads
     through the members' etcd API with the admin certificate, and a snapshot it saves restores
     into a new raftkube cluster."""
     proc = raftkube("store", "etcd-env", "--data-dir", str(data_dir))
     assert proc.returncode == 0, proc.stderr
-    env = _exports(proc.stdout)
+    env = exports(proc.stdout)
     members = LocalCluster(data_dir).members()
     assert env["ETCDCTL_API"] == "3"
     assert env["ETCDCTL_ENDPOINTS"].split(",") == ["https://" + m.client_url.split("://")[1] for m in members]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from machinery.process.hosts import NETNS_DIR
 from machinery.process.iproute import link_exists
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube
+from tests.support.etcd_env import etcdctl_env
 from tests.support.network import free_cidr
 
 TIMEOUT = 60
@@ -37,17 +37,6 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         yield d, subnet
     finally:
         LocalCluster(d).stop_all(timeout=5)
-
-
-def _etcdctl(data_dir: Path) -> dict[str, str]:
-    exports = raftkube("store", "etcd-env", "--data-dir", str(data_dir))
-    assert exports.returncode == 0, exports.stderr
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ETCDCTL_")}
-    for line in exports.stdout.splitlines():
-        if line.startswith("export "):
-            name, _, value = line.removeprefix("export ").partition("=")
-            env[name] = shlex.split(value)[0]
-    return env
 
 
 def test_each_member_runs_on_a_host_of_its_own_and_down_removes_the_hosts(cluster: tuple[Path, str]) -> None:
@@ -68,7 +57,7 @@ def test_each_member_runs_on_a_host_of_its_own_and_down_removes_the_hosts(cluste
 
     etcdctl = shutil.which("etcdctl")
     if etcdctl is not None:  # CI installs it; the address checks above hold without it
-        env = _etcdctl(data_dir)
+        env = etcdctl_env(data_dir)
         for m in (1, 2, 3):  # each member by its address, its certificate checked against it
             url = f"https://{base}.{10 + m}:2379"
             one = {k: v for k, v in env.items() if k != "ETCDCTL_ENDPOINTS"}

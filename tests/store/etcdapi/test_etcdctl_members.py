@@ -8,9 +8,7 @@ the CLI, with the TLS files `raftkube store etcd-env` points at."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 import shutil
 import subprocess
 import time
@@ -24,6 +22,7 @@ from machinery.process.launch import free_ports
 from machinery.process.peers import peer_path
 from store.launcher import LocalCluster
 from tests.support.cli import raftkube
+from tests.support.etcd_env import etcdctl_env
 
 TIMEOUT = 30
 
@@ -51,13 +50,7 @@ def _etcdctl(data_dir: Path, flavor: str) -> Any:
         binary = str(peer_path("etcdctl"))
         if not Path(binary).exists():
             pytest.fail(f"etcdctl 3.6 is not built ({binary}): run `raftkube peers build`", pytrace=False)
-    exports = raftkube("store", "etcd-env", "--data-dir", str(data_dir))
-    assert exports.returncode == 0, exports.stderr
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ETCDCTL_")}
-    for line in exports.stdout.splitlines():
-        if line.startswith("export "):
-            name, _, value = line.removeprefix("export ").partition("=")
-            env[name] = shlex.split(value)[0]
+    env = etcdctl_env(data_dir)
 
     def ctl(*args: str, endpoint: str = "") -> subprocess.CompletedProcess[str]:
         """etcdctl on every member (ETCDCTL_ENDPOINTS), or on `endpoint` alone."""
