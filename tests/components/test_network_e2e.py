@@ -237,15 +237,19 @@ def test_a_pod_being_deleted_leaves_the_rotation_before_its_process_stops(cluste
     cluster.ok("delete", "pod", "-n", NS, leaving, "--wait=false")
     deleted_at = time.monotonic()
 
-    def only_the_other() -> bool:
-        return set(fetch_many(cluster, "slow", 10)) == {staying}
+    def out_of_rotation() -> bool:
+        # The ReplicaSet's replacement may join the rotation at any moment: the requirement is
+        # only that the leaving pod, still running its preStop hook, gets nothing.
+        answers = fetch_many(cluster, "slow", 10)
+        return leaving not in answers and "FAILED" not in answers
 
-    until("requests go to the remaining pod only", only_the_other, wait=10.0)
+    until("requests avoid the leaving pod", out_of_rotation, wait=10.0)
     answers = fetch_many(cluster, "slow", 20)
-    if not (set(answers) <= {staying, "FAILED"} and answers.count(staying) >= 19):
+    if leaving in answers or answers.count("FAILED") > 1:
         slices = cluster.ok("get", "endpointslices", "-n", NS, "-l", "kubernetes.io/service-name=slow", "-o", "yaml")
         conditions = cluster.ok("get", "pods", "-n", NS, "-l", "app=slow", "-o", "jsonpath={.items[*].status}")
-        pytest.fail(f"answers {answers}, staying {staying}\nslices:\n{slices}\npods:\n{conditions}")
+        pytest.fail(f"answers {answers}, leaving {leaving}\nslices:\n{slices}\npods:\n{conditions}")
+    assert staying in answers
     still = get(cluster, "pod", leaving)  # its preStop hook holds it: still there, still running
     assert still["metadata"].get("deletionTimestamp") and time.monotonic() - deleted_at < 15
     assert any(c.get("state", {}).get("running") for c in still["status"]["containerStatuses"])
