@@ -22,6 +22,9 @@ class ApiserverSettings:
     port: int = field(default=6443, metadata={"max": 65535})
     storage: str = ""
     """A storage URL (`raftkube://host:port,...` or `etcd://host:port,...`); empty: the data dir's store."""
+    count: int = field(default=1, metadata={"max": 5})
+    """Apiservers to run: more than one is an HA set behind the balancer on host:port
+    (components.cli.apiserver_set), each apiserver with its own port and watch cache."""
     startup_timeout: float = 30.0
     """Seconds `raftkube up` waits for /readyz."""
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR

@@ -1,9 +1,15 @@
-"""Starting, finding and stopping the local apiserver process of a data dir.
+"""Starting, finding and stopping the local apiserver processes of a data dir.
 
-    <data_dir>/apiserver/apiserver.json   where it listens and what it stores in (written by `up`)
-    <data_dir>/apiserver/pid              its pid while it runs (its own process group)
+    <data_dir>/apiserver/apiserver.json   the cluster's API address and what it stores in (written by `up`)
+    <data_dir>/apiserver/pid              the apiserver's pid while it runs (its own process group)
     <data_dir>/apiserver/apiserver.log    its stdout and stderr
-    <data_dir>/apiserver/pki/, tokens.csv its credentials (apiserver.pki)
+    <data_dir>/apiserver/args.json        the flags it was last started with (restarts start it so)
+    <data_dir>/apiserver/pki/, tokens.csv the credentials of every apiserver (apiserver.pki)
+    <data_dir>/apiserver-<n>/             an apiserver of an HA set (components.cli.apiserver_set):
+                                          its own apiserver.json (where it listens), pid, log, args
+
+An HA set's apiservers share the credentials in <data_dir>/apiserver/, whose apiserver.json
+then names the balancer in front of them: what every kubeconfig names.
 
 The process is `raftkube apiserver ...`, started as store members are (machinery.process.launch:
 `spawn`, `stop_process`), so that `raftkube down` finds it by its pid file.
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import ssl
 import sys
 import time
@@ -22,23 +29,31 @@ from typing import Any
 import yaml
 
 from apiserver.endpoint import RECORD_FILE, Endpoint, RecordError, read_record
-from apiserver.pki import ApiserverPKI, kubeconfig_data
+from apiserver.pki import ApiserverPKI, cluster_entry, kubeconfig_data
 from machinery.process import disk
 from machinery.process.launch import LauncherError, port_free, read_pid, spawn, stop_process
 
 PID_FILE = "pid"
 LOG_FILE = "apiserver.log"
+ARGS_FILE = "args.json"
+FRONT = "apiserver"
+MEMBER = re.compile(r"^apiserver-(?P<n>[1-9])$")
+"""An apiserver of an HA set (`[apiserver] count` > 1)."""
 KUBECONFIG = "kubeconfig"
 CONTEXT = "raftkube"
 
 
 class LocalApiserver:
-    """The apiserver process of one data dir."""
+    """One apiserver process of a data dir: `apiserver` (the one, or the HA set's front record
+    without a process) or `apiserver-<n>` (a member of an HA set)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, name: str = FRONT) -> None:
+        if name != FRONT and not MEMBER.match(name):
+            raise ValueError(f"no apiserver {name!r} (apiserver, or apiserver-1 .. apiserver-9 of an HA set)")
         self.data_dir = Path(data_dir)
+        self.name = name
         self.pki = ApiserverPKI.of(self.data_dir)
-        self.root = self.pki.root
+        self.root = self.pki.root if name == FRONT else self.data_dir / name
 
     # ------------------------------------------------------------------ layout
     def recorded(self) -> Endpoint | None:
@@ -69,9 +84,9 @@ class LocalApiserver:
         """Start `raftkube apiserver` for `endpoint` (creating the credentials first); `extra_args`
         go to it as they are (`--authorization-mode AlwaysAllow`, say)."""
         if (pid := self.pid()) is not None:
-            raise LauncherError(f"the apiserver is already running (pid {pid})")
+            raise LauncherError(f"the {self.name} is already running (pid {pid})")
         if not port_free(endpoint.host, endpoint.port):
-            raise LauncherError(f"apiserver: port {endpoint.port} on {endpoint.host} is in use")
+            raise LauncherError(f"{self.name}: port {endpoint.port} on {endpoint.host} is in use")
         self.pki.ensure(endpoint.host)
         self.record(endpoint)
         argv = [sys.executable, "-m", "components.cli", "apiserver", "--data-dir", str(self.data_dir)]
@@ -81,7 +96,22 @@ class LocalApiserver:
         if insecure_store:
             argv.append("--insecure-store")
         argv += list(extra_args)
+        saved = {"insecure_store": insecure_store, "args": list(extra_args)}
+        disk.write_private(self.root / ARGS_FILE, (json.dumps(saved) + "\n").encode())
         return spawn(argv, self.log_file, self.root / PID_FILE)
+
+    def start_as_before(self) -> int:
+        """Start it at its recorded endpoint with the flags of its last start (a supervisor's
+        restart, `raftkube start`)."""
+        endpoint = self.recorded()
+        if endpoint is None:
+            raise LauncherError(f"no {self.name} recorded in {self.data_dir}")
+        try:
+            saved = json.loads((self.root / ARGS_FILE).read_text())
+            insecure, args = bool(saved["insecure_store"]), tuple(str(a) for a in saved["args"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise LauncherError(f"{self.root / ARGS_FILE}: missing or damaged; `raftkube up` starts it") from None
+        return self.start(endpoint, insecure_store=insecure, extra_args=args)
 
     def stop(self, timeout: float = 10.0) -> bool:
         """SIGTERM (SIGKILL after `timeout`); True if it was running."""
@@ -127,25 +157,26 @@ class LocalApiserver:
         last = (0, "not tried")
         while time.monotonic() < deadline:
             if self.pid() is None:
-                raise LauncherError(f"the apiserver exited during startup; see {self.log_file}")
+                raise LauncherError(f"the {self.name} exited during startup; see {self.log_file}")
             last = self.probe(endpoint, timeout=min(2.0, max(0.1, deadline - time.monotonic())))
             if last[0] == 200:
                 return
             time.sleep(0.1)
         raise LauncherError(
-            f"the apiserver was not ready within {timeout:.0f}s (last /readyz: {last[0] or 'no answer'} {last[1]});"
+            f"the {self.name} was not ready within {timeout:.0f}s (last /readyz: {last[0] or 'no answer'} {last[1]});"
             f" see {self.log_file}"
         )
 
     # ------------------------------------------------------------------ kubeconfig
-    def write_kubeconfig(self, endpoint: Endpoint) -> Path:
-        """`<data_dir>/kubeconfig` (0600) for the admin: certificate by default, token as `raftkube-token`."""
-        doc = kubeconfig(endpoint.url, self.pki)
+    def write_kubeconfig(self, endpoint: Endpoint, servers: tuple[str, ...] = ()) -> Path:
+        """`<data_dir>/kubeconfig` (0600) for the admin: certificate by default, token as
+        `raftkube-token`; `servers`: an HA set's apiservers (the kubeconfig's extension)."""
+        doc = kubeconfig(endpoint.url, self.pki, servers)
         disk.write_private(self.kubeconfig, yaml.safe_dump(doc, sort_keys=False).encode())
         return self.kubeconfig
 
 
-def kubeconfig(server: str, creds: ApiserverPKI) -> dict[str, Any]:
+def kubeconfig(server: str, creds: ApiserverPKI, servers: tuple[str, ...] = ()) -> dict[str, Any]:
     """A kubeconfig for `server` with the credentials inline (it keeps working if copied away)."""
     data = kubeconfig_data
     users: list[dict[str, Any]] = [
@@ -162,7 +193,7 @@ def kubeconfig(server: str, creds: ApiserverPKI) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CONTEXT, "cluster": {"server": server, "certificate-authority-data": data(creds.ca)}}],
+        "clusters": [{"name": CONTEXT, "cluster": cluster_entry(server, creds.ca, servers)}],
         "users": users,
         "contexts": contexts,
         "current-context": CONTEXT,

@@ -93,6 +93,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--advertise-address",
         help="the address default/kubernetes's endpoints name (default: --host, or 127.0.0.1 when it is a wildcard)",
     )
+    p.add_argument(
+        "--advertise-port",
+        type=int,
+        help="the port default/kubernetes's endpoints name (default: --port; an HA set names its balancer's)",
+    )
     p.add_argument("--tls-cert-file", type=Path, help="serving certificate (default: generated in the data dir)")
     p.add_argument("--tls-private-key-file", type=Path, help="its private key")
     p.add_argument("--client-ca-file", type=Path, help="CA bundle that signs client certificates")
@@ -343,8 +348,11 @@ def kubernetes_service_of(args: argparse.Namespace) -> KubernetesService:
             address = "127.0.0.1"
     except ValueError:
         raise UsageError(f"--advertise-address: {address!r} is not an IP address") from None
+    port = args.port if args.advertise_port is None else args.advertise_port
+    if not 0 < port < 65536:
+        raise UsageError(f"--advertise-port must be from 1 to 65535, got {port}")
     try:
-        return KubernetesService.of(args.service_cluster_ip_range, address, args.port)
+        return KubernetesService.of(args.service_cluster_ip_range, address, port)
     except ValueError as e:
         raise UsageError(f"--service-cluster-ip-range: {e}") from None
 

@@ -42,6 +42,7 @@ from cryptography import x509
 from apiserver.auth import jws
 from apiserver.auth.authn import load_token_file
 from apiserver.endpoint import RECORD_FILE, read_record
+from machinery.apiserver_set import SERVERS_EXTENSION
 from machinery.process import disk, pki
 
 APISERVER_DIR = "apiserver"
@@ -63,6 +64,8 @@ KUBELET_CLIENT = "apiserver-kubelet-client"
 HOLLOW_NODES = "hollow-nodes"
 KUBE_PROXY = "kube-proxy"  # every node's service proxy (kube's system:kube-proxy, one for all nodes)
 CLUSTER_DNS = "cluster-dns"  # the cluster DNS server (system:kube-dns, as kube binds its role)
+BALANCER = "apiserver-balancer"  # in front of an HA set's apiservers; it only asks their /readyz
+
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 FRONT_PROXY_DIR = "front-proxy"
 FRONT_PROXY_CLIENT = "front-proxy-client"
@@ -92,6 +95,9 @@ def component_identity(component: str) -> Identity:
         return Identity(KUBE_PROXY, "system:kube-proxy")
     if component == CLUSTER_DNS:
         return Identity(CLUSTER_DNS, "system:kube-dns")
+    if component == BALANCER:
+        # authenticated and nothing more: RBAC's public-info-viewer lets it read /readyz
+        return Identity(BALANCER, "raftkube:apiserver-balancer")
     if component == HOLLOW_NODES:
         # it impersonates each hollow node's system:node identity; impersonating any user is
         # as strong as system:masters, so it is said plainly
@@ -240,7 +246,9 @@ class ApiserverPKI:
         return None
 
 
-def component_kubeconfig(data_dir: Path, component: str, *, server: str | None = None) -> Path:
+def component_kubeconfig(
+    data_dir: Path, component: str, *, server: str | None = None, servers: tuple[str, ...] = ()
+) -> Path:
     """`<data_dir>/apiserver/kubeconfigs/<component>.kubeconfig` (0600), written now: the
     component's client certificate (made when missing) inline, the CA, and `server` (default:
     the URL `raftkube up` recorded).  What a launcher hands each process: `--kubeconfig <it>`."""
@@ -261,6 +269,7 @@ def component_kubeconfig(data_dir: Path, component: str, *, server: str | None =
             "client-certificate-data": kubeconfig_data(files.cert),
             "client-key-data": kubeconfig_data(files.key),
         },
+        servers,
     )
     path = creds.kubeconfig_of(component)
     disk.make_dirs(path.parent)
@@ -301,21 +310,34 @@ def user_kubeconfig(data_dir: Path, name: str, groups: tuple[str, ...] = (), *, 
     return path
 
 
-def write_component_kubeconfigs(data_dir: Path, server: str, nodes: tuple[str, ...] = DEFAULT_NODES) -> list[Path]:
-    """Every component's kubeconfig for `server` (what `raftkube up` writes)."""
+def write_component_kubeconfigs(
+    data_dir: Path, server: str, nodes: tuple[str, ...] = DEFAULT_NODES, servers: tuple[str, ...] = ()
+) -> list[Path]:
+    """Every component's kubeconfig for `server` (what `raftkube up` writes); `servers`: an HA
+    set's apiservers, which our components dial directly (failing over among them)."""
     components = [ADMIN, SCHEDULER, CONTROLLER_MANAGER, HOLLOW_NODES, KUBE_PROXY, CLUSTER_DNS]
     components += [f"{KUBELET_PREFIX}{n}" for n in nodes]
-    return [component_kubeconfig(data_dir, c, server=server) for c in components]
+    return [component_kubeconfig(data_dir, c, server=server, servers=servers) for c in components]
 
 
-def client_kubeconfig(server: str, ca: Path, user: str, credentials: dict[str, str]) -> dict[str, Any]:
+def cluster_entry(server: str, ca: Path, servers: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A kubeconfig's cluster: `server` (what kubectl dials), the CA, and with `servers` the
+    `raftkube.io/apiservers` extension our client library fails over among
+    (components.client.kubeconfig reads it; kubectl ignores it)."""
+    entry: dict[str, Any] = {"server": server, "certificate-authority-data": kubeconfig_data(ca)}
+    if servers:
+        entry["extensions"] = [{"name": SERVERS_EXTENSION, "extension": {"servers": list(servers)}}]
+    return entry
+
+
+def client_kubeconfig(
+    server: str, ca: Path, user: str, credentials: dict[str, str], servers: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """A kubeconfig with one cluster, one user named `user`, and one context (`raftkube`)."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {"name": "raftkube", "cluster": {"server": server, "certificate-authority-data": kubeconfig_data(ca)}}
-        ],
+        "clusters": [{"name": "raftkube", "cluster": cluster_entry(server, ca, servers)}],
         "users": [{"name": user, "user": credentials}],
         "contexts": [{"name": "raftkube", "context": {"cluster": "raftkube", "user": user}}],
         "current-context": "raftkube",

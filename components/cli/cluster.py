@@ -14,7 +14,8 @@ cluster from any directory (store.cli.locate); `up` records it there.
 kube-controller-manager in their place (components.cli.upstream).
 The apiserver's host and port are fixed when it first starts in a data dir (recorded in
 `apiserver/apiserver.json`, like the store's ports in cluster.json), so the kubeconfig stays
-valid across restarts; `--port` changes them.
+valid across restarts; `--port` changes them.  `[apiserver] count` > 1 runs an HA set of
+apiservers behind the apiserver balancer on that address (components.cli.apiserver_set).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from typing import Any
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import PID_FILE as APISERVER_PID
 from apiserver.launcher import Endpoint, LocalApiserver
-from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
+from apiserver.pki import BALANCER, DEFAULT_NODES, component_kubeconfig, write_component_kubeconfigs
 from components.cli import cluster_network, supervisor, up_lock, upstream
+from components.cli.apiserver_set import ApiserverSet
 from components.cli.component_flags import ComponentFlags, load_component_flags
 from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets, local_proxies, local_replicas
 from components.cli.supervisor import Part, Supervisor
@@ -145,6 +147,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise UsageError("--upstream runs kube's components on our apiserver; it cannot go with --apiserver upstream")
     if args.storage is not None and args.apiserver != "upstream":
         raise UsageError("--storage chooses kube-apiserver's storage; it goes with --apiserver upstream")
+    if args.apiserver == "upstream" and _apiserver_settings(args.config).count != 1:
+        raise UsageError(f"{args.config}: apiserver.count runs our apiservers; --apiserver upstream runs one of kube's")
     upstream.require_binaries(args.upstream_parts)  # before anything starts, detached or not
     load_component_flags(args.config)  # a flag a component would refuse: exit 2 before anything starts
     s = store_settings(args)
@@ -221,7 +225,7 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
             return 1
         return code
     apiserver = LocalApiserver(data_dir)
-    rows = _rows(LocalCluster(data_dir), apiserver, 2.0)
+    rows = _rows(LocalCluster(data_dir), ApiserverSet(data_dir), 2.0)
     _print(rows, args.output)
     if args.output == "human":
         print(f"\nexport KUBECONFIG={apiserver.kubeconfig.resolve()}")
@@ -234,12 +238,13 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
 
 def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     a = _apiserver_settings(args.config)
-    apiserver = LocalApiserver(s.data_dir)
+    apiservers = ApiserverSet(s.data_dir)
+    apiserver = apiservers.front
     endpoint = _endpoint(args, apiserver, a)
     running = apiserver.recorded()
-    if apiserver.pid() is not None and running is not None:
+    if running is not None and any(m.pid() is not None for m in apiservers.everyone()):
         raise UsageError(
-            f"a cluster already runs in {s.data_dir} (the apiserver at {running.url}, pid {apiserver.pid()});"
+            f"a cluster already runs in {s.data_dir} (the apiserver at {running.url});"
             f" `raftkube status --data-dir {s.data_dir}` shows it, `raftkube down --data-dir {s.data_dir}` stops it"
         )
     k = _kubelet_settings(args)
@@ -248,27 +253,44 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     flags = load_component_flags(args.config)
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
     try:
-        if apiserver.pid() is None:
-            apiserver.start(endpoint, insecure_store=cluster.insecure(), extra_args=a.flags() + reach)
-        apiserver.wait_ready(endpoint, a.startup_timeout)
-        kubeconfig = apiserver.write_kubeconfig(endpoint)
+        plan = apiservers.plan(endpoint, a.count)
+        ha = a.count > 1
+        apiserver_args = a.flags() + reach + (("--advertise-port", str(endpoint.port)) if ha else ())
+        if ha:
+            apiserver.record(endpoint)  # the cluster's address: the balancer's
+        for i, (member, at) in enumerate(plan):
+            if member.pid() is None:
+                member.start(at, insecure_store=cluster.insecure(), extra_args=apiserver_args)
+            if i == 0:  # the first makes the bootstrap objects before the others race to
+                member.wait_ready(at, a.startup_timeout)
+        for member, at in plan[1:]:
+            member.wait_ready(at, a.startup_timeout)
+        servers = tuple(at.url for _, at in plan) if ha else ()
+        kubeconfig = apiserver.write_kubeconfig(endpoint, servers)
         # node-1..3 always (a kubelet may be started by hand), and every node `up` runs
-        write_component_kubeconfigs(s.data_dir, endpoint.url, nodes=tuple(dict.fromkeys(DEFAULT_NODES + k.nodes())))
+        nodes = tuple(dict.fromkeys(DEFAULT_NODES + k.nodes()))
+        write_component_kubeconfigs(s.data_dir, endpoint.url, nodes=nodes, servers=servers)
+        front: list[LocalComponent] = []
+        if ha:
+            component_kubeconfig(s.data_dir, BALANCER, server=endpoint.url, servers=servers)
+            listen = "0.0.0.0" if reach else endpoint.host
+            front = [LocalComponent(s.data_dir, apiservers.balancer().name, ("--listen", f"{listen}:{endpoint.port}"))]
+            _start_healthy(front)
         upstream.choose(s.data_dir, args.upstream_parts)
         net.prepare()
-        components = _start_components(s.data_dir, net, flags)
-    except (LauncherError, pki.PKIError, OSError) as e:
-        _stop_everything(s.data_dir, apiserver, cluster)
+        components = front + _start_components(s.data_dir, net, flags)
+    except (LauncherError, pki.PKIError, OSError, ValueError) as e:
+        _stop_everything(s.data_dir, apiservers, cluster)
         raise UsageError(str(e)) from e
     except KeyboardInterrupt:  # Ctrl-C while starting: leave nothing running
-        _stop_everything(s.data_dir, apiserver, cluster)
+        _stop_everything(s.data_dir, apiservers, cluster)
         raise
     locate.remember(s.data_dir)
     detached = args.ready_fd is not None
     human = args.output == "human" and not detached
     say = _say(detached, human)
-    guard = Supervisor(s.data_dir, _parts(cluster, apiserver, endpoint, a.edge_flags() + reach, components), say)
-    rows = _rows(cluster, apiserver, 2.0)
+    guard = Supervisor(s.data_dir, _parts(cluster, apiservers, components), say)
+    rows = _rows(cluster, apiservers, 2.0)
     if detached:
         say(f"the cluster in {s.data_dir} is ready; supervising it (pid {os.getpid()})")
         supervisor.signal_ready(args.ready_fd)
@@ -278,14 +300,14 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         print(f"\nexport KUBECONFIG={kubeconfig.resolve()}")
         print("try:  kubectl get --raw /readyz")
     logs = {f"store-{m}": cluster.member_dir(m) / "member.log" for m in cluster.member_ids()}
-    logs |= {"apiserver": apiserver.log_file} | {c.name: c.log_file for c in components}
+    logs |= {m.name: m.log_file for m in apiservers.serving()} | {c.name: c.log_file for c in components}
     merged = MergedLog(logs, sys.stdout)
 
     def show(changed: list[dict[str, Any]]) -> None:
         print()
         _print(changed, "human")
 
-    live = LiveStatus(lambda: _rows(cluster, apiserver, 1.0), show)
+    live = LiveStatus(lambda: _rows(cluster, apiservers, 1.0), show)
     live.seen(rows)
 
     def check() -> None:
@@ -306,7 +328,7 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         if ended == "stop":
             stopped_components = [c.name for c in components if c.stop()]
             _stop_containers(components)
-            stopped_apiserver = apiserver.stop()
+            stopped_apiserver = [m.name for m in apiservers.everyone() if m.stop()]
             stopped = cluster.stop_all()
             if args.output == "human" or detached:
                 print(f"\n{_stopped(stopped_components, stopped_apiserver, stopped)}", flush=True)
@@ -333,23 +355,11 @@ def _say(detached: bool, human: bool) -> Callable[[str], None]:
 
 
 def _parts(
-    cluster: LocalCluster,
-    apiserver: LocalApiserver,
-    endpoint: Endpoint,
-    apiserver_args: tuple[str, ...],
-    components: list[LocalComponent],
+    cluster: LocalCluster, apiservers: ApiserverSet, components: list[LocalComponent]
 ) -> Callable[[], list[Part]]:
     """What the supervisor keeps running: the members (as cluster.json has them now), the
-    apiserver at its endpoint with the edge settings `up` gave it, and the components `up` started."""
-    insecure = cluster.insecure()
-    fixed = [
-        Part(
-            "apiserver",
-            apiserver.root / APISERVER_PID,
-            apiserver.log_file,
-            lambda: apiserver.start(endpoint, insecure_store=insecure, extra_args=apiserver_args),
-        )
-    ]
+    apiservers as `up` started them (their recorded ports and flags), and the components."""
+    fixed = [Part(m.name, m.root / APISERVER_PID, m.log_file, m.start_as_before) for m in apiservers.serving()]
     fixed += [Part(c.name, c.root / PID_FILE, c.log_file, c.start) for c in components]
 
     def parts() -> list[Part]:
@@ -378,27 +388,27 @@ def store_parts(cluster: LocalCluster) -> list[Part]:
 def cmd_down(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     cluster = LocalCluster(data_dir)
-    apiserver = LocalApiserver(data_dir)
-    if not cluster.exists() and apiserver.recorded() is None:
+    apiservers = ApiserverSet(data_dir)
+    if not cluster.exists() and apiservers.front.recorded() is None:
         raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
     try:
         with up_lock.taking_over(data_dir) as released:  # the supervisor first: nothing comes back
-            return _down(args, data_dir, cluster, apiserver, released)
+            return _down(args, data_dir, cluster, apiservers, released)
     except up_lock.DataDirBusy as e:
         # every stop below is marked on purpose, which a supervisor leaves alone
         print(
             f"raftkube: WARNING: the supervising `up` did not let go within 30s ({e}); stopping anyway", file=sys.stderr
         )
-        return _down(args, data_dir, cluster, apiserver, None)
+        return _down(args, data_dir, cluster, apiservers, None)
 
 
 def _down(
-    args: argparse.Namespace, data_dir: Path, cluster: LocalCluster, apiserver: LocalApiserver, released: int | None
+    args: argparse.Namespace, data_dir: Path, cluster: LocalCluster, apiservers: ApiserverSet, released: int | None
 ) -> int:
     components = _components(data_dir)
     stopped_components = [c.name for c in components if c.stop()]
     _stop_containers(components)
-    stopped_apiserver = apiserver.stop()
+    stopped_apiserver = [m.name for m in apiservers.everyone() if m.stop()]
     stopped = cluster.stop_all() if cluster.exists() else []
     if (data_dir / "etcd").is_dir():  # `up --apiserver upstream` ran here
         from components.cli import upstream_up  # noqa: PLC0415 - it imports this module
@@ -406,7 +416,13 @@ def _down(
         stopped_components += upstream_up.stop_upstream(data_dir)
     if args.output == "json":
         print_json(
-            {"supervisor": released, "components": stopped_components, "apiserver": stopped_apiserver, "store": stopped}
+            {
+                "supervisor": released,
+                "components": stopped_components,
+                "apiserver": bool(stopped_apiserver),
+                "apiservers": stopped_apiserver,
+                "store": stopped,
+            }
         )
         return 0
     if released is not None:
@@ -421,9 +437,10 @@ def _down(
 def cmd_status(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     cluster = LocalCluster(data_dir)
-    if not cluster.exists() and LocalApiserver(data_dir).recorded() is None:
+    apiservers = ApiserverSet(data_dir)
+    if not cluster.exists() and apiservers.front.recorded() is None:
         raise UsageError(f"no cluster in {data_dir} (start one with `raftkube up`)")
-    rows = _rows(cluster, LocalApiserver(data_dir), args.timeout)
+    rows = _rows(cluster, apiservers, args.timeout)
     _print(rows, args.output)
     if args.output == "human":
         print(_supervision(data_dir, rows))
@@ -449,8 +466,8 @@ def _data_dir(args: argparse.Namespace) -> Path:
     return locate.find(args.data_dir)
 
 
-def _rows(cluster: LocalCluster, apiserver: LocalApiserver, timeout: float) -> list[dict[str, Any]]:
-    """One row per store member, then the apiserver, the components, the nodes: part, url,
+def _rows(cluster: LocalCluster, apiservers: ApiserverSet, timeout: float) -> list[dict[str, Any]]:
+    """One row per store member, then the apiserver(s), the components, the nodes: part, url,
     role, pid, healthy; for processes also restarts and last_restart (the supervisor's count,
     and {reason, time} of the last one) and stopped (stopped on purpose, so not restarted)."""
     restarts = supervisor.read_restarts(cluster.data_dir)
@@ -473,24 +490,31 @@ def _rows(cluster: LocalCluster, apiserver: LocalApiserver, timeout: float) -> l
         )
         for r in (status_rows(cluster, timeout) if cluster.exists() else [])
     ]
-    endpoint = apiserver.recorded()
-    if endpoint is not None:
+    ready: list[tuple[LocalApiserver, Endpoint]] = []
+    for apiserver in apiservers.serving():
+        endpoint = apiserver.recorded()
+        if endpoint is None:
+            continue
         pid = apiserver.pid()
         code, body = apiserver.probe(endpoint, timeout=timeout) if pid is not None else (0, "")
         role = "ready" if code == 200 else ("down" if pid is None else f"not ready ({code or body})")
         pid_file = apiserver.root / APISERVER_PID
-        rows.append(
-            process("apiserver", "apiserver", pid_file, url=endpoint.url, role=role, pid=pid, healthy=code == 200)
+        row = process(
+            apiserver.name, apiserver.name, pid_file, url=endpoint.url, role=role, pid=pid, healthy=code == 200
         )
+        rows.append(row)
+        if code == 200:
+            ready.append((apiserver, endpoint))
     for c in _components(cluster.data_dir):
         if c.health_port() is None:
             continue  # never started here
         pid = c.pid()
         code, body = c.probe(timeout) if pid is not None else (0, "")
         role = "running" if code == 200 else ("down" if pid is None else f"not healthy ({code or body})")
-        rows.append(process(c.name, c.name, c.root / PID_FILE, url=c.url, role=role, pid=pid, healthy=code == 200))
-    if endpoint is not None and any(r["part"] == "apiserver" and r["healthy"] for r in rows):
-        rows += _node_rows(apiserver, endpoint, timeout)
+        url = front.url if c.name == apiservers.balancer().name and (front := apiservers.front.recorded()) else c.url
+        rows.append(process(c.name, c.name, c.root / PID_FILE, url=url, role=role, pid=pid, healthy=code == 200))
+    if ready:
+        rows += _node_rows(*ready[0], timeout)
     return rows
 
 
@@ -517,8 +541,8 @@ def _node_rows(apiserver: LocalApiserver, endpoint: Endpoint, timeout: float) ->
     return rows
 
 
-def _stopped(components: list[str], apiserver: bool, members: list[int]) -> str:
-    parts = [*(f"the {c}" for c in components), *(["the apiserver"] if apiserver else [])]
+def _stopped(components: list[str], apiservers: list[str], members: list[int]) -> str:
+    parts = [f"the {c}" for c in (*components, *apiservers)]
     head = f"{', '.join(parts)} and " if parts else ""
     return f"stopped {head}store member(s) {members}"
 
@@ -563,10 +587,12 @@ def _kubelet_settings(args: argparse.Namespace) -> KubeletSettings:
 
 def _components(data_dir: Path) -> list[LocalComponent]:
     """The controller-manager, the scheduler, the hollow nodes and every kubelet started here once."""
+    balancer = [LocalComponent(data_dir, BALANCER)] if (Path(data_dir) / BALANCER).is_dir() else []
     hollow = [LocalComponent(data_dir, HOLLOW)] if (Path(data_dir) / HOLLOW).is_dir() else []
     dns = [LocalComponent(data_dir, CLUSTER_DNS)] if (Path(data_dir) / CLUSTER_DNS).is_dir() else []
     return (
-        [upstream.component(data_dir, name) for name in UP_COMPONENTS]
+        balancer
+        + [upstream.component(data_dir, name) for name in UP_COMPONENTS]
         + local_replicas(data_dir)
         + hollow
         + local_kubelets(data_dir)
@@ -648,12 +674,13 @@ def _start_healthy(components: list[LocalComponent]) -> None:
             time.sleep(0.1)
 
 
-def _stop_everything(data_dir: Path, apiserver: LocalApiserver, cluster: LocalCluster) -> None:
+def _stop_everything(data_dir: Path, apiservers: ApiserverSet, cluster: LocalCluster) -> None:
     components = _components(data_dir)
     for c in components:
         c.stop()
     _stop_containers(components)
-    apiserver.stop()
+    for m in apiservers.everyone():
+        m.stop()
     cluster.stop_all()
 
 

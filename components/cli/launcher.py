@@ -25,7 +25,7 @@ from apiserver.pki import KUBE_PROXY, ApiserverPKI
 from machinery.process import disk
 from machinery.process.launch import LauncherError, free_ports, read_pid, spawn, stop_process
 
-COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes", "cluster-dns")
+COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes", "cluster-dns", "apiserver-balancer")
 KUBELET = re.compile(r"^kubelet-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
 PROXY = re.compile(r"^proxy-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")  # a node's service proxy
 REPLICA = re.compile(r"^(?P<of>controller-manager|scheduler)-(?P<n>[2-3])$")

@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "kubelet": "components.kubelet.main",
     "proxy": "components.proxy.main",
     "hollow-nodes": "components.kubelet.hollow",
+    "apiserver-balancer": "components.balancer.main",
     "user": "components.cli.user",
     "store": "store.cli.cluster",
     "apiserver": "apiserver.main",

@@ -2,7 +2,7 @@
 local cluster, found from any directory (store.cli.locate).
 
     store-<id>            a store member (`raftkube status` shows "store member <id>")
-    apiserver             the apiserver
+    apiserver             the apiserver (apiserver-<n> and apiserver-balancer: an HA set's)
     controller-manager, scheduler, hollow-nodes, kubelet-<node>
 
 `restart` stops the process (SIGTERM, SIGKILL after 10 s) and starts it again as it was
@@ -25,6 +25,7 @@ from pathlib import Path
 from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import LocalApiserver
 from components.cli import upstream
+from components.cli.apiserver_set import ApiserverSet, is_apiserver
 from components.cli.launcher import COMPONENTS, LocalComponent, local_kubelets, local_replicas
 from machinery.process.command import UsageError
 from machinery.process.launch import LauncherError
@@ -41,7 +42,7 @@ class Part:
     log_file: Path
 
 
-PARTS_HELP = "store-<id>, apiserver, controller-manager, scheduler, hollow-nodes, kubelet-<node>"
+PARTS_HELP = "store-<id>, apiserver[-<n>], controller-manager, scheduler, hollow-nodes, kubelet-<node>"
 DATA_DIR_HELP = "the cluster's data dir (default: as `raftkube status` finds it)"
 
 
@@ -71,7 +72,7 @@ def _data_dir(args: argparse.Namespace) -> Path:
 def known_parts(data_dir: Path) -> list[str]:
     cluster = LocalCluster(data_dir)
     members = [f"store-{i}" for i in cluster.member_ids()] if cluster.exists() else []
-    apiserver = ["apiserver"] if LocalApiserver(data_dir).log_file.exists() else []
+    apiserver = [a.name for a in ApiserverSet(data_dir).serving() if a.log_file.exists()]
     components = [n for n in COMPONENTS if (data_dir / n).is_dir()]
     components += [c.name for c in (*local_replicas(data_dir), *local_kubelets(data_dir))]
     return members + apiserver + components
@@ -85,8 +86,8 @@ def resolve(data_dir: Path, name: str) -> Part:
         )
     if name.startswith("store-"):
         return Part(name, LocalCluster(data_dir).member_dir(int(name.removeprefix("store-"))) / "member.log")
-    if name == "apiserver":
-        return Part(name, LocalApiserver(data_dir).log_file)
+    if is_apiserver(name):
+        return Part(name, LocalApiserver(data_dir, name).log_file)
     return Part(name, LocalComponent(data_dir, name).log_file)
 
 
@@ -150,8 +151,8 @@ def _stop(data_dir: Path, name: str) -> None:
     """Stop it on purpose (machinery.process.launch marks it so)."""
     if name.startswith("store-"):
         LocalCluster(data_dir).stop_member(int(name.removeprefix("store-")))
-    elif name == "apiserver":
-        LocalApiserver(data_dir).stop()
+    elif is_apiserver(name):
+        LocalApiserver(data_dir, name).stop()
     else:
         LocalComponent(data_dir, name).stop()
 
@@ -159,8 +160,8 @@ def _stop(data_dir: Path, name: str) -> None:
 def _start(data_dir: Path, name: str, config: Path | None) -> None:
     if name.startswith("store-"):
         _start_member(LocalCluster(data_dir), int(name.removeprefix("store-")))
-    elif name == "apiserver":
-        _start_apiserver(data_dir, config)
+    elif is_apiserver(name):
+        _start_apiserver(data_dir, name, config)
     else:
         _start_component(upstream.component(data_dir, name))
 
@@ -174,17 +175,18 @@ def _start_member(cluster: LocalCluster, member_id: int) -> None:
         time.sleep(0.05)
 
 
-def _start_apiserver(data_dir: Path, config: Path | None) -> None:
-    """With `config`'s startup_timeout, else ./cluster.toml's if there is one, else the default
-    (the command works outside the checkout, where there is no cluster.toml)."""
+def _start_apiserver(data_dir: Path, name: str, config: Path | None) -> None:
+    """As it was last started (its flags are kept), waiting with `config`'s startup_timeout, else
+    ./cluster.toml's if there is one, else the default (the command works outside the checkout,
+    where there is no cluster.toml)."""
     if config is None and Path("cluster.toml").is_file():
         config = Path("cluster.toml")
     settings = load_apiserver_settings(config) if config is not None else ApiserverSettings()
-    apiserver = LocalApiserver(data_dir)
+    apiserver = LocalApiserver(data_dir, name)
     endpoint = apiserver.recorded()
     if endpoint is None:
-        raise LauncherError(f"no apiserver recorded in {data_dir}")
-    apiserver.start(endpoint, insecure_store=LocalCluster(data_dir).insecure(), extra_args=settings.edge_flags())
+        raise LauncherError(f"no {name} recorded in {data_dir}")
+    apiserver.start_as_before()
     apiserver.wait_ready(endpoint, settings.startup_timeout)
 
 

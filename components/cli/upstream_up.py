@@ -35,6 +35,7 @@ from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import DEFAULT_NODES, write_component_kubeconfigs
 from components.cli import cluster_network, supervisor
+from components.cli.apiserver_set import ApiserverSet
 from components.cli.cluster import (
     _apiserver_settings,
     _components,
@@ -214,7 +215,7 @@ def run(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     guard = Supervisor(data_dir, lambda: (store_parts(store) if store is not None else []) + fixed, say)
 
     def rows(timeout: float) -> list[dict[str, Any]]:
-        out = _rows(LocalCluster(data_dir), plane.apiserver, timeout)  # the store members, when there are
+        out = _rows(LocalCluster(data_dir), ApiserverSet(data_dir), timeout)  # the store members, when there are
         for r in out:
             if r["part"] == "apiserver":
                 r["part"] = "kube-apiserver"

@@ -6,6 +6,11 @@ Supported credentials: client certificates (`client-certificate[-data]`, `client
 bearer tokens (`token`, `tokenFile`).  What a component cannot use (exec plugins, auth
 providers, basic auth) is refused by name rather than ignored, so a misconfigured component
 fails at start with the field to fix.  Relative file paths are relative to the kubeconfig.
+
+An HA cluster (`[apiserver] count` > 1) names its apiservers in the cluster's extension
+`raftkube.io/apiservers` (`extension: {servers: [url, ...]}`): kubectl ignores it and dials
+`server` (the balancer), our client library dials them directly and fails over among them
+(components.client.rest), so a component keeps working with the balancer down.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
+
+from machinery.apiserver_set import MAX_SERVERS, SERVERS_EXTENSION
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a kubeconfig with many inline certificates stays far below
 DEFAULT_PATH = Path("~/.kube/config")
@@ -43,6 +50,8 @@ class ClientConfig:
     """Where the apiserver is and how to prove who we are."""
 
     server: str  # https://host:port, no trailing slash
+    servers: tuple[str, ...] = ()
+    """Every apiserver to dial, in order (the `raftkube.io/apiservers` extension); () = `server`."""
     ca_data: bytes | None = None  # PEM; None: the system's trust store
     insecure: bool = False  # insecure-skip-tls-verify
     tls_server_name: str | None = None
@@ -70,6 +79,11 @@ class ClientConfig:
                 except ssl.SSLError as e:
                     raise KubeconfigError(f"client certificate and key do not load ({e.reason or e})") from None
         return ctx
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """The apiservers this client may dial: the extension's, else `server`."""
+        return self.servers or (self.server,)
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -216,10 +230,7 @@ def _data_or_file(path: Path, body: Mapping[str, Any], key: str, where: str) -> 
 
 def _cluster(path: Path, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
     where = f"clusters[{name}]"
-    server = _str(path, body, "server", where).rstrip("/")
-    parts = urlsplit(server)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise KubeconfigError(f"{path}: {where}.server: {server!r} is not an http(s) URL with a host")
+    server = _url(path, f"{where}.server", _str(path, body, "server", where))
     insecure = body.get("insecure-skip-tls-verify", False)
     if not isinstance(insecure, bool):
         raise KubeconfigError(f"{path}: {where}.insecure-skip-tls-verify: must be true or false")
@@ -228,10 +239,43 @@ def _cluster(path: Path, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         raise KubeconfigError(f"{path}: {where}.tls-server-name: must be a non-empty string")
     return {
         "server": server,
+        "servers": _servers(path, body, where),
         "ca_data": _data_or_file(path, body, "certificate-authority", where),
         "insecure": insecure,
         "tls_server_name": sni,
     }
+
+
+def _servers(path: Path, body: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """The apiservers of the `raftkube.io/apiservers` extension, checked as `server` is."""
+    extensions = body.get("extensions")
+    if extensions is None:
+        return ()
+    if not isinstance(extensions, list):
+        raise KubeconfigError(f"{path}: {where}.extensions: must be a list")
+    for i, item in enumerate(extensions):
+        if not isinstance(item, dict) or item.get("name") != SERVERS_EXTENSION:
+            continue  # someone else's extension: kubectl's rule, not ours to judge
+        field = f"{where}.extensions[{i}].extension.servers"
+        extension = item.get("extension")
+        listed = extension.get("servers") if isinstance(extension, dict) else None
+        if not isinstance(listed, list) or not listed or len(listed) > MAX_SERVERS:
+            raise KubeconfigError(f"{path}: {field}: must be a list of 1 to {MAX_SERVERS} URLs")
+        return tuple(dict.fromkeys(_url(path, field, url) for url in listed))
+    return ()
+
+
+def _url(path: Path, field: str, value: object) -> str:
+    """`value` as an http(s) URL with a host and a valid port, without a trailing slash."""
+    try:
+        parts = urlsplit(value) if isinstance(value, str) else None
+        valid = parts is not None and parts.scheme in ("https", "http") and bool(parts.hostname)
+        valid = valid and parts is not None and (parts.port is None or parts.port > 0)
+    except ValueError:  # a bad port or IPv6 literal
+        valid = False
+    if not valid or not isinstance(value, str):
+        raise KubeconfigError(f"{path}: {field}: {value!r} is not an http(s) URL with a host")
+    return value.rstrip("/")
 
 
 def _user(path: Path, name: str, body: Mapping[str, Any]) -> dict[str, Any]:

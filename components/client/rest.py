@@ -4,12 +4,20 @@ A non-2xx answer raises an `ApiError` subclass chosen by the `Status` reason the
 (NotFound, AlreadyExists, Conflict, Gone/Expired, ...), so callers branch on types instead of
 numbers.  A connection that cannot be made, or breaks, raises `TransportError`.  Watches are
 newline-delimited JSON streams cut into events here, with a bound on one event's size.
+
+Failover: a config naming several apiservers (ClientConfig.endpoints, an HA control plane)
+dials one at a time.  A request whose connection could not be made (refused, no route, TLS
+handshake timed out) was never sent, so it goes to the next apiserver at once, whatever its
+method; a connection that breaks or times out after the request went out raises
+TransportError as before (a write may have been applied: only the caller can tell), and the
+client's next request goes to the next apiserver.  All apiservers share one store, so a
+resourceVersion from one is good at another (a watch cache behind it waits, as kube's does).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -26,6 +34,10 @@ EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # one watch event (the apiserver caps request bodies far below)
 MAX_BODY_BYTES = 512 * 1024 * 1024  # one LIST answer
 DEFAULT_TIMEOUT_S = 30.0
+CONNECT_TIMEOUT_S = 5.0
+"""How long making a connection (TCP and TLS; not the wait for a pooled one) may take before the
+next apiserver is tried: a stopped apiserver's kernel still accepts, only the TLS handshake
+shows it is gone."""
 CLOSE_TIMEOUT_S = 5.0
 """How long `close()` waits for its connections' TLS shutdowns before it aborts them."""
 
@@ -141,7 +153,8 @@ def path_of(
 
 
 class RestClient:
-    """HTTP to one apiserver with one identity.  Create it inside the event loop that uses it."""
+    """HTTP to the apiservers of one config with one identity, one apiserver at a time (see
+    Failover above).  Create it inside the event loop that uses it."""
 
     def __init__(
         self,
@@ -154,13 +167,15 @@ class RestClient:
         self.config = config
         self.timeout = timeout
         headers = {"User-Agent": user_agent, "Accept": "application/json", **config.headers()}
-        ssl_ctx = config.ssl_context() if config.server.startswith("https://") else None
+        ssl_ctx = config.ssl_context() if any(s.startswith("https://") for s in config.endpoints) else None
         connector = TrackedConnector(limit=max_connections, ssl=ssl_ctx if ssl_ctx is not None else False)
         self._connector = connector
         self._server_hostname = config.tls_server_name
         self._impersonation: tuple[tuple[str, str], ...] = ()
+        self._servers = config.endpoints
+        self._current = 0
+        self._last_failure = "no apiserver"
         self._session = aiohttp.ClientSession(
-            base_url=config.server,
             headers=headers,
             connector=connector,
             json_serialize=lambda o: orjson.dumps(o).decode(),
@@ -206,24 +221,51 @@ class RestClient:
         kwargs: dict[str, Any] = {}
         if self._server_hostname:
             kwargs["server_hostname"] = self._server_hostname
-        try:
-            async with self._session.request(
-                method,
-                path,
-                params=_params(params),
-                data=data,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
-                **kwargs,
-            ) as resp:
-                raw = await _read_bounded(resp, MAX_BODY_BYTES)
-                status = resp.status
-        except (TimeoutError, aiohttp.ClientError, OSError) as e:
-            raise TransportError(f"{method} {path}: {type(e).__name__}: {e}") from None
+        deadline = timeout or self.timeout
+        client_timeout = aiohttp.ClientTimeout(total=deadline, sock_connect=min(deadline, CONNECT_TIMEOUT_S))
+        for server in self._rotation():
+            try:
+                async with self._session.request(
+                    method,
+                    server + path,
+                    params=_params(params),
+                    data=data,
+                    headers=headers,
+                    timeout=client_timeout,
+                    **kwargs,
+                ) as resp:
+                    raw = await _read_bounded(resp, MAX_BODY_BYTES)
+                    status = resp.status
+                break
+            except _NOT_CONNECTED as e:
+                self._failed(server, f"{method} {path}", e)
+            except (TimeoutError, aiohttp.ClientError, OSError) as e:
+                self._failed(server, "", e)
+                raise TransportError(f"{method} {path}: {type(e).__name__}: {e}") from None
         decoded = _decode(raw) if raw else None
         if status >= 300:
             raise error_from_status(decoded, status)
         return decoded
+
+    @property
+    def server(self) -> str:
+        """The apiserver the next request goes to."""
+        return self._servers[self._current]
+
+    def _rotation(self) -> Iterator[str]:
+        """Each apiserver once, from the current one; then TransportError with the last reason."""
+        start = self._current
+        for i in range(len(self._servers)):
+            yield self._servers[(start + i) % len(self._servers)]
+        tried = f" (tried {', '.join(self._servers)})" if len(self._servers) > 1 else ""
+        raise TransportError(self._last_failure + tried)
+
+    def _failed(self, server: str, what: str, e: BaseException) -> None:
+        """`server` failed: the next request starts at the apiserver after it (unless a
+        concurrent failure moved on already)."""
+        self._last_failure = f"{what}: {type(e).__name__}: {e}" if what else f"{type(e).__name__}: {e}"
+        if self._servers[self._current] == server:
+            self._current = (self._current + 1) % len(self._servers)
 
     async def get(self, path: str, params: Params | None = None) -> Obj:
         return dict(await self.request("GET", path, params=params))
@@ -258,17 +300,30 @@ class RestClient:
         kwargs: dict[str, Any] = {}
         if self._server_hostname:
             kwargs["server_hostname"] = self._server_hostname
-        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout)
-        try:
-            headers = list(self._impersonation) or None
-            async with self._session.get(path, params=query, timeout=timeout, headers=headers, **kwargs) as resp:
-                if resp.status >= 300:
-                    raw = await _read_bounded(resp, MAX_EVENT_BYTES)
-                    raise error_from_status(_decode(raw) if raw else None, resp.status)
-                async for line in _lines(resp, MAX_EVENT_BYTES):
-                    yield _event(line)
-        except (TimeoutError, aiohttp.ClientError, OSError) as e:
-            raise TransportError(f"watch {path}: {type(e).__name__}: {e}") from None
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=self.timeout, sock_connect=min(self.timeout, CONNECT_TIMEOUT_S)
+        )
+        headers = list(self._impersonation) or None
+        for server in self._rotation():
+            try:
+                async with self._session.get(
+                    server + path, params=query, timeout=timeout, headers=headers, **kwargs
+                ) as resp:
+                    if resp.status >= 300:
+                        raw = await _read_bounded(resp, MAX_EVENT_BYTES)
+                        raise error_from_status(_decode(raw) if raw else None, resp.status)
+                    async for line in _lines(resp, MAX_EVENT_BYTES):
+                        yield _event(line)
+                return
+            except _NOT_CONNECTED as e:
+                self._failed(server, f"watch {path}", e)
+            except (TimeoutError, aiohttp.ClientError, OSError) as e:
+                self._failed(server, "", e)
+                raise TransportError(f"watch {path}: {type(e).__name__}: {e}") from None
+
+
+_NOT_CONNECTED = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+"""Failures before the request was sent: safe to send it to the next apiserver."""
 
 
 def _params(params: Params | None) -> dict[str, str] | None:

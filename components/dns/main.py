@@ -36,6 +36,7 @@ from components.dns.records import DEFAULT_DOMAIN, DEFAULT_TTL, Zone, is_dns_nam
 from components.dns.server import DNSServer, Forwarder, Handler, Metrics, Upstream
 from components.health import HealthServer
 from components.runner import run_component
+from machinery.ip_port import ip_port as host_port
 from machinery.objects import Obj
 
 log = logging.getLogger("raftkube.dns")
@@ -88,28 +89,6 @@ class Options:
     upstreams: list[Upstream]
     ttl: int
     health_port: int
-
-
-def host_port(text: str, flag: str, default_port: int | None = None) -> Upstream:
-    """(ip, port) of `IP:PORT`, `[V6]:PORT`, or (with a default port) a bare IP; ValueError
-    naming the flag."""
-    host, port_text = text, ""
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else rest
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        raise ValueError(f"{flag} {text}: not an IP address") from None
-    if not port_text:
-        if default_port is None:
-            raise ValueError(f"{flag} {text}: no port (IP:PORT)")
-        return host, default_port
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ValueError(f"{flag} {text}: {port_text!r} is not a port")
-    return host, int(port_text)
 
 
 def options(args: argparse.Namespace) -> Options:

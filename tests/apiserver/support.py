@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 
 from apiserver.launcher import Endpoint, LocalApiserver
+from apiserver.pki import BALANCER
+from components.cli.apiserver_set import ApiserverSet
 from components.cli.launcher import COMPONENTS, LocalComponent
 from machinery.process.launch import free_ports
 from store.launcher import LocalCluster
@@ -108,13 +110,14 @@ class ApiserverUnderTest:
         return proc.stdout
 
 
-def _fast_config(tmp: Path, more: str = "") -> Path:
+def _fast_config(tmp: Path, more: str = "", apiservers: int = 1) -> Path:
     cfg = tmp / "cluster.toml"
     # pods on the host's network unless a test asks for the pod network: what most tests check
     # needs no proxy or DNS, and a pod network is one per machine (its bridges are node-named)
     host = "" if "[kubelets]" in more else HOST_NETWORK
     cfg.write_text(
-        "[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n" + host + more
+        "[store]\nmembers = 3\n[store.raft]\ntick_ms = 20\n[apiserver]\nstartup_timeout = 60.0\n"
+        f"count = {apiservers}\n" + host + more
     )
     return cfg
 
@@ -153,8 +156,10 @@ def running_apiserver(
     kubelets: int = 0,
     hollow: int = 0,
     config: str = "",
+    apiservers: int = 1,
 ) -> Iterator[ApiserverUnderTest]:
-    """`components`: keep the controller-manager and scheduler `up` starts (by default they are
+    """`apiservers`: [apiserver] count (more than one: an HA set behind the balancer).
+    `components`: keep the controller-manager and scheduler `up` starts (by default they are
     stopped: tests of the apiserver, and of controllers run in-process, want no other writer).
     `kubelets`: how many local nodes `up` runs (none by default: a test's nodes are its own);
     `hollow`: how many hollow nodes; `config`: more cluster.toml (the components' flags)."""
@@ -169,7 +174,7 @@ def running_apiserver(
                 "--data-dir",
                 str(data_dir),
                 "--config",
-                str(_fast_config(tmp, config)),
+                str(_fast_config(tmp, config, apiservers)),
                 "--kubelets",
                 str(kubelets),
                 "--hollow-nodes",
@@ -186,14 +191,15 @@ def running_apiserver(
                 # never started.
                 _wait_for_default_service_account(ApiserverUnderTest(backend, data_dir, endpoint.url, cache))
                 for name in COMPONENTS:
-                    LocalComponent(data_dir, name).stop(timeout=5)
+                    if name != BALANCER:  # an HA set's front door stays
+                        LocalComponent(data_dir, name).stop(timeout=5)
             yield ApiserverUnderTest(backend, data_dir, endpoint.url, cache)
         finally:
             stops: list[Callable[[], object]] = []
             if kubelets or hollow:  # kubelets and their containers too
                 stops.append(lambda: raftkube("down", "--data-dir", str(data_dir), timeout=60))
             stops += [functools.partial(LocalComponent(data_dir, name).stop, timeout=5) for name in COMPONENTS]
-            stops += [functools.partial(LocalApiserver(data_dir).stop, timeout=5)]
+            stops += [functools.partial(a.stop, timeout=5) for a in ApiserverSet(data_dir).everyone()]
             stops += [functools.partial(LocalCluster(data_dir).stop_all, timeout=5)]
             _every_stop(stops)
         return

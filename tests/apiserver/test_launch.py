@@ -174,6 +174,7 @@ def test_down_stops_every_process(data_dir: Path) -> None:
         "supervisor": supervising,
         "components": ["controller-manager", "scheduler", "kubelet-node-1", "kubelet-node-2"],
         "apiserver": True,
+        "apiservers": ["apiserver"],  # an HA set's: apiserver-1 .. -N
         "store": [1, 2, 3],
     }
     assert [p for p in [*pids, supervising] if _alive(p)] == []

@@ -36,6 +36,17 @@ def doc(user: dict[str, Any] | None = None, cluster: dict[str, Any] | None = Non
     }
 
 
+def servers_ext(servers: Any) -> dict[str, Any]:
+    """A cluster naming its apiservers in the `raftkube.io/apiservers` extension (after someone else's)."""
+    return {
+        "server": "https://127.0.0.1:6443",
+        "extensions": [
+            {"name": "example.com/other", "extension": {"anything": [1, 2]}},
+            {"name": "raftkube.io/apiservers", "extension": {"servers": servers}},
+        ],
+    }
+
+
 def write(path: Path, content: Any) -> Path:
     path.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
     return path
@@ -46,6 +57,14 @@ def test_a_token_user_loads_with_its_namespace_and_server(tmp_path: Path) -> Non
     assert cfg.server == "https://127.0.0.1:6443" and cfg.token == "abc.def"
     assert cfg.namespace == "team" and cfg.context == "ctx"
     assert cfg.headers() == {"Authorization": "Bearer abc.def"}
+
+
+def test_the_apiservers_extension_lists_every_apiserver_to_dial(tmp_path: Path) -> None:
+    listed = ["https://127.0.0.1:7001/", "https://127.0.0.1:7002", "https://127.0.0.1:7001"]
+    cfg = load(write(tmp_path / "k", doc(cluster=servers_ext(listed))))
+    assert cfg.server == "https://127.0.0.1:6443"  # what kubectl dials (the balancer)
+    assert cfg.endpoints == ("https://127.0.0.1:7001", "https://127.0.0.1:7002")
+    assert load(write(tmp_path / "k", doc())).endpoints == ("https://127.0.0.1:6443",)
 
 
 def test_files_are_relative_to_the_kubeconfig(tmp_path: Path) -> None:
@@ -105,6 +124,13 @@ def test_an_explicit_context_wins_over_the_current_one(tmp_path: Path) -> None:
         (doc(user={"token": "has space"}), "users[u].token: must be printable ASCII"),
         (doc(user={"token": 5}), "users[u].token: must be a non-empty string"),
         (doc(user={"client-certificate-data": b64(b"c")}), "users[u].client-key: a client certificate needs both"),
+        (doc(cluster={"server": "https://h:99999"}), "clusters[c].server: 'https://h:99999' is not an http(s) URL"),
+        (doc(cluster={"server": "https://[::1"}), "clusters[c].server: 'https://[::1' is not an http(s) URL"),
+        (doc(cluster={"server": "https://h", "extensions": {}}), "clusters[c].extensions: must be a list"),
+        (doc(cluster=servers_ext([])), "extensions[1].extension.servers: must be a list of 1 to 16 URLs"),
+        (doc(cluster=servers_ext(["https://h"] * 17)), "extension.servers: must be a list of 1 to 16 URLs"),
+        (doc(cluster=servers_ext(["https://a:1", 7])), "extension.servers: 7 is not an http(s) URL"),
+        (doc(cluster=servers_ext(["unix:///s"])), "extension.servers: 'unix:///s' is not an http(s) URL"),
         ({"clusters": {"c": 1}, "current-context": "x"}, "clusters: must be a list"),
         ({"clusters": [{"cluster": {}}], "current-context": "x"}, "clusters[0].name: must be a non-empty string"),
     ],
@@ -166,3 +192,18 @@ def test_any_structure_either_loads_or_raises_a_kubeconfig_error(
     path.write_text(yaml.safe_dump(content))
     with contextlib.suppress(KubeconfigError):
         load(path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, json_values)
+def test_any_extensions_either_load_or_raise_a_kubeconfig_error(
+    tmp_path_factory: pytest.TempPathFactory, extensions: Any, servers: Any
+) -> None:
+    """Hostile `extensions`, and hostile `servers` inside ours: loaded or refused, never a crash."""
+    path = tmp_path_factory.mktemp("fuzz") / "k"
+    cluster = servers_ext(servers)
+    cluster["extensions"] = [*cluster["extensions"], extensions] if isinstance(extensions, dict) else extensions
+    path.write_text(yaml.safe_dump(doc(cluster=cluster)))
+    with contextlib.suppress(KubeconfigError):
+        config = load(path)
+        assert all(s.startswith(("https://", "http://")) for s in config.endpoints)

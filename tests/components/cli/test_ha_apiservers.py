@@ -1,0 +1,94 @@
+"""Two apiservers behind the balancer (`[apiserver] count = 2`), as an HA control plane runs:
+`up` starts both and the balancer on the cluster's address, `status` shows them, the admin
+kubeconfig names the balancer (kubectl) and both apiservers (our components' failover), and
+default/kubernetes names the balancer.  SIGKILL one apiserver: kubectl through the balancer
+does not see a single failure, the controllers and the scheduler (on the survivor) still turn
+a new Deployment into scheduled pods, and the supervisor brings the killed one back.
+`down` stops all of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import yaml
+
+from apiserver.launcher import LocalApiserver
+from components.cli.apiserver_set import ApiserverSet
+from machinery.process.launch import read_pid
+from tests.apiserver.support import running_apiserver
+from tests.support.cli import raftkube
+from tests.support.wait import until
+
+
+def deployment(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]},
+            },
+        },
+    }
+
+
+def test_two_apiservers_behind_the_balancer_survive_losing_one(tmp_path: Path) -> None:
+    with running_apiserver(tmp_path, "raftkube", components=True, hollow=1, apiservers=2) as cluster:
+        data_dir = cluster.data_dir
+        status = raftkube("status", "--data-dir", str(data_dir), "-o", "json", timeout=60)
+        assert status.returncode == 0, status.stderr
+        rows = {r["part"]: r for r in json.loads(status.stdout)}
+        for part in ("apiserver-1", "apiserver-2", "apiserver-balancer"):
+            assert rows[part]["healthy"] and rows[part]["pid"], rows.get(part)
+        assert "apiserver" not in rows
+        assert rows["apiserver-balancer"]["url"] == cluster.url  # the cluster's address
+
+        members = ApiserverSet(data_dir).members()
+        urls = [m.recorded().url for m in members]  # type: ignore[union-attr]
+        assert len(set([*urls, cluster.url])) == 3
+        admin = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]
+        assert admin["server"] == cluster.url
+        assert admin["extensions"] == [{"name": "raftkube.io/apiservers", "extension": {"servers": urls}}]
+
+        slice_ = json.loads(cluster.ok("get", "endpointslices", "-n", "default", "kubernetes", "-o", "json"))
+        assert [p["port"] for p in slice_["ports"]] == [int(cluster.url.rsplit(":", 1)[1])]
+
+        cluster.ok("apply", "-f", "-", stdin=json.dumps(deployment("before")))
+
+        victim = LocalApiserver(data_dir, "apiserver-1")
+        pid = victim.pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        for i in range(10):  # every one through the balancer, none failing
+            cluster.ok("create", "configmap", f"during-{i}", "--from-literal=k=v")
+        cluster.ok("apply", "-f", "-", stdin=json.dumps(deployment("after")))
+
+        def scheduled(app: str) -> bool:
+            pods = json.loads(cluster.ok("get", "pods", "-l", f"app={app}", "-o", "json"))["items"]
+            return len(pods) == 2 and all(p["spec"].get("nodeName") for p in pods)
+
+        assert until(
+            "the Deployments' pods created and scheduled", lambda: all(map(scheduled, ("before", "after"))), wait=60
+        )
+
+        def back() -> bool:
+            new = victim.pid()
+            return new is not None and new != pid and victim.probe(victim.recorded())[0] == 200  # type: ignore[arg-type]
+
+        assert until("the supervisor restarted apiserver-1", back, wait=60)
+        got = json.loads(cluster.ok("get", "configmaps", "-o", "json"))["items"]
+        assert {f"during-{i}" for i in range(10)} <= {c["metadata"]["name"] for c in got}
+
+        down = raftkube("down", "--data-dir", str(data_dir), timeout=120)
+        assert down.returncode == 0, down.stderr
+        assert "apiserver-1" in down.stdout and "apiserver-2" in down.stdout and "apiserver-balancer" in down.stdout
+        for m in members:
+            assert read_pid(m.root / "pid") is None
+        assert ApiserverSet(data_dir).balancer().pid() is None
