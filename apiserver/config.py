@@ -27,6 +27,9 @@ class ApiserverSettings:
     (components.cli.apiserver_set), each apiserver with its own port and watch cache."""
     startup_timeout: float = 30.0
     """Seconds `raftkube up` waits for /readyz."""
+    etcd_compaction_interval: str = "5m0s"
+    """How often the storage is compacted (kube's flag of the name; "0": never, as a chaos run
+    keeps the whole history for its checks)."""
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     """The Services' CIDR; its first address is the `default/kubernetes` Service's ClusterIP."""
     # The edge (apiserver.http.connection_limits, apiserver.http.inflight): each is a flag of
@@ -64,7 +67,11 @@ class ApiserverSettings:
 
     def flags(self) -> tuple[str, ...]:
         """Every setting `up` passes on to `raftkube apiserver` as a flag."""
-        return (*self.edge_flags(), "--service-cluster-ip-range", self.service_cluster_ip_range)
+        return (
+            *self.edge_flags(),
+            *("--service-cluster-ip-range", self.service_cluster_ip_range),
+            *("--etcd-compaction-interval", self.etcd_compaction_interval),
+        )
 
 
 def load_apiserver_settings(path: Path) -> ApiserverSettings:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import uvicorn
 
+from apiserver import canary
 from apiserver.admission.assembly import plugin_names
 from apiserver.aggregator.front_proxy import DEFAULT_ALLOWED_NAMES, FrontProxy
 from apiserver.auth import jws
@@ -36,6 +37,7 @@ from apiserver.auth.authn import Authenticator, ClientCAError, TokenFileError
 from apiserver.auth.serviceaccount_setup import ServiceAccountTokenSettings
 from apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, MAX_EXPIRATION_SECONDS
 from apiserver.authz.assembly import DEFAULT_MODE, parse_mode
+from apiserver.compactor import DEFAULT_INTERVAL as COMPACTION_INTERVAL
 from apiserver.heap import HeapKeeper
 from apiserver.http.app import build_app
 from apiserver.http.connection_limits import ConnectionLimits, guarded
@@ -97,6 +99,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--advertise-port",
         type=int,
         help="the port default/kubernetes's endpoints name (default: --port; an HA set names its balancer's)",
+    )
+    p.add_argument(
+        "--etcd-compaction-interval",
+        default="5m0s",
+        help="how often the storage is compacted to the revision of the interval before (kube's flag; 0: never)",
     )
     p.add_argument("--tls-cert-file", type=Path, help="serving certificate (default: generated in the data dir)")
     p.add_argument("--tls-private-key-file", type=Path, help="its private key")
@@ -265,6 +272,7 @@ class ServeOptions:
     connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     inflight_limits: InFlightLimits = field(default_factory=InFlightLimits)
     node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS
+    compaction_interval: float = COMPACTION_INTERVAL
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
@@ -283,6 +291,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
         raise UsageError(f"--disable-admission-plugins: {e}") from e
     connection_limits, inflight_limits = edge_limits(args)
     kubernetes_service = kubernetes_service_of(args)
+    compaction_interval = compaction_interval_of(args.etcd_compaction_interval)
     try:
         node_port_range = parse_port_range(args.service_node_port_range)
     except ValueError as e:
@@ -337,7 +346,20 @@ def options(args: argparse.Namespace) -> ServeOptions:
         connection_limits,
         inflight_limits,
         node_port_range,
+        compaction_interval,
     )
+
+
+def compaction_interval_of(text: str) -> float:
+    """--etcd-compaction-interval as kube takes it (a Go duration, `5m0s`; `0` never compacts),
+    or plain seconds; UsageError names the flag."""
+    try:
+        seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text) / 1e9
+    except ValueError as e:
+        raise UsageError(f"--etcd-compaction-interval: {e}") from None
+    if not 0 <= seconds <= 86400 * 7:
+        raise UsageError(f"--etcd-compaction-interval: from 0 (never) to a week, got {text!r}")
+    return seconds
 
 
 def kubernetes_service_of(args: argparse.Namespace) -> KubernetesService:
@@ -581,7 +603,7 @@ async def serve(
     opts: ServeOptions, storage_factory: Callable[[str, ssl.SSLContext | None], Storage] | None = None
 ) -> int:
     """Serve until SIGINT/SIGTERM; 0 after a clean stop, 1 when the server could not start."""
-    storage = (storage_factory or open_backend)(opts.storage_url, opts.store_tls)
+    storage = canary.storage((storage_factory or open_backend)(opts.storage_url, opts.store_tls))
     try:
         app = build_app(
             storage,
@@ -594,6 +616,7 @@ async def serve(
             inflight_limits=opts.inflight_limits,
             kubernetes_service=opts.kubernetes_service,
             node_port_range=opts.node_port_range,
+            compaction_interval=opts.compaction_interval,
             front_proxy=opts.front_proxy,
             client_ca_pem=opts.client_ca_pem,
         )

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from apiserver.canary import WatchEventDropper
 from apiserver.errors import StatusError, bad_request, gone, too_many_requests, unavailable
 from apiserver.objects import from_storage
 from apiserver.resources.base import ResourceDef
@@ -125,6 +126,7 @@ class Cacher:
         self.relists = 0  # how many times the state was (re)listed
         self._generation = 0  # goes up whenever the current objects change
         self._fed = False  # the current attempt got something from the storage watch
+        self._canary = WatchEventDropper(resource.plural)
 
     # ---- life cycle -------------------------------------------------------------------------
 
@@ -310,6 +312,8 @@ class Cacher:
                 self._generation += 1
             self._revision = max(self._revision, ev.revision)
         for change in changes:
+            if self._canary.drops(change.entry.key):
+                continue  # only under a chaos run's canary (apiserver/canary.py)
             for watcher in self._watchers.concerned(change):
                 watcher.offer(change)
         self._notify()

@@ -41,7 +41,7 @@ COMMANDS: dict[str, str] = {
     "store": "store.cli.cluster",
     "apiserver": "apiserver.main",
     "kv": "store.cli.kv.commands",
-    "chaos": "store.chaos.cli",
+    "chaos": "components.cli.chaos",
 }
 """Each command and the module that registers it (`register(sub)`), in the order of the help.
 A run imports only its command's module: `raftkube kv get` does not load the apiserver (it

@@ -23,7 +23,8 @@ from store.chaos.report import first_violation_hint, verdict_table, write_scenar
 from store.chaos.scenario import CANARIES, PROFILES, Result, Scenario, run_scenario
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """The `chaos` command; returned so that the CLI can hang `chaos cluster` below it."""
     p = sub.add_parser(
         "chaos",
         help="kill, pause and partition store members under a recorded workload; check nothing was lost",
@@ -65,6 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--hosts-subnet", default="10.77.0.0/24", help="the LAN of --hosts netns")
     p.add_argument("--list", action="store_true", help="list the faults and exit")
     p.set_defaults(run=run)
+    return p
 
 
 def run(args: argparse.Namespace) -> int:

@@ -240,6 +240,12 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
     ("flags", "message"),
     [
         (["--port", "0"], "--port must be from 1 to 65535"),
+        (["--advertise-port", "70000"], "--advertise-port must be from 1 to 65535, got 70000"),
+        (
+            ["--etcd-compaction-interval", "5 minutes"],
+            '--etcd-compaction-interval: time: unknown unit " minutes" in duration "5 minutes"',
+        ),
+        (["--etcd-compaction-interval=-1s"], "--etcd-compaction-interval: from 0 (never) to a week"),
         (["--tls-cert-file", "x.crt"], "give --tls-cert-file and --tls-private-key-file together"),
         (
             ["--client-ca-file", "/nonexistent/ca.crt"],

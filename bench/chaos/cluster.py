@@ -1,0 +1,158 @@
+"""The cluster a chaos run works on: `raftkube up --detach` in a data dir of its own, an HA
+control plane (3 store members, 2 apiservers behind the balancer, 2 controller-managers and 2
+schedulers on short leases, hollow nodes), its parts found by their pid files, and `down` with
+a check that no process it ever had is left.
+
+The run goes through the product's own path (`up`, the supervisor that restarts what dies,
+`down`), so what the checks pass on is what a user runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from apiserver.canary import ENV as CANARY_ENV
+from apiserver.launcher import LocalApiserver
+from components.cli.apiserver_set import ApiserverSet
+from components.cli.launcher import LocalComponent
+from store.cli.cluster import status_rows
+from store.launcher import LocalCluster
+
+LEASE_FLAGS = [
+    *("--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3"),
+    *("--leader-elect-retry-period", "0.5"),
+]
+"""Short leases, so a killed leader's standby takes over within seconds (kube's are 15 s)."""
+LEASE_DURATION_S = 4.0
+UP_TIMEOUT_S = 180.0
+
+
+def config_text(apiservers: int, members: int) -> str:
+    return (
+        f"[store]\nmembers = {members}\n"
+        f'[apiserver]\ncount = {apiservers}\nstartup_timeout = 60.0\netcd_compaction_interval = "0"\n'
+        f"[controller_manager]\nreplicas = 2\nargs = {json.dumps(LEASE_FLAGS)}\n"
+        f"[scheduler]\nreplicas = 2\nargs = {json.dumps(LEASE_FLAGS)}\n"
+        '[kubelets]\ncount = 0\npod_network = "host"\n'
+    )
+
+
+@dataclass
+class ChaosCluster:
+    data_dir: Path
+    apiservers: int = 2
+    members: int = 3
+    hollow: int = 3
+    canary: str = ""
+    seen_pids: set[int] = field(default_factory=set)
+    """Every pid any part had while the run looked (the no-process-left check)."""
+
+    # ------------------------------------------------------------------ up and down
+    def up(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self.data_dir.parent / f"{self.data_dir.name}.toml"
+        config.write_text(config_text(self.apiservers, self.members))
+        env = {**os.environ, CANARY_ENV: self.canary} if self.canary else None
+        proc = self._raftkube(
+            "up", "--detach", "--free-ports", "--data-dir", str(self.data_dir), "--config", str(config),
+            "--hollow-nodes", str(self.hollow), timeout=UP_TIMEOUT_S, env=env,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise RuntimeError(f"raftkube up failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        self.note_pids()
+
+    def down(self) -> str:
+        """`raftkube down`; its output."""
+        self.note_pids()
+        proc = self._raftkube("down", "--data-dir", str(self.data_dir), timeout=180.0)
+        return (proc.stdout + proc.stderr).strip()
+
+    def left_behind(self, wait: float = 10.0) -> list[int]:
+        """The pids of the run's parts still alive (after `down`, none may be)."""
+        deadline = time.monotonic() + wait
+        while True:
+            alive = sorted(p for p in self.seen_pids if _alive(p))
+            if not alive or time.monotonic() > deadline:
+                return alive
+            time.sleep(0.2)
+
+    def _raftkube(
+        self, *args: str, timeout: float, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "components.cli", *args],
+            capture_output=True, text=True, timeout=timeout, check=False, env=env,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    def store(self) -> LocalCluster:
+        return LocalCluster(self.data_dir)
+
+    def apiserver_parts(self) -> list[LocalApiserver]:
+        return ApiserverSet(self.data_dir).serving()
+
+    def apiserver_urls(self) -> list[str]:
+        return [e.url for a in self.apiserver_parts() if (e := a.recorded()) is not None]
+
+    def replicas(self, name: str) -> list[LocalComponent]:
+        return [LocalComponent(self.data_dir, n) for n in (name, f"{name}-2")]
+
+    def store_leader(self) -> int | None:
+        for row in status_rows(self.store(), 1.0):
+            if row.get("role") == "leader":
+                return int(row["id"])
+        return None
+
+    def component_leader(self, name: str) -> LocalComponent | None:
+        """The replica of the controller-manager or scheduler whose /metrics says it leads."""
+        for c in self.replicas(name):
+            if _leads(c):
+                return c
+        return None
+
+    def note_pids(self) -> None:
+        store = self.store()
+        pids = [store.pid(m) for m in store.member_ids()]
+        pids += [a.pid() for a in ApiserverSet(self.data_dir).everyone()]
+        pids += [c.pid() for c in (*self.replicas("controller-manager"), *self.replicas("scheduler"))]
+        pids += [ApiserverSet(self.data_dir).balancer().pid(), LocalComponent(self.data_dir, "hollow-nodes").pid()]
+        self.seen_pids.update(p for p in pids if p is not None)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie is gone for our purpose
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return True
+
+
+def _leads(c: LocalComponent) -> bool:
+    port = c.health_port()
+    if port is None or c.pid() is None:
+        return False
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+            text = r.read().decode()
+    except OSError:
+        return False
+    m = re.search(r"^leader_election_master_status\{[^}]*\} (\S+)$", text, re.M)
+    return m is not None and float(m[1]) == 1.0

@@ -1,0 +1,149 @@
+"""The faults of a cluster chaos run, drawn from a seed: SIGKILL or SIGSTOP (for a few seconds)
+of store members (the leader or any), apiservers, the balancer, and the controller-manager's
+and scheduler's leaders.  A killed part comes back through `up`'s supervisor, as it would in
+a user's cluster; a stopped one is continued by the run.
+
+Each fault is recorded with its start and end, for the report's timeline and for the reader
+of a failure: which fault was under way when a check broke.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.chaos.cluster import ChaosCluster
+
+PAUSE_S = (2.0, 6.0)
+"""How long a SIGSTOPped part stays stopped (drawn in this range)."""
+
+
+@dataclass
+class FaultRecord:
+    name: str
+    target: str
+    started: float
+    ended: float = 0.0
+    note: str = ""
+
+
+Target = Callable[[ChaosCluster, random.Random], tuple[str, int | None]]
+"""(what, pid) of the part a fault hits; pid None: nothing to hit now."""
+
+
+def _store_leader(c: ChaosCluster, rng: random.Random) -> tuple[str, int | None]:
+    leader = c.store_leader()
+    return (f"store-{leader}", c.store().pid(leader)) if leader is not None else ("store leader", None)
+
+
+def _store_member(c: ChaosCluster, rng: random.Random) -> tuple[str, int | None]:
+    m = rng.choice(c.store().member_ids())
+    return f"store-{m}", c.store().pid(m)
+
+
+def _apiserver(c: ChaosCluster, rng: random.Random) -> tuple[str, int | None]:
+    a = rng.choice(c.apiserver_parts())
+    return a.name, a.pid()
+
+
+def _component_leader(name: str) -> Target:
+    def pick(c: ChaosCluster, rng: random.Random) -> tuple[str, int | None]:
+        leader = c.component_leader(name)
+        return (leader.name, leader.pid()) if leader is not None else (f"{name} leader", None)
+
+    return pick
+
+
+def _balancer(c: ChaosCluster, rng: random.Random) -> tuple[str, int | None]:
+    from components.cli.apiserver_set import ApiserverSet
+
+    b = ApiserverSet(c.data_dir).balancer()
+    return b.name, b.pid()
+
+
+TARGETS: dict[str, Target] = {
+    "store-leader": _store_leader,
+    "store-member": _store_member,
+    "apiserver": _apiserver,
+    "controller-manager-leader": _component_leader("controller-manager"),
+    "scheduler-leader": _component_leader("scheduler"),
+    "balancer": _balancer,
+}
+FAULTS = tuple(f"{how}-{what}" for what in TARGETS for how in ("kill", "pause"))
+"""kill-store-leader, pause-store-leader, ... pause-balancer."""
+GROUPS = {
+    "kill": tuple(f for f in FAULTS if f.startswith("kill-")),
+    "pause": tuple(f for f in FAULTS if f.startswith("pause-")),
+    "store": tuple(f for f in FAULTS if "store" in f),
+    "control-plane": tuple(f for f in FAULTS if "store" not in f),
+}
+
+
+def expand(spec: str) -> list[str]:
+    """`kill,pause-apiserver` -> the fault names; ValueError names an unknown one."""
+    out: list[str] = []
+    for word in (w.strip() for w in spec.split(",") if w.strip()):
+        if word in GROUPS:
+            out += GROUPS[word]
+        elif word in FAULTS:
+            out.append(word)
+        else:
+            raise ValueError(
+                f"--faults: unknown fault {word!r} (groups: {', '.join(GROUPS)}; faults: {', '.join(FAULTS)})"
+            )
+    if not out:
+        raise ValueError("--faults: none chosen")
+    return list(dict.fromkeys(out))
+
+
+async def inject(cluster: ChaosCluster, fault: str, rng: random.Random, t0: float) -> FaultRecord:
+    """Inject one fault and (for a pause) end it; the record of what was done."""
+    how, _, what = fault.partition("-")
+    name, pid = await asyncio.to_thread(TARGETS[what], cluster, rng)
+    record = FaultRecord(fault, name, time.monotonic() - t0)
+    if pid is None:
+        record.ended, record.note = record.started, "no target (down, or no leader now)"
+        return record
+    cluster.seen_pids.add(pid)
+    try:
+        if how == "kill":
+            os.kill(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                await asyncio.sleep(rng.uniform(*PAUSE_S))
+            finally:
+                os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        record.note = "it had exited already"
+    record.ended = time.monotonic() - t0
+    return record
+
+
+async def fault_loop(
+    cluster: ChaosCluster,
+    faults: list[str],
+    rng: random.Random,
+    t0: float,
+    until: float,
+    gap: tuple[float, float],
+    mixed: bool = False,
+) -> list[FaultRecord]:
+    """Faults one after another (a gap drawn from `gap` between them) until `until` (monotonic);
+    `mixed`: half the time two different faults at once (a pause of one part while another is
+    killed, say)."""
+    records: list[FaultRecord] = []
+    while time.monotonic() + gap[0] < until:
+        await asyncio.sleep(rng.uniform(*gap))
+        if time.monotonic() >= until:
+            break
+        count = 2 if mixed and len(faults) > 1 and rng.random() < 0.5 else 1
+        chosen = rng.sample(faults, count)
+        records += await asyncio.gather(*(inject(cluster, f, random.Random(rng.random()), t0) for f in chosen))
+        cluster.note_pids()
+    return records
