@@ -25,6 +25,7 @@ from apiserver.launcher import LocalApiserver
 from components.cli.apiserver_set import ApiserverSet
 from components.cli.launcher import LocalComponent
 from store.cli.cluster import status_rows
+from store.failpoints import HTTP_ENV as FAILPOINTS_HTTP_ENV
 from store.launcher import LocalCluster
 
 LEASE_FLAGS = [
@@ -61,7 +62,7 @@ class ChaosCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self.data_dir.parent / f"{self.data_dir.name}.toml"
         config.write_text(config_text(self.apiservers, self.members))
-        env = {**os.environ, CANARY_ENV: self.canary} if self.canary else None
+        env = {**os.environ, FAILPOINTS_HTTP_ENV: "1"} | ({CANARY_ENV: self.canary} if self.canary else {})
         proc = self._raftkube(
             "up", "--detach", "--free-ports", "--data-dir", str(self.data_dir), "--config", str(config),
             "--hollow-nodes", str(self.hollow), timeout=UP_TIMEOUT_S, env=env,
@@ -122,6 +123,25 @@ class ChaosCluster:
             if _leads(c):
                 return c
         return None
+
+    def failpoint(self, member_id: int, name: str, action: str | None) -> None:
+        """Arm (`action`: "sleep(800)", ...) or disarm (None) a store member's failpoint at runtime
+        (its /debug/failpoints, served because `up` ran with RAFTKUBE_FAILPOINTS_HTTP=1)."""
+        http_url = next(m.http_url for m in self.store().members() if m.id == member_id)
+        data = action.encode() if action is not None else None
+        method = "PUT" if action is not None else "DELETE"
+        request = urllib.request.Request(f"{http_url}/debug/failpoints/{name}", data=data, method=method)
+        with urllib.request.urlopen(request, timeout=2) as r:
+            r.read()
+
+    def failpoint_hits(self, member_id: int, name: str) -> int:
+        """How many times a member's failpoint fired since it started (-1: no answer)."""
+        http_url = next(m.http_url for m in self.store().members() if m.id == member_id)
+        try:
+            with urllib.request.urlopen(f"{http_url}/debug/failpoints", timeout=2) as r:
+                return int(json.loads(r.read()).get(name, {}).get("hits", 0))
+        except (OSError, ValueError, AttributeError):
+            return -1
 
     def note_pids(self) -> None:
         store = self.store()

@@ -1,7 +1,8 @@
 """The faults of a cluster chaos run, drawn from a seed: SIGKILL or SIGSTOP (for a few seconds)
 of store members (the leader or any), apiservers, the balancer, and the controller-manager's
-and scheduler's leaders.  A killed part comes back through `up`'s supervisor, as it would in
-a user's cluster; a stopped one is continued by the run.
+and scheduler's leaders; and a stalled disk of a store member (every WAL fsync held up by
+STALL_MS for a few seconds, through the store's runtime failpoints).  A killed part comes back
+through `up`'s supervisor, as it would in a user's cluster; a stopped one is continued by the run.
 
 Each fault is recorded with its start and end, for the report's timeline and for the reader
 of a failure: which fault was under way when a check broke.
@@ -20,7 +21,9 @@ from dataclasses import dataclass
 from bench.chaos.cluster import ChaosCluster
 
 PAUSE_S = (2.0, 6.0)
-"""How long a SIGSTOPped part stays stopped (drawn in this range)."""
+"""How long a SIGSTOPped part (or a stalled disk) stays so (drawn in this range)."""
+STALL_MS = 800
+STALL_POINT = "wal-after-fsync"
 
 
 @dataclass
@@ -74,11 +77,15 @@ TARGETS: dict[str, Target] = {
     "scheduler-leader": _component_leader("scheduler"),
     "balancer": _balancer,
 }
-FAULTS = tuple(f"{how}-{what}" for what in TARGETS for how in ("kill", "pause"))
-"""kill-store-leader, pause-store-leader, ... pause-balancer."""
+STORE_TARGETS = ("store-leader", "store-member")
+FAULTS = tuple(f"{how}-{what}" for what in TARGETS for how in ("kill", "pause")) + tuple(
+    f"stall-{what}" for what in STORE_TARGETS
+)
+"""kill-store-leader, pause-store-leader, ... pause-balancer, stall-store-leader, stall-store-member."""
 GROUPS = {
     "kill": tuple(f for f in FAULTS if f.startswith("kill-")),
     "pause": tuple(f for f in FAULTS if f.startswith("pause-")),
+    "disk": tuple(f for f in FAULTS if f.startswith("stall-")),
     "store": tuple(f for f in FAULTS if "store" in f),
     "control-plane": tuple(f for f in FAULTS if "store" not in f),
 }
@@ -110,6 +117,21 @@ async def inject(cluster: ChaosCluster, fault: str, rng: random.Random, t0: floa
         record.ended, record.note = record.started, "no target (down, or no leader now)"
         return record
     cluster.seen_pids.add(pid)
+    if how == "stall":
+        member = int(name.removeprefix("store-"))
+        before = await asyncio.to_thread(cluster.failpoint_hits, member, STALL_POINT)
+        await asyncio.to_thread(cluster.failpoint, member, STALL_POINT, f"sleep({STALL_MS})")
+        try:
+            await asyncio.sleep(rng.uniform(*PAUSE_S))
+        finally:
+            try:
+                await asyncio.to_thread(cluster.failpoint, member, STALL_POINT, None)
+                hits = await asyncio.to_thread(cluster.failpoint_hits, member, STALL_POINT)
+                record.note = f"{hits - before} WAL fsyncs held {STALL_MS} ms each"
+            except OSError as e:  # it died meanwhile (another fault): restarted with none armed
+                record.note = f"disarming: {e}"
+        record.ended = time.monotonic() - t0
+        return record
     try:
         if how == "kill":
             os.kill(pid, signal.SIGKILL)
