@@ -9,6 +9,7 @@ The run goes through the product's own path (`up`, the supervisor that restarts 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -24,6 +25,8 @@ from apiserver.canary import ENV as CANARY_ENV
 from apiserver.launcher import LocalApiserver
 from components.cli.apiserver_set import ApiserverSet
 from components.cli.launcher import LocalComponent
+from machinery.process.hosts import free_subnet
+from store.chaos.kernel_net import KernelMesh
 from store.cli.cluster import status_rows
 from store.failpoints import HTTP_ENV as FAILPOINTS_HTTP_ENV
 from store.launcher import LocalCluster
@@ -37,9 +40,11 @@ LEASE_DURATION_S = 4.0
 UP_TIMEOUT_S = 180.0
 
 
-def config_text(apiservers: int, members: int) -> str:
+def config_text(apiservers: int, members: int, hosts_subnet: str = "") -> str:
+    """`hosts_subnet`: the store members each on a host of its own on that LAN (root)."""
+    hosts = f'hosts = "netns"\nhosts_subnet = "{hosts_subnet}"\n' if hosts_subnet else ""
     return (
-        f"[store]\nmembers = {members}\n"
+        f"[store]\nmembers = {members}\n{hosts}"
         f'[apiserver]\ncount = {apiservers}\nstartup_timeout = 60.0\netcd_compaction_interval = "0"\n'
         f"[controller_manager]\nreplicas = 2\nargs = {json.dumps(LEASE_FLAGS)}\n"
         f"[scheduler]\nreplicas = 2\nargs = {json.dumps(LEASE_FLAGS)}\n"
@@ -54,14 +59,19 @@ class ChaosCluster:
     members: int = 3
     hollow: int = 3
     canary: str = ""
+    hosts: str = "local"
+    """netns: the store members each on a host of its own (network faults from the kernel)."""
     seen_pids: set[int] = field(default_factory=set)
     """Every pid any part had while the run looked (the no-process-left check)."""
+    mesh: KernelMesh | None = None
+    mesh_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One network change at a time (the mesh re-renders a member's whole table per change)."""
 
     # ------------------------------------------------------------------ up and down
     def up(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self.data_dir.parent / f"{self.data_dir.name}.toml"
-        config.write_text(config_text(self.apiservers, self.members))
+        config.write_text(config_text(self.apiservers, self.members, free_subnet() if self.hosts == "netns" else ""))
         env = {**os.environ, FAILPOINTS_HTTP_ENV: "1"} | ({CANARY_ENV: self.canary} if self.canary else {})
         proc = self._raftkube(
             "up", "--detach", "--free-ports", "--data-dir", str(self.data_dir), "--config", str(config),
@@ -70,6 +80,8 @@ class ChaosCluster:
         if proc.returncode != 0:
             raise RuntimeError(f"raftkube up failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
         self.note_pids()
+        if self.hosts == "netns":
+            self.mesh = KernelMesh(self.store())
 
     def down(self) -> str:
         """`raftkube down`; its output."""

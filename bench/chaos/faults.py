@@ -4,6 +4,12 @@ and scheduler's leaders; and a stalled disk of a store member (every WAL fsync h
 STALL_MS for a few seconds, through the store's runtime failpoints).  A killed part comes back
 through `up`'s supervisor, as it would in a user's cluster; a stopped one is continued by the run.
 
+With the store members on hosts of their own (`--hosts netns`, root), network faults come from
+the kernel (store/chaos/kernel_net.py, TLS on): a member isolated from the other members, a
+member its clients (the apiservers) cannot reach, a member whose links lose 30 % of their
+packets; each for 2-6 s, then healed.  (Latency would need tc's netem, which the CI machines'
+kernel lacks.)
+
 Each fault is recorded with its start and end, for the report's timeline and for the reader
 of a failure: which fault was under way when a check broke.
 """
@@ -24,6 +30,8 @@ PAUSE_S = (2.0, 6.0)
 """How long a SIGSTOPped part (or a stalled disk) stays so (drawn in this range)."""
 STALL_MS = 800
 STALL_POINT = "wal-after-fsync"
+LOSS = 0.3
+NET_HOWS = ("isolate", "unreachable", "lossy")
 
 
 @dataclass
@@ -78,15 +86,18 @@ TARGETS: dict[str, Target] = {
     "balancer": _balancer,
 }
 STORE_TARGETS = ("store-leader", "store-member")
-FAULTS = tuple(f"{how}-{what}" for what in TARGETS for how in ("kill", "pause")) + tuple(
-    f"stall-{what}" for what in STORE_TARGETS
+FAULTS = (
+    tuple(f"{how}-{what}" for what in TARGETS for how in ("kill", "pause"))
+    + tuple(f"stall-{what}" for what in STORE_TARGETS)
+    + tuple(f"{how}-{what}" for how in NET_HOWS for what in STORE_TARGETS)
 )
 """kill-store-leader, pause-store-leader, ... pause-balancer, stall-store-leader, stall-store-member."""
 GROUPS = {
     "kill": tuple(f for f in FAULTS if f.startswith("kill-")),
     "pause": tuple(f for f in FAULTS if f.startswith("pause-")),
     "disk": tuple(f for f in FAULTS if f.startswith("stall-")),
-    "store": tuple(f for f in FAULTS if "store" in f),
+    "net": tuple(f for f in FAULTS if f.split("-")[0] in NET_HOWS),
+    "store": tuple(f for f in FAULTS if "store" in f and f.split("-")[0] not in NET_HOWS),
     "control-plane": tuple(f for f in FAULTS if "store" not in f),
 }
 
@@ -117,6 +128,8 @@ async def inject(cluster: ChaosCluster, fault: str, rng: random.Random, t0: floa
         record.ended, record.note = record.started, "no target (down, or no leader now)"
         return record
     cluster.seen_pids.add(pid)
+    if how in NET_HOWS:
+        return await _network_fault(cluster, how, int(name.removeprefix("store-")), rng, record, t0)
     if how == "stall":
         member = int(name.removeprefix("store-"))
         before = await asyncio.to_thread(cluster.failpoint_hits, member, STALL_POINT)
@@ -169,3 +182,30 @@ async def fault_loop(
         records += await asyncio.gather(*(inject(cluster, f, random.Random(rng.random()), t0) for f in chosen))
         cluster.note_pids()
     return records
+
+
+async def _network_fault(
+    cluster: ChaosCluster, how: str, member: int, rng: random.Random, record: FaultRecord, t0: float
+) -> FaultRecord:
+    mesh = cluster.mesh
+    if mesh is None:
+        raise ValueError(f"{record.name} needs the store members on hosts of their own (--hosts netns)")
+    links = mesh.links_of(member)
+    async with cluster.mesh_lock:
+        if how == "isolate":
+            await asyncio.to_thread(mesh.isolate, member)
+        elif how == "unreachable":
+            await asyncio.to_thread(mesh.cut_clients, member)
+        else:
+            await asyncio.to_thread(mesh.drop, member, LOSS)
+    try:
+        await asyncio.sleep(rng.uniform(*PAUSE_S))
+    finally:
+        async with cluster.mesh_lock:
+            if how == "unreachable":
+                await asyncio.to_thread(mesh.heal_clients, member)
+            else:
+                for src, dst in links:
+                    await asyncio.to_thread(mesh.heal_link, src, dst)
+    record.ended = time.monotonic() - t0
+    return record

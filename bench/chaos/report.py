@@ -29,11 +29,13 @@ def markdown(o: Outcome) -> str:
     lines = [
         f"# Cluster chaos, seed {s.seed}: {verdict}",
         "",
-        f"{s.duration:.0f} s of faults ({', '.join(s.faults)}) on {s.apiservers} apiservers, 3 store members,"
-        f" 2 controller-managers, 2 schedulers; {s.writers} writers x {s.keys} ConfigMaps, {s.deployments}"
+        f"{s.duration:.0f} s of faults ({', '.join(s.faults)}) on {s.apiservers} apiservers, 3 store members"
+        + (" on hosts of their own (TLS on, network faults from the kernel)," if s.hosts == "netns" else ",")
+        + f" 2 controller-managers, 2 schedulers; {s.writers} writers x {s.keys} ConfigMaps, {s.deployments}"
         f" Deployments scaled; {o.elapsed:.0f} s in all." + (f"  **Canary: {s.canary}.**" if s.canary else ""),
         f"Rerun: `raftkube chaos cluster --seed {s.seed} --duration {s.duration:g} --faults {','.join(s.faults)}"
         + (" --mixed" if s.mixed else "")
+        + (f" --hosts {s.hosts}" if s.hosts != "local" else "")
         + (f" --canary {s.canary}" if s.canary else "")
         + "`",
         "",
@@ -81,12 +83,13 @@ def timeline(o: Outcome, path: Path) -> None:
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 6), sharex=True, height_ratios=(2, 1))
     parts = sorted({f.target for f in o.faults})
+    colors_of = {"kill": "#d62728", "pause": "#ff7f0e", "stall": "#1f77b4"}  # the rest: network
+    least = max(o.settings.duration / 200, 0.3)  # a kill is an instant: drawn visible
     for f in o.faults:
-        y = parts.index(f.target)
-        color = "#d62728" if f.name.startswith("kill") else "#ff7f0e"
-        top.barh(y, max(f.ended - f.started, 0.3), left=f.started, color=color, height=0.6)
+        color = colors_of.get(f.name.split("-")[0], "#9467bd")
+        top.barh(parts.index(f.target), max(f.ended - f.started, least), left=f.started, color=color, height=0.6)
     top.set_yticks(range(len(parts)), parts)
-    top.set_title(f"seed {o.settings.seed}: faults (red kill, orange pause)")
+    top.set_title(f"seed {o.settings.seed}: faults (red kill, orange pause, blue disk stall, purple network)")
     colors = {"ok": "#2ca02c", "refused": "#7f7f7f", "unknown": "#d62728"}
     for outcome, color in colors.items():
         xs = [op.started for op in o.ops if op.outcome == outcome]

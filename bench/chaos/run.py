@@ -52,6 +52,7 @@ class Settings:
     apiservers: int = 2
     canary: str = ""
     mixed: bool = False
+    hosts: str = "local"
 
 
 @dataclass
@@ -71,7 +72,7 @@ class Outcome:
 
 async def run(settings: Settings, data_dir: Path) -> Outcome:
     rng = random.Random(settings.seed)
-    cluster = ChaosCluster(data_dir, apiservers=settings.apiservers, canary=settings.canary)
+    cluster = ChaosCluster(data_dir, apiservers=settings.apiservers, canary=settings.canary, hosts=settings.hosts)
     started = time.monotonic()
     await asyncio.to_thread(cluster.up)
     notes: list[str] = []

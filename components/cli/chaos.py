@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from machinery.process.command import UsageError
+from machinery.process.hosts import can_make_hosts
 from store.chaos import cli as store_chaos
 
 CANARIES = ("drop-watch-event", "ack-before-commit")
@@ -36,6 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--duration", type=float, default=60.0, help="seconds of workload under faults (default 60)")
     p.add_argument("--faults", default="kill,pause", help="fault groups (kill, pause, store, control-plane) or names")
     p.add_argument("--mixed", action="store_true", help="half the time two faults at once")
+    p.add_argument(
+        "--hosts",
+        choices=("local", "netns"),
+        default="local",
+        help="netns (root): the store members each on a host of its own, for the `net` faults",
+    )
     p.add_argument("--apiservers", type=int, default=2, choices=(2, 3), help="apiservers behind the balancer")
     p.add_argument("--writers", type=int, default=4, help="clients writing ConfigMaps (default 4)")
     p.add_argument("--canary", choices=CANARIES, default="", help="run the apiservers in a broken mode it must catch")
@@ -59,6 +66,11 @@ def run_cluster(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if not 5 <= args.duration <= 3600:
         raise UsageError(f"--duration must be from 5 to 3600 seconds, got {args.duration:g}")
+    network = [f for f in chosen if f in faults.GROUPS["net"]]
+    if network and args.hosts != "netns":
+        raise UsageError(f"--faults {','.join(network)}: network faults need --hosts netns (root)")
+    if args.hosts == "netns" and (why := can_make_hosts()) is not None:
+        raise UsageError(f"--hosts netns: {why}")
     if not 1 <= args.writers <= 64:
         raise UsageError(f"--writers must be from 1 to 64, got {args.writers}")
     root = args.report or Path(f"chaos-cluster-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -73,6 +85,7 @@ def run_cluster(args: argparse.Namespace) -> int:
         apiservers=args.apiservers,
         canary=args.canary,
         mixed=args.mixed,
+        hosts=args.hosts,
     )
     root.mkdir(parents=True, exist_ok=True)
     data_dir = (root / "cluster").resolve()

@@ -25,6 +25,9 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
+import random
+import subprocess
+import uuid
 from pathlib import Path
 
 from machinery.process.iproute import IFNAMSIZ, IpCommandError, RunIp, link_exists, run_ip
@@ -32,6 +35,27 @@ from machinery.process.iproute import IFNAMSIZ, IpCommandError, RunIp, link_exis
 NETNS_DIR = Path("/run/netns")
 HOST_IFACE = "eth0"
 DEFAULT_SUBNET = "10.77.0.0/24"
+
+
+def free_subnet() -> str:
+    """A /24 of 10.200-254.x.0 that no route or address of this machine overlaps: for a
+    network of hosts (or pods) made beside others, by tests and chaos runs."""
+    argv = ["ip", "-4", "route", "show", "table", "all"]
+    used = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True)
+    taken = [n for w in used.stdout.split() if (n := _network(w)) is not None]
+    rng = random.Random(uuid.uuid4().int)
+    for _ in range(200):
+        net = ipaddress.IPv4Network(f"10.{rng.randint(200, 254)}.{rng.randint(0, 255)}.0/24")
+        if not any(net.overlaps(t) for t in taken):
+            return str(net)
+    raise HostsError("no free /24 in 10.200.0.0-10.254.255.0 (every one overlaps a route here)")
+
+
+def _network(word: str) -> ipaddress.IPv4Network | None:
+    try:
+        return ipaddress.IPv4Network(word, strict=False)
+    except ValueError:
+        return None
 
 
 class HostsError(Exception):

@@ -22,6 +22,10 @@ class LinkSelection:
             if m not in self.ids:
                 raise ValueError(f"no member {m} in this mesh (members: {self.ids})")
 
+    def links_of(self, target: Target) -> list[Link]:
+        """A member's links both ways, or one link (what a fault on `target` touches)."""
+        return self._select(target)
+
     def _select(self, target: Target) -> list[Link]:
         """A member's links both ways, or one link."""
         if isinstance(target, int):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.chaos import checks
+import pytest
+
+from bench.chaos import checks, faults
 from bench.chaos.history import Change
 from bench.chaos.workload import Op, Segment, WatchEvent, WatchRecord
 
@@ -130,3 +132,13 @@ def test_a_job_past_its_completions_is_caught() -> None:
 
     assert checks.jobs_within_completions([job(1, 0), job(2, 4)]).passed
     assert not checks.jobs_within_completions([job(1, 3), job(2, 5)]).passed
+
+
+def test_fault_groups_expand_to_names_and_unknown_ones_are_refused() -> None:
+    assert faults.expand("disk") == ["stall-store-leader", "stall-store-member"]
+    assert "isolate-store-leader" in faults.expand("net") and "isolate-store-leader" not in faults.expand("store")
+    assert faults.expand("kill-apiserver,kill") == faults.expand("kill-apiserver,kill")[:1] + [
+        f for f in faults.GROUPS["kill"] if f != "kill-apiserver"
+    ]
+    with pytest.raises(ValueError, match="unknown fault 'nope'"):
+        faults.expand("nope")

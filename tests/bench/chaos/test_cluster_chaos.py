@@ -38,7 +38,7 @@ def test_a_run_under_mixed_faults_passes_every_check(tmp_path: Path) -> None:
     ],
 )
 def test_each_canary_is_caught_by_its_check_alone(tmp_path: Path, canary: str, caught_by: str, says: str) -> None:
-    code, report = chaos(tmp_path, "--seed", "13", "--duration", "10", "--faults", "kill-apiserver", "--canary", canary)
+    code, report = chaos(tmp_path, "--seed", "13", "--duration", "8", "--faults", "kill-apiserver", "--canary", canary)
     assert code == 1, report
     failed = [line for line in report.splitlines() if line.endswith("| FAIL |")]
     assert failed and all(caught_by in line for line in failed), report
@@ -51,3 +51,5 @@ def test_bad_flags_are_refused_with_exit_2(tmp_path: Path) -> None:
     proc = raftkube("chaos", "cluster", "--duration", "1", "--report", str(tmp_path / "r"))
     assert proc.returncode == 2 and "--duration must be from 5" in proc.stderr
     assert raftkube("chaos", "--list").returncode == 0  # the store's chaos is where it was
+    proc = raftkube("chaos", "cluster", "--faults", "net", "--hosts", "local", "--report", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "network faults need --hosts netns" in proc.stderr
