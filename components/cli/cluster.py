@@ -253,19 +253,8 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     flags = load_component_flags(args.config)
     cluster, _, _ = start_store(s, members=args.members, free=args.free_ports)
     try:
-        plan = apiservers.plan(endpoint, a.count)
-        ha = a.count > 1
-        apiserver_args = a.flags() + reach + (("--advertise-port", str(endpoint.port)) if ha else ())
-        if ha:
-            apiserver.record(endpoint)  # the cluster's address: the balancer's
-        for i, (member, at) in enumerate(plan):
-            if member.pid() is None:
-                member.start(at, insecure_store=cluster.insecure(), extra_args=apiserver_args)
-            if i == 0:  # the first makes the bootstrap objects before the others race to
-                member.wait_ready(at, a.startup_timeout)
-        for member, at in plan[1:]:
-            member.wait_ready(at, a.startup_timeout)
-        servers = tuple(at.url for _, at in plan) if ha else ()
+        servers = _start_apiservers(apiservers, endpoint, a, reach, cluster.insecure())
+        ha = bool(servers)
         kubeconfig = apiserver.write_kubeconfig(endpoint, servers)
         # node-1..3 always (a kubelet may be started by hand), and every node `up` runs
         nodes = tuple(dict.fromkeys(DEFAULT_NODES + k.nodes()))
@@ -337,6 +326,27 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
     elif ended == "finished":
         say("every part was stopped on purpose (or the data dir is gone): nothing left to supervise")
     return 0
+
+
+def _start_apiservers(
+    apiservers: ApiserverSet, endpoint: Endpoint, a: ApiserverSettings, reach: tuple[str, ...], insecure: bool
+) -> tuple[str, ...]:
+    """Start the apiserver, or the HA set's `a.count` (the first ready before the others start:
+    it makes the bootstrap objects they would race to make), and wait until each is ready.
+    The HA set's URLs (the kubeconfigs' extension); () for a single apiserver."""
+    plan = apiservers.plan(endpoint, a.count)
+    ha = a.count > 1
+    args = a.flags() + reach + (("--advertise-port", str(endpoint.port)) if ha else ())
+    if ha:
+        apiservers.front.record(endpoint)  # the cluster's address: the balancer's
+    for i, (member, at) in enumerate(plan):
+        if member.pid() is None:
+            member.start(at, insecure_store=insecure, extra_args=args)
+        if i == 0:
+            member.wait_ready(at, a.startup_timeout)
+    for member, at in plan[1:]:
+        member.wait_ready(at, a.startup_timeout)
+    return tuple(at.url for _, at in plan) if ha else ()
 
 
 def _say(detached: bool, human: bool) -> Callable[[str], None]:
