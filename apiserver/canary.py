@@ -1,5 +1,5 @@
 """Test-only broken modes of the apiserver, switched on by `RAFTKUBE_CHAOS_CANARY` in its
-environment, so that `raftkube chaos cluster --canary MODE` shows its checks catch the bug
+environment (machinery/canary.py), so that `raftkube chaos cluster --canary MODE` shows its checks catch the bug
 they are there for.  Nothing else sets the variable; an unknown value is ignored.
 
     drop-watch-event   the ConfigMaps watch cache keeps the DROP_AT-th change of namespace
@@ -12,12 +12,11 @@ they are there for.  Nothing else sets the variable; an unknown value is ignored
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from apiserver.storage.interface import Storage
+from machinery.canary import mode
 
-ENV = "RAFTKUBE_CHAOS_CANARY"
 DROP_WATCH_EVENT = "drop-watch-event"
 DROP_AT = 100
 ACK_BEFORE_COMMIT = "ack-before-commit"
@@ -29,7 +28,7 @@ class WatchEventDropper:
     """Counts the chaos namespace's ConfigMap changes and says which one to drop (one only)."""
 
     def __init__(self, resource_plural: str) -> None:
-        self.armed = os.environ.get(ENV) == DROP_WATCH_EVENT and resource_plural == "configmaps"
+        self.armed = mode() == DROP_WATCH_EVENT and resource_plural == "configmaps"
         self.seen = 0
 
     def drops(self, key: str) -> bool:
@@ -41,7 +40,7 @@ class WatchEventDropper:
 
 def storage(inner: Storage) -> Storage:
     """`inner`, or under ack-before-commit the storage that skips some writes it acknowledges."""
-    return AckBeforeCommit(inner) if os.environ.get(ENV) == ACK_BEFORE_COMMIT else inner
+    return AckBeforeCommit(inner) if mode() == ACK_BEFORE_COMMIT else inner
 
 
 class AckBeforeCommit:

@@ -280,3 +280,50 @@ def jobs_within_completions(history: list[Change]) -> Check:
         if isinstance(completions, int) and succeeded > completions:
             bad.append(f"{c.key}: {succeeded} succeeded of {completions} completions (rv {c.revision})")
     return Check("no Job beyond its completions", bad, checked)
+
+
+SCHEDULER_LEASE = "/registry/leases/kube-system/kube-scheduler"
+EVENT_SLACK = dt.timedelta(seconds=1)
+"""Events carry whole seconds; a binding's event is written just after the binding."""
+
+
+def _terms(history: list[Change], key: str) -> list[tuple[str, dt.datetime, dt.datetime]]:
+    """(holder, from, until) of each term of a Lease: from its acquireTime to its last
+    renewTime plus its duration (what any other holder had to wait for)."""
+    terms: list[tuple[str, dt.datetime, dt.datetime]] = []
+    for c in history:
+        if c.key != key or c.obj is None:
+            continue
+        spec = c.obj.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        acquired, renewed = _time(spec.get("acquireTime")), _time(spec.get("renewTime"))
+        if not holder or acquired is None or renewed is None:
+            continue
+        until = renewed + dt.timedelta(seconds=float(spec.get("leaseDurationSeconds") or 0))
+        if terms and terms[-1][0] == holder and terms[-1][1] == acquired:
+            terms[-1] = (holder, acquired, until)
+        else:
+            terms.append((holder, acquired, until))
+    return terms
+
+
+def scheduling_by_the_leader(history: list[Change]) -> Check:
+    """Every binding was made by the scheduler that held the Lease then: each `Scheduled`
+    event's reportingInstance (the scheduler's identity, the Lease's holderIdentity) had a term
+    covering the event's time."""
+    terms = _terms(history, SCHEDULER_LEASE)
+    bad: list[str] = []
+    checked = 0
+    for c in history:
+        if not c.key.startswith("/registry/events/") or c.obj is None:
+            continue
+        if c.obj.get("reason") != "Scheduled" or c.obj.get("reportingComponent") != "default-scheduler":
+            continue
+        who, at = c.obj.get("reportingInstance", ""), _time(c.obj.get("firstTimestamp"))
+        if at is None or (c.obj.get("count") or 1) > 1:
+            continue  # a repeat of an event already judged
+        checked += 1
+        if not any(h == who and start - EVENT_SLACK <= at <= end + EVENT_SLACK for h, start, end in terms):
+            involved = (c.obj.get("involvedObject") or {}).get("name", "?")
+            bad.append(f"{who or 'an unnamed scheduler'} bound {involved} at {at} without holding the Lease then")
+    return Check("every binding made by the scheduler holding the Lease", bad, checked)

@@ -21,10 +21,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from apiserver.canary import ENV as CANARY_ENV
 from apiserver.launcher import LocalApiserver
 from components.cli.apiserver_set import ApiserverSet
 from components.cli.launcher import LocalComponent
+from machinery.canary import ENV as CANARY_ENV
 from machinery.process.hosts import free_subnet
 from store.chaos.kernel_net import KernelMesh
 from store.cli.cluster import status_rows

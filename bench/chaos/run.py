@@ -142,6 +142,7 @@ async def _under_faults(
         checks.watch_streams([w.record for w in watchers], history),
         checks.final_lists(finals, history),
         checks.lease_safety(history),
+        checks.scheduling_by_the_leader(history),
         checks.pods_bound_once(history),
         checks.deployment_surge(history),
         checks.jobs_within_completions(history),

@@ -19,9 +19,10 @@ from machinery.process.command import UsageError
 from machinery.process.hosts import can_make_hosts
 from store.chaos import cli as store_chaos
 
-CANARIES = ("drop-watch-event", "ack-before-commit")
-"""Broken modes the run must catch (apiserver/canary.py): apiservers whose watch cache loses an
-event for its watchers, or that acknowledge some ConfigMap updates they never write."""
+CANARIES = ("drop-watch-event", "ack-before-commit", "scheduler-ignores-lease")
+"""Broken modes the run must catch (machinery/canary.py): apiservers whose watch cache loses an
+event for its watchers, or that acknowledge some ConfigMap updates they never write; schedulers
+that schedule without holding their Lease."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -22,6 +22,7 @@ from components.health import HealthServer
 from components.runner import LeaderElection, run_component
 from components.scheduler.metrics import Metrics
 from components.scheduler.scheduler import Scheduler
+from machinery import canary
 
 log = logging.getLogger("raftkube.scheduler")
 LEASE_NAME = "kube-scheduler"
@@ -110,7 +111,9 @@ async def _main(args: argparse.Namespace, config: kubeconfig.ClientConfig, ident
     try:
         scheduler = Scheduler(client, identity=identity, metrics=metrics)
         election = None
-        if args.leader_elect:
+        if canary.mode() == canary.SCHEDULER_IGNORES_LEASE:
+            log.warning("CANARY %s: scheduling without the Lease (a chaos run must catch this)", canary.mode())
+        elif args.leader_elect:
             election = LeaderElection(
                 client,
                 LEASE_NAME,

@@ -142,3 +142,18 @@ def test_fault_groups_expand_to_names_and_unknown_ones_are_refused() -> None:
     ]
     with pytest.raises(ValueError, match="unknown fault 'nope'"):
         faults.expand("nope")
+
+
+def test_a_binding_by_a_scheduler_without_the_lease_is_caught() -> None:
+    held = lease(1, "a", "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:02.000000Z")
+
+    def scheduled(rv: int, who: str, at: str) -> Change:
+        obj = {"reason": "Scheduled", "reportingComponent": "default-scheduler", "reportingInstance": who}
+        obj |= {"firstTimestamp": at, "involvedObject": {"name": "p"}}
+        return Change(rv, f"/registry/events/chaos/p.{rv}", False, obj)
+
+    assert checks.scheduling_by_the_leader([held, scheduled(2, "a", "2026-01-01T00:00:05Z")]).passed
+    found = checks.scheduling_by_the_leader([held, scheduled(2, "b", "2026-01-01T00:00:01Z")])
+    assert not found.passed and "b bound p" in found.violations[0]
+    late = checks.scheduling_by_the_leader([held, scheduled(2, "a", "2026-01-01T00:00:08Z")])
+    assert not late.passed  # after its term (renewed at 2 s, 4 s lease) and the slack

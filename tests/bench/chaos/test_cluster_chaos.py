@@ -2,7 +2,8 @@
 short run under mixed faults passes every check (SIGKILLs of store members, apiservers, the
 balancer and the controller-manager's and scheduler's leaders; SIGSTOPs of the same; at times
 two at once), and each canary run (apiservers that lose one watch event, or acknowledge
-writes they never make) fails on the check that is there for it and on nothing else.  Each
+writes they never make; schedulers that schedule without their Lease) fails on the check that
+is there for it and on nothing else.  Each
 run brings up an HA cluster of its own (3 members, 2 apiservers behind the balancer, 2
 controller-managers, 2 schedulers, hollow nodes) and leaves no process behind."""
 
@@ -35,6 +36,11 @@ def test_a_run_under_mixed_faults_passes_every_check(tmp_path: Path) -> None:
     [
         ("drop-watch-event", "every apiserver's watch stream whole and in order", "events missing"),
         ("ack-before-commit", "acknowledged writes kept, refused ones never applied", "the store has no such write"),
+        (
+            "scheduler-ignores-lease",
+            "every binding made by the scheduler holding the Lease",
+            "without holding the Lease",
+        ),
     ],
 )
 def test_each_canary_is_caught_by_its_check_alone(tmp_path: Path, canary: str, caught_by: str, says: str) -> None:
