@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -132,7 +131,7 @@ class ChaosCluster:
     def component_leader(self, name: str) -> LocalComponent | None:
         """The replica of the controller-manager or scheduler whose /metrics says it leads."""
         for c in self.replicas(name):
-            if _leads(c):
+            if c.pid() is not None and c.leads():
                 return c
         return None
 
@@ -175,16 +174,3 @@ def _alive(pid: int) -> bool:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         return state != "Z"
     return True
-
-
-def _leads(c: LocalComponent) -> bool:
-    port = c.health_port()
-    if port is None or c.pid() is None:
-        return False
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
-            text = r.read().decode()
-    except OSError:
-        return False
-    m = re.search(r"^leader_election_master_status\{[^}]*\} (\S+)$", text, re.M)
-    return m is not None and float(m[1]) == 1.0

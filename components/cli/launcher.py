@@ -165,6 +165,20 @@ class LocalComponent:
         port = self.health_port()
         return f"http://127.0.0.1:{port}" if port else "-"
 
+    def leads(self, timeout: float = 2.0) -> bool | None:
+        """Whether it holds its Lease, as its /metrics says (kube's
+        `leader_election_master_status`); None: no answer, or no leader election."""
+        port = self.health_port()
+        if port is None:
+            return None
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as r:
+                text = r.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return None
+        m = re.search(r"^leader_election_master_status\{[^}]*\} (\S+)$", text, re.M)
+        return None if m is None else float(m[1]) == 1.0
+
 
 def get_healthz(url: str, timeout: float, context: ssl.SSLContext | None = None) -> tuple[int, str]:
     """GET a component's /healthz: (status, body's start); (0, reason) when it cannot be reached."""

@@ -23,17 +23,12 @@ from components.balancer import main as balancer_main
 from components.balancer.core import Backend, Balancer, readyz_probe
 from machinery.process import pki
 from machinery.process.launch import free_ports
+from tests.support.tls import client_context, server_context, serving_certs
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> pki.CertFiles:
-    directory = tmp_path_factory.mktemp("pki")
-    ca = pki.create_ca(directory)
-    return pki.issue_cert(ca, directory, "serving", common_name="apiserver", hosts=("127.0.0.1",), server=True)
-
-
-def client_tls(certs: pki.CertFiles) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=str(certs.ca))
+    return serving_certs(tmp_path_factory.mktemp("pki"))
 
 
 @dataclass
@@ -61,8 +56,7 @@ async def apiserver(certs: pki.CertFiles, name: str) -> AsyncIterator[FakeApiser
     app = web.Application(client_max_size=64 << 20)
     app.router.add_get("/readyz", readyz)
     app.router.add_route("*", "/{tail:.*}", other)
-    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_tls.load_cert_chain(certs.cert, certs.key)
+    server_tls = server_context(certs)
     fake.runner = web.AppRunner(app)
     await fake.runner.setup()
     await web.TCPSite(fake.runner, "127.0.0.1", fake.port, ssl_context=server_tls).start()
@@ -77,7 +71,7 @@ async def balancing(
     certs: pki.CertFiles, fakes: list[FakeApiserver], **kwargs: float
 ) -> AsyncIterator[tuple[Balancer, int]]:
     backends = [Backend("127.0.0.1", f.port) for f in fakes]
-    balancer = Balancer(backends, readyz_probe(client_tls(certs)), CollectorRegistry(), **kwargs)  # type: ignore[arg-type]
+    balancer = Balancer(backends, readyz_probe(client_context(certs)), CollectorRegistry(), **kwargs)  # type: ignore[arg-type]
     port = free_ports(1)[0]
     await balancer.start("127.0.0.1", port)
     try:
@@ -88,7 +82,7 @@ async def balancing(
 
 async def ask(certs: pki.CertFiles, port: int, path: str = "/who", body: bytes | None = None) -> bytes:
     """One HTTPS request through the balancer on its own connection; the answer's body."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_tls(certs))
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_context(certs))
     method = "POST" if body is not None else "GET"
     head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len(body or b'')}\r\n\r\n"
     writer.write(head.encode() + (body or b""))
@@ -110,7 +104,7 @@ def test_connections_spread_over_the_ready_apiservers_through_tls(certs: pki.Cer
 def test_open_connections_steer_new_ones_to_the_less_loaded_apiserver(certs: pki.CertFiles) -> None:
     async def go() -> None:
         async with apiserver(certs, "a") as a, apiserver(certs, "b") as b, balancing(certs, [a, b]) as (bal, port):
-            held = [await asyncio.open_connection("127.0.0.1", port, ssl=client_tls(certs)) for _ in range(3)]
+            held = [await asyncio.open_connection("127.0.0.1", port, ssl=client_context(certs)) for _ in range(3)]
             loads = sorted(be.connections for be in bal.backends)
             assert loads == [1, 2]
             assert bal.candidates()[0].connections == 1
@@ -169,7 +163,7 @@ def test_with_no_ready_apiserver_connections_are_closed_and_health_says_why(cert
 def test_past_the_connection_ceiling_new_clients_are_closed(certs: pki.CertFiles) -> None:
     async def go() -> None:
         async with apiserver(certs, "a") as a, balancing(certs, [a], max_connections=2) as (bal, port):
-            held = [await asyncio.open_connection("127.0.0.1", port, ssl=client_tls(certs)) for _ in range(2)]
+            held = [await asyncio.open_connection("127.0.0.1", port, ssl=client_context(certs)) for _ in range(2)]
             with pytest.raises((ConnectionError, ssl.SSLError, OSError)):
                 await ask(certs, port)
             refused = bal.metrics.refused.labels("max_connections")._value.get()
@@ -227,8 +221,7 @@ def test_a_probe_of_an_apiserver_answering_anything_says_ready_only_for_200(
     """Whatever bytes come back to /readyz: a reason or ready (a 200 status line), never a crash."""
 
     async def go() -> str | None:
-        server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        server_tls.load_cert_chain(certs.cert, certs.key)
+        server_tls = server_context(certs)
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.readuntil(b"\r\n\r\n")
@@ -238,7 +231,7 @@ def test_a_probe_of_an_apiserver_answering_anything_says_ready_only_for_200(
 
         server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_tls)
         try:
-            return await readyz_probe(client_tls(certs))(Backend("127.0.0.1", server.sockets[0].getsockname()[1]))
+            return await readyz_probe(client_context(certs))(Backend("127.0.0.1", server.sockets[0].getsockname()[1]))
         finally:
             server.close()
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,19 +20,12 @@ from components.client.kubeconfig import ClientConfig
 from components.client.rest import RestClient, TransportError
 from machinery.process import pki
 from machinery.process.launch import free_ports
+from tests.support.tls import server_context, serving_certs
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> pki.CertFiles:
-    directory = tmp_path_factory.mktemp("pki")
-    ca = pki.create_ca(directory)
-    return pki.issue_cert(ca, directory, "serving", common_name="apiserver", hosts=("127.0.0.1",), server=True)
-
-
-def _server_tls(certs: pki.CertFiles) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(certs.cert, certs.key)
-    return ctx
+    return serving_certs(tmp_path_factory.mktemp("pki"))
 
 
 @asynccontextmanager
@@ -54,7 +46,7 @@ async def apiserver(certs: pki.CertFiles, name: str, seen: list[str]) -> AsyncIt
     runner = web.AppRunner(app)
     await runner.setup()
     port = free_ports(1)[0]
-    await web.TCPSite(runner, "127.0.0.1", port, ssl_context=_server_tls(certs)).start()
+    await web.TCPSite(runner, "127.0.0.1", port, ssl_context=server_context(certs)).start()
     try:
         yield f"https://127.0.0.1:{port}"
     finally:
@@ -124,7 +116,7 @@ def test_a_request_cut_after_it_was_sent_fails_and_moves_the_next_one_on(certs: 
             seen.append(f"cut {line.decode().split(' ')[0]}")
             writer.close()
 
-        cutter = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=_server_tls(certs))
+        cutter = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_context(certs))
         cut = f"https://127.0.0.1:{cutter.sockets[0].getsockname()[1]}"
         try:
             async with apiserver(certs, "b", seen) as b, client_for(certs, [cut, b]) as client:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
-import urllib.request
 from pathlib import Path
 
 from components.cli.launcher import LocalComponent
@@ -41,24 +39,10 @@ DEPLOYMENT = {
 }
 
 
-def leads(c: LocalComponent) -> bool | None:
-    """Whether it holds its Lease (None: its /metrics does not answer)."""
-    port = c.health_port()
-    if port is None:
-        return None
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
-            text = r.read().decode()
-    except OSError:
-        return None
-    m = re.search(r"^leader_election_master_status\{[^}]*\} (\S+)$", text, re.M)
-    return None if m is None else float(m[1]) == 1.0
-
-
 def leader_of(cluster: ApiserverUnderTest, name: str) -> LocalComponent | None:
     """The one replica of `name` that leads, once exactly one does and the other stands by."""
     replicas = [LocalComponent(cluster.data_dir, n) for n in (name, f"{name}-2")]
-    states = [leads(c) for c in replicas]
+    states = [c.leads() for c in replicas]
     return replicas[states.index(True)] if sorted(map(str, states)) == ["False", "True"] else None
 
 
