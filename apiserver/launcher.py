@@ -80,14 +80,25 @@ class LocalApiserver:
     def pid(self) -> int | None:
         return read_pid(self.root / PID_FILE)
 
-    def start(self, endpoint: Endpoint, insecure_store: bool = False, extra_args: tuple[str, ...] = ()) -> int:
+    def start(
+        self,
+        endpoint: Endpoint,
+        insecure_store: bool = False,
+        extra_args: tuple[str, ...] = (),
+        *,
+        in_host: tuple[str, ...] = (),
+        names: tuple[str, ...] = (),
+    ) -> int:
         """Start `raftkube apiserver` for `endpoint` (creating the credentials first); `extra_args`
-        go to it as they are (`--authorization-mode AlwaysAllow`, say)."""
+        go to it as they are (`--authorization-mode AlwaysAllow`, say).  `in_host`: the command
+        that runs it on a host of its own (`ip netns exec NS`; the host exists already), whose
+        ports are its own; `names`: more addresses the shared serving certificate must name (an
+        HA set's others, so that no apiserver's start reissues it without them)."""
         if (pid := self.pid()) is not None:
             raise LauncherError(f"the {self.name} is already running (pid {pid})")
-        if not port_free(endpoint.host, endpoint.port):
+        if not in_host and not port_free(endpoint.host, endpoint.port):
             raise LauncherError(f"{self.name}: port {endpoint.port} on {endpoint.host} is in use")
-        self.pki.ensure(endpoint.host)
+        self.pki.ensure(endpoint.host, names)
         self.record(endpoint)
         argv = [sys.executable, "-m", "components.cli", "apiserver", "--data-dir", str(self.data_dir)]
         argv += ["--host", endpoint.host, "--port", str(endpoint.port)]
@@ -96,9 +107,9 @@ class LocalApiserver:
         if insecure_store:
             argv.append("--insecure-store")
         argv += list(extra_args)
-        saved = {"insecure_store": insecure_store, "args": list(extra_args)}
+        saved = {"insecure_store": insecure_store, "args": list(extra_args), "in_host": in_host, "names": names}
         disk.write_private(self.root / ARGS_FILE, (json.dumps(saved) + "\n").encode())
-        return spawn(argv, self.log_file, self.root / PID_FILE)
+        return spawn([*in_host, *argv], self.log_file, self.root / PID_FILE)
 
     def start_as_before(self) -> int:
         """Start it at its recorded endpoint with the flags of its last start (a supervisor's
@@ -109,9 +120,11 @@ class LocalApiserver:
         try:
             saved = json.loads((self.root / ARGS_FILE).read_text())
             insecure, args = bool(saved["insecure_store"]), tuple(str(a) for a in saved["args"])
-        except (OSError, ValueError, KeyError, TypeError):
+            in_host = tuple(str(a) for a in saved.get("in_host", ()))
+            names = tuple(str(a) for a in saved.get("names", ()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise LauncherError(f"{self.root / ARGS_FILE}: missing or damaged; `raftkube up` starts it") from None
-        return self.start(endpoint, insecure_store=insecure, extra_args=args)
+        return self.start(endpoint, insecure_store=insecure, extra_args=args, in_host=in_host, names=names)
 
     def stop(self, timeout: float = 10.0) -> bool:
         """SIGTERM (SIGKILL after `timeout`); True if it was running."""

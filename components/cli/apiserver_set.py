@@ -21,20 +21,40 @@ Decisions, where kube leaves them to the installer:
   objects and any certificate the others would otherwise race to write.
 - `up` with a smaller count than before removes the directories of the apiservers (and, at 1,
   the balancer) no longer run: they hold a pid, a log and flags, no data.
+- With the store's members on hosts of their own (`[store] hosts = "netns"`), an HA set's
+  apiservers are too: apiserver-N on host `a<N>` of the same LAN at its (20+N)th address, on
+  the cluster's port, as separate machines would be; the balancer and the components stay on
+  this machine and reach them over the LAN (so partitions of an apiserver come from the
+  kernel, with TLS on).  The one shared serving certificate names every apiserver's address.
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from apiserver.endpoint import Endpoint
 from apiserver.launcher import FRONT, MEMBER, LocalApiserver
 from apiserver.pki import BALANCER
 from components.cli.launcher import LocalComponent
-from machinery.process.launch import free_ports
+from machinery.process.hosts import HostNetwork, HostsError
+from machinery.process.launch import LauncherError, free_ports
+from store.launcher import LocalCluster
 
 MAX_APISERVERS = 5
+HOST_OFFSET = 20
+"""apiserver-N's host address is the LAN's (HOST_OFFSET+N)th host address (members hold the first ones)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one apiserver of the plan runs."""
+
+    apiserver: LocalApiserver
+    endpoint: Endpoint
+    in_host: tuple[str, ...] = ()
+    """The command prefix that runs it on its host (empty: on this machine)."""
 
 
 class ApiserverSet:
@@ -73,10 +93,20 @@ class ApiserverSet:
             return ()
         return tuple(e.url for m in self.members() if (e := m.recorded()) is not None)
 
+    def host_network(self) -> HostNetwork | None:
+        """The store's hosts' LAN, when its members run on hosts of their own."""
+        store = LocalCluster(self.data_dir)
+        return store.host_network() if store.exists() else None
+
+    @staticmethod
+    def host_name(name: str) -> str:
+        return "a" + name.removeprefix("apiserver-")
+
     # ------------------------------------------------------------------ planning
-    def plan(self, endpoint: Endpoint, count: int) -> list[tuple[LocalApiserver, Endpoint]]:
+    def plan(self, endpoint: Endpoint, count: int) -> list[Placement]:
         """Each apiserver to run and where, for the cluster at `endpoint`; makes the directories
-        of an HA set (so that is_ha() holds) and removes those of a larger earlier one."""
+        of an HA set (so that is_ha() holds) and removes those of a larger earlier one; on a
+        hosts' LAN, makes the apiservers' hosts."""
         if not 1 <= count <= MAX_APISERVERS:
             raise ValueError(f"[apiserver] count must be from 1 to {MAX_APISERVERS}, got {count}")
         wanted = [] if count == 1 else [f"apiserver-{i}" for i in range(1, count + 1)]
@@ -86,16 +116,26 @@ class ApiserverSet:
         if count == 1:
             if self.balancer().pid() is None:
                 shutil.rmtree(self.data_dir / BALANCER, ignore_errors=True)
-            return [(self.front, endpoint)]
+            return [Placement(self.front, endpoint)]
         self.balancer().root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        net = self.host_network()
         plan = []
-        for name in wanted:
+        for i, name in enumerate(wanted, start=1):
             member = LocalApiserver(self.data_dir, name)
-            had = member.recorded()
-            if had is None or had.host != endpoint.host or had.storage != endpoint.storage:
-                had = Endpoint(endpoint.host, free_ports(1, endpoint.host)[0], endpoint.storage)
-            member.record(had)
-            plan.append((member, had))
+            if net is not None:
+                address = str(net.address(HOST_OFFSET + i))
+                try:
+                    net.ensure(self.host_name(name), address)
+                except HostsError as e:
+                    raise LauncherError(f"{name}: {e}") from None
+                at = Endpoint(address, endpoint.port, endpoint.storage)
+                plan.append(Placement(member, at, tuple(net.argv(self.host_name(name), []))))
+            else:
+                had = member.recorded()
+                if had is None or had.host != endpoint.host or had.storage != endpoint.storage:
+                    had = Endpoint(endpoint.host, free_ports(1, endpoint.host)[0], endpoint.storage)
+                plan.append(Placement(member, had))
+            member.record(plan[-1].endpoint)
         return plan
 
 

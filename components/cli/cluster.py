@@ -336,17 +336,22 @@ def _start_apiservers(
     The HA set's URLs (the kubeconfigs' extension); () for a single apiserver."""
     plan = apiservers.plan(endpoint, a.count)
     ha = a.count > 1
-    args = a.flags() + reach + (("--advertise-port", str(endpoint.port)) if ha else ())
+    args = a.flags() + reach
+    if ha:  # default/kubernetes names the balancer, whichever apiserver writes it
+        args += ("--advertise-port", str(endpoint.port))
+        if "--advertise-address" not in reach:
+            args += ("--advertise-address", endpoint.dial_host)
     if ha:
         apiservers.front.record(endpoint)  # the cluster's address: the balancer's
-    for i, (member, at) in enumerate(plan):
-        if member.pid() is None:
-            member.start(at, insecure_store=insecure, extra_args=args)
+    names = tuple(p.endpoint.host for p in plan)
+    for i, p in enumerate(plan):
+        if p.apiserver.pid() is None:
+            p.apiserver.start(p.endpoint, insecure_store=insecure, extra_args=args, in_host=p.in_host, names=names)
         if i == 0:
-            member.wait_ready(at, a.startup_timeout)
-    for member, at in plan[1:]:
-        member.wait_ready(at, a.startup_timeout)
-    return tuple(at.url for _, at in plan) if ha else ()
+            p.apiserver.wait_ready(p.endpoint, a.startup_timeout)
+    for p in plan[1:]:
+        p.apiserver.wait_ready(p.endpoint, a.startup_timeout)
+    return tuple(p.endpoint.url for p in plan) if ha else ()
 
 
 def _say(detached: bool, human: bool) -> Callable[[str], None]:

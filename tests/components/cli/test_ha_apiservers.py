@@ -11,14 +11,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from apiserver.launcher import LocalApiserver
 from components.cli.apiserver_set import ApiserverSet
+from machinery.process.hosts import can_make_hosts, free_subnet
 from machinery.process.launch import read_pid
-from tests.apiserver.support import running_apiserver
+from tests.apiserver.support import kubectl_binary, running_apiserver
 from tests.support.cli import raftkube
 from tests.support.wait import until
 
@@ -59,6 +62,7 @@ def test_two_apiservers_behind_the_balancer_survive_losing_one(tmp_path: Path) -
 
         slice_ = json.loads(cluster.ok("get", "endpointslices", "-n", "default", "kubernetes", "-o", "json"))
         assert [p["port"] for p in slice_["ports"]] == [int(cluster.url.rsplit(":", 1)[1])]
+        assert [e["addresses"] for e in slice_["endpoints"]] == [["127.0.0.1"]]
 
         cluster.ok("apply", "-f", "-", stdin=json.dumps(deployment("before")))
 
@@ -92,3 +96,35 @@ def test_two_apiservers_behind_the_balancer_survive_losing_one(tmp_path: Path) -
         for m in members:
             assert read_pid(m.root / "pid") is None
         assert ApiserverSet(data_dir).balancer().pid() is None
+
+
+@pytest.mark.skipif(can_make_hosts() is not None, reason="hosts of their own need root")
+def test_with_the_store_on_hosts_each_apiserver_runs_on_a_host_of_its_own(tmp_path: Path) -> None:
+    """`[store] hosts = "netns"`: the HA set's apiservers each on a host of the members' LAN, at
+    its own address on the cluster's port; the balancer reaches them there; `down` leaves no host."""
+    subnet = free_subnet()
+    more = f'[store]\nmembers = 3\nhosts = "netns"\nhosts_subnet = "{subnet}"\n'
+    config = tmp_path / "cluster.toml"
+    config.write_text(
+        more + '[apiserver]\ncount = 2\nstartup_timeout = 60.0\n[kubelets]\ncount = 0\npod_network = "host"\n'
+    )
+    data_dir = tmp_path / "rk"
+    up = raftkube("up", "--detach", "--free-ports", "--data-dir", str(data_dir), "--config", str(config), timeout=180)
+    try:
+        assert up.returncode == 0, up.stderr
+        net = ApiserverSet(data_dir).host_network()
+        assert net is not None
+        for i, member in enumerate(ApiserverSet(data_dir).members(), start=1):
+            at = member.recorded()
+            assert at is not None and at.host == str(net.address(20 + i)), at
+            pid = member.pid()
+            assert pid is not None
+            ns = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True, check=True)
+            assert ns.stdout.strip() == net.netns(f"a{i}")
+        argv = [str(kubectl_binary(33)), "--kubeconfig", str(data_dir / "kubeconfig"), "get", "--raw", "/readyz"]
+        got = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30)
+        assert got.stdout == "ok", got.stderr
+    finally:
+        down = raftkube("down", "--data-dir", str(data_dir), timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert net.hosts() == []
