@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from apiserver.launcher import LocalApiserver
+from bench.chaos.apiserver_net import ApiserverNet
 from components.cli.apiserver_set import ApiserverSet
 from components.cli.launcher import LocalComponent
 from machinery.canary import ENV as CANARY_ENV
@@ -63,6 +64,7 @@ class ChaosCluster:
     seen_pids: set[int] = field(default_factory=set)
     """Every pid any part had while the run looked (the no-process-left check)."""
     mesh: KernelMesh | None = None
+    apiserver_net: ApiserverNet | None = None
     mesh_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One network change at a time (the mesh re-renders a member's whole table per change)."""
 
@@ -81,6 +83,7 @@ class ChaosCluster:
         self.note_pids()
         if self.hosts == "netns":
             self.mesh = KernelMesh(self.store())
+            self.apiserver_net = ApiserverNet.of(self.data_dir)
 
     def down(self) -> str:
         """`raftkube down`; its output."""

@@ -7,8 +7,9 @@ through `up`'s supervisor, as it would in a user's cluster; a stopped one is con
 With the store members on hosts of their own (`--hosts netns`, root), network faults come from
 the kernel (store/chaos/kernel_net.py, TLS on): a member isolated from the other members, a
 member its clients (the apiservers) cannot reach, a member whose links lose 30 % of their
-packets; each for 2-6 s, then healed.  (Latency would need tc's netem, which the CI machines'
-kernel lacks.)
+packets; and the apiservers, on hosts of their own too, cut from the store or unreachable for
+their clients (bench/chaos/apiserver_net.py); each for 2-6 s, then healed.  (Latency would
+need tc's netem, which the CI machines' kernel lacks.)
 
 Each fault is recorded with its start and end, for the report's timeline and for the reader
 of a failure: which fault was under way when a check broke.
@@ -90,6 +91,7 @@ FAULTS = (
     tuple(f"{how}-{what}" for what in TARGETS for how in ("kill", "pause"))
     + tuple(f"stall-{what}" for what in STORE_TARGETS)
     + tuple(f"{how}-{what}" for how in NET_HOWS for what in STORE_TARGETS)
+    + ("isolate-apiserver", "unreachable-apiserver")
 )
 """kill-store-leader, pause-store-leader, ... pause-balancer, stall-store-leader, stall-store-member."""
 GROUPS = {
@@ -98,7 +100,7 @@ GROUPS = {
     "disk": tuple(f for f in FAULTS if f.startswith("stall-")),
     "net": tuple(f for f in FAULTS if f.split("-")[0] in NET_HOWS),
     "store": tuple(f for f in FAULTS if "store" in f and f.split("-")[0] not in NET_HOWS),
-    "control-plane": tuple(f for f in FAULTS if "store" not in f),
+    "control-plane": tuple(f for f in FAULTS if "store" not in f and f.split("-")[0] not in NET_HOWS),
 }
 
 
@@ -128,6 +130,8 @@ async def inject(cluster: ChaosCluster, fault: str, rng: random.Random, t0: floa
         record.ended, record.note = record.started, "no target (down, or no leader now)"
         return record
     cluster.seen_pids.add(pid)
+    if how in NET_HOWS and what == "apiserver":
+        return await _apiserver_network_fault(cluster, how, name, rng, record, t0)
     if how in NET_HOWS:
         return await _network_fault(cluster, how, int(name.removeprefix("store-")), rng, record, t0)
     if how == "stall":
@@ -207,5 +211,22 @@ async def _network_fault(
             else:
                 for src, dst in links:
                     await asyncio.to_thread(mesh.heal_link, src, dst)
+    record.ended = time.monotonic() - t0
+    return record
+
+
+async def _apiserver_network_fault(
+    cluster: ChaosCluster, how: str, name: str, rng: random.Random, record: FaultRecord, t0: float
+) -> FaultRecord:
+    net = cluster.apiserver_net
+    if net is None:
+        raise ValueError(f"{record.name} needs the apiservers on hosts of their own (--hosts netns)")
+    async with cluster.mesh_lock:
+        await asyncio.to_thread(net.cut_from_store if how == "isolate" else net.cut_from_clients, name)
+    try:
+        await asyncio.sleep(rng.uniform(*PAUSE_S))
+    finally:
+        async with cluster.mesh_lock:
+            await asyncio.to_thread(net.heal, name)
     record.ended = time.monotonic() - t0
     return record
