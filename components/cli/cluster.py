@@ -72,6 +72,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--port", type=int, help="the apiserver's HTTPS port (cluster.toml [apiserver] port)")
     up.add_argument("--free-ports", action="store_true", help="pick free ports for a new cluster and its apiserver")
     up.add_argument(
+        "--hosts",
+        choices=("local", "netns"),
+        help="netns (root): the store members, and an HA set's apiservers, each on a host of its own"
+        " (a network namespace with its own address; cluster.toml [store] hosts, hosts_subnet)",
+    )
+    up.add_argument(
         "--kubelets", type=int, help=f"local nodes to run, 0-{MAX_KUBELETS} (cluster.toml [kubelets] count)"
     )
     up.add_argument(
@@ -212,6 +218,8 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
         argv += ["--upstream", args.upstream]
     if args.free_ports:
         argv.append("--free-ports")
+    if args.hosts is not None:
+        argv += ["--hosts", args.hosts]
     if args.apiserver != "raftkube":
         argv += ["--apiserver", args.apiserver]
     if args.storage is not None:

@@ -100,16 +100,20 @@ def test_two_apiservers_behind_the_balancer_survive_losing_one(tmp_path: Path) -
 
 @pytest.mark.skipif(can_make_hosts() is not None, reason="hosts of their own need root")
 def test_with_the_store_on_hosts_each_apiserver_runs_on_a_host_of_its_own(tmp_path: Path) -> None:
-    """`[store] hosts = "netns"`: the HA set's apiservers each on a host of the members' LAN, at
-    its own address on the cluster's port; the balancer reaches them there; `down` leaves no host."""
+    """`up --hosts netns` (cluster.toml's [store] hosts): the HA set's apiservers each on a host
+    of the members' LAN, at its own address on the cluster's port; the balancer reaches them
+    there (through `up --detach`, which passes the flag on); `down` leaves no host."""
     subnet = free_subnet()
-    more = f'[store]\nmembers = 3\nhosts = "netns"\nhosts_subnet = "{subnet}"\n'
+    more = f'[store]\nmembers = 3\nhosts_subnet = "{subnet}"\n'
     config = tmp_path / "cluster.toml"
     config.write_text(
         more + '[apiserver]\ncount = 2\nstartup_timeout = 60.0\n[kubelets]\ncount = 0\npod_network = "host"\n'
     )
     data_dir = tmp_path / "rk"
-    up = raftkube("up", "--detach", "--free-ports", "--data-dir", str(data_dir), "--config", str(config), timeout=180)
+    up = raftkube(
+        "up", "--detach", "--free-ports", "--hosts", "netns", "--data-dir", str(data_dir), "--config", str(config),
+        timeout=180,
+    )  # fmt: skip
     try:
         assert up.returncode == 0, up.stderr
         net = ApiserverSet(data_dir).host_network()
