@@ -312,7 +312,7 @@ class Cacher:
                 self._generation += 1
             self._revision = max(self._revision, ev.revision)
         for change in changes:
-            if self._canary.drops(change.entry.key):
+            if self._canary.armed and self._canary.drops(change.entry.key):
                 continue  # only under a chaos run's canary (apiserver/canary.py)
             for watcher in self._watchers.concerned(change):
                 watcher.offer(change)

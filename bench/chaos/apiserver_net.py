@@ -15,9 +15,9 @@ from components.cli.apiserver_set import ApiserverSet
 from machinery.process import nft
 from machinery.process.hosts import HostNetwork
 from store.api.protocol import split_url
+from store.chaos.kernel_net import fault_table
 from store.launcher import LocalCluster
 
-TABLE = "rkchaos"
 SS_TIMEOUT_S = 10.0
 
 
@@ -56,19 +56,7 @@ class ApiserverNet:
         cut = self.cuts.setdefault(name, _Cut())
         out = [f"ip daddr {host} tcp dport {port} drop" for host, port in self._store()] if cut.from_store else []
         inbound = [f"tcp dport {self._port(name)} drop"] if cut.from_clients else []
-        script = [f"table inet {TABLE}", f"delete table inet {TABLE}"]
-        if out or inbound:
-            script += [
-                f"table inet {TABLE} {{",
-                "  chain out { type filter hook output priority 0; policy accept;",
-                *(f"    {r}" for r in out),
-                "  }",
-                "  chain in { type filter hook input priority 0; policy accept;",
-                *(f"    {r}" for r in inbound),
-                "  }",
-                "}",
-            ]
-        nft.run("\n".join(script) + "\n", prefix=self._prefix(name))
+        nft.run(fault_table(out, inbound), prefix=self._prefix(name))
 
     def _reset(self, name: str, *filters: str) -> None:
         argv = [*self._prefix(name), "ss", "-K", *filters]

@@ -52,6 +52,24 @@ def kernel_can_delay() -> bool:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=SS_TIMEOUT, check=False)
 
 
+def fault_table(out: list[str], inbound: list[str]) -> str:
+    """The nft script that replaces a namespace's whole fault table with these output and input
+    drop rules (none: the table is gone), in one transaction."""
+    script = [f"table inet {TABLE}", f"delete table inet {TABLE}"]  # add first: delete never fails
+    if out or inbound:
+        script += [
+            f"table inet {TABLE} {{",
+            "  chain out { type filter hook output priority 0; policy accept;",
+            *(f"    {r}" for r in out),
+            "  }",
+            "  chain in { type filter hook input priority 0; policy accept;",
+            *(f"    {r}" for r in inbound),
+            "  }",
+            "}",
+        ]
+    return "\n".join(script) + "\n"
+
+
 class FaultUnavailable(Exception):
     """This kernel cannot make that fault (the message says what is missing)."""
 
@@ -109,19 +127,7 @@ class KernelMesh(LinkSelection):
                 )
         if f.clients_cut:
             inbound.append(f"tcp dport {self.client_port[member]} drop")
-        script = [f"table inet {TABLE}", f"delete table inet {TABLE}"]  # add first: delete never fails
-        if out or inbound:
-            script += [
-                f"table inet {TABLE} {{",
-                "  chain out { type filter hook output priority 0; policy accept;",
-                *(f"    {r}" for r in out),
-                "  }",
-                "  chain in { type filter hook input priority 0; policy accept;",
-                *(f"    {r}" for r in inbound),
-                "  }",
-                "}",
-            ]
-        nft.run("\n".join(script) + "\n", prefix=self._prefix(member))
+        nft.run(fault_table(out, inbound), prefix=self._prefix(member))
         self._stats[member]["renders"] += 1
 
     def _reset(self, member: int, *filters: str) -> None:
