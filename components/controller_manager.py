@@ -38,7 +38,7 @@ from components.controllers.nodelifecycle import GRACE_PERIOD_S, NodeLifecycleCo
 from components.controllers.registry import CONTROLLERS, select
 from components.controllers.rootcacertpublisher import RootCACertPublisher
 from components.controllers.runner import ControllerMaker, running
-from components.health import HealthServer
+from components.health import LOOPBACK, HealthServer, add_health_flags, check_health_flags
 from components.runner import LeaderElection, run_component
 
 log = logging.getLogger("raftkube.controller-manager")
@@ -58,6 +58,7 @@ class Options:
     node_monitor_grace_period: float = GRACE_PERIOD_S
     mirroring_max_endpoints_per_subset: int = MAX_ENDPOINTS_PER_SUBSET
     hpa_sync_period: float = HPA_SYNC_S
+    health_address: str = LOOPBACK
 
 
 def controller_makers(opts: Options, config: kubeconfig.ClientConfig) -> list[ControllerMaker]:
@@ -124,7 +125,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=HPA_SYNC_S,
         help=f"seconds between an autoscaler's passes (default {HPA_SYNC_S:g}, as kube)",
     )
-    p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
+    add_health_flags(p)
     p.add_argument("-v", "--verbose", action="store_true", help="log every reconcile failure and leader change")
 
 
@@ -136,8 +137,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def options(args: argparse.Namespace) -> Options:
     """Checked options; ValueError names the flag."""
-    if not 0 <= args.health_port < 65536:
-        raise ValueError(f"--health-port must be from 0 to 65535, got {args.health_port}")
+    check_health_flags(args)
     if not args.lease_duration > args.renew_deadline > args.retry_period > 0:
         raise ValueError(
             "--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0"
@@ -168,6 +168,7 @@ def options(args: argparse.Namespace) -> Options:
         args.node_monitor_grace_period,
         args.mirroring_max_endpoints_per_subset,
         args.hpa_sync_period,
+        args.health_address,
     )
 
 
@@ -219,7 +220,7 @@ async def serve(opts: Options, config: kubeconfig.ClientConfig, makers: list[Con
     metrics = ControllerMetrics()
     registry = CollectorRegistry()
     registry.register(metrics)
-    health = HealthServer(opts.health_port, registry, lambda: None)
+    health = HealthServer(opts.health_port, registry, lambda: None, host=opts.health_address)
     async with RestClient(config, user_agent="raftkube-controller-manager") as client:
 
         async def lead() -> None:

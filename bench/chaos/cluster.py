@@ -15,13 +15,17 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from apiserver.launcher import LocalApiserver
+from apiserver.pki import BALANCER
 from bench.chaos.apiserver_net import ApiserverNet
+from components.cli import control_hosts
 from components.cli.apiserver_set import ApiserverSet
 from components.cli.launcher import LocalComponent
 from machinery.canary import ENV as CANARY_ENV
@@ -37,6 +41,7 @@ LEASE_FLAGS = [
 ]
 """Short leases, so a killed leader's standby takes over within seconds (kube's are 15 s)."""
 LEASE_DURATION_S = 4.0
+HOLLOW = "hollow-nodes"
 UP_TIMEOUT_S = 180.0
 
 
@@ -60,13 +65,17 @@ class ChaosCluster:
     hollow: int = 3
     canary: str = ""
     hosts: str = "local"
-    """netns: the store members each on a host of its own (network faults from the kernel)."""
+    """netns: every part but the balancer on a host of its own (network faults from the kernel;
+    components.cli.control_hosts)."""
     seen_pids: set[int] = field(default_factory=set)
     """Every pid any part had while the run looked (the no-process-left check)."""
     mesh: KernelMesh | None = None
     apiserver_net: ApiserverNet | None = None
     mesh_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One network change at a time (the mesh re-renders a member's whole table per change)."""
+    unplugged: Counter[str] = field(default_factory=Counter)
+    """The hosts whose cable is pulled, by how many faults at once."""
+    cable_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ------------------------------------------------------------------ up and down
     def up(self) -> None:
@@ -138,6 +147,33 @@ class ChaosCluster:
                 return c
         return None
 
+    def host_of(self, part: str) -> str | None:
+        """The host a part (store-<i>, apiserver-<n>, a controller-manager, scheduler or the
+        hollow nodes) runs on; None: on this machine."""
+        store = self.store()
+        if store.host_network() is None:
+            return None
+        if part.startswith("store-"):
+            return store.host_name(int(part.removeprefix("store-")))
+        if part.startswith("apiserver-") and ApiserverSet(self.data_dir).is_ha():
+            return ApiserverSet.host_name(part)
+        if part != BALANCER and LocalComponent(self.data_dir, part).placed() is not None:
+            return control_hosts.host_name(part)
+        return None
+
+    def set_cable(self, host: str, plugged: bool) -> None:
+        """Pull a host's cable, or plug it back once no fault still wants it pulled (two faults
+        on one host at once: the second's end plugs it)."""
+        net = self.store().host_network()
+        assert net is not None
+        with self.cable_lock:
+            self.unplugged[host] += -1 if plugged else 1
+            if plugged and self.unplugged[host] <= 0:
+                del self.unplugged[host]
+                net.set_link(host, True)
+            elif not plugged and self.unplugged[host] == 1:
+                net.set_link(host, False)
+
     def failpoint(self, member_id: int, name: str, action: str | None) -> None:
         """Arm (`action`: "sleep(800)", ...) or disarm (None) a store member's failpoint at runtime
         (its /debug/failpoints, served because `up` ran with RAFTKUBE_FAILPOINTS_HTTP=1)."""
@@ -162,7 +198,7 @@ class ChaosCluster:
         pids = [store.pid(m) for m in store.member_ids()]
         pids += [a.pid() for a in ApiserverSet(self.data_dir).everyone()]
         pids += [c.pid() for c in (*self.replicas("controller-manager"), *self.replicas("scheduler"))]
-        pids += [ApiserverSet(self.data_dir).balancer().pid(), LocalComponent(self.data_dir, "hollow-nodes").pid()]
+        pids += [ApiserverSet(self.data_dir).balancer().pid(), LocalComponent(self.data_dir, HOLLOW).pid()]
         self.seen_pids.update(p for p in pids if p is not None)
 
 

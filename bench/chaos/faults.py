@@ -4,12 +4,15 @@ and scheduler's leaders; and a stalled disk of a store member (every WAL fsync h
 STALL_MS for a few seconds, through the store's runtime failpoints).  A killed part comes back
 through `up`'s supervisor, as it would in a user's cluster; a stopped one is continued by the run.
 
-With the store members on hosts of their own (`--hosts netns`, root), network faults come from
-the kernel (store/chaos/kernel_net.py, TLS on): a member isolated from the other members, a
-member its clients (the apiservers) cannot reach, a member whose links lose 30 % of their
-packets; and the apiservers, on hosts of their own too, cut from the store or unreachable for
-their clients (bench/chaos/apiserver_net.py); each for 2-6 s, then healed.  (Latency would
-need tc's netem, which the CI machines' kernel lacks.)
+With every part of the control plane on a host of its own (`--hosts netns`, root), network
+faults come from the kernel (store/chaos/kernel_net.py, TLS on): a member isolated from the
+other members, a member its clients (the apiservers) cannot reach, a member whose links lose
+30 % of their packets; the apiservers cut from the store or unreachable for their clients
+(bench/chaos/apiserver_net.py); and any part's cable pulled (its host's link down: a store
+member, an apiserver, the controller-manager's or scheduler's leader, the kubelets), so that
+what a partitioned leader does after its lease ran out is seen; each for 2-6 s, then healed.
+(Latency would need tc's netem, or nft's queue to a delaying program, which the CI machines'
+kernel both lacks: "Specified qdisc kind is unknown", and `queue` is refused.)
 
 Each fault is recorded with its start and end, for the report's timeline and for the reader
 of a failure: which fault was under way when a check broke.
@@ -25,14 +28,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.chaos.cluster import ChaosCluster
+from bench.chaos.cluster import HOLLOW, ChaosCluster
+from components.cli.launcher import LocalComponent
 
 PAUSE_S = (2.0, 6.0)
 """How long a SIGSTOPped part (or a stalled disk) stays so (drawn in this range)."""
 STALL_MS = 800
 STALL_POINT = "wal-after-fsync"
 LOSS = 0.3
-NET_HOWS = ("isolate", "unreachable", "lossy")
+NET_HOWS = ("isolate", "unreachable", "lossy", "unplug")
 
 
 @dataclass
@@ -71,6 +75,11 @@ def _component_leader(name: str) -> Target:
     return pick
 
 
+def _kubelets(c: ChaosCluster, rng: random.Random) -> tuple[str, int | None]:
+    part = LocalComponent(c.data_dir, HOLLOW)
+    return part.name, part.pid()
+
+
 def _balancer(c: ChaosCluster, rng: random.Random) -> tuple[str, int | None]:
     from components.cli.apiserver_set import ApiserverSet
 
@@ -85,13 +94,17 @@ TARGETS: dict[str, Target] = {
     "controller-manager-leader": _component_leader("controller-manager"),
     "scheduler-leader": _component_leader("scheduler"),
     "balancer": _balancer,
+    "kubelets": _kubelets,
 }
 STORE_TARGETS = ("store-leader", "store-member")
+UNPLUG_TARGETS = ("store-member", "apiserver", "controller-manager-leader", "scheduler-leader", "kubelets")
+"""The parts whose cable a fault pulls (each on a host of its own; the balancer is on this machine)."""
 FAULTS = (
     tuple(f"{how}-{what}" for what in TARGETS for how in ("kill", "pause"))
     + tuple(f"stall-{what}" for what in STORE_TARGETS)
-    + tuple(f"{how}-{what}" for how in NET_HOWS for what in STORE_TARGETS)
+    + tuple(f"{how}-{what}" for how in ("isolate", "unreachable", "lossy") for what in STORE_TARGETS)
     + ("isolate-apiserver", "unreachable-apiserver")
+    + tuple(f"unplug-{what}" for what in UNPLUG_TARGETS)
 )
 """kill-store-leader, pause-store-leader, ... pause-balancer, stall-store-leader, stall-store-member."""
 GROUPS = {
@@ -99,6 +112,7 @@ GROUPS = {
     "pause": tuple(f for f in FAULTS if f.startswith("pause-")),
     "disk": tuple(f for f in FAULTS if f.startswith("stall-")),
     "net": tuple(f for f in FAULTS if f.split("-")[0] in NET_HOWS),
+    "unplug": tuple(f for f in FAULTS if f.startswith("unplug-")),
     "store": tuple(f for f in FAULTS if "store" in f and f.split("-")[0] not in NET_HOWS),
     "control-plane": tuple(f for f in FAULTS if "store" not in f and f.split("-")[0] not in NET_HOWS),
 }
@@ -130,6 +144,8 @@ async def inject(cluster: ChaosCluster, fault: str, rng: random.Random, t0: floa
         record.ended, record.note = record.started, "no target (down, or no leader now)"
         return record
     cluster.seen_pids.add(pid)
+    if how == "unplug":
+        return await _unplug(cluster, name, rng, record, t0)
     if how in NET_HOWS and what == "apiserver":
         return await _apiserver_network_fault(cluster, how, name, rng, record, t0)
     if how in NET_HOWS:
@@ -228,5 +244,21 @@ async def _apiserver_network_fault(
     finally:
         async with cluster.mesh_lock:
             await asyncio.to_thread(net.heal, name)
+    record.ended = time.monotonic() - t0
+    return record
+
+
+async def _unplug(cluster: ChaosCluster, name: str, rng: random.Random, record: FaultRecord, t0: float) -> FaultRecord:
+    """The part's host's cable pulled for a while (its veth's outer end down), then plugged back.
+    Two faults on one host at once (mixed) plug it back only when the last one ends."""
+    host = cluster.host_of(name)
+    if host is None:
+        raise ValueError(f"{record.name} needs {name} on a host of its own (--hosts netns)")
+    await asyncio.to_thread(cluster.set_cable, host, False)
+    try:
+        await asyncio.sleep(rng.uniform(*PAUSE_S))
+    finally:
+        await asyncio.to_thread(cluster.set_cable, host, True)
+    record.note = f"host {host}"
     record.ended = time.monotonic() - t0
     return record

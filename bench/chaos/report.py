@@ -29,9 +29,10 @@ def markdown(o: Outcome) -> str:
     lines = [
         f"# Cluster chaos, seed {s.seed}: {verdict}",
         "",
-        f"{s.duration:.0f} s of faults ({', '.join(s.faults)}) on {s.apiservers} apiservers, 3 store members"
-        + (" on hosts of their own (TLS on, network faults from the kernel)," if s.hosts == "netns" else ",")
-        + f" 2 controller-managers, 2 schedulers; {s.writers} writers x {s.keys} ConfigMaps, {s.deployments}"
+        f"{s.duration:.0f} s of faults ({', '.join(s.faults)}) on {s.apiservers} apiservers, 3 store members,"
+        + " 2 controller-managers, 2 schedulers, hollow nodes"
+        + (" (each on a host of its own: TLS on, network faults from the kernel)" if s.hosts == "netns" else "")
+        + f"; {s.writers} writers x {s.keys} ConfigMaps, {s.deployments}"
         f" Deployments scaled; {o.elapsed:.0f} s in all." + (f"  **Canary: {s.canary}.**" if s.canary else ""),
         f"Rerun: `raftkube chaos cluster --seed {s.seed} --duration {s.duration:g} --faults {','.join(s.faults)}"
         + (" --mixed" if s.mixed else "")

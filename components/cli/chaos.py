@@ -36,13 +36,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--seed", type=int, default=None, help="the seed of the faults and the workload (default: random)")
     p.add_argument("--duration", type=float, default=60.0, help="seconds of workload under faults (default 60)")
-    p.add_argument("--faults", default="kill,pause", help="fault groups (kill, pause, store, control-plane) or names")
+    p.add_argument(
+        "--faults",
+        default="kill,pause",
+        help="fault groups (kill, pause, disk, net, unplug, store, control-plane) or names",
+    )
     p.add_argument("--mixed", action="store_true", help="half the time two faults at once")
     p.add_argument(
         "--hosts",
         choices=("local", "netns"),
         default="local",
-        help="netns (root): the store members each on a host of its own, for the `net` faults",
+        help="netns (root): the store members, apiservers, controller-managers, schedulers and kubelets each on"
+        " a host of its own, for the `net` faults",
     )
     p.add_argument("--apiservers", type=int, default=2, choices=(2, 3), help="apiservers behind the balancer")
     p.add_argument("--writers", type=int, default=4, help="clients writing ConfigMaps (default 4)")

@@ -35,7 +35,7 @@ from apiserver.config import ApiserverSettings, load_apiserver_settings
 from apiserver.launcher import PID_FILE as APISERVER_PID
 from apiserver.launcher import Endpoint, LocalApiserver
 from apiserver.pki import BALANCER, DEFAULT_NODES, component_kubeconfig, write_component_kubeconfigs
-from components.cli import cluster_network, supervisor, up_lock, upstream
+from components.cli import cluster_network, control_hosts, supervisor, up_lock, upstream
 from components.cli.apiserver_set import ApiserverSet
 from components.cli.component_flags import ComponentFlags, load_component_flags
 from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets, local_proxies, local_replicas
@@ -653,15 +653,18 @@ def _start_components(
     for name in UP_COMPONENTS:
         plan = flags.get(name, ComponentFlags())
         first = upstream.component(data_dir, name, plan.args)
-        components.append(first)
-        if not isinstance(first, upstream.UpstreamComponent):  # standbys on its Lease
-            components += [LocalComponent(data_dir, f"{name}-{i}", plan.args) for i in range(2, plan.replicas + 1)]
+        if isinstance(first, upstream.UpstreamComponent):
+            components.append(first)
+            continue
+        replicas = [name] + [f"{name}-{i}" for i in range(2, plan.replicas + 1)]  # standbys on its Lease
+        components += [LocalComponent(data_dir, n, plan.args, control_hosts.place(data_dir, n)) for n in replicas]
     components += [
         LocalComponent(data_dir, f"kubelet-{node}", (*size, *net.kubelet_args(node), *kubelets.image_args()))
         for node in kubelets.nodes()
     ]
     if kubelets.hollow:
-        components.append(LocalComponent(data_dir, HOLLOW, ("--count", str(kubelets.hollow), *size)))
+        hollow = ("--count", str(kubelets.hollow), *size)
+        components.append(LocalComponent(data_dir, HOLLOW, hollow, control_hosts.place(data_dir, HOLLOW)))
     _start_healthy(components)
     network = [LocalComponent(data_dir, f"proxy-{node}", net.proxy_args(node)) for node in net.proxies()]
     if net.runs_dns():

@@ -9,9 +9,9 @@ each of its components with, as kind's `extraArgs` do for kube's.
 
 The flags are checked when `up` reads the file, by the component's own parser and checks, so a
 typo is a ConfigError naming the file and key (exit 2) rather than a component that dies at
-every restart.  `--kubeconfig` and `--health-port` are `up`'s to give (each component's own
-credential and a free port) and are refused here.  The flags apply to our components; an
-upstream one (`up --upstream`) keeps its own command line.
+every restart.  `--kubeconfig`, `--health-port` and `--health-address` are `up`'s to give
+(each component's own credential, a free port, and its host's address) and are refused here.
+The flags apply to our components; an upstream one (`up --upstream`) keeps its own command line.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from components import controller_manager
 from components.scheduler import main as scheduler_main
 from machinery.process.config import ConfigError, load_section
 
-RESERVED = ("--kubeconfig", "--health-port")
+RESERVED = ("--kubeconfig", "--health-port", "--health-address")
 """Flags `up` sets itself for every component it starts."""
 
 

@@ -4,6 +4,7 @@
     <data_dir>/<component>/<component>.log its stdout and stderr
     <data_dir>/<component>/health.json     the loopback port of its /healthz and /metrics
     <data_dir>/<component>/args.json       the extra flags it was last started with
+    <data_dir>/<component>/host.json       where it runs, when on a host of its own (OnHost)
 
 Each runs as `raftkube <component> --kubeconfig <its own kubeconfig>`, so it proves its own
 identity to the apiserver (apiserver.pki.component_kubeconfig writes those).  A kubelet is
@@ -13,12 +14,14 @@ identity to the apiserver (apiserver.pki.component_kubeconfig writes those).  A 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import ssl
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from apiserver.pki import KUBE_PROXY, ApiserverPKI
@@ -36,12 +39,31 @@ COMMANDS = {"cluster-dns": "dns"}  # a component whose `raftkube` command is not
 PID_FILE = "pid"
 HEALTH_FILE = "health.json"
 ARGS_FILE = "args.json"  # the extra flags of its last start
+HOST_FILE = "host.json"  # where it runs when on a host of its own
+LOOPBACK = "127.0.0.1"  # where /healthz listens otherwise (components.health's default; not imported: aiohttp)
+MOVABLE = ("controller-manager", "scheduler", "hollow-nodes")
+"""The components that may run on a host of their own (they take `--health-address`): nothing
+but the apiservers' API is theirs to reach.  Kubelets with the pod network make it in the
+machine's own namespace, the proxies and DNS server serve it: they stay."""
+
+
+@dataclass(frozen=True)
+class OnHost:
+    """A component on a host of its own (machinery.process.hosts): the command prefix that runs
+    it there, and the host's address, where its /healthz and /metrics listen."""
+
+    prefix: tuple[str, ...]
+    address: str
 
 
 class LocalComponent:
-    def __init__(self, data_dir: Path, name: str, extra_args: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, name: str, extra_args: tuple[str, ...] | None = None, on_host: OnHost | None = None
+    ) -> None:
         """`extra_args`: the flags to start it with after the ones it always gets; None: the
-        flags of its last start (`raftkube restart` and the supervisor start it as it was)."""
+        flags (and host) of its last start (`raftkube restart` and the supervisor start it as it
+        was).  `on_host`: run it on that host of its own (a controller-manager, scheduler or the
+        hollow nodes)."""
         if name not in COMPONENTS and not KUBELET.match(name) and not PROXY.match(name) and not REPLICA.match(name):
             raise ValueError(
                 f"no component {name!r} (known: {', '.join(COMPONENTS)}, kubelet-<node>, proxy-<node>,"
@@ -51,6 +73,9 @@ class LocalComponent:
         self.data_dir = Path(data_dir)
         self.name = name
         self.root = self.data_dir / name
+        if on_host is not None and (self.replica_of or name) not in MOVABLE:
+            raise ValueError(f"the {name} cannot run on a host of its own (only {', '.join(MOVABLE)})")
+        self.on_host = on_host
 
     @property
     def log_file(self) -> Path:
@@ -99,12 +124,35 @@ class LocalComponent:
         return read_pid(self.root / PID_FILE)
 
     def health_port(self) -> int | None:
+        doc = self._health()
+        port = doc.get("port")
+        return port if isinstance(port, int) and 0 < port < 65536 else None
+
+    def health_address(self) -> str:
+        """Where its /healthz listens: its host's address, or loopback."""
+        address = self._health().get("address")
+        try:
+            return str(ipaddress.ip_address(address)) if isinstance(address, str) else LOOPBACK
+        except ValueError:
+            return LOOPBACK
+
+    def _health(self) -> dict[str, object]:
         try:
             doc = json.loads((self.root / HEALTH_FILE).read_text())
         except (OSError, ValueError):
+            return {}
+        return doc if isinstance(doc, dict) else {}
+
+    def placed(self) -> OnHost | None:
+        """The host it was last started on (None: this machine)."""
+        try:
+            doc = json.loads((self.root / HOST_FILE).read_text())
+            prefix, address = doc["prefix"], str(ipaddress.ip_address(doc["address"]))
+            if not isinstance(prefix, list) or not all(isinstance(a, str) for a in prefix):
+                return None
+            return OnHost(tuple(prefix), address)
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        port = doc.get("port") if isinstance(doc, dict) else None
-        return port if isinstance(port, int) and 0 < port < 65536 else None
 
     def start(self) -> int:
         """Start it with its kubeconfig (written by `up`) and a free loopback health port."""
@@ -114,10 +162,20 @@ class LocalComponent:
             raise LauncherError(f"{self.name}: no kubeconfig at {self.kubeconfig} (`raftkube up` writes it)")
         port = free_ports(1)[0]
         disk.make_dirs(self.root)
-        disk.write_private(self.root / HEALTH_FILE, (json.dumps({"port": port}) + "\n").encode())
+        host = self.placed() if self.extra_args is None else self.on_host
+        if host is None:
+            (self.root / HOST_FILE).unlink(missing_ok=True)
+        else:
+            doc = {"prefix": list(host.prefix), "address": host.address}
+            disk.write_private(self.root / HOST_FILE, (json.dumps(doc) + "\n").encode())
+        address = LOOPBACK if host is None else host.address
+        health = {"port": port} | ({} if host is None else {"address": address})
+        disk.write_private(self.root / HEALTH_FILE, (json.dumps(health) + "\n").encode())
         extra = self._saved_args() if self.extra_args is None else list(self.extra_args)
         argv = [sys.executable, "-m", "components.cli", self.command, "--kubeconfig", str(self.kubeconfig)]
         argv += ["--health-port", str(port)]
+        if host is not None:
+            argv = [*host.prefix, *argv, "--health-address", address]
         if self.node:
             argv += ["--node-name", self.node, "--root-dir", str(self.runtime_root)]
             argv += self._serving_args(extra)
@@ -140,7 +198,7 @@ class LocalComponent:
         node's bridge on the pod network; else loopback), its serving certificate from the
         apiserver CA for that address, and that CA for the apiserver's client certificate."""
         assert self.node is not None
-        address = extra[extra.index("--address") + 1] if "--address" in extra[:-1] else "127.0.0.1"
+        address = extra[extra.index("--address") + 1] if "--address" in extra[:-1] else LOOPBACK
         creds = ApiserverPKI.of(self.data_dir)
         files = creds.kubelet_serving(self.node, address)
         port = free_ports(1)[0]
@@ -158,12 +216,12 @@ class LocalComponent:
         port = self.health_port()
         if port is None:
             return 0, "no health port recorded"
-        return get_healthz(f"http://127.0.0.1:{port}/healthz", timeout)
+        return get_healthz(f"{self.url}/healthz", timeout)
 
     @property
     def url(self) -> str:
         port = self.health_port()
-        return f"http://127.0.0.1:{port}" if port else "-"
+        return f"http://{self.health_address()}:{port}" if port else "-"
 
     def leads(self, timeout: float = 2.0) -> bool | None:
         """Whether it holds its Lease, as its /metrics says (kube's
@@ -172,7 +230,7 @@ class LocalComponent:
         if port is None:
             return None
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as r:
+            with urllib.request.urlopen(f"{self.url}/metrics", timeout=timeout) as r:
                 text = r.read(1 << 20).decode("utf-8", "replace")
         except OSError:
             return None

@@ -2,7 +2,7 @@
 testing the control plane at scale (kube's kubemark).
 
     raftkube hollow-nodes --kubeconfig K --count 1000 [--prefix hollow-] [--capacity ...]
-                          [--sync-period 5] [--health-port P]
+                          [--sync-period 5] [--health-port P] [--health-address A]
 
 Each hollow node is a whole `Kubelet` (its Node, its Lease renewed every 10 s, node status,
 pod workers and pods/status) over a `FakeRuntime`.  What they share: one connection pool
@@ -31,7 +31,7 @@ from components.client import kubeconfig
 from components.client.indexer import NAMESPACE_INDEX, NODE_NAME_INDEX
 from components.client.informer import EventHandler, InformerFactory
 from components.client.rest import RestClient
-from components.health import HealthServer
+from components.health import add_health_flags, check_health_flags, health_server
 from components.kubelet.fake_runtime import FakeRuntime
 from components.kubelet.kubelet import PODS, SERVICES, Kubelet
 from components.kubelet.main import parse_pairs
@@ -110,7 +110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capacity", default="cpu=4,memory=8Gi,pods=110", help="each node's capacity, name=quantity,...")
     p.add_argument("--system-reserved", default="", help="capacity kept from pods, name=quantity,...")
     p.add_argument("--sync-period", type=float, default=5.0, help="seconds between a node's pod syncs (0.2-60)")
-    p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
+    add_health_flags(p)
     p.add_argument("-v", "--verbose", action="store_true", help="log every failed sync")
 
 
@@ -128,8 +128,7 @@ def node_names(args: argparse.Namespace) -> list[str]:
         raise ValueError(f"--prefix: {args.prefix!r} must be lowercase letters, digits and '-' (at most 40)")
     if not 0.2 <= args.sync_period <= 60:
         raise ValueError(f"--sync-period must be from 0.2 to 60 seconds, got {args.sync_period}")
-    if not 0 <= args.health_port < 65536:
-        raise ValueError(f"--health-port must be from 0 to 65535, got {args.health_port}")
+    check_health_flags(args)
     return [f"{args.prefix}{i}" for i in range(1, args.count + 1)]
 
 
@@ -149,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, kubeconfig.KubeconfigError) as e:
         print(f"raftkube hollow-nodes: {e}", file=sys.stderr)
         return 2
-    return asyncio.run(_serve(client_config, names, capacity, reserved, args.sync_period, args.health_port))
+    return asyncio.run(_serve(client_config, names, capacity, reserved, args.sync_period, args))
 
 
 async def _serve(
@@ -158,9 +157,9 @@ async def _serve(
     capacity: dict[str, str],
     reserved: dict[str, str],
     sync_period: float,
-    health_port: int,
+    health_flags: argparse.Namespace,
 ) -> int:
-    health = HealthServer(health_port, CollectorRegistry(), lambda: None)
+    health = health_server(health_flags, CollectorRegistry(), lambda: None)
     async with RestClient(client_config, user_agent="raftkube-hollow-nodes", max_connections=64) as client:
         hollow = HollowNodes(client, names, capacity, reserved, sync_period=sync_period)
         return await run_component("the hollow nodes", hollow.run, log, health)

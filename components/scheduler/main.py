@@ -18,7 +18,7 @@ from components.client import kubeconfig
 from components.client.kubeconfig import KubeconfigError
 from components.client.leaderelection import LeaderElector, default_identity
 from components.client.rest import RestClient
-from components.health import HealthServer
+from components.health import add_health_flags, check_health_flags, health_server
 from components.runner import LeaderElection, run_component
 from components.scheduler.metrics import Metrics
 from components.scheduler.scheduler import Scheduler
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(*renew, dest="renew_deadline", type=float, default=10.0, help="seconds (default 10)")
     retry = ("--leader-elect-retry-period", "--retry-period")
     parser.add_argument(*retry, dest="retry_period", type=float, default=2.0, help="seconds (default 2)")
-    parser.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0 = off)")
+    add_health_flags(parser)
     parser.add_argument("--identity", default="", help="leader election identity (default: hostname_<uuid>)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
@@ -78,8 +78,7 @@ def run(args: argparse.Namespace) -> int:
 def check(args: argparse.Namespace, identity: str = "check") -> None:
     """ValueError naming the flag whose value the scheduler cannot run with (`up` checks the
     flags cluster.toml gives it this way before it starts one)."""
-    if not 0 <= args.health_port <= 65535:
-        raise ValueError(f"--health-port {args.health_port}: not a port")
+    check_health_flags(args)
     if args.leader_elect:
         LeaderElector(
             _NoClient(),
@@ -106,7 +105,7 @@ class _NoClient:
 
 async def _main(args: argparse.Namespace, config: kubeconfig.ClientConfig, identity: str) -> int:
     metrics = Metrics()
-    health = HealthServer(args.health_port, metrics.registry, lambda: None)
+    health = health_server(args, metrics.registry, lambda: None)
     client = RestClient(config, user_agent="raftkube-scheduler")
     try:
         scheduler = Scheduler(client, identity=identity, metrics=metrics)

@@ -1,7 +1,8 @@
 """`raftkube chaos cluster` as a user runs it: the CI subset of the cluster chaos runs.  A
 short run under mixed faults passes every check (SIGKILLs of store members, apiservers, the
-balancer and the controller-manager's and scheduler's leaders; SIGSTOPs of the same; at times
-two at once), and each canary run (apiservers that lose one watch event, or acknowledge
+balancer, the controller-manager's and scheduler's leaders and the kubelets; SIGSTOPs of the
+same; as root, with every part on a host of its own, their cables pulled; at times two at
+once), and each canary run (apiservers that lose one watch event, or acknowledge
 writes they never make; schedulers that schedule without their Lease) fails on the check that
 is there for it and on nothing else.  Each
 run brings up an HA cluster of its own (3 members, 2 apiservers behind the balancer, 2
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from machinery.process.hosts import can_make_hosts
 from tests.support.cli import raftkube
 
 
@@ -24,7 +26,13 @@ def chaos(tmp_path: Path, *args: str) -> tuple[int, str]:
 
 
 def test_a_run_under_mixed_faults_passes_every_check(tmp_path: Path) -> None:
-    code, report = chaos(tmp_path, "--seed", "11", "--duration", "15", "--faults", "kill,pause", "--mixed")
+    """As root (CI), every part but the balancer on a host of its own, and cables pulled too."""
+    hosts = (
+        ("--hosts", "netns", "--faults", "kill,pause,unplug")
+        if can_make_hosts() is None
+        else ("--faults", "kill,pause")
+    )
+    code, report = chaos(tmp_path, "--seed", "11", "--duration", "20", *hosts, "--mixed")
     assert code == 0, report
     assert "| FAIL |" not in report and "## Faults" in report
     assert (tmp_path / "report" / "timeline.png").stat().st_size > 0

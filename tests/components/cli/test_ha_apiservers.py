@@ -19,6 +19,7 @@ import yaml
 
 from apiserver.launcher import LocalApiserver
 from components.cli.apiserver_set import ApiserverSet
+from components.cli.launcher import LocalComponent
 from machinery.process.hosts import can_make_hosts, free_subnet
 from machinery.process.launch import read_pid
 from tests.apiserver.support import kubectl_binary, running_apiserver
@@ -99,12 +100,15 @@ def test_two_apiservers_behind_the_balancer_survive_losing_one(tmp_path: Path) -
 
 
 @pytest.mark.skipif(can_make_hosts() is not None, reason="hosts of their own need root")
-def test_with_the_store_on_hosts_each_apiserver_runs_on_a_host_of_its_own(tmp_path: Path) -> None:
+def test_with_the_store_on_hosts_every_control_plane_part_runs_on_a_host_of_its_own(tmp_path: Path) -> None:
     """`up --hosts netns` (cluster.toml's [store] hosts): the HA set's apiservers each on a host
     of the members' LAN, at its own address on the cluster's port; the balancer reaches them
-    there (through `up --detach`, which passes the flag on); `down` leaves no host."""
+    there (through `up --detach`, which passes the flag on); the controller-managers,
+    schedulers and hollow nodes on hosts of their own too, their /healthz on their address,
+    reaching the apiservers over the LAN (the hollow nodes turn Ready); a killed scheduler comes
+    back on its host; `down` leaves no host."""
     subnet = free_subnet()
-    more = f'[store]\nmembers = 3\nhosts_subnet = "{subnet}"\n'
+    more = f'[store]\nmembers = 3\nhosts_subnet = "{subnet}"\n[scheduler]\nreplicas = 2\n'
     config = tmp_path / "cluster.toml"
     config.write_text(
         more + '[apiserver]\ncount = 2\nstartup_timeout = 60.0\n[kubelets]\ncount = 0\npod_network = "host"\n'
@@ -112,7 +116,7 @@ def test_with_the_store_on_hosts_each_apiserver_runs_on_a_host_of_its_own(tmp_pa
     data_dir = tmp_path / "rk"
     up = raftkube(
         "up", "--detach", "--free-ports", "--hosts", "netns", "--data-dir", str(data_dir), "--config", str(config),
-        timeout=180,
+        "--hollow-nodes", "2", timeout=180,
     )  # fmt: skip
     try:
         assert up.returncode == 0, up.stderr
@@ -121,14 +125,34 @@ def test_with_the_store_on_hosts_each_apiserver_runs_on_a_host_of_its_own(tmp_pa
         for i, member in enumerate(ApiserverSet(data_dir).members(), start=1):
             at = member.recorded()
             assert at is not None and at.host == str(net.address(20 + i)), at
-            pid = member.pid()
-            assert pid is not None
-            ns = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True, check=True)
-            assert ns.stdout.strip() == net.netns(f"a{i}")
-        argv = [str(kubectl_binary(33)), "--kubeconfig", str(data_dir / "kubeconfig"), "get", "--raw", "/readyz"]
-        got = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30)
+            assert _netns_of(member.pid()) == net.netns(f"a{i}")
+        for name, host, index in [("controller-manager", "c1", 31), ("scheduler", "s1", 41), ("scheduler-2", "s2", 42)]:
+            part = LocalComponent(data_dir, name)
+            assert _netns_of(part.pid()) == net.netns(host), name
+            assert part.url.startswith(f"http://{net.address(index)}:") and part.probe()[0] == 200, part.url
+        hollow = LocalComponent(data_dir, "hollow-nodes")
+        assert _netns_of(hollow.pid()) == net.netns("k1")
+        argv = [str(kubectl_binary(33)), "--kubeconfig", str(data_dir / "kubeconfig")]
+        got = subprocess.run(
+            [*argv, "get", "--raw", "/readyz"], check=False, capture_output=True, text=True, timeout=30
+        )
         assert got.stdout == "ok", got.stderr
+        ready = [*argv, "wait", "--for=condition=Ready", "node", "hollow-1", "hollow-2", "--timeout=60s"]
+        got = subprocess.run(ready, check=False, capture_output=True, text=True, timeout=90)
+        assert got.returncode == 0, got.stdout + got.stderr
+        scheduler = LocalComponent(data_dir, "scheduler")
+        killed = scheduler.pid()
+        assert killed is not None
+        os.kill(killed, signal.SIGKILL)
+        until("the scheduler back", lambda: scheduler.pid() not in (None, killed) and scheduler.probe()[0] == 200, 60)
+        assert _netns_of(scheduler.pid()) == net.netns("s1")
     finally:
         down = raftkube("down", "--data-dir", str(data_dir), timeout=120)
     assert down.returncode == 0, down.stderr
     assert net.hosts() == []
+
+
+def _netns_of(pid: int | None) -> str:
+    assert pid is not None
+    ns = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True, check=True, timeout=10)
+    return ns.stdout.strip()

@@ -91,6 +91,7 @@ def test_runs_controllers_and_hands_over(cluster: ApiserverUnderTest, processes:
     [
         (["--controllers", "nope"], "--controllers: unknown controller 'nope'"),
         (["--health-port", "70000"], "--health-port must be from 0 to 65535"),
+        (["--health-address", "localhost"], "--health-address must be an IP address, got 'localhost'"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
         (["--root-ca-file", "/nonexistent/ca.crt"], "--root-ca-file: /nonexistent/ca.crt: No such file"),
         (["--root-ca-file", __file__], "not PEM certificates"),
