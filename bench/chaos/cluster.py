@@ -97,6 +97,8 @@ class ChaosCluster:
     def down(self) -> str:
         """`raftkube down`; its output."""
         self.note_pids()
+        if self.mesh is not None:
+            self.mesh.close()  # its delay proxies, if a fault left one
         proc = self._raftkube("down", "--data-dir", str(self.data_dir), timeout=180.0)
         return (proc.stdout + proc.stderr).strip()
 

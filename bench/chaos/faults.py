@@ -7,12 +7,11 @@ through `up`'s supervisor, as it would in a user's cluster; a stopped one is con
 With every part of the control plane on a host of its own (`--hosts netns`, root), network
 faults come from the kernel (store/chaos/kernel_net.py, TLS on): a member isolated from the
 other members, a member its clients (the apiservers) cannot reach, a member whose links lose
-30 % of their packets; the apiservers cut from the store or unreachable for their clients
+30 % of their packets, a slow member (its links 200 +- 100 ms late, through a delay proxy in
+its namespace: the kernel cannot hold packets here); the apiservers cut from the store or unreachable for their clients
 (bench/chaos/apiserver_net.py); and any part's cable pulled (its host's link down: a store
 member, an apiserver, the controller-manager's or scheduler's leader, the kubelets), so that
 what a partitioned leader does after its lease ran out is seen; each for 2-6 s, then healed.
-(Latency would need tc's netem, or nft's queue to a delaying program, which the CI machines'
-kernel both lacks: "Specified qdisc kind is unknown", and `queue` is refused.)
 
 Each fault is recorded with its start and end, for the report's timeline and for the reader
 of a failure: which fault was under way when a check broke.
@@ -36,7 +35,10 @@ PAUSE_S = (2.0, 6.0)
 STALL_MS = 800
 STALL_POINT = "wal-after-fsync"
 LOSS = 0.3
-NET_HOWS = ("isolate", "unreachable", "lossy", "unplug")
+SLOW_S = (0.2, 0.1)
+"""A slow member's messages to its peers arrive this late (mean, jitter): a round trip of up
+to 0.6 s, under the members' 1 s election timeout, so it slows commits without an election."""
+NET_HOWS = ("isolate", "unreachable", "lossy", "slow", "unplug")
 
 
 @dataclass
@@ -102,7 +104,7 @@ UNPLUG_TARGETS = ("store-member", "apiserver", "controller-manager-leader", "sch
 FAULTS = (
     tuple(f"{how}-{what}" for what in TARGETS for how in ("kill", "pause"))
     + tuple(f"stall-{what}" for what in STORE_TARGETS)
-    + tuple(f"{how}-{what}" for how in ("isolate", "unreachable", "lossy") for what in STORE_TARGETS)
+    + tuple(f"{how}-{what}" for how in ("isolate", "unreachable", "lossy", "slow") for what in STORE_TARGETS)
     + ("isolate-apiserver", "unreachable-apiserver")
     + tuple(f"unplug-{what}" for what in UNPLUG_TARGETS)
 )
@@ -216,6 +218,8 @@ async def _network_fault(
             await asyncio.to_thread(mesh.isolate, member)
         elif how == "unreachable":
             await asyncio.to_thread(mesh.cut_clients, member)
+        elif how == "slow":
+            await asyncio.to_thread(mesh.delay, member, *SLOW_S)
         else:
             await asyncio.to_thread(mesh.drop, member, LOSS)
     try:

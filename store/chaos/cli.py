@@ -18,7 +18,6 @@ from pathlib import Path
 from machinery.process.command import UsageError
 from machinery.process.hosts import can_make_hosts
 from store.chaos.faults import FAULTS, GROUPS, expand
-from store.chaos.kernel_net import kernel_can_delay
 from store.chaos.report import first_violation_hint, verdict_table, write_scenario, write_summary
 from store.chaos.scenario import CANARIES, PROFILES, Result, Scenario, run_scenario
 
@@ -86,11 +85,6 @@ def run(args: argparse.Namespace) -> int:
         why = can_make_hosts()
         if why is not None:
             raise UsageError(f"--hosts netns: {why}")
-        if "delay" in faults and not kernel_can_delay():
-            faults.remove("delay")
-            print("chaos: leaving out `delay`: this kernel has no tc netem to delay packets with", file=sys.stderr)
-            if not faults:
-                raise UsageError("--faults names no fault this kernel can make under --hosts netns")
     if args.duration < 0 or args.traffic <= 0 or args.snapshot_count < 1:
         raise UsageError("--duration must be >= 0, --traffic > 0 and --snapshot-count >= 1")
     seed = args.seed if args.seed is not None else random.randrange(1 << 20)

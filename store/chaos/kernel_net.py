@@ -14,21 +14,27 @@ add), so a heal is exact and nothing half-applied is ever live.  Resets (`cut`, 
 `cut_clients`) kill live sockets with `ss -K` in the namespace: the sender sees its
 connection aborted and redials, as after a peer's RST.
 
-Latency needs tc's netem, which some kernels lack (the 2-core CI machines' does):
-`delay` raises FaultUnavailable there, and the chaos run leaves that fault out, saying so.
+Latency: the kernel cannot delay packets here (no tc netem, no nft `queue`), so a delayed
+link goes through a proxy in the sender's namespace (store/chaos/delay_proxy.py): a third
+chain of the table (`delayed`, nat, output hook) redirects the member's new connections to
+the delayed peers to it; it holds what the member sends and passes it on, TLS unread.  Live
+connections are reset so they redial through it; a heal removes the rule, then stops the
+proxy, whose connections close and are redialled direct.
 """
 
 from __future__ import annotations
 
-import os
+import select
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from machinery.process import nft
 from machinery.process.hosts import HostNetwork
 from store.api.protocol import split_url
+from store.chaos.delay_proxy import MARK, MAX_DELAY_S, Delay
 from store.chaos.links import Link, LinkSelection, Target
 from store.launcher import LocalCluster
 
@@ -36,27 +42,11 @@ TABLE = "rkchaos"
 SS_TIMEOUT = 10.0
 
 
-def kernel_can_delay() -> bool:
-    """Whether tc can add a netem qdisc here (tried in a throwaway namespace)."""
-    ns = f"rkh-netem-probe-{os.getpid()}"
-    try:
-        subprocess.run(["ip", "netns", "add", ns], capture_output=True, timeout=SS_TIMEOUT, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    try:
-        argv = ["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]
-        return subprocess.run(argv, capture_output=True, timeout=SS_TIMEOUT, check=False).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=SS_TIMEOUT, check=False)
-
-
-def fault_table(out: list[str], inbound: list[str]) -> str:
+def fault_table(out: list[str], inbound: list[str], redirect: Sequence[str] = ()) -> str:
     """The nft script that replaces a namespace's whole fault table with these output and input
-    drop rules (none: the table is gone), in one transaction."""
+    drop rules and output redirects (none: the table is gone), in one transaction."""
     script = [f"table inet {TABLE}", f"delete table inet {TABLE}"]  # add first: delete never fails
-    if out or inbound:
+    if out or inbound or redirect:
         script += [
             f"table inet {TABLE} {{",
             "  chain out { type filter hook output priority 0; policy accept;",
@@ -64,6 +54,9 @@ def fault_table(out: list[str], inbound: list[str]) -> str:
             "  }",
             "  chain in { type filter hook input priority 0; policy accept;",
             *(f"    {r}" for r in inbound),
+            "  }",
+            "  chain delayed { type nat hook output priority -100; policy accept;",
+            *(f"    {r}" for r in redirect),
             "  }",
             "}",
         ]
@@ -83,6 +76,17 @@ class _Faults:
     lossy: dict[int, float] = field(default_factory=dict)
     """Peer -> share of its packets to that peer dropped."""
     clients_cut: bool = False
+    delayed: dict[int, Delay] = field(default_factory=dict)
+    """Peer -> how late its messages to that peer arrive (through its delay proxy)."""
+
+
+@dataclass
+class _Proxy:
+    process: subprocess.Popen[str]
+    port: int
+
+
+PROXY_START_S = 10.0
 
 
 class KernelMesh(LinkSelection):
@@ -101,7 +105,8 @@ class KernelMesh(LinkSelection):
         """Members whose clients go through something of ours: none here (the kernel needs no
         endpoint of its own), so ChaosCluster hands clients the members' own URLs."""
         self._faults = {m: _Faults() for m in self.ids}
-        self._stats = {m: {"renders": 0, "resets": 0} for m in self.ids}
+        self._proxies: dict[int, _Proxy] = {}
+        self._stats = {m: {"renders": 0, "resets": 0, "proxies": 0} for m in self.ids}
 
     def __enter__(self) -> KernelMesh:
         return self
@@ -127,7 +132,14 @@ class KernelMesh(LinkSelection):
                 )
         if f.clients_cut:
             inbound.append(f"tcp dport {self.client_port[member]} drop")
-        nft.run(fault_table(out, inbound), prefix=self._prefix(member))
+        proxy = self._proxies.get(member)
+        redirect = [
+            f"meta mark != {MARK:#x} ip daddr {self.address[peer]} tcp dport {self.peer_port[peer]}"
+            f" redirect to :{proxy.port}"
+            for peer in sorted(f.delayed)
+            if proxy is not None
+        ]
+        nft.run(fault_table(out, inbound, redirect), prefix=self._prefix(member))
         self._stats[member]["renders"] += 1
 
     def _reset(self, member: int, *filters: str) -> None:
@@ -176,10 +188,43 @@ class KernelMesh(LinkSelection):
         self._reset(member, "(", "sport", "=", port, "or", "dport", "=", port, ")")
 
     def delay(self, target: Target, mean_s: float, jitter_s: float = 0.0) -> None:
-        raise FaultUnavailable(
-            "delaying packets needs tc's netem qdisc, which this kernel does not have "
-            "(`tc qdisc add dev lo root netem` says: Specified qdisc kind is unknown)"
-        )
+        """Messages on the link(s) arrive mean +- jitter seconds late, in order (through a delay
+        proxy in the sender's namespace: this kernel cannot hold packets itself)."""
+        if not 0 <= jitter_s <= mean_s <= MAX_DELAY_S:
+            raise ValueError(f"delay: want 0 <= jitter <= mean <= {MAX_DELAY_S:g} s, got {mean_s}, {jitter_s}")
+        touched = set()
+        for src, dst in self._select(target):
+            self._faults[src].delayed[dst] = Delay(mean_s, jitter_s)
+            touched.add(src)
+        for m in sorted(touched):
+            self._redelay(m)
+
+    def _redelay(self, member: int) -> None:
+        """Put the member's delay proxy in line with its delayed links: a new proxy for the new
+        set (its live connections to delayed peers reset, so they redial through it), or none."""
+        delayed = self._faults[member].delayed
+        old = self._proxies.pop(member, None)
+        if delayed:
+            self._proxies[member] = self._start_proxy(member, delayed)
+            self._stats[member]["proxies"] += 1
+        self._render(member)
+        if old is not None:
+            _stop(old.process)
+        for peer in sorted(delayed):
+            self._reset(member, "dst", self.address[peer], "dport", "=", str(self.peer_port[peer]))
+
+    def _start_proxy(self, member: int, delayed: dict[int, Delay]) -> _Proxy:
+        argv = [*self._prefix(member), sys.executable, "-m", "store.chaos.delay_proxy", "--mark", hex(MARK)]
+        for peer, d in sorted(delayed.items()):
+            argv += ["--delay", f"{self.address[peer]}:{self.peer_port[peer]}={d.mean_s}/{d.jitter_s}"]
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert process.stdout is not None
+        ready = _read_line(process.stdout, PROXY_START_S)
+        if not ready.startswith("ready "):
+            process.kill()
+            _, err = process.communicate(timeout=5.0)
+            raise FaultUnavailable(f"member {member}'s delay proxy did not start: {ready or err.strip()}")
+        return _Proxy(process, int(ready.split()[1]))
 
     def drop(self, target: Target, share: float) -> None:
         """That share of the packets on the link(s) is lost (TCP resends them)."""
@@ -196,7 +241,10 @@ class KernelMesh(LinkSelection):
         self._check(src, dst)
         self._faults[src].blackholed.discard(dst)
         self._faults[src].lossy.pop(dst, None)
-        self._render(src)
+        if self._faults[src].delayed.pop(dst, None) is not None:
+            self._redelay(src)
+        else:
+            self._render(src)
 
     # ------------------------------------------------------------------ clients
     def client_url(self, member: int) -> str:
@@ -221,12 +269,37 @@ class KernelMesh(LinkSelection):
         """Clear every fault, on peer links and clients."""
         for m in self.ids:
             f = self._faults[m]
-            if f.blackholed or f.lossy or f.clients_cut:
+            if f.blackholed or f.lossy or f.clients_cut or f.delayed:
                 self._faults[m] = _Faults()
-                self._render(m)
+                self._redelay(m)
+
+    def delay_proxies(self) -> dict[int, int]:
+        """member -> the pid of its delay proxy, for the members that have one."""
+        return {m: proxy.process.pid for m, proxy in self._proxies.items()}
 
     def stats(self) -> dict[str, dict[str, Any]]:
         return {f"member-{m}": dict(s) for m, s in self._stats.items()}
 
     def close(self) -> None:
-        """Nothing to stop: the rules go with the hosts (LocalCluster.stop_all)."""
+        """Stop the delay proxies (the rules go with the hosts: LocalCluster.stop_all)."""
+        for proxy in self._proxies.values():
+            _stop(proxy.process)
+        self._proxies.clear()
+
+
+def _read_line(stream: IO[str], timeout: float) -> str:
+    """The next line of a child's output, or "" when none comes within `timeout`."""
+    ready, _, _ = select.select([stream], [], [], timeout)
+    return stream.readline().strip() if ready else ""
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(5.0)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5.0)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()

@@ -7,14 +7,16 @@ peer connections (the members redial).  Heal leaves no rule behind."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from store.api.errors import StoreError
-from store.chaos.kernel_net import TABLE, FaultUnavailable, KernelMesh
+from store.chaos.kernel_net import TABLE, KernelMesh
 from tests.support.cluster import StoreCluster, running_cluster
 from tests.support.network import free_cidr
 
@@ -108,9 +110,44 @@ def test_reset_peer_connections_are_redialled(cluster: StoreCluster, mesh: Kerne
     assert mesh.stats()[f"member-{leader}"]["resets"] == 2
 
 
-def test_delay_says_what_the_kernel_lacks(mesh: KernelMesh) -> None:
-    with pytest.raises(FaultUnavailable, match="netem"):
-        mesh.delay(mesh.ids[0], 0.05)
+def timed_put(tc: StoreCluster, key: bytes) -> float:
+    """How long a put that succeeded took (a few tries: an election may come between)."""
+    for _ in range(5):
+        start = time.monotonic()
+        if put(tc, key, timeout=5.0) is not None:
+            return time.monotonic() - start
+        tc.wait_leader()
+    raise AssertionError(f"no put of {key!r} succeeded in 5 tries")
+
+
+def test_delayed_links_slow_every_commit_until_healed(cluster: StoreCluster, mesh: KernelMesh) -> None:
+    """No netem here: each member's links go through a delay proxy in its namespace (TLS
+    unread); a commit needs the leader's append to reach a follower and its answer to come back,
+    so each put takes twice the delay at least, whoever leads (50 ms: the round trip stays under
+    the test profile's 200 ms election timeout); healed, the proxies are gone and puts are
+    quick again."""
+    for m in mesh.ids:
+        mesh.delay(m, 0.05)
+    try:
+        cluster.wait_leader()
+        slow = [timed_put(cluster, f"slow-{i}".encode()) for i in range(3)]
+        assert min(slow) >= 0.09, slow
+        proxies = mesh.delay_proxies()
+        assert sorted(proxies) == sorted(mesh.ids)
+    finally:
+        mesh.heal()
+    assert mesh.delay_proxies() == {}
+    for pid in proxies.values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    cluster.wait_leader()
+    fast = min(timed_put(cluster, f"fast-{i}".encode()) for i in range(3))
+    assert fast < 0.07, fast
+
+
+def test_a_delay_out_of_bounds_is_refused(mesh: KernelMesh) -> None:
+    with pytest.raises(ValueError, match="jitter <= mean"):
+        mesh.delay(mesh.ids[0], 0.05, 0.1)
 
 
 def test_a_mesh_needs_members_on_hosts_of_their_own(tmp_path: Path) -> None:
