@@ -4,7 +4,8 @@ and the endpoint reconciler): in-cluster clients find the API there.
 
 The Service's ClusterIP is the first address of the service CIDR (10.96.0.1 for 10.96.0.0/16),
 its port 443 named `https` targets the apiserver's secure port; the Endpoints and the slice hold
-the apiserver's advertise address and port.  The loop makes them when missing, puts back the
+the advertised address of every live apiserver (apiserver/master_leases.py, kube's lease
+reconciler) and the advertised port.  The loop makes them when missing, puts back the
 fields it owns when someone changed them, and leaves everything else (other labels,
 annotations) alone.  This takes the
 first address; the allocator (apiserver/service_allocation.py) records it as taken when the
@@ -18,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from apiserver import errors
+from apiserver.master_leases import MasterLeases
 from apiserver.patch.jsonvalue import deep_copy
 from apiserver.registry.generic import Registry
 from machinery import kept_objects
@@ -58,10 +60,14 @@ class KubernetesService:
     address: str
     port: int
     service_cidr: str = DEFAULT_SERVICE_CIDR  # where every Service's ClusterIP comes from
+    self_advertised: bool = True
+    """The advertised address and port are this apiserver's own (not a balancer's in front of
+    several): stopping, it takes its address out (MasterLeases.release)."""
 
     @classmethod
-    def of(cls, service_cidr: str, address: str, port: int) -> KubernetesService:
-        return cls(first_address(service_cidr), address, port, str(ipaddress.ip_network(service_cidr, strict=True)))
+    def of(cls, service_cidr: str, address: str, port: int, self_advertised: bool = True) -> KubernetesService:
+        cidr = str(ipaddress.ip_network(service_cidr, strict=True))
+        return cls(first_address(service_cidr), address, port, cidr, self_advertised)
 
     @property
     def family(self) -> str:
@@ -79,7 +85,13 @@ class KubernetesService:
             },
         }
 
-    def endpoints(self) -> Obj:
+    def _addresses(self, addresses: Sequence[str] | None) -> list[str]:
+        """The live apiservers' addresses of this family (this one's when none is known)."""
+        family = ipaddress.ip_address(self.address).version
+        same = [a for a in addresses or () if ipaddress.ip_address(a).version == family]
+        return same or [self.address]
+
+    def endpoints(self, addresses: Sequence[str] | None = None) -> Obj:
         return {
             "metadata": {
                 "name": NAME,
@@ -88,17 +100,17 @@ class KubernetesService:
             },
             "subsets": [
                 {
-                    "addresses": [{"ip": self.address}],
+                    "addresses": [{"ip": a} for a in self._addresses(addresses)],
                     "ports": [{"name": PORT_NAME, "port": self.port, "protocol": "TCP"}],
                 }
             ],
         }
 
-    def endpoint_slice(self) -> Obj:
+    def endpoint_slice(self, addresses: Sequence[str] | None = None) -> Obj:
         return {
             "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": dict(SLICE_LABELS)},
             "addressType": self.family,
-            "endpoints": [{"addresses": [self.address], "conditions": {"ready": True}}],
+            "endpoints": [{"addresses": [a], "conditions": {"ready": True}} for a in self._addresses(addresses)],
             "ports": [{"name": PORT_NAME, "port": self.port, "protocol": "TCP"}],
         }
 
@@ -147,13 +159,20 @@ async def keep_object(registry: Registry, want: Obj, manager: str = MANAGER) -> 
     return await kept_objects.keep_object(where, want)
 
 
-async def reconcile(target: KubernetesService, services: Registry, endpoints: Registry, slices: Registry) -> None:
-    """One round: each of the three objects made or fixed; a failure is logged, not raised, so one
-    broken object does not keep the others from being kept."""
+async def reconcile(
+    target: KubernetesService,
+    services: Registry,
+    endpoints: Registry,
+    slices: Registry,
+    addresses: Sequence[str] | None = None,
+) -> None:
+    """One round: each of the three objects made or fixed, the endpoints naming `addresses`
+    (the live apiservers; None: this one); a failure is logged, not raised, so one broken
+    object does not keep the others from being kept."""
     for registry, want in (
         (services, target.service()),
-        (endpoints, target.endpoints()),
-        (slices, target.endpoint_slice()),
+        (endpoints, target.endpoints(addresses)),
+        (slices, target.endpoint_slice(addresses)),
     ):
         what = registry.resource.plural
         try:
@@ -172,12 +191,18 @@ async def keep_forever(
     slices: Registry,
     interval: float = INTERVAL_SECONDS,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    leases: MasterLeases | None = None,
 ) -> None:
     """Reconcile now and every `interval` seconds until cancelled: a deleted object is back
-    within one interval, as kube's reconciler brings it back."""
+    within one interval, as kube's reconciler brings it back.  With `leases`, each round first
+    renews this apiserver's lease and names every live apiserver."""
     while True:
         try:
-            await reconcile(target, services, endpoints, slices)
+            addresses = None
+            if leases is not None:
+                await leases.renew()
+                addresses = await leases.live()
+            await reconcile(target, services, endpoints, slices, addresses)
         except Exception:  # the loop outlives any one round's surprise; it is logged
             log.exception("default/kubernetes: reconcile round failed")
         await sleep(interval)

@@ -373,8 +373,8 @@ def kubernetes_service_of(args: argparse.Namespace) -> KubernetesService:
     port = args.port if args.advertise_port is None else args.advertise_port
     if not 0 < port < 65536:
         raise UsageError(f"--advertise-port must be from 1 to 65535, got {port}")
-    try:
-        return KubernetesService.of(args.service_cluster_ip_range, address, port)
+    try:  # an advertised port of another (a balancer's) is not this apiserver's own address
+        return KubernetesService.of(args.service_cluster_ip_range, address, port, args.advertise_port is None)
     except ValueError as e:
         raise UsageError(f"--service-cluster-ip-range: {e}") from None
 

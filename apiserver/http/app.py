@@ -59,6 +59,7 @@ from apiserver.http.pod_proxy import PodProxyClient
 from apiserver.http.requestinfo import parse_resource_path
 from apiserver.http.router import find_subresource, route
 from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR, KubernetesService, keep_forever
+from apiserver.master_leases import MasterLeases
 from apiserver.node_ports import DEFAULT_RANGE as DEFAULT_NODE_PORTS
 from apiserver.node_ports import NodePortAllocator
 from apiserver.openapi_v2 import SwaggerDocument
@@ -69,11 +70,12 @@ from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
 from apiserver.service_allocation import ServiceAllocation, ServiceAllocationRepair
 from apiserver.service_ips import ClusterIPAllocator
-from apiserver.storage.interface import Storage
+from apiserver.storage.interface import Storage, StorageError
 
 log = logging.getLogger("raftkube.apiserver")
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+RELEASE_TIMEOUT_S = 2.0  # how long stopping waits to take its address out of default/kubernetes
 NOBODY = User("")  # the user of a request's attributes when only its metric labels need them
 
 
@@ -114,6 +116,7 @@ class Api:
         self.storage = storage
         self.kubernetes_service = kubernetes_service
         self._service_keeper: asyncio.Task[None] | None = None
+        self._master_lease: MasterLeases | None = None
         if admission_plugins is None:
             admission_plugins = plugin_names()
         self.compaction_interval = compaction_interval
@@ -330,8 +333,10 @@ class Api:
         kept.append(self.scope.by_path.get(("discovery.k8s.io", "v1", "endpointslices")))
         if self.kubernetes_service is not None and all(r is not None and r in self.scope.registries for r in kept):
             services, endpoints, slices = (self.scope.registries[r] for r in kept if r is not None)
+            target = self.kubernetes_service
+            self._master_lease = MasterLeases(self.storage, target.address, target.port)
             self._service_keeper = asyncio.create_task(
-                keep_forever(self.kubernetes_service, services, endpoints, slices)
+                keep_forever(target, services, endpoints, slices, leases=self._master_lease)
             )
 
     async def stop(self) -> None:
@@ -340,6 +345,9 @@ class Api:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self._master_lease is not None and self.kubernetes_service and self.kubernetes_service.self_advertised:
+            with contextlib.suppress(StorageError, OSError, TimeoutError):  # best effort: else it runs out
+                await asyncio.wait_for(self._master_lease.release(), RELEASE_TIMEOUT_S)
         # the caches first: a custom kind's cache converts what it follows through the
         # conversion webhook's client, which would open a session again after it was closed
         await self.scope.stop()

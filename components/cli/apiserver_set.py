@@ -15,8 +15,9 @@ Decisions, where kube leaves them to the installer:
   (components.client.rest), so neither the balancer nor any one apiserver is needed.
 - default/kubernetes's endpoints name the balancer (every apiserver is started with
   `--advertise-port` of it): on one host the apiservers differ only in port, which one
-  Endpoints subset cannot say, and pods reach whichever is ready through it.  (Apiservers on
-  hosts of their own would each name itself, kube's lease endpoint reconciler; not here yet.)
+  Endpoints subset cannot say, and pods reach whichever is ready through it.  Apiservers on
+  hosts of their own (one port, an address each) each name themselves, and the endpoints list
+  every live one (apiserver/master_leases.py, kube's lease endpoint reconciler).
 - The first apiserver starts and is ready before the others start: it makes the bootstrap
   objects and any certificate the others would otherwise race to write.
 - `up` with a smaller count than before removes the directories of the apiservers (and, at 1,

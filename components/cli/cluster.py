@@ -345,7 +345,11 @@ def _start_apiservers(
     plan = apiservers.plan(endpoint, a.count)
     ha = a.count > 1
     args = a.flags() + reach
-    if ha:  # default/kubernetes names the balancer, whichever apiserver writes it
+    # default/kubernetes names the balancer, whichever apiserver writes it; but apiservers on
+    # hosts of their own (one port, an address each) each name themselves (kube's lease
+    # reconciler), unless pods on this machine's network must reach them through the balancer
+    on_hosts = any(p.in_host for p in plan) and not reach
+    if ha and not on_hosts:
         args += ("--advertise-port", str(endpoint.port))
         if "--advertise-address" not in reach:
             args += ("--advertise-address", endpoint.dial_host)

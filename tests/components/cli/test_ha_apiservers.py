@@ -103,7 +103,8 @@ def test_two_apiservers_behind_the_balancer_survive_losing_one(tmp_path: Path) -
 def test_with_the_store_on_hosts_every_control_plane_part_runs_on_a_host_of_its_own(tmp_path: Path) -> None:
     """`up --hosts netns` (cluster.toml's [store] hosts): the HA set's apiservers each on a host
     of the members' LAN, at its own address on the cluster's port; the balancer reaches them
-    there (through `up --detach`, which passes the flag on); the controller-managers,
+    there (through `up --detach`, which passes the flag on), and default/kubernetes names each of
+    them (kube's lease reconciler); the controller-managers,
     schedulers and hollow nodes on hosts of their own too, their /healthz on their address,
     reaching the apiservers over the LAN (the hollow nodes turn Ready); a killed scheduler comes
     back on its host; `down` leaves no host."""
@@ -137,6 +138,14 @@ def test_with_the_store_on_hosts_every_control_plane_part_runs_on_a_host_of_its_
             [*argv, "get", "--raw", "/readyz"], check=False, capture_output=True, text=True, timeout=30
         )
         assert got.stdout == "ok", got.stderr
+        # each apiserver names itself in default/kubernetes (kube's lease reconciler), not the balancer
+        lan = [str(net.address(21)), str(net.address(22))]
+        get_ep = [*argv, "get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[0].addresses[*].ip}"]
+
+        def listed() -> list[str]:
+            return subprocess.run(get_ep, check=False, capture_output=True, text=True, timeout=30).stdout.split()
+
+        until("both apiservers in default/kubernetes", lambda: listed() == lan, 30)
         ready = [*argv, "wait", "--for=condition=Ready", "node", "hollow-1", "hollow-2", "--timeout=60s"]
         got = subprocess.run(ready, check=False, capture_output=True, text=True, timeout=90)
         assert got.returncode == 0, got.stdout + got.stderr
