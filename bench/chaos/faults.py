@@ -229,8 +229,7 @@ async def _network_fault(
             if how == "unreachable":
                 await asyncio.to_thread(mesh.heal_clients, member)
             else:
-                for src, dst in links:
-                    await asyncio.to_thread(mesh.heal_link, src, dst)
+                await asyncio.to_thread(mesh.heal_links, links)
     record.ended = time.monotonic() - t0
     return record
 

@@ -238,13 +238,23 @@ class KernelMesh(LinkSelection):
             self._render(m)
 
     def heal_link(self, src: int, dst: int) -> None:
-        self._check(src, dst)
-        self._faults[src].blackholed.discard(dst)
-        self._faults[src].lossy.pop(dst, None)
-        if self._faults[src].delayed.pop(dst, None) is not None:
-            self._redelay(src)
-        else:
-            self._render(src)
+        self.heal_links([(src, dst)])
+
+    def heal_links(self, links: Sequence[Link]) -> None:
+        """Heal several links with one change per sender (a delay proxy is restarted or stopped
+        once, not once per link)."""
+        undelayed: set[int] = set()
+        for src, dst in links:
+            self._check(src, dst)
+            self._faults[src].blackholed.discard(dst)
+            self._faults[src].lossy.pop(dst, None)
+            if self._faults[src].delayed.pop(dst, None) is not None:
+                undelayed.add(src)
+        for src in sorted({src for src, _ in links}):
+            if src in undelayed:
+                self._redelay(src)
+            else:
+                self._render(src)
 
     # ------------------------------------------------------------------ clients
     def client_url(self, member: int) -> str:
