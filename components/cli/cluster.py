@@ -38,7 +38,15 @@ from apiserver.pki import BALANCER, DEFAULT_NODES, component_kubeconfig, write_c
 from components.cli import cluster_network, control_hosts, supervisor, up_lock, upstream
 from components.cli.apiserver_set import ApiserverSet
 from components.cli.component_flags import ComponentFlags, load_component_flags
-from components.cli.launcher import PID_FILE, LocalComponent, local_kubelets, local_proxies, local_replicas
+from components.cli.launcher import (
+    CLUSTER_DNS,
+    PID_FILE,
+    LocalComponent,
+    OnHost,
+    local_kubelets,
+    local_proxies,
+    local_replicas,
+)
 from components.cli.supervisor import Part, Supervisor
 from components.cli.up_view import LiveStatus, MergedLog
 from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
@@ -57,7 +65,6 @@ from store.launcher import LocalCluster
 
 UP_COMPONENTS = ("controller-manager", "scheduler")
 HOLLOW = "hollow-nodes"
-CLUSTER_DNS = "cluster-dns"
 COMPONENT_START_TIMEOUT_S = 30.0
 DETACH_TIMEOUT_S = 300.0
 """How long `up --detach` waits for the detached `up` to have everything ready."""
@@ -663,22 +670,42 @@ def _start_components(
         replicas = [name] + [f"{name}-{i}" for i in range(2, plan.replicas + 1)]  # standbys on its Lease
         components += [LocalComponent(data_dir, n, plan.args, control_hosts.place(data_dir, n)) for n in replicas]
     components += [
-        LocalComponent(data_dir, f"kubelet-{node}", (*size, *net.kubelet_args(node), *kubelets.image_args()))
+        LocalComponent(
+            data_dir,
+            f"kubelet-{node}",
+            (*size, *net.kubelet_args(node), *kubelets.image_args()),
+            _node_host(data_dir, net, f"kubelet-{node}"),
+        )
         for node in kubelets.nodes()
     ]
     if kubelets.hollow:
         hollow = ("--count", str(kubelets.hollow), *size)
         components.append(LocalComponent(data_dir, HOLLOW, hollow, control_hosts.place(data_dir, HOLLOW)))
     _start_healthy(components)
-    network = [LocalComponent(data_dir, f"proxy-{node}", net.proxy_args(node)) for node in net.proxies()]
+    network = [
+        LocalComponent(data_dir, f"proxy-{node}", net.proxy_args(node), _node_host(data_dir, net, f"proxy-{node}"))
+        for node in net.proxies()
+    ]
     if net.runs_dns():
         dns = LocalComponent(data_dir, CLUSTER_DNS)
         # the port it had (a restarted `up` keeps the kube-dns endpoint), else a free one
         saved = dns._saved_args()
         port = _listen_port(saved) or free_ports(1)[0]
-        network.append(LocalComponent(data_dir, CLUSTER_DNS, net.dns_args(port)))
+        network.append(
+            LocalComponent(data_dir, CLUSTER_DNS, net.dns_args(port), _node_host(data_dir, net, CLUSTER_DNS))
+        )
     _start_healthy(network)
     return components + network
+
+
+def _node_host(data_dir: Path, net: cluster_network.NetworkPlan, name: str) -> OnHost | None:
+    """The host of the node a kubelet, proxy or the DNS server belongs to, when the control
+    plane is on hosts of its own and the pods have their network (control_hosts)."""
+    if not net.pod_network:
+        return None
+    node = control_hosts.node_of(name)
+    assert node is not None, name
+    return control_hosts.place_node_part(data_dir, name, cluster_network.pod_cidr(node))
 
 
 def _listen_port(args: list[str]) -> int | None:

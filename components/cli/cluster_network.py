@@ -69,6 +69,11 @@ def node_index(node: str) -> int:
     return int(node.removeprefix("node-"))
 
 
+def pod_cidr(node: str) -> str:
+    """node-<i>'s pods' addresses."""
+    return f"10.244.{node_index(node)}.0/24"
+
+
 def node_address(node: str) -> str:
     """node-<i>'s InternalIP on the pod network: its bridge's address."""
     return f"10.244.{node_index(node)}.1"
@@ -101,8 +106,7 @@ class NetworkPlan:
         return self.kubelets.nodes() if self.pod_network and self.services else ()
 
     def proxy_args(self, node: str) -> tuple[str, ...]:
-        pod_cidr = f"10.244.{node_index(node)}.0/24"
-        return ("--node-ip", node_address(node), "--cluster-cidr", CLUSTER_CIDR, "--pod-cidr", pod_cidr)
+        return ("--node-ip", node_address(node), "--cluster-cidr", CLUSTER_CIDR, "--pod-cidr", pod_cidr(node))
 
     def runs_dns(self) -> bool:
         """On the pod network only: on the host's, pods could not reach it at port 53 anyway

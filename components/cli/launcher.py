@@ -28,7 +28,8 @@ from apiserver.pki import KUBE_PROXY, ApiserverPKI
 from machinery.process import disk
 from machinery.process.launch import LauncherError, free_ports, read_pid, spawn, stop_process
 
-COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes", "cluster-dns", "apiserver-balancer")
+CLUSTER_DNS = "cluster-dns"
+COMPONENTS = ("controller-manager", "scheduler", "hollow-nodes", CLUSTER_DNS, "apiserver-balancer")
 KUBELET = re.compile(r"^kubelet-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
 PROXY = re.compile(r"^proxy-(?P<node>[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")  # a node's service proxy
 REPLICA = re.compile(r"^(?P<of>controller-manager|scheduler)-(?P<n>[2-3])$")
@@ -43,8 +44,8 @@ HOST_FILE = "host.json"  # where it runs when on a host of its own
 LOOPBACK = "127.0.0.1"  # where /healthz listens otherwise (components.health's default; not imported: aiohttp)
 MOVABLE = ("controller-manager", "scheduler", "hollow-nodes")
 """The components that may run on a host of their own (they take `--health-address`): nothing
-but the apiservers' API is theirs to reach.  Kubelets with the pod network make it in the
-machine's own namespace, the proxies and DNS server serve it: they stay."""
+but the apiservers' API is theirs to reach.  A node's parts (its kubelet and proxy, and the DNS
+server) may too, on their node's host (components.cli.control_hosts)."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,11 @@ class LocalComponent:
         self.data_dir = Path(data_dir)
         self.name = name
         self.root = self.data_dir / name
-        if on_host is not None and (self.replica_of or name) not in MOVABLE:
-            raise ValueError(f"the {name} cannot run on a host of its own (only {', '.join(MOVABLE)})")
+        movable = (self.replica_of or name) in MOVABLE or self.node or self.proxied_node or name == CLUSTER_DNS
+        if on_host is not None and not movable:
+            raise ValueError(
+                f"the {name} cannot run on a host of its own (only {', '.join(MOVABLE)} and a node's parts)"
+            )
         self.on_host = on_host
 
     @property

@@ -34,7 +34,7 @@ from components.client.rest import RestClient
 from components.dns import registration
 from components.dns.records import DEFAULT_DOMAIN, DEFAULT_TTL, Zone, is_dns_name
 from components.dns.server import DNSServer, Forwarder, Handler, Metrics, Upstream
-from components.health import HealthServer
+from components.health import HealthServer, add_health_flags, check_health_flags
 from components.runner import run_component
 from machinery.ip_port import ip_port as host_port
 from machinery.objects import Obj
@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ttl", type=int, default=DEFAULT_TTL, help=f"seconds answers may be cached (default {DEFAULT_TTL})"
     )
-    p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
+    add_health_flags(p)
     p.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
@@ -89,6 +89,7 @@ class Options:
     upstreams: list[Upstream]
     ttl: int
     health_port: int
+    health_address: str
 
 
 def options(args: argparse.Namespace) -> Options:
@@ -105,14 +106,21 @@ def options(args: argparse.Namespace) -> Options:
         raise ValueError(f"--service-ip {args.service_ip}: not an IP address") from None
     if not 0 <= args.ttl <= 3600:
         raise ValueError(f"--ttl {args.ttl}: from 0 to 3600 seconds")
-    if not 0 <= args.health_port < 65536:
-        raise ValueError(f"--health-port {args.health_port}: not a port")
+    check_health_flags(args)
     given = [host_port(u, "--upstream", 53) for u in args.upstream]
     upstreams = upstreams_of(given or read_resolv_conf(RESOLV_CONF), listen, advertise, args.service_ip)
     if given and not upstreams:
         raise ValueError("--upstream: every one given is this server itself")
     return Options(
-        args.kubeconfig, listen, advertise, args.cluster_domain, args.service_ip, upstreams, args.ttl, args.health_port
+        args.kubeconfig,
+        listen,
+        advertise,
+        args.cluster_domain,
+        args.service_ip,
+        upstreams,
+        args.ttl,
+        args.health_port,
+        args.health_address,
     )
 
 
@@ -207,7 +215,7 @@ async def serve(opts: Options, config: kubeconfig.ClientConfig) -> int:
                 await server.stop()
                 await factory.stop()
 
-        health = HealthServer(opts.health_port, registry, healthy)
+        health = HealthServer(opts.health_port, registry, healthy, host=opts.health_address)
         return await run_component("the DNS server", work, log, health)
 
 

@@ -3,21 +3,21 @@
     raftkube kubelet --kubeconfig K --node-name N --root-dir D [--address 127.0.0.1]
                      [--capacity cpu=4,memory=8Gi,pods=110] [--system-reserved cpu=100m]
                      [--port 10250 --tls-cert-file C --tls-private-key-file K --client-ca-file CA]
-                     [--health-port P] [--pod-network host|netns --pod-cidr 10.244.1.0/24]
+                     [--health-port P [--health-address A]] [--pod-network host|netns --pod-cidr 10.244.1.0/24]
                      [--cluster-dns 10.96.0.10 --cluster-domain cluster.local] [--images JSON]
 
 It talks to the apiserver as `system:node:<N>` (the kubeconfig `raftkube up` writes for it),
 runs its pods' containers as processes under D, and serves /healthz and /metrics on a loopback
-port.  With the TLS flags it serves its HTTPS API on --address:--port (server.py: logs, exec,
-port-forward for the apiserver).  With `--pod-network netns` (root only) each pod gets a
-network namespace and an address of --pod-cidr (podnet.py); by default pods share the host's
-network and their IP is --address.  With --cluster-dns pods get the cluster's DNS server in
-their resolv.conf (resolv.py) and the `kubernetes` Service's variables name its ClusterIP (a
-service proxy is expected to forward it).  --images (JSON, as [[kubelets.images]] in cluster.toml)
-adds entries to the image table before the shipped ones (images.py).  SIGTERM/SIGINT stop the
-kubelet (status 0), not the containers: a kubelet started again on the same root dir adopts
-them.  A kubelet that fails or
-ends exits with status 1 (`components.runner`).  Bad flags exit with status 2, naming the flag.
+port (its host's address with --health-address, on a host of its own). With the TLS flags it
+serves its HTTPS API on --address:--port (server.py: logs, exec, port-forward for the
+apiserver). With `--pod-network netns` (root only) each pod gets a network namespace and an
+address of --pod-cidr (podnet.py); by default pods share the host's network and their IP is
+--address. With --cluster-dns pods get the cluster's DNS server in their resolv.conf (resolv.py)
+and the `kubernetes` Service's variables name its ClusterIP (a service proxy is expected to
+forward it). --images (JSON, as [[kubelets.images]] in cluster.toml) adds entries to the image
+table before the shipped ones (images.py). SIGTERM/SIGINT stop the kubelet (status 0), not the
+containers: a kubelet started again on the same root dir adopts them. A kubelet that fails or
+ends exits with status 1 (`components.runner`). Bad flags exit with status 2, naming the flag.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from prometheus_client import CollectorRegistry
 
 from components.client import kubeconfig
 from components.client.rest import RestClient
-from components.health import HealthServer
+from components.health import HealthServer, add_health_flags, check_health_flags
 from components.kubelet import images, ipam, podnet, resolv
 from components.kubelet.kubelet import Kubelet
 from components.kubelet.nodestatus import NodeConfig, NodeConfigError, allocatable
@@ -75,7 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-cert-file", type=Path, help="the kubelet's serving certificate (with the next two: HTTPS on)")
     p.add_argument("--tls-private-key-file", type=Path, help="its private key")
     p.add_argument("--client-ca-file", type=Path, help="the CA whose client certificates may call the kubelet")
-    p.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0: off)")
+    add_health_flags(p)
     p.add_argument(
         "--pod-network",
         choices=POD_NETWORKS,
@@ -105,8 +105,7 @@ def node_config(args: argparse.Namespace) -> NodeConfig:
         raise ValueError(f"--node-name: {args.node_name!r} is not a valid node name (lowercase DNS name)")
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be from 1 to 65535, got {args.port}")
-    if not 0 <= args.health_port < 65536:
-        raise ValueError(f"--health-port must be from 0 to 65535, got {args.health_port}")
+    check_health_flags(args)
     config = NodeConfig(
         args.node_name,
         args.address,
@@ -210,20 +209,20 @@ def run(args: argparse.Namespace) -> int:
                 "net.ipv4.ip_forward is 0 (left as it is): this node's pods reach the host and each other,"
                 " not the pods of other nodes on this machine"
             )
-    return asyncio.run(serve(config, client_config, args.root_dir, args.health_port, tls, network, table, dns))
+    health = HealthServer(args.health_port, CollectorRegistry(), lambda: None, host=args.health_address)
+    return asyncio.run(serve(config, client_config, args.root_dir, health, tls, network, table, dns))
 
 
 async def serve(
     config: NodeConfig,
     client_config: kubeconfig.ClientConfig,
     root: Path,
-    health_port: int,
+    health: HealthServer,
     tls: ssl.SSLContext | None = None,
     network: podnet.PodNetwork | None = None,
     table: images.HostImages | None = None,
     dns: resolv.ClusterDNS | None = None,
 ) -> int:
-    health = HealthServer(health_port, CollectorRegistry(), lambda: None)
     async with RestClient(client_config, user_agent=f"raftkube-kubelet/{config.name}") as client:
         runtime = ProcessRuntime(root)
         kubelet = Kubelet(client, config, runtime, network=network, images=table, dns=dns)

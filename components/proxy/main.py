@@ -30,7 +30,7 @@ from components.client.informer import InformerFactory
 from components.client.kubeconfig import KubeconfigError
 from components.client.listwatch import Resource
 from components.client.rest import RestClient
-from components.health import HealthServer
+from components.health import add_health_flags, check_health_flags, health_server
 from components.proxy import nft, rules
 from components.proxy.proxier import Metrics, Proxier
 from components.runner import run_component
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cluster-cidr", required=True, help="the pods' IPv4 CIDR, e.g. 10.244.0.0/16")
     parser.add_argument("--pod-cidr", default="", help="this node's pods' IPv4 CIDR (for internalTrafficPolicy Local)")
-    parser.add_argument("--health-port", type=int, default=0, help="/healthz and /metrics on 127.0.0.1 (0 = off)")
+    add_health_flags(parser)
     parser.add_argument("--sync-period", type=float, default=30.0, help="seconds between full resyncs (default 30)")
     parser.add_argument(
         "--min-sync-period", type=float, default=0.1, help="seconds at least between syncs (default 0.1)"
@@ -104,8 +104,7 @@ def _ipv4_network(flag: str, text: str) -> ipaddress.IPv4Network:
 
 def check(args: argparse.Namespace) -> rules.Node:
     """The node, or ValueError naming the flag the proxy cannot run with."""
-    if not 0 <= args.health_port <= 65535:
-        raise ValueError(f"--health-port {args.health_port}: not a port")
+    check_health_flags(args)
     if not args.sync_period > 0:
         raise ValueError(f"--sync-period {args.sync_period}: not positive")
     if not 0 <= args.min_sync_period <= args.sync_period:
@@ -174,7 +173,7 @@ async def _main(args: argparse.Namespace, config: kubeconfig.ClientConfig, node:
             min_interval=args.min_sync_period,
             resync=args.sync_period,
         )
-        health = HealthServer(args.health_port, metrics.registry, proxier.healthy)
+        health = health_server(args, metrics.registry, proxier.healthy)
         log.info("proxy for node %s: table %s", node.name, rules.table_name(node.name))
         return await run_component("the proxy", proxier.run, log, health)
     finally:

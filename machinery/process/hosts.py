@@ -14,7 +14,8 @@ Layout for a network tagged `tag` (a cluster's data dir, hashed: two clusters ne
   end of a veth pair whose other end is on the bridge) holding the host's address, and a
   default route through the bridge;
 * processes are started in a host's namespace with `ip netns exec` (which execs: the pid is the
-  process's own).
+  process's own), a node's parts with `nsenter --net` (the machine's mounts: argv_sharing_mounts);
+* a node host forwards (`forward`) and this machine routes its pods' CIDR to it (`route`).
 
 Namespaces and links outlive the processes in them; `remove_all` takes every one of the tag
 away (`down`).  Root only: making namespaces needs CAP_SYS_ADMIN.
@@ -110,6 +111,14 @@ class HostNetwork:
         """`argv` run in the host's namespace."""
         return ["ip", "netns", "exec", self.netns(host), *argv]
 
+    def argv_sharing_mounts(self, host: str, argv: list[str]) -> list[str]:
+        """`argv` run in the host's network namespace and nothing else of it: with this
+        machine's mounts, where `ip netns exec` gives a private mount namespace with /sys
+        remounted.  For a node's parts: a kubelet needs the cgroup2 hierarchy under /sys, and
+        the mounts it makes (pod network namespaces under /run/netns, memory volumes) must be
+        the machine's, which `raftkube down` and the next kubelet see.  Execs, as `argv` does."""
+        return ["nsenter", f"--net={self.netns_path(host)}", "--", *argv]
+
     def netns_path(self, host: str) -> Path:
         return NETNS_DIR / self.netns(host)
 
@@ -152,6 +161,22 @@ class HostNetwork:
         except IpCommandError:
             return False
         return f" {address}/{self.subnet.prefixlen} " in shown
+
+    def forward(self, host: str) -> None:
+        """net.ipv4.ip_forward on in the host (a new namespace starts with it off): a node host
+        forwards between its pods' bridge and the LAN."""
+        argv = self.argv_sharing_mounts(host, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+        if done.returncode != 0:
+            raise HostsError(f"host {host}: net.ipv4.ip_forward: {done.stderr.strip() or done.returncode}")
+
+    def route(self, cidr: str, host: str, address: str) -> None:
+        """This machine's packets for `cidr` (a node's pods) go to the host at `address`; the
+        route leaves with the bridge (`remove_all`)."""
+        try:
+            self.run(["route", "replace", cidr, "via", address, "dev", self.bridge])
+        except IpCommandError as e:
+            raise HostsError(f"host {host}: the route to {cidr}: {e}") from None
 
     def set_link(self, host: str, up: bool) -> None:
         """The host's cable plugged in or pulled (its veth's root end up or down)."""

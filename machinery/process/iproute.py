@@ -6,7 +6,7 @@ and what `ip` said."""
 
 from __future__ import annotations
 
-import os
+import socket
 import subprocess
 from collections.abc import Callable
 
@@ -38,5 +38,12 @@ def run_ip(args: list[str]) -> str:
 
 
 def link_exists(name: str) -> bool:
-    """Whether the calling process's network namespace has an interface of that name."""
-    return os.path.exists(f"/sys/class/net/{name}")
+    """Whether the calling process's network namespace has an interface of that name.  Asked
+    of the kernel through a socket (SIOCGIFINDEX), which answers for the caller's namespace, not
+    through /sys/class/net, which shows the namespace /sys was mounted in (a process that
+    entered a host's network namespace alone, as a node's kubelet does, sees the machine's)."""
+    try:
+        socket.if_nametoindex(name)
+    except (OSError, ValueError):  # none such; a name no interface can have (a NUL in it)
+        return False
+    return True
