@@ -31,7 +31,7 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
         pytest.fail("matplotlib is missing: install the bench extra (pip install -e '.[bench]')")
     out_json, out_png = tmp_path / "apiserver.json", tmp_path / "apiserver.png"
     argv = [sys.executable, "-m", "components.cli", "bench", "apiserver", "--quick", "--storage", "raftkube"]
-    argv += ["--watchers", "20", "--pods", "200", "--rate", "200", "--seconds", "1"]
+    argv += ["--watchers", "20", "--pods", "200", "--rate", "200", "--seconds", "0.5"]
     argv += ["--json", str(out_json), "--png", str(out_png)]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)

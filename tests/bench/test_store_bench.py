@@ -55,7 +55,7 @@ def _bench(
 
 
 def test_quick_writes_against_etcd_with_and_without_tls(tmp_path: Path) -> None:
-    proc, doc = _bench(tmp_path, "--only", "writes", "--levels", "1,16", "--seconds", "1", budget_s=90)
+    proc, doc = _bench(tmp_path, "--only", "writes", "--levels", "1,16", "--seconds", "0.5", budget_s=90)
     assert "WRITES" in proc.stdout and "TARGETS" in proc.stdout and "TLS COST" in proc.stdout
     assert "writes:" in proc.stderr, "no progress display on stderr"
 
