@@ -75,6 +75,10 @@ class ChaosCluster:
     """One network change at a time (the mesh re-renders a member's whole table per change)."""
     unplugged: Counter[str] = field(default_factory=Counter)
     """The hosts whose cable is pulled, by how many faults at once."""
+    net_faulted: set[str] = field(default_factory=set)
+    """The links under a network fault now: "store" (every member's: the members share links,
+    and a heal clears a link whole) or an apiserver's name.  A second fault there waits its
+    turn as a fault with no target, so that the first one's heal cannot end it unseen."""
     cable_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ------------------------------------------------------------------ up and down

@@ -214,6 +214,8 @@ async def _network_fault(
         raise ValueError(f"{record.name} needs the store members on hosts of their own (--hosts netns)")
     links = mesh.links_of(member)
     async with cluster.mesh_lock:
+        if not _hold_links(cluster, STORE_LINKS, record):
+            return record
         if how == "isolate":
             await asyncio.to_thread(mesh.isolate, member)
         elif how == "unreachable":
@@ -226,12 +228,29 @@ async def _network_fault(
         await asyncio.sleep(rng.uniform(*PAUSE_S))
     finally:
         async with cluster.mesh_lock:
-            if how == "unreachable":
-                await asyncio.to_thread(mesh.heal_clients, member)
-            else:
-                await asyncio.to_thread(mesh.heal_links, links)
+            try:
+                if how == "unreachable":
+                    await asyncio.to_thread(mesh.heal_clients, member)
+                else:
+                    await asyncio.to_thread(mesh.heal_links, links)
+            finally:
+                cluster.net_faulted.discard(STORE_LINKS)
     record.ended = time.monotonic() - t0
     return record
+
+
+STORE_LINKS = "store"
+
+
+def _hold_links(cluster: ChaosCluster, links: str, record: FaultRecord) -> bool:
+    """Take `links` for this fault (True), or record it as one with no target when another
+    network fault holds them (False): two at once would share a heal, the first one's ending
+    both while the record of the second still ran."""
+    if links in cluster.net_faulted:
+        record.ended, record.note = record.started, f"no target ({links}'s links are under another network fault)"
+        return False
+    cluster.net_faulted.add(links)
+    return True
 
 
 async def _apiserver_network_fault(
@@ -241,12 +260,17 @@ async def _apiserver_network_fault(
     if net is None:
         raise ValueError(f"{record.name} needs the apiservers on hosts of their own (--hosts netns)")
     async with cluster.mesh_lock:
+        if not _hold_links(cluster, name, record):
+            return record
         await asyncio.to_thread(net.cut_from_store if how == "isolate" else net.cut_from_clients, name)
     try:
         await asyncio.sleep(rng.uniform(*PAUSE_S))
     finally:
         async with cluster.mesh_lock:
-            await asyncio.to_thread(net.heal, name)
+            try:
+                await asyncio.to_thread(net.heal, name)
+            finally:
+                cluster.net_faulted.discard(name)
     record.ended = time.monotonic() - t0
     return record
 
