@@ -95,8 +95,8 @@ def _node_index(node: str) -> int:
 
 
 def place_node_part(data_dir: Path, name: str, pod_cidr: str) -> OnHost | None:
-    """The host of the node `name` belongs to (made if missing, forwarding, this machine
-    routing `pod_cidr` to it), or None when the control plane is not on hosts of its own.
+    """The host of the node `name` belongs to (made if missing; for the kubelet, forwarding and
+    this machine routing `pod_cidr` to it), or None when the control plane is not on hosts of its own.
     Only for the pod network: on the host's network the kubelets stay on this machine."""
     node = node_of(name)
     apiservers = ApiserverSet(data_dir)
@@ -106,8 +106,9 @@ def place_node_part(data_dir: Path, name: str, pod_cidr: str) -> OnHost | None:
     host, address = node_host(node), str(net.address(NODE_HOSTS[1] + _node_index(node)))
     try:
         net.ensure(host, address)
-        net.forward(host)
-        net.route(pod_cidr, host, address)
+        if KUBELET.match(name):  # once per node: its proxy and the DNS server start after it
+            net.forward(host)
+            net.route(pod_cidr, host, address)
     except HostsError as e:
         raise LauncherError(f"{name}: {e}") from None
     return OnHost(tuple(net.argv_sharing_mounts(host, [])), address)
