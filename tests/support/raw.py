@@ -4,6 +4,7 @@ and reads the member's replies as they come."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from typing import Any
 
@@ -19,9 +20,26 @@ class RawConn:
         self._buffered: list[Any] = []
 
     @classmethod
-    async def open(cls, url: str, tls: ssl.SSLContext | None, hello: bool = True) -> RawConn:
+    async def open(
+        cls, url: str, tls: ssl.SSLContext | None, hello: bool = True, receive_buffer: int | None = None
+    ) -> RawConn:
+        """`receive_buffer` sets the socket's SO_RCVBUF before it connects: a client that stops
+        reading then lets the member's kernel take little of what it sends, so what the member
+        keeps for it (its own backlog) is what a test measures, not the kernel's autotuned share."""
         host, port = split_url(url)
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=tls), 5)
+        if receive_buffer is None:
+            opening = asyncio.open_connection(host, port, ssl=tls)
+        else:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+            sock.setblocking(False)
+            try:
+                await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)), 5)
+            except BaseException:
+                sock.close()
+                raise
+            opening = asyncio.open_connection(sock=sock, ssl=tls, server_hostname=host if tls else None)
+        reader, writer = await asyncio.wait_for(opening, 5)
         conn = cls(reader, writer)
         if hello:
             reply = await conn.call(0, "hello", [PROTOCOL])
