@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import weakref
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -36,26 +36,39 @@ class TrackedConnector(aiohttp.TCPConnector):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.opened: weakref.WeakSet[ResponseHandler] = weakref.WeakSet()
+        self._open: dict[ResponseHandler, asyncio.Transport] = {}
+        """Each connection not yet lost, with its transport as opened.  The transport is kept
+        here because aiohttp forgets it (`proto.transport = None`) as soon as it starts the
+        close: a TLS goodbye that outlasts `wait_closed`'s timeout could not be aborted then,
+        and the socket outlived the event loop (a ResourceWarning in CI)."""
 
     async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> ResponseHandler:
         proto = await super()._create_connection(req, traces, timeout)
-        self.opened.add(proto)
+        lost, transport = proto.closed, proto.transport
+        if lost is not None and transport is not None:
+            self._open[proto] = transport
+            lost.add_done_callback(functools.partial(self._lost, proto))
         return proto
+
+    def _lost(self, proto: ResponseHandler, lost: asyncio.Future[None]) -> None:
+        self._open.pop(proto, None)
+        _retrieve(lost)  # a connection lost with an error sets it on the future
+
+    def open_connections(self) -> int:
+        """Connections it opened whose sockets are not closed yet."""
+        return len(self._open)
 
     async def wait_closed(self, timeout: float) -> None:
         """Until every connection it opened has lost its transport; those still open after
-        `timeout` seconds are aborted (their sockets closed without the TLS goodbye)."""
-        waiting = [f for proto in list(self.opened) if (f := proto.closed) is not None and not f.done()]
-        for f in waiting:  # a connection lost with an error sets it on the future: retrieved here
-            f.add_done_callback(_retrieve)
-        if waiting:
-            _, late = await asyncio.wait(waiting, timeout=timeout)
-            if late:
-                for proto in list(self.opened):
-                    if proto.transport is not None:
-                        proto.transport.abort()
-                await asyncio.wait(late, timeout=1.0)
+        `timeout` seconds (their TLS goodbye unanswered) are aborted, their sockets closed."""
+        waiting = [f for proto in self._open if (f := proto.closed) is not None and not f.done()]
+        if not waiting:
+            return
+        _, late = await asyncio.wait(waiting, timeout=timeout)
+        if late:
+            for transport in list(self._open.values()):
+                transport.abort()
+            await asyncio.wait(late, timeout=1.0)
 
 
 @contextlib.asynccontextmanager

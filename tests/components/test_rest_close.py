@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from components.client import kubeconfig
+from components.client import kubeconfig, rest
 from components.client.rest import RestClient
 from tests.apiserver.webhook_support import TLS, make_tls
 
@@ -29,10 +29,11 @@ EVENT = b'{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p"}}}\n'
 
 class SlowGoodbyeServer:
     """Answers one watch with one event and keeps the stream open; when the client hangs up,
-    waits GOODBYE_DELAY_S before its own close_notify."""
+    waits `goodbye_delay` seconds before its own close_notify."""
 
-    def __init__(self, tls: TLS) -> None:
+    def __init__(self, tls: TLS, goodbye_delay: float = GOODBYE_DELAY_S) -> None:
         self.tls = tls
+        self.goodbye_delay = goodbye_delay
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(10)
         self.port = self.listener.getsockname()[1]
@@ -51,7 +52,7 @@ class SlowGoodbyeServer:
             conn.sendall(head + b"%x\r\n%s\r\n" % (len(EVENT), EVENT))
             while conn.recv(4096):  # until the client's close_notify (or EOF)
                 pass
-            time.sleep(GOODBYE_DELAY_S)
+            time.sleep(self.goodbye_delay)
             conn.unwrap()
         except (OSError, ssl.SSLError):
             pass
@@ -96,3 +97,34 @@ def test_close_waits_for_a_slow_tls_goodbye_and_leaves_no_socket_open(server: Sl
     assert leaks == [], leaks
     assert server.served.wait(10)
     assert closing_s < 5.0  # waited for the goodbye, bounded
+
+
+def test_close_aborts_a_connection_whose_tls_goodbye_outlasts_its_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp forgets a connection's transport once it starts closing it: the abort after the
+    timeout must still reach the socket, or the loop ends with it open (CI: the Job
+    controller's tests, a loaded apiserver slow to say goodbye)."""
+    monkeypatch.setattr(rest, "CLOSE_TIMEOUT_S", 0.3)
+    with SlowGoodbyeServer(make_tls(tmp_path, "mute"), goodbye_delay=2.5) as mute:
+        config = kubeconfig.ClientConfig(
+            server=f"https://127.0.0.1:{mute.port}", ca_data=base64.b64decode(mute.tls.ca_bundle), token="t"
+        )
+
+        async def go() -> tuple[float, int]:
+            client = RestClient(config, timeout=10)
+            async with contextlib.aclosing(client.watch("/api/v1/pods")) as events:
+                async for _ in events:
+                    break
+            started = time.monotonic()
+            await client.close()
+            return time.monotonic() - started, client._connector.open_connections()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            closing_s, still_open = asyncio.run(go())
+            gc.collect()
+    leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert leaks == [], leaks
+    assert still_open == 0
+    assert closing_s < 2.0, closing_s  # aborted after 0.3 s, not left to the server's 2.5 s
