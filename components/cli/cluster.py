@@ -234,7 +234,7 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
     detached = supervisor.start_detached(argv, data_dir, DETACH_TIMEOUT_S)
     if not detached.ready:
         sys.stderr.write(detached.output)
-        code = detached.proc.returncode
+        code = detached.returncode
         if code is None or code <= 0 or code == 130:
             print(f"raftkube: the cluster was not ready within {DETACH_TIMEOUT_S:.0f}s; see above", file=sys.stderr)
             return 1
@@ -246,7 +246,7 @@ def _detach(args: argparse.Namespace, s: StoreSettings) -> int:
         print(f"\nexport KUBECONFIG={apiserver.kubeconfig.resolve()}")
         print("try:  kubectl get --raw /readyz")
         log = supervisor.supervisor_dir(data_dir) / supervisor.LOG_FILE
-        print(f"supervised by `raftkube up` (pid {detached.proc.pid}), which restarts what exits; its log: {log}")
+        print(f"supervised by `raftkube up` (pid {detached.pid}), which restarts what exits; its log: {log}")
         print(f"stop with:  raftkube down --data-dir {data_dir}")
     return 0
 

@@ -43,12 +43,14 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import logging
 import os
 import select
 import signal
-import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -244,8 +246,10 @@ def ago(stamp: str, now: float | None = None) -> str:
 class Detached:
     """The detached `up`: its process, and whether it said the cluster is ready."""
 
-    proc: subprocess.Popen[bytes]
+    pid: int
     ready: bool
+    returncode: int | None
+    """Its exit status when it did not become ready (negative: the signal), else None."""
     output: str
     """What it wrote to its log before it became ready or gave up (its errors)."""
 
@@ -260,15 +264,7 @@ def start_detached(argv: list[str], data_dir: Path, timeout: float) -> Detached:
     start_offset = os.fstat(log).st_size
     r, w = os.pipe()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "components.cli", "up", *argv, "--ready-fd", str(w)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            pass_fds=(w,),
-            env=child_env(),
-        )
+        pid = _spawn_up([*argv, "--ready-fd", str(w)], log, r, w)
     finally:
         os.close(log)
         os.close(w)
@@ -283,27 +279,103 @@ def start_detached(argv: list[str], data_dir: Path, timeout: float) -> Detached:
                     break  # it exited (or closed the pipe) without being ready
                 got += chunk[:64]
     except KeyboardInterrupt:
-        _interrupt(proc)
+        _interrupt(pid)
         raise
     finally:
         os.close(r)
     ok = READY in got
-    if not ok:
-        _interrupt(proc)
-    return Detached(proc, ok, _read_from(log_path, start_offset))
+    code = None if ok else _interrupt(pid)
+    return Detached(pid, ok, code, _read_from(log_path, start_offset))
 
 
-def _interrupt(proc: subprocess.Popen[bytes]) -> None:
-    """SIGINT (its Ctrl-C: it stops what it started), SIGKILL if it will not exit."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGINT)
+def _spawn_up(up_argv: list[str], log: int, r: int, w: int) -> int:
+    """The supervising `up`, in a session of its own, reading nothing, writing to `log`.
+
+    Forked, it runs in this interpreter, which has imported what `up` needs already: a second
+    interpreter spent about 0.5 s importing them again before starting anything, on every
+    `up --detach` (68 of them in the test suite).  A fork copies only the calling thread, so
+    with other threads running (none in `raftkube up`, but a caller of this function may have
+    some) the second interpreter is started instead, as before."""
+    if threading.active_count() > 1:
+        os.set_inheritable(w, True)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        try:
+            return os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-m", "components.cli", "up", *up_argv],
+                child_env(),
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, devnull, 0),
+                    (os.POSIX_SPAWN_DUP2, log, 1),
+                    (os.POSIX_SPAWN_DUP2, log, 2),
+                ],
+                setsid=True,
+            )
+        finally:
+            os.close(devnull)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # what this process printed must not be printed again by the child
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
     try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
+        os.setsid()
+        os.close(r)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.environ.update(child_env())  # the parts it starts find this checkout, as before
+        from components.cli.main import main  # noqa: PLC0415 - it imports this module
+
+        code = main(["up", *up_argv])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:  # said on its log, then the exit status says it
+        traceback.print_exc()
+    finally:
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _interrupt(pid: int) -> int | None:
+    """SIGINT (its Ctrl-C: it stops what it started), SIGKILL if it will not exit; its exit
+    status (None if it could not be awaited)."""
+    code = _reap(pid, 0)
+    if code is not None:
+        return code
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGINT)
+    code = _reap(pid, 60)
+    if code is None:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+            os.killpg(pid, signal.SIGKILL)
+        code = _reap(pid, 10)
+    return code
+
+
+def _reap(pid: int, timeout: float) -> int | None:
+    """Wait up to `timeout` seconds for our child `pid` to exit; its exit status (negative:
+    the signal that ended it), or None if it still runs (or is not ours to wait for)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
 
 
 def _read_from(path: Path, offset: int, limit: int = 64 * 1024) -> str:

@@ -294,3 +294,20 @@ def test_a_part_stopped_on_purpose_is_left_down_and_ends_the_supervision(tmp_pat
     guard.poll()
     assert launch.read_pid(pid_file) is None and guard.finished()
     assert said == ["sleepy was stopped on purpose; not restarting it (`raftkube start sleepy`)"]
+
+
+def test_a_detached_up_that_fails_while_starting_says_why_and_leaves_nothing(tmp_path: Path) -> None:
+    """The supervising `up` is forked from `up --detach` (no second interpreter): a failure
+    after the fork still reaches the user, with its exit status, and what it started is stopped."""
+    cfg = tmp_path / "cluster.toml"
+    cfg.write_text(_config(tmp_path).read_text().replace("startup_timeout = 60.0", "startup_timeout = 0.2"))
+    data_dir = tmp_path / "rk"
+    started = time.monotonic()
+    proc = raftkube("up", "--detach", "--free-ports", "--data-dir", str(data_dir), "--config", str(cfg), timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the apiserver was not ready within" in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 60
+    cluster = LocalCluster(data_dir)
+    assert [m for m in cluster.member_ids() if cluster.pid(m) is not None] == []
+    assert LocalApiserver(data_dir).pid() is None
+    assert "was not ready" in (data_dir / "supervisor" / supervisor.LOG_FILE).read_text()
