@@ -335,12 +335,13 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def start_store(
-    s: StoreSettings, *, members: int | None = None, insecure: bool = False, free: bool = False
+    s: StoreSettings, *, members: int | None = None, insecure: bool = False, free: bool = False, wait: bool = True
 ) -> tuple[LocalCluster, list[dict[str, Any]], dict[int, int]]:
     """Create the cluster `s` describes unless its data dir holds one, start the members that
     are not running, and wait for a leader with every member healthy (stopping them all when
     that fails).  `free`: pick free ports for a new cluster.  Returns the cluster, its status
-    rows and the members started (id -> pid)."""
+    rows and the members started (id -> pid).  `wait=False`: return once they are started
+    (no rows), for a caller with more to start meanwhile; `wait_store_ready` then waits."""
     cluster = LocalCluster(s.data_dir)
     cluster.check_private()
     if cluster.exists():
@@ -359,12 +360,18 @@ def start_store(
     except LauncherError as e:
         cluster.stop_all()
         raise UsageError(str(e)) from e
+    rows = wait_store_ready(cluster, s) if wait else []
+    return cluster, rows, started
+
+
+def wait_store_ready(cluster: LocalCluster, s: StoreSettings) -> list[dict[str, Any]]:
+    """A leader with every member healthy within `s.startup_timeout`: the status rows; else
+    every member is stopped and UsageError says why."""
     try:
-        rows = _wait_ready(cluster, s.startup_timeout)
+        return _wait_ready(cluster, s.startup_timeout)
     except UsageError:
         cluster.stop_all()
         raise
-    return cluster, rows, started
 
 
 def status_rows(cluster: LocalCluster, timeout: float) -> list[dict[str, Any]]:
