@@ -31,6 +31,7 @@ from machinery.process.launch import free_ports
 from tests.apiserver.kubectl_support import kubectl_running
 from tests.apiserver.support import ApiserverUnderTest, kubectl_binary, running_apiserver
 from tests.support.cli import raftkube
+from tests.support.nodes import schedulable
 from tests.support.wait import until as wait_until
 
 WAIT_S = 90.0
@@ -106,7 +107,10 @@ def deployment(name: str, replicas: int, script: str) -> dict[str, Any]:
 
 
 def test_a_deployment_of_processes(cluster: ApiserverUnderTest) -> None:
-    until("node-1 and node-2 Ready", lambda: "node-1" in cluster.ok("get", "nodes") and _ready_nodes(cluster) >= 2)
+    until(
+        "node-1 and node-2 schedulable",
+        lambda: "node-1" in cluster.ok("get", "nodes") and _schedulable_nodes(cluster) >= 2,
+    )
     apply(cluster, deployment("web", 3, "echo hello from $HOSTNAME; exec sleep 3600"))
     cluster.ok("rollout", "status", "deployment/web", "--timeout=90s", timeout=100)
     up = until("3 pods Running", lambda: running(cluster, "app=web", 3))
@@ -386,11 +390,8 @@ def test_down_leaves_no_process(cluster: ApiserverUnderTest) -> None:
     until("no container left", lambda: not any(alive(pid) for pid in containers), wait=30.0)
 
 
-def _ready_nodes(cluster: ApiserverUnderTest) -> int:
-    nodes = json.loads(cluster.ok("get", "nodes", "-o", "json"))["items"]
-    return sum(
-        1 for n in nodes if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
-    )
+def _schedulable_nodes(cluster: ApiserverUnderTest) -> int:
+    return sum(1 for n in json.loads(cluster.ok("get", "nodes", "-o", "json"))["items"] if schedulable(n))
 
 
 def _store_leader_pid(cluster: ApiserverUnderTest) -> int:

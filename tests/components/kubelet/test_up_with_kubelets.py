@@ -13,6 +13,7 @@ import pytest
 
 from tests.apiserver.support import ApiserverUnderTest, running_apiserver
 from tests.support.cli import raftkube
+from tests.support.nodes import schedulable
 from tests.support.wait import until as wait_until
 
 WAIT_S = 60.0
@@ -30,13 +31,8 @@ def until(what: str, check: Callable[[], Any], wait: float = WAIT_S) -> Any:
     return wait_until(what, check, wait, step=0.2)
 
 
-def ready_nodes(http: Any) -> set[str]:
-    nodes = http.get("/api/v1/nodes").json().get("items") or []
-    return {
-        n["metadata"]["name"]
-        for n in nodes
-        if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions") or ())
-    }
+def schedulable_nodes(http: Any) -> set[str]:
+    return {n["metadata"]["name"] for n in http.get("/api/v1/nodes").json().get("items") or [] if schedulable(n)}
 
 
 def processes_under(root: Path) -> list[int]:
@@ -56,7 +52,7 @@ def processes_under(root: Path) -> list[int]:
 def test_two_kubelets_run_a_deployment_and_down_leaves_nothing(cluster: ApiserverUnderTest) -> None:
     with cluster.http() as http:
         want = {"node-1", "node-2", "hollow-1", "hollow-2", "hollow-3"}
-        assert until("node-1, node-2 and three hollow nodes Ready", lambda: ready_nodes(http) >= want)
+        assert until("node-1, node-2 and three hollow nodes schedulable", lambda: schedulable_nodes(http) >= want)
         hollow = http.get("/api/v1/nodes", params={"labelSelector": "raftkube.io/hollow=true"}).json()["items"]
         assert sorted(n["metadata"]["name"] for n in hollow) == ["hollow-1", "hollow-2", "hollow-3"]
         deployment = {
