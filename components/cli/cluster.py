@@ -351,7 +351,7 @@ def _start_apiservers(
     a: ApiserverSettings,
     reach: tuple[str, ...],
     insecure: bool,
-    store_ready: Callable[[], object] = lambda: None,
+    store_ready: Callable[[], object],
 ) -> tuple[str, ...]:
     """Start the apiserver, or the HA set's `a.count` (the first ready before the others start:
     it makes the bootstrap objects they would race to make), and wait until each is ready.
