@@ -26,7 +26,8 @@ class ApiserverSettings:
     """Apiservers to run: more than one is an HA set behind the balancer on host:port
     (components.cli.apiserver_set), each apiserver with its own port and watch cache."""
     startup_timeout: float = 30.0
-    """Seconds `raftkube up` waits for /readyz."""
+    """Seconds `raftkube up` gives the apiserver, from its start, to answer /readyz (its store's
+    election included)."""
     etcd_compaction_interval: str = "5m0s"
     """How often the storage is compacted (kube's flag of the name; "0": never, as a chaos run
     keeps the whole history for its checks)."""

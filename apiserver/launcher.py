@@ -164,9 +164,11 @@ class LocalApiserver:
         finally:
             conn.close()
 
-    def wait_ready(self, endpoint: Endpoint, timeout: float) -> None:
-        """Poll /readyz until it answers 200; LauncherError when the process dies or time runs out."""
-        deadline = time.monotonic() + timeout
+    def wait_ready(self, endpoint: Endpoint, timeout: float, since: float | None = None) -> None:
+        """Poll /readyz until it answers 200; LauncherError when the process dies or time runs out.
+        `since`: the monotonic time the `timeout` counts from (when the apiserver was started,
+        if the caller did other waiting since); default now."""
+        deadline = (time.monotonic() if since is None else since) + timeout
         last = (0, "not tried")
         while time.monotonic() < deadline:
             if self.pid() is None:

@@ -374,11 +374,14 @@ def _start_apiservers(
         apiservers.front.record(endpoint)  # the cluster's address: the balancer's
     names = tuple(p.endpoint.host for p in plan)
     for i, p in enumerate(plan):
+        started = time.monotonic()
         if p.apiserver.pid() is None:
             p.apiserver.start(p.endpoint, insecure_store=insecure, extra_args=args, in_host=p.in_host, names=names)
         if i == 0:
             store_ready()
-            p.apiserver.wait_ready(p.endpoint, a.startup_timeout)
+            # startup_timeout counts from the apiserver's start, as it says: the store's
+            # election is part of the apiserver's way to ready, not time added to it
+            p.apiserver.wait_ready(p.endpoint, a.startup_timeout, since=started)
     for p in plan[1:]:
         p.apiserver.wait_ready(p.endpoint, a.startup_timeout)
     return tuple(p.endpoint.url for p in plan) if ha else ()
