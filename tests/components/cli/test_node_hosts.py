@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,39 @@ def _leftovers(tag_prefix: str) -> list[str]:
     return left + [line for line in routes.splitlines() if line.startswith("10.244.")]
 
 
+def _why_unreached(kubectl: Callable[..., str], data_dir: Path, n2: str, fetch: str) -> str:
+    """What the client on node-2 sees step by step, and what node-2's proxy and the DNS server
+    hold and logged: the failure says which link of name -> ClusterIP -> pod broke."""
+
+    def run(argv: list[str]) -> str:
+        try:
+            got = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+            return (got.stdout + got.stderr).strip()
+        except (OSError, subprocess.SubprocessError) as e:
+            return repr(e)
+
+    def client(script: str) -> str:
+        try:
+            return kubectl("exec", "client", "--", "sh", "-c", script).strip()
+        except AssertionError as e:
+            return str(e)
+
+    service_ip = kubectl("get", "service", "web", "-o", "jsonpath={.spec.clusterIP}").strip()
+    web_ip = kubectl("get", "pod", "web", "-o", "jsonpath={.status.podIP}").strip()
+    lines = [
+        "resolv.conf: " + client("cat /etc/resolv.conf"),
+        "nslookup: " + client("busybox nslookup web.default.svc.cluster.local 2>&1"),
+        f"by ClusterIP {service_ip}: " + client(fetch.format(service_ip)),
+        f"by pod IP {web_ip}:8080: " + client(fetch.replace(" 80 ", " 8080 ").format(web_ip)),
+        "slices: " + kubectl("get", "endpointslices", "-A", "-o", "wide"),
+        "node-2's rules: " + run(["ip", "netns", "exec", n2, "nft", "list", "ruleset"])[:12000],
+    ]
+    for part in ("proxy-node-2", "cluster-dns"):
+        log = data_dir / part / f"{part}.log"
+        lines.append(f"{part}.log: " + (log.read_text(errors="replace")[-3000:] if log.exists() else "(none)"))
+    return "\n".join(lines)
+
+
 def test_each_node_runs_on_a_host_of_its_own_and_its_pods_are_reached_over_the_lan(tmp_path: Path) -> None:
     config = tmp_path / "cluster.toml"
     config.write_text(
@@ -128,12 +162,18 @@ def test_each_node_runs_on_a_host_of_its_own_and_its_pods_are_reached_over_the_l
             p["metadata"]["name"]: p["status"]["podIP"] for p in json.loads(ok("get", "pods", "-o", "json"))["items"]
         }
         assert pods["web"].startswith("10.244.1.") and pods["client"].startswith("10.244.2.")
-        fetch = 'printf "GET / HTTP/1.0\\r\\n\\r\\n" | busybox nc -w 3 web.default.svc.cluster.local 80 | tail -n 1'
-        until(
-            "the client on node-2 reaches web on node-1 by name",
-            lambda: ok("exec", "client", "--", "sh", "-c", fetch).strip() == "web",
-            60,
-        )
+        fetch = 'printf "GET / HTTP/1.0\\r\\n\\r\\n" | busybox nc -w 3 {} 80 2>&1 | tail -n 1'
+        try:
+            until(
+                "the client on node-2 reaches web on node-1 by name",
+                lambda: (
+                    ok("exec", "client", "--", "sh", "-c", fetch.format("web.default.svc.cluster.local")).strip()
+                    == "web"
+                ),
+                60,
+            )
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}\n{_why_unreached(ok, data_dir, net.netns('n2'), fetch)}") from None
         node_port = json.loads(ok("get", "service", "web", "-o", "json"))["spec"]["ports"][0]["nodePort"]
         assert (
             until("node-2's NodePort from this machine", lambda: _get(f"http://10.244.2.1:{node_port}/"), 30) == "web"
