@@ -115,6 +115,12 @@ def _why_unreached(kubectl: Callable[..., str], data_dir: Path, n2: str, fetch: 
         f"by ClusterIP {service_ip}: " + client(fetch.format(service_ip)),
         f"by pod IP {web_ip}:8080: " + client(fetch.replace(" 80 ", " 8080 ").format(web_ip)),
         "slices: " + kubectl("get", "endpointslices", "-A", "-o", "wide"),
+        "this machine's addresses: " + run(["ip", "-br", "addr"]),
+        "this machine's routes: " + run(["ip", "route"]),
+        "node-2's routes: "
+        + run(["ip", "-n", n2, "route"])
+        + "\n"
+        + run(["ip", "-n", n2, "route", "get", "10.244.1.1"]),
         "node-2's rules: " + run(["ip", "netns", "exec", n2, "nft", "list", "ruleset"])[:12000],
     ]
     for part in ("proxy-node-2", "cluster-dns"):
