@@ -152,9 +152,19 @@ class PodNetwork:
         return {uid: str(ip) for uid, ip in self._load().held.items()}
 
     def ensure_bridge(self) -> None:
-        """The node's bridge, up, with the gateway address (made once, kept across restarts)."""
+        """The node's bridge, up, with the gateway address (made once, kept across restarts).
+        The state file is written before the bridge is made, so that `teardown_all` finds and
+        removes a bridge even when no pod ever ran on it (the kubelet makes it at its start):
+        left behind, its gateway address would shadow the same node's CIDR on another cluster's
+        host (its DNS server at 10.244.1.1 unreachable from pods of other nodes)."""
+        with self._lock:
+            self._ensure_bridge()
+
+    def _ensure_bridge(self) -> None:
         if self._bridge_ready and link_exists(self.bridge):
             return
+        if not self.state_path.exists():
+            self._save(self._load())
         if not link_exists(self.bridge):
             self.run(["link", "add", "name", self.bridge, "type", "bridge"])
         address = f"{self.gateway}/{self.net.prefixlen}"
@@ -169,7 +179,7 @@ class PodNetwork:
             return self._setup(uid)
 
     def _setup(self, uid: str) -> PodAddress:
-        self.ensure_bridge()
+        self._ensure_bridge()
         allocator = self._load()
         try:
             ip = allocator.allocate(uid)

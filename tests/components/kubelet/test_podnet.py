@@ -161,3 +161,13 @@ def test_concurrent_setups_and_teardowns_never_share_an_address(network: podnet.
     assert len(set(held.values())) == len(second)  # every live pod its own address
     namespaces = sorted(p.name for p in podnet.NETNS_DIR.glob(podnet.netns_prefix(network.node) + "*"))
     assert namespaces == sorted(podnet.netns_name(network.node, u) for u in second)
+
+
+def test_a_bridge_no_pod_ever_used_is_torn_down(network: podnet.PodNetwork) -> None:
+    """The kubelet makes its bridge at its start; `down` (teardown_all) must find it even when
+    no pod ever ran on the node: a bridge left with 10.244.1.1 shadowed the next cluster's
+    node-1 (its DNS server) from this machine (CI of 76fb950, test_node_hosts)."""
+    network.ensure_bridge()
+    assert podnet.link_exists(network.bridge) and network.state_path.exists()
+    assert podnet.teardown_all(network.root) == 0
+    assert not podnet.link_exists(network.bridge) and not network.state_path.exists()
