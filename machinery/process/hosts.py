@@ -38,12 +38,18 @@ HOST_IFACE = "eth0"
 DEFAULT_SUBNET = "10.77.0.0/24"
 
 
+POD_NETWORK = ipaddress.IPv4Network("10.244.0.0/16")
+"""The cluster's pod CIDR (components.cli.cluster_network.CLUSTER_CIDR): node-<i>'s pods get
+10.244.<i>.0/24 only once its kubelet runs, so no route shows it yet when a subnet is chosen."""
+
+
 def free_subnet() -> str:
-    """A /24 of 10.200-254.x.0 that no route or address of this machine overlaps: for a
-    network of hosts (or pods) made beside others, by tests and chaos runs."""
+    """A /24 of 10.200-254.x.0 that no route or address of this machine overlaps, nor the pod
+    network: for a network of hosts (or pods) made beside others, by tests and chaos runs.  (A
+    hosts' LAN at 10.244.1.0/24 would put this machine at node-1's gateway address.)"""
     argv = ["ip", "-4", "route", "show", "table", "all"]
     used = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True)
-    taken = [n for w in used.stdout.split() if (n := _network(w)) is not None]
+    taken = [POD_NETWORK, *(n for w in used.stdout.split() if (n := _network(w)) is not None)]
     rng = random.Random(uuid.uuid4().int)
     for _ in range(200):
         net = ipaddress.IPv4Network(f"10.{rng.randint(200, 254)}.{rng.randint(0, 255)}.0/24")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from components.cli.cluster_network import CLUSTER_CIDR
+from machinery.process import hosts
 from machinery.process.hosts import HostNetwork
 from machinery.process.iproute import link_exists
 from tests.support.network import free_cidr
@@ -122,3 +124,12 @@ def test_a_node_host_keeps_the_machines_mounts_forwards_and_is_routed_to(net: Ho
     net.remove_all()
     routes = subprocess.run(["ip", "route", "show", pods], capture_output=True, text=True, timeout=10, check=True)
     assert routes.stdout == ""  # it went with the bridge
+
+
+def test_a_free_subnet_is_never_in_the_pod_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every draw that falls in 10.244.0.0/16 is refused: the pod CIDRs are not routed yet when
+    a hosts' LAN is chosen, and 10.244.1.0/24 would make this machine node-1's gateway."""
+    assert str(hosts.POD_NETWORK) == CLUSTER_CIDR  # the two must agree
+    draws = iter([244, 1, 244, 2, 201, 7])
+    monkeypatch.setattr(hosts.random.Random, "randint", lambda _self, _a, _b: next(draws))
+    assert hosts.free_subnet() == "10.201.7.0/24"
