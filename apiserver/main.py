@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import ipaddress
 import logging
@@ -41,6 +42,7 @@ from apiserver.compactor import DEFAULT_INTERVAL as COMPACTION_INTERVAL
 from apiserver.heap import HeapKeeper
 from apiserver.http.app import build_app
 from apiserver.http.connection_limits import ConnectionLimits, guarded
+from apiserver.http.http2 import ALPN_PROTOCOLS, API_LIMITS, MAX_STREAMS, negotiating
 from apiserver.http.inflight import InFlightLimits
 from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR, KubernetesService
 from apiserver.malloc import fix_mmap_threshold
@@ -51,6 +53,7 @@ from apiserver.storage import open_storage, parse_storage_url
 from apiserver.storage.interface import Storage
 from apiserver.tls_scope import protocol_class, ws_protocol_class
 from machinery.duration import SECOND_NS, DurationError, parse_duration
+from machinery.http2 import Http2Limits
 from machinery.process import pki
 from machinery.process.command import DEFAULT_DATA_DIR, UsageError
 from machinery.process.launch import LauncherError, port_free
@@ -58,6 +61,7 @@ from store.client.layout import StoreLayout
 
 DEFAULT_PORT = 6443
 GRACEFUL_SHUTDOWN_SECONDS = 5
+MAX_HTTP2_STREAMS = 10_000
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -244,6 +248,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"connections open at once; more are closed as they come (default {edge.max_connections})",
     )
     p.add_argument(
+        "--http2-max-streams-per-connection",
+        type=int,
+        default=0,
+        help=f"streams one HTTP/2 connection may have open at once; 0: {MAX_STREAMS}, as kube-apiserver",
+    )
+    p.add_argument(
         "--anonymous-auth",
         action="store_true",
         help="requests without credentials run as system:anonymous (RBAC decides) instead of getting 401",
@@ -273,6 +283,7 @@ class ServeOptions:
     inflight_limits: InFlightLimits = field(default_factory=InFlightLimits)
     node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS
     compaction_interval: float = COMPACTION_INTERVAL
+    http2: Http2Limits = API_LIMITS
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
@@ -347,7 +358,15 @@ def options(args: argparse.Namespace) -> ServeOptions:
         inflight_limits,
         node_port_range,
         compaction_interval,
+        http2_settings(args.http2_max_streams_per_connection),
     )
+
+
+def http2_settings(max_streams: int) -> Http2Limits:
+    """`--http2-max-streams-per-connection`, checked (0: kube's default, or 1 to 10,000)."""
+    if not 0 <= max_streams <= MAX_HTTP2_STREAMS:
+        raise UsageError(f"--http2-max-streams-per-connection must be from 0 to {MAX_HTTP2_STREAMS}, got {max_streams}")
+    return dataclasses.replace(API_LIMITS, max_streams=max_streams or MAX_STREAMS)
 
 
 def compaction_interval_of(text: str) -> float:
@@ -521,9 +540,12 @@ def front_proxy_of(args: argparse.Namespace, generated: ApiserverPKI) -> FrontPr
 
 
 def server_tls(cert: Path, key: Path, client_ca: Path) -> ssl.SSLContext:
-    """The serving context: TLS 1.2+, client certificates asked for and verified, not required."""
+    """The serving context: TLS 1.2+, client certificates asked for and verified, not required;
+    HTTP/2 offered first (ALPN), as kube-apiserver offers it."""
     try:
-        return pki.server_context(pki.CertFiles(cert, key, client_ca), require_client_cert=False)
+        context = pki.server_context(pki.CertFiles(cert, key, client_ca), require_client_cert=False)
+        context.set_alpn_protocols(list(ALPN_PROTOCOLS))
+        return context
     except pki.PKIError as e:
         flag = {cert: "--tls-cert-file", key: "--tls-private-key-file", client_ca: "--client-ca-file"}.get(
             e.path or Path(), "--tls-cert-file"
@@ -624,7 +646,7 @@ async def serve(
             app,
             host=opts.host,
             port=opts.port,
-            http=guarded(protocol_class(), opts.connection_limits),
+            http=negotiating(guarded(protocol_class(), opts.connection_limits), opts.connection_limits, opts.http2),
             ws=ws_protocol_class(),
             ws_max_size=1 << 20,  # exec and port-forward messages: stdin and tunneled bytes, in pieces
             ssl_context_factory=lambda _config, _default: opts.tls,

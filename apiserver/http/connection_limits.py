@@ -82,6 +82,11 @@ LOG_EVERY_S = 60.0
 _refused = _RefusalLog()
 
 
+def note_refused(limit: int) -> None:
+    """A connection past `limit` was refused (said at most once a minute); HTTP/2's protocol too."""
+    _refused.note(limit)
+
+
 def guarded(base: type[asyncio.Protocol], limits: ConnectionLimits) -> type[asyncio.Protocol]:
     """`base` (uvicorn's httptools protocol, or a subclass of it) with `limits` enforced."""
     if not all(hasattr(base, hook) for hook in ("on_message_begin", "on_headers_complete", "on_message_complete")):
@@ -95,7 +100,7 @@ def guarded(base: type[asyncio.Protocol], limits: ConnectionLimits) -> type[asyn
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
             if len(self.connections) > limits.max_connections:
-                _refused.note(limits.max_connections)
+                note_refused(limits.max_connections)
                 transport.abort()
                 return
             self._arm_header_timer()

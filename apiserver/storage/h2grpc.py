@@ -7,8 +7,8 @@ Here each read of the socket takes every frame that arrived, so a busy loop dela
 one turn, not each message by several.
 
 Only what a client stream needs: the connection preface and SETTINGS (windows opened wide, so
-the server never waits for us), PING answers, HEADERS with literal (never indexed, never
-Huffman-coded) fields, DATA both ways.  The response headers are not decoded: a stream that
+the server never waits for us), PING answers, HEADERS encoded by the shared stateless
+HPACK encoder (machinery/hpack.py: nothing indexed in the server's table), DATA both ways.  The response headers are not decoded: a stream that
 ends for any reason (trailers, RST_STREAM, GOAWAY, a closed socket) is `StreamEnded`, and the
 caller treats it as a lost stream.
 """
@@ -22,6 +22,8 @@ import ssl
 import struct
 import tempfile
 from collections.abc import AsyncIterator
+
+from machinery.hpack import Encoder
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE = 0, 1, 3, 4, 6, 7, 8
@@ -58,29 +60,6 @@ class StreamEnded(Exception):
 def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
     """One HTTP/2 frame: length(24) type(8) flags(8) stream(31) then the payload."""
     return struct.pack(">I", len(payload))[1:] + bytes((kind, flags)) + struct.pack(">I", stream) + payload
-
-
-def literal(name: str, value: str) -> bytes:
-    """An HPACK 'literal header field without indexing, new name', no Huffman coding."""
-    return b"\x00" + _hpack_string(name.encode()) + _hpack_string(value.encode())
-
-
-def _hpack_string(s: bytes) -> bytes:
-    return _hpack_int(len(s), 7) + s
-
-
-def _hpack_int(n: int, prefix: int) -> bytes:
-    """HPACK integer with a `prefix`-bit prefix (flag bits zero)."""
-    top = (1 << prefix) - 1
-    if n < top:
-        return bytes((n,))
-    out = bytearray((top,))
-    n -= top
-    while n >= 128:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def grpc_message(msg: bytes) -> bytes:
@@ -164,16 +143,15 @@ class GrpcStream:
         settings = struct.pack(">HI", SETTINGS_ENABLE_PUSH, 0) + struct.pack(
             ">HI", SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW
         )
-        headers = b"".join(
-            literal(n, v)
-            for n, v in (
-                (":method", "POST"),
-                (":scheme", "https" if tls is not None else "http"),
-                (":path", path),
-                (":authority", f"{host}:{port}"),
-                ("content-type", "application/grpc"),
-                ("te", "trailers"),
-            )
+        headers = Encoder().encode(
+            [
+                (b":method", b"POST"),
+                (b":scheme", b"https" if tls is not None else b"http"),
+                (b":path", path.encode()),
+                (b":authority", f"{host}:{port}".encode()),
+                (b"content-type", b"application/grpc"),
+                (b"te", b"trailers"),
+            ]
         )
         writer.write(
             PREFACE

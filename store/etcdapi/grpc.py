@@ -1,4 +1,4 @@
-"""gRPC over our HTTP/2 connection (store/etcdapi/http2.py): the calls of the etcd API.
+"""gRPC over our HTTP/2 connection (machinery/http2.py): the calls of the etcd API.
 
 A call is one HTTP/2 stream: request headers (`:method POST`, `:path /etcdserverpb.KV/Put`,
 `content-type: application/grpc...`, maybe `grpc-timeout`), then length-prefixed messages
@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
 
+from machinery.http2 import Http2Connection, Stream
 from store.etcdapi.convert import (
     CANCELLED,
     DEADLINE_EXCEEDED,
@@ -39,7 +40,6 @@ from store.etcdapi.convert import (
     UNIMPLEMENTED,
     GrpcStatus,
 )
-from store.etcdapi.http2 import Http2Connection, Stream
 from store.etcdapi.messages import RpcMethod
 
 log = logging.getLogger("raftkube.etcdapi")

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from machinery.http2 import ENHANCE_YOUR_CALM
 from store.api import errors as E
 from store.api.cluster import EMPTY, HashKVRequest, MemberAddRequest, MemberIdRequest, MemberUpdateRequest
 from store.api.kv import CompactionResponse, DeleteRangeResponse, PutResponse, TxnResponse
@@ -30,7 +31,6 @@ from store.api.protocol import MAX_REQUEST_BYTES
 from store.etcdapi import convert
 from store.etcdapi.convert import FAILED_PRECONDITION, UNIMPLEMENTED, GrpcStatus
 from store.etcdapi.grpc import GRPC_OVERHEAD, Call, Route
-from store.etcdapi.http2 import ENHANCE_YOUR_CALM
 from store.etcdapi.messages import SERVICES, pb
 from store.etcdapi.relay import LeaderRelay
 from store.etcdapi.snapshot_file import etcd_snapshot_bytes

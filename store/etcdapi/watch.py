@@ -32,12 +32,12 @@ from __future__ import annotations
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from machinery.http2 import ENHANCE_YOUR_CALM, Http2Connection
 from store.api import errors as E
 from store.api.kv import Event
 from store.api.watch import WatchResponse
 from store.etcdapi import convert
 from store.etcdapi.grpc import Call, frame_message
-from store.etcdapi.http2 import ENHANCE_YOUR_CALM, Http2Connection
 from store.etcdapi.messages import pb
 from store.server.watch_streams import WatchStreams
 

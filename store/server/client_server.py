@@ -23,12 +23,12 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from machinery.http2 import Http2Connection
 from store.api import errors as E
 from store.api import methods as M
 from store.api.framing import FrameReader, Oversized, encode_frame
 from store.api.protocol import END, ERROR, OK, PROTOCOL, STREAM
 from store.etcdapi.grpc import GRPC_OVERHEAD, GrpcHandler
-from store.etcdapi.http2 import Http2Connection
 from store.server import memory
 from store.server.client_conn import ClientConn, limit_tls_buffers
 from store.server.cluster_service import ClusterService

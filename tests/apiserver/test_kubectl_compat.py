@@ -73,6 +73,24 @@ def test_version_names_client_and_server(k: Kubectl) -> None:
     assert info["serverVersion"]["major"] == "1" and info["serverVersion"]["minor"] == "33"
 
 
+def test_kubectl_speaks_http2_to_the_apiserver(k: Kubectl, api: httpx.Client) -> None:
+    """Go's client offers h2 and takes it (GODEBUG=http2debug=1 logs its frames): a LIST, a
+    create with a body and a watch that sees it all run over HTTP/2, as with kube-apiserver."""
+    name = f"h2-{k.minor}"
+    env = {"GODEBUG": "http2debug=1"}
+    proc = k.server.kubectl("get", "namespaces", "-o", "name", minor=k.minor, env=env)
+    assert proc.returncode == 0 and "namespace/default" in proc.stdout, proc.stderr[-2000:]
+    assert "http2: Transport received HEADERS" in proc.stderr, proc.stderr[-2000:]
+    proc = k.server.kubectl("create", "-f", k.file(configmap(name, a="1")), minor=k.minor, env=env)
+    assert proc.returncode == 0 and '":method" = "POST"' in proc.stderr, proc.stderr[-2000:]
+    proc = k.server.kubectl(
+        "get", "configmap", name, "--watch", "--request-timeout=3s", "-o", "name", minor=k.minor, env=env
+    )
+    assert f"configmap/{name}" in proc.stdout, proc.stderr[-2000:]
+    assert "watch=true" in proc.stderr and "http2: Transport received DATA" in proc.stderr, proc.stderr[-2000:]
+    api.delete(f"/api/v1/namespaces/default/configmaps/{name}")
+
+
 def test_api_resources_lists_every_kind_with_its_short_names(k: Kubectl) -> None:
     table = rows(k("api-resources"))
     assert table[0] == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]

@@ -29,13 +29,6 @@ def data(payload: bytes, flags: int = 0, stream: int = h2.STREAM) -> bytes:
     return h2.frame(h2.DATA, flags, stream, payload)
 
 
-def test_hpack_integers_follow_rfc7541_c1() -> None:
-    assert h2._hpack_int(10, 5) == b"\x0a"
-    assert h2._hpack_int(1337, 5) == b"\x1f\x9a\x0a"
-    assert h2._hpack_int(42, 8) == b"\x2a"
-    assert h2.literal("te", "trailers") == b"\x00\x02te\x08trailers"
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     msgs=st.lists(st.binary(max_size=300), min_size=1, max_size=8),

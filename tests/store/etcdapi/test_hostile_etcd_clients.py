@@ -38,9 +38,9 @@ from store.api.protocol import split_url
 from store.etcdapi.grpc import PARTIAL_LIMIT
 from store.etcdapi.messages import SERVICES, pb
 from store.server.watch_streams import MAX_WATCHES_PER_CONNECTION
-from tests.store.etcdapi import h2wire as w
-from tests.store.etcdapi.h2wire import RawH2
+from tests.support import h2wire as w
 from tests.support.cluster import StoreCluster, running_cluster
+from tests.support.h2wire import RawH2
 from tests.support.wait import until
 
 MIB = 1 << 20

@@ -1,4 +1,4 @@
-"""HPACK (store/etcdapi/hpack.py): RFC 7541's own examples, round trips, and a decoder that fails only
+"""HPACK (machinery/hpack.py): RFC 7541's own examples, round trips, and a decoder that fails only
 with HpackError, within its memory bounds, whatever it is sent."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.etcdapi.hpack import (
+from machinery.hpack import (
     _CACHE_ENTRIES,
     _HUFFMAN_CODES,
     _STATIC_TABLE,

@@ -1,4 +1,4 @@
-"""The etcd API's HTTP/2 server and gRPC layer (store/etcdapi/http2.py, grpc.py) fed hostile
+"""The etcd API's HTTP/2 server and gRPC layer (machinery/http2.py, grpc.py) fed hostile
 bytes in process, through a fake transport: every malformed frame gets HTTP/2's error (the
 GOAWAY or RST_STREAM code RFC 9113 names), every bad call gRPC's status with grpc-go's words,
 every limit holds (streams, header blocks, flow-control windows both ways, PING floods,
@@ -24,9 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store.etcdapi import http2
-from store.etcdapi.grpc import Call, GrpcHandler, Route
-from store.etcdapi.http2 import (
+from machinery import http2
+from machinery.http2 import (
     HEADER_BLOCK_LIMIT,
     MAX_STREAMS,
     OUR_MAX_FRAME,
@@ -38,8 +37,9 @@ from store.etcdapi.http2 import (
     Http2Connection,
     Stream,
 )
+from store.etcdapi.grpc import Call, GrpcHandler, Route
 from store.etcdapi.messages import SERVICES, pb
-from tests.store.etcdapi import h2wire as w
+from tests.support import h2wire as w
 
 MAX_MESSAGE = 64 << 10
 RANGE = SERVICES["KV"]["Range"].path

@@ -3,7 +3,7 @@ well-behaved client would (test_http2.py in process, test_hostile_etcd_clients.p
 member processes).
 
 The frame numbers are RFC 9113's, written out here rather than taken from the server
-(store/etcdapi/http2.py), so that a wrong constant there shows as a failing test.  Request
+(machinery/http2.py), so that a wrong constant there shows as a failing test.  Request
 headers are HPACK-encoded with the server's own stateless encoder and answers decoded with
 its decoder: both are checked against RFC 7541 on their own (test_hpack.py).
 
@@ -25,7 +25,7 @@ from urllib.parse import unquote_to_bytes
 
 from hypothesis import strategies as st
 
-from store.etcdapi.hpack import Decoder, Encoder
+from machinery.hpack import Decoder, Encoder
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 

@@ -1,6 +1,8 @@
-"""The server side of HTTP/2 (RFC 9113), as much as gRPC uses, on an asyncio Protocol.
+"""The server side of HTTP/2 (RFC 9113), on an asyncio Protocol: the etcd API's gRPC
+(store/etcdapi/grpc.py) and the apiserver's HTTP/2 (apiserver/http/http2.py) run on it.
 
-Why our own and not grpcio's server: a member's event loop runs Raft, the apply loop and
+Why our own and not grpcio's server (nor the `h2` package, for the apiserver: one HTTP/2
+implementation, already fuzzed and bounded, serves both): a member's event loop runs Raft, the apply loop and
 the watch hub; grpc.aio's C core hands messages over one await at a time from its own
 threads, and the apiserver measured its etcd watch messages arriving seconds late behind a
 busy loop (apiserver/storage/h2grpc.py).  Here every read of the socket is parsed at once,
@@ -18,7 +20,10 @@ connection's receive window, which is given back only as requests are handed on.
 
 The application sees `Stream`s: `Handler.on_headers(stream)` once its request headers are
 in, then `on_data(stream, bytes, end)` for its body, `on_reset(stream)` if the peer gives
-up on it; it answers with `stream.send_headers`, `send_data` and `send_trailers`.
+up on it; it answers with `stream.send_headers`, `send_data` (`end=True`: the stream's last)
+and `send_trailers`, and may wait for `stream.drained()` before sending more.  The limits a
+connection advertises and enforces are an `Http2Limits`: gRPC's by default, kube-apiserver's
+for the apiserver.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ import logging
 import struct
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Protocol, cast
 
-from store.etcdapi.hpack import Decoder, Encoder, HpackError
+from machinery.hpack import Decoder, Encoder, HpackError
 
 log = logging.getLogger("raftkube.etcdapi")
 
@@ -72,6 +78,28 @@ that grows it walks the streams waiting for a window.  Clients change it a few t
 (grpc-go's BDP estimator, as the window grows to 16 MiB)."""
 
 
+@dataclass(frozen=True)
+class Http2Limits:
+    """What a connection advertises in its SETTINGS and enforces; the defaults are the etcd
+    API's (gRPC: big messages, many watch streams per connection)."""
+
+    max_streams: int = MAX_STREAMS
+    recv_window: int = RECV_WINDOW
+    stream_window: int = STREAM_WINDOW
+    max_frame: int = OUR_MAX_FRAME
+    header_list: int = HEADER_LIST_LIMIT
+    header_block: int = HEADER_BLOCK_LIMIT
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_streams <= 1 << 20:
+            raise ValueError(f"max_streams must be from 1 to {1 << 20}, got {self.max_streams}")
+        for name in ("recv_window", "stream_window"):
+            if not DEFAULT_WINDOW <= getattr(self, name) <= MAX_WINDOW:
+                raise ValueError(f"{name} must be from {DEFAULT_WINDOW} to {MAX_WINDOW}, got {getattr(self, name)}")
+        if not DEFAULT_MAX_FRAME <= self.max_frame <= (1 << 24) - 1:
+            raise ValueError(f"max_frame must be from {DEFAULT_MAX_FRAME} to {(1 << 24) - 1}, got {self.max_frame}")
+
+
 class ConnectionError_(Exception):
     """A connection error: GOAWAY with `code` and the connection closes."""
 
@@ -101,7 +129,9 @@ class Stream:
 
     __slots__ = (
         "_credit",
+        "_drain_waiter",
         "_end_after",
+        "_ending",
         "_queue",
         "app",
         "closed",
@@ -121,7 +151,7 @@ class Stream:
         self.app: object = None
         self._credit = 0
         """The send window less the client's SETTINGS_INITIAL_WINDOW_SIZE (see `send_window`)."""
-        self.recv_window = STREAM_WINDOW
+        self.recv_window = conn.limits.stream_window
         """What the client may still send on this stream before we give some back."""
         self.recv_unacked = 0
         self._queue: deque[bytes] = deque()
@@ -131,6 +161,9 @@ class Stream:
         self.remote_closed = False
         self._end_after: bytes | None = None
         """Trailers to send once the queued DATA is out."""
+        self._ending = False
+        """The last queued DATA ends the stream (`send_data(..., end=True)`)."""
+        self._drain_waiter: asyncio.Future[None] | None = None
 
     @property
     def send_window(self) -> int:
@@ -159,9 +192,10 @@ class Stream:
             if end:
                 self._close()
 
-    def send_data(self, data: bytes) -> None:
-        """Queue `data`; it goes out as the peer's flow-control windows allow."""
-        if self.closed or not data:
+    def send_data(self, data: bytes, end: bool = False) -> None:
+        """Queue `data`; it goes out as the peer's flow-control windows allow.  `end`: the
+        stream ends with it (END_STREAM on its last frame)."""
+        if self.closed or self._ending or (not data and not end):
             return
         if (
             not self._queue
@@ -171,11 +205,30 @@ class Stream:
         ):
             self.send_window -= len(data)
             self.conn.send_window -= len(data)
-            self.conn.write(_frame(DATA, 0, self.id, data))
+            self.conn.write(_frame(DATA, END_STREAM if end else 0, self.id, data))
+            if end:
+                self._close()
             return
-        self._queue.append(data)
-        self.queued += len(data)
+        if data:
+            self._queue.append(data)
+            self.queued += len(data)
+        self._ending = end
         self.conn.flush_stream(self)
+
+    async def drained(self) -> None:
+        """Until this stream's queued DATA has gone to the socket and the socket's buffer is
+        below its high-water mark (or the stream is closed): a sender's backpressure."""
+        while not self.closed and (self._queue or self.conn.write_paused):
+            waiter = self._drain_waiter
+            if waiter is None or waiter.done():
+                waiter = self._drain_waiter = asyncio.get_running_loop().create_future()
+                self.conn.draining[self.id] = self
+            await waiter
+
+    def wake_drained(self) -> None:
+        waiter, self._drain_waiter = self._drain_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def send_trailers(self, headers: list[tuple[bytes, bytes]]) -> None:
         """End the stream with `headers`, after whatever DATA is still queued."""
@@ -196,6 +249,7 @@ class Stream:
         self._queue.clear()
         self.queued = 0
         self.conn.forget(self)
+        self.wake_drained()
 
     def _pump(self) -> None:
         """Send what the windows allow (called by the connection)."""
@@ -211,7 +265,17 @@ class Stream:
             self.queued -= n
             self.send_window -= n
             conn.send_window -= n
-            conn.write(_frame(DATA, 0, self.id, chunk))
+            last = self._ending and not self._queue
+            conn.write(_frame(DATA, END_STREAM if last else 0, self.id, chunk))
+            if last:
+                self._close()
+                return
+        if not self._queue and self._ending:  # ended with nothing queued behind a full window
+            conn.write(_frame(DATA, END_STREAM, self.id))
+            self._close()
+            return
+        if not self._queue:
+            self.wake_drained()
         if not self._queue and self._end_after is not None:
             block, self._end_after = self._end_after, None
             conn.write_block(self.id, block, end=True)
@@ -226,7 +290,9 @@ class Http2Connection(asyncio.Protocol):
         handler_factory: Callable[[Http2Connection], Handler],
         on_close: Callable[[Http2Connection], None],
         frame_timeout: float | None = None,
+        limits: Http2Limits | None = None,
     ) -> None:
+        self.limits = limits or Http2Limits()
         self.handler = handler_factory(self)
         self.frame_timeout = frame_timeout
         """Seconds a client has to finish a frame (or the preface) it has begun; beyond, GOAWAY and
@@ -237,14 +303,14 @@ class Http2Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self.preface_seen = False
-        self.decoder = Decoder(max_header_list_size=HEADER_LIST_LIMIT)
+        self.decoder = Decoder(max_header_list_size=self.limits.header_list)
         self.encoder = Encoder()
         self.streams: dict[int, Stream] = {}
         self.last_stream = 0
         self.peer_initial_window = DEFAULT_WINDOW
         self.peer_max_frame = DEFAULT_MAX_FRAME
         self.send_window = DEFAULT_WINDOW
-        self.recv_window = RECV_WINDOW
+        self.recv_window = self.limits.recv_window
         """What the client may still send on the connection before we give some back."""
         self.recv_unacked = 0
         """Bytes received and handed on but not yet given back by WINDOW_UPDATE."""
@@ -262,6 +328,10 @@ class Http2Connection(asyncio.Protocol):
         self._continuing: tuple[int, int, bytearray] | None = None
         """A header block being received: (stream id, flags of its HEADERS, fragments so far)."""
         self._reading_paused = False
+        self.write_paused = False
+        """The socket's buffer is over its high-water mark (the client is not reading)."""
+        self.draining: dict[int, Stream] = {}
+        """Streams whose senders wait in `Stream.drained`."""
         self._pings = 0
         self._window_settings = 0
         self.closed = False
@@ -269,7 +339,8 @@ class Http2Connection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ asyncio
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # not an isinstance check: uvloop's TLS transport is not an asyncio.Transport subclass
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
         name = transport.get_extra_info("peername")
         self.peer = f"{name[0]}:{name[1]}" if isinstance(name, tuple) and len(name) >= 2 else str(name)
@@ -277,15 +348,16 @@ class Http2Connection(asyncio.Protocol):
         settings = b"".join(
             struct.pack(">HI", k, v)
             for k, v in (
-                (MAX_CONCURRENT_STREAMS, MAX_STREAMS),
-                (INITIAL_WINDOW_SIZE, STREAM_WINDOW),
-                (MAX_FRAME_SIZE, OUR_MAX_FRAME),
-                (MAX_HEADER_LIST_SIZE, HEADER_LIST_LIMIT),
+                (MAX_CONCURRENT_STREAMS, self.limits.max_streams),
+                (INITIAL_WINDOW_SIZE, self.limits.stream_window),
+                (MAX_FRAME_SIZE, self.limits.max_frame),
+                (MAX_HEADER_LIST_SIZE, self.limits.header_list),
                 (ENABLE_PUSH, 0),
             )
         )
         self.write(_frame(SETTINGS, 0, 0, settings))
-        self.write(_frame(WINDOW_UPDATE, 0, 0, (RECV_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big")))
+        if self.limits.recv_window > DEFAULT_WINDOW:
+            self.write(_frame(WINDOW_UPDATE, 0, 0, (self.limits.recv_window - DEFAULT_WINDOW).to_bytes(4, "big")))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -296,16 +368,20 @@ class Http2Connection(asyncio.Protocol):
                 self.handler.on_reset(s)
         self.streams.clear()
         self._blocked.clear()
+        self._wake_draining()
         self.on_close(self)
 
     def pause_writing(self) -> None:
         # the client is not reading its answers: neither do we read its requests
+        self.write_paused = True
         if self.transport is not None and not self._reading_paused:
             self._reading_paused = True
             self.transport.pause_reading()
             self._time_partial_frame(False)  # we are not reading: the client is not late
 
     def resume_writing(self) -> None:
+        self.write_paused = False
+        self._wake_draining()
         if self.transport is not None and self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
@@ -323,6 +399,11 @@ class Http2Connection(asyncio.Protocol):
         except HpackError as e:
             self.goaway(COMPRESSION_ERROR, f"header block: {e}")
         self._time_partial_frame(len(self.buf) < before)
+
+    def _wake_draining(self) -> None:
+        draining, self.draining = self.draining, {}
+        for s in draining.values():
+            s.wake_drained()
 
     def _time_partial_frame(self, progressed: bool) -> None:
         """(Re)start the frame timeout while a begun frame is buffered (from its start: after
@@ -402,11 +483,12 @@ class Http2Connection(asyncio.Protocol):
     def forget(self, s: Stream) -> None:
         self.streams.pop(s.id, None)
         self._blocked.pop(s.id, None)
+        self.draining.pop(s.id, None)
 
     def goaway(self, code: int, message: str) -> None:
         if self.closed:
             return
-        log.info("closing etcd API connection from %s: %s", self.peer, message)
+        log.info("closing HTTP/2 connection from %s: %s", self.peer, message)
         payload = struct.pack(">II", self.last_stream, code) + message.encode()[:256]
         self.write(_frame(GOAWAY, 0, 0, payload))
         self._flush()
@@ -427,13 +509,13 @@ class Http2Connection(asyncio.Protocol):
         if n <= 0:
             return
         self.recv_unacked += n
-        if self.recv_unacked >= RECV_WINDOW // 4:
+        if self.recv_unacked >= self.limits.recv_window // 4:
             self.recv_window += self.recv_unacked
             self.write(_frame(WINDOW_UPDATE, 0, 0, self.recv_unacked.to_bytes(4, "big")))
             self.recv_unacked = 0
         if stream is not None and not stream.remote_closed and not stream.closed:
             stream.recv_unacked += n
-            if stream.recv_unacked >= STREAM_WINDOW // 4:
+            if stream.recv_unacked >= self.limits.stream_window // 4:
                 stream.recv_window += stream.recv_unacked
                 self.write(_frame(WINDOW_UPDATE, 0, stream.id, stream.recv_unacked.to_bytes(4, "big")))
                 stream.recv_unacked = 0
@@ -452,11 +534,12 @@ class Http2Connection(asyncio.Protocol):
             self.preface_seen = True
         pos = 0
         n = len(buf)
+        max_frame = self.limits.max_frame
         try:
             while n - pos >= 9 and not self.closed:
                 length = buf[pos] << 16 | buf[pos + 1] << 8 | buf[pos + 2]
-                if length > OUR_MAX_FRAME:
-                    raise ConnectionError_(FRAME_SIZE_ERROR, f"a frame of {length} bytes (limit {OUR_MAX_FRAME})")
+                if length > max_frame:
+                    raise ConnectionError_(FRAME_SIZE_ERROR, f"a frame of {length} bytes (limit {max_frame})")
                 if n - pos < 9 + length:
                     break
                 kind, flags = buf[pos + 3], buf[pos + 4]
@@ -536,8 +619,9 @@ class Http2Connection(asyncio.Protocol):
         if sid == 0 or sid % 2 == 0:
             raise ConnectionError_(PROTOCOL_ERROR, f"HEADERS on stream {sid}")
         block = self._unpad(flags, payload)
-        if len(block) > HEADER_BLOCK_LIMIT:  # one frame may carry OUR_MAX_FRAME: the block's limit still holds
-            raise ConnectionError_(ENHANCE_YOUR_CALM, f"a header block over {HEADER_BLOCK_LIMIT} bytes")
+        limit = self.limits.header_block
+        if len(block) > limit:  # one frame may carry max_frame bytes: the block's limit still holds
+            raise ConnectionError_(ENHANCE_YOUR_CALM, f"a header block over {limit} bytes")
         if flags & PRIORITY_FLAG:
             if len(block) < 5:
                 raise ConnectionError_(PROTOCOL_ERROR, "a malformed priority in HEADERS")
@@ -552,8 +636,8 @@ class Http2Connection(asyncio.Protocol):
             raise ConnectionError_(PROTOCOL_ERROR, "CONTINUATION without its HEADERS")
         first_flags, fragments = self._continuing[1], self._continuing[2]
         fragments += payload
-        if len(fragments) > HEADER_BLOCK_LIMIT:
-            raise ConnectionError_(ENHANCE_YOUR_CALM, f"a header block over {HEADER_BLOCK_LIMIT} bytes")
+        if len(fragments) > self.limits.header_block:
+            raise ConnectionError_(ENHANCE_YOUR_CALM, f"a header block over {self.limits.header_block} bytes")
         if flags & END_HEADERS:
             self._continuing = None
             self._header_block(sid, first_flags, bytes(fragments))
@@ -574,9 +658,9 @@ class Http2Connection(asyncio.Protocol):
         if sid <= self.last_stream:
             raise ConnectionError_(STREAM_CLOSED if sid in self.streams else PROTOCOL_ERROR, f"stream {sid} reused")
         self.last_stream = sid
-        if len(self.streams) >= MAX_STREAMS or self.working >= MAX_STREAMS:
+        if len(self.streams) >= self.limits.max_streams or self.working >= self.limits.max_streams:
             # `working` also counts calls the client reset whose work goes on: resetting each
-            # stream at once (the "rapid reset" attack) buys no more than MAX_STREAMS of work
+            # stream at once (the "rapid reset" attack) buys no more than max_streams of work
             self.write(_frame(RST_STREAM, 0, sid, REFUSED_STREAM.to_bytes(4, "big")))
             return
         s = Stream(sid, self, headers)
