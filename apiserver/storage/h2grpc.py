@@ -7,10 +7,10 @@ Here each read of the socket takes every frame that arrived, so a busy loop dela
 one turn, not each message by several.
 
 Only what a client stream needs: the connection preface and SETTINGS (windows opened wide, so
-the server never waits for us), PING answers, HEADERS encoded by the shared stateless
-HPACK encoder (machinery/hpack.py: nothing indexed in the server's table), DATA both ways.  The response headers are not decoded: a stream that
-ends for any reason (trailers, RST_STREAM, GOAWAY, a closed socket) is `StreamEnded`, and the
-caller treats it as a lost stream.
+the server never waits for us), PING answers, HEADERS encoded by the shared stateless HPACK
+encoder (machinery/hpack.py: nothing indexed in the server's table), DATA both ways.  The
+response headers are not decoded: a stream that ends for any reason (trailers, RST_STREAM,
+GOAWAY, a closed socket) is `StreamEnded`, and the caller treats it as a lost stream.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ free port, then the phases, with load generators in processes of their own:
   custom      (f) a CRD's widgets created as in (d) and watched as in (b): the ratio to pods
   gates       (e) creates with the whole admission/authorization chain on against it off, two
               fresh apiservers over the raftkube store, plus one webhook (raftkube only)
+  memory      (g) the apiserver's RSS per cached pod over 10,000 and 100,000 pods added (last:
+              it starts from the pods the other phases left; --only memory from none)
 A progress line per phase goes to stderr, the table to stdout; the JSON (machine, load
 average, versions) and a PNG go to bench/results/.  --profile records the apiserver with
 py-spy during every phase (raw stacks and a summary in the JSON).  Every process started is
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
 BACKENDS = ("raftkube", "etcd")
 SERVERS = ("raftkube", "kube-apiserver")
 """kube-apiserver: the upstream 1.33 over etcd 3.6 (`raftkube peers build`), bench.apiserver.upstream."""
-PHASES = ("client", "fanout", "lists", "throughput", "creates", "custom", "gates")
+PHASES = ("client", "fanout", "lists", "throughput", "creates", "custom", "gates", "memory")
 
 
 def _positive(text: str) -> int:
@@ -82,7 +84,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--only", type=csv_list(PHASES, "phase"), default=list(PHASES), help=f"phases (default: {','.join(PHASES)})"
     )
     p.add_argument("--watchers", type=_positive, help="override the fan-out node watchers (a) and watchers of (b)")
-    p.add_argument("--pods", type=_positive, help="override the pods created in (a) and listed in (c)")
+    p.add_argument(
+        "--pods",
+        type=_positive,
+        help="override the pods created in (a), listed in (c) and the memory steps of (g) (N, 10N)",
+    )
     p.add_argument("--seconds", type=positive_seconds, help="override the measuring time of (b) and (d)")
     p.add_argument("--rate", type=positive_seconds, help="override the create rate of (a), pods/s (default 500)")
     p.add_argument("--clients", type=_positive, default=2, help="load generator processes for watchers and writers")
@@ -101,6 +107,7 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
         s.fanout_nodes = s.throughput_watchers = args.watchers
     if args.pods:
         s.fanout_pods = s.list_pods = args.pods
+        s.memory_steps = (args.pods, 10 * args.pods)
     if args.seconds:
         s.throughput_s = s.create_s = args.seconds
         s.warmup_s = min(s.warmup_s, args.seconds / 2)
@@ -118,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from bench.apiserver import backends, compare, plot, report, targets, upstream
         from bench.apiserver.context import Context
-        from bench.apiserver.phases import client, creates, custom, fanout, gates, lists, throughput
+        from bench.apiserver.phases import client, creates, custom, fanout, gates, lists, memory, throughput
         from bench.store.peers import PeerError, etcd_binary
     except ImportError as e:
         print(f"raftkube bench apiserver: {e} (install the bench extra: pip install -e '.[bench]')", file=sys.stderr)
@@ -151,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         "creates": creates.run,
         "custom": custom.run,
         "gates": gates.run,
+        "memory": memory.run,
     }
     old = signal.signal(signal.SIGTERM, _on_signal)
     machine = report.machine()

@@ -91,6 +91,10 @@ FIGURES: dict[str, list[tuple[str, str, bool, Callable[[dict[str, Any]], float |
         ("storage CPU per create", "ms", False, _per_request("store_cpu_pct", "creates_per_s")),
         ("errors", "", False, _at("errors")),
     ],
+    "memory": [
+        (f"RSS per cached pod, {pods:,} added", "B", False, _at(f"bytes_per_pod_{pods}"))
+        for pods in (1_000, 5_000, 10_000, 100_000)
+    ],
     "custom": [
         ("custom resource creates/s", "/s", True, _at("creates", "creates_per_s")),
         ("custom resource create p99", "ms", False, _at("creates", "p99_ms")),
@@ -107,7 +111,9 @@ def rows(phases: dict[str, Any], ours: str, theirs: str = THEIRS) -> list[Row]:
         if not isinstance(per, dict) or not isinstance(per.get(ours), dict) or not isinstance(per.get(theirs), dict):
             continue
         for figure, unit, higher, read in figures:
-            out.append(Row(phase, figure, unit, higher, read(per[ours]), read(per[theirs])))
+            row = Row(phase, figure, unit, higher, read(per[ours]), read(per[theirs]))
+            if row.ours is not None or row.theirs is not None:  # a figure neither side has is left out
+                out.append(row)
     return out
 
 

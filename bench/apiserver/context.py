@@ -52,6 +52,8 @@ class Sizes:
     """client: GETs per HTTP client for the client-cost comparison."""
     clients: int = 2
     """Load generator processes for watchers and for closed-loop writers."""
+    memory_steps: tuple[int, ...] = (10_000, 100_000)
+    """(g) pods added in all at each reading of the apiserver's RSS."""
     gate_orders: int = 2
     """(e) the chains measured in order and then in reverse (ABBA, so drift falls on both);
     a quick run measures them once, in order: its figures are a smoke test, not a result."""
@@ -68,6 +70,7 @@ class Sizes:
             warmup_s=0.5,
             client_requests=600,
             gate_orders=1,
+            memory_steps=(1_000, 5_000),
         )
 
 

@@ -190,6 +190,20 @@ def render(doc: dict[str, Any]) -> str:
                 f"p50 {g['paired']['on']['p50_ms']:.2f} and {g['paired']['hook']['p50_ms']:.2f} ms; "
                 f"{g['webhook_p50_ms_separate_rounds']:.2f} ms between separate rounds)"
             )
+    if "memory" in ph:
+        lines += [
+            "",
+            "(g) MEMORY (the apiserver's RSS as the cluster is topped up; bytes per cached pod = RSS growth"
+            " since the phase's start / pods added)",
+            f"{'backend':<16}{'pods':>9}{'added':>9}{'RSS MiB':>9}{'B/pod':>9}{'fill s':>8}",
+        ]
+        for b, r in ph["memory"].items():
+            lines.append(f"{b:<16}{r['start_pods']:>9,}{0:>9,}{r['start_rss_mib']:>9.0f}{'-':>9}{'-':>8}")
+            for st in r["steps"]:
+                lines.append(
+                    f"{'':<16}{st['pods']:>9,}{st['added']:>9,}{st['rss_mib']:>9.0f}{st['bytes_per_pod']:>9,.0f}"
+                    f"{st['fill_s']:>8.0f}"
+                )
     lines += ["", "TARGETS", f"{'target':<60}{'goal':>12}{'measured':>14}  met"]
     for t in doc["targets"]:
         unit = t["unit"]

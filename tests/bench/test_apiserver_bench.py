@@ -39,7 +39,15 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert elapsed < 120, f"the smoke run took {elapsed:.0f}s"
     assert "fan-out:" in proc.stderr, "no progress display on stderr"
-    titles = ("WATCH FAN-OUT", "WATCH THROUGHPUT", "LIST of every pod", "POD CREATES", "CUSTOM RESOURCES", "THE GATES")
+    titles = (
+        "WATCH FAN-OUT",
+        "WATCH THROUGHPUT",
+        "LIST of every pod",
+        "POD CREATES",
+        "CUSTOM RESOURCES",
+        "THE GATES",
+        "(g) MEMORY",
+    )
     for title in (*titles, "TARGETS"):
         assert title in proc.stdout, title
     assert out_png.stat().st_size > 1000
@@ -52,7 +60,13 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
         assert doc["machine"][key], key
     assert doc["machine"]["packages"]["uvicorn"]
     ph = doc["phases"]
-    assert set(ph) == {"client", "fanout", "throughput", "lists", "creates", "custom", "gates"}
+    assert set(ph) == {"client", "fanout", "throughput", "lists", "creates", "custom", "gates", "memory"}
+    memory = ph["memory"]["raftkube"]
+    # --pods 200: 200 and then 2,000 pods added to those the other phases left, RSS read at each
+    assert [st["added"] for st in memory["steps"]] == [200, 2000], memory
+    assert [st["pods"] for st in memory["steps"]] == [memory["start_pods"] + 200, memory["start_pods"] + 2000]
+    assert memory["start_rss_mib"] > 0 and memory["steps"][-1]["rss_mib"] > memory["start_rss_mib"]
+    assert 0 < memory["bytes_per_pod_2000"] < 1_000_000, memory
 
     clients = ph["client"]["clients"]
     for name in ("raw_asyncio", "httpx"):
