@@ -3,6 +3,8 @@
 Serves `apiserver.http.app.build_app` on uvicorn (one worker), TLS with the serving
 certificate, asking clients for a certificate without requiring one (CERT_OPTIONAL: token
 clients connect too; a certificate that is presented must verify against the client CA).
+HTTP/2 is offered in the handshake beside HTTP/1.1; connections that take it are served by
+apiserver.http.http2 on the same port.
 Credentials not given as flags are created on first start in `<data_dir>/apiserver/`
 (apiserver.pki).  SIGTERM or SIGINT stop it: it stops accepting, lets requests in flight
 finish (a few seconds at most), closes the storage and exits 0.
