@@ -28,10 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apiserver.http.connection_limits import ConnectionLimits, guarded
-from apiserver.http.http2 import API_LIMITS, _scope, negotiating
-from apiserver.main import server_tls
+from apiserver.http.http2 import API_LIMITS, MAX_STREAMS, _scope, negotiating
+from apiserver.main import http2_settings, server_tls
 from apiserver.pki import ApiserverPKI
 from apiserver.tls_scope import protocol_class
+from machinery.process.command import UsageError
 from machinery.process.launch import free_ports
 from tests.support import h2wire as w
 
@@ -368,3 +369,11 @@ def test_any_frames_leave_the_server_serving(served: Served, frames: list[bytes]
     while served.server.server_state.tasks and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not served.server.server_state.tasks
+
+
+def test_the_streams_flag_is_checked_and_zero_means_kubes_default() -> None:
+    assert http2_settings(0).max_streams == MAX_STREAMS == 250
+    assert http2_settings(7) == dataclasses.replace(API_LIMITS, max_streams=7)
+    for bad in (-1, 10_001):
+        with pytest.raises(UsageError, match="--http2-max-streams-per-connection"):
+            http2_settings(bad)
