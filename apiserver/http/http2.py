@@ -28,14 +28,16 @@ slot without bound:
   for the idle timeout gets GOAWAY and is closed;
 - connections count towards the apiserver's ceiling (`max_connections`) as HTTP/1.1 ones do.
 
-A malformed request (missing or repeated pseudo-headers, upper-case or connection-specific
-header names: RFC 9113 §8.2-8.3) is reset with PROTOCOL_ERROR before the app sees it.
+A malformed request (missing, empty or repeated pseudo-headers, a method that is not a token,
+a path not starting with `/`, upper-case or connection-specific header names: RFC 9113
+§8.2-8.3) is reset with PROTOCOL_ERROR before the app sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections import deque
 from typing import Any
 from urllib.parse import unquote
@@ -75,6 +77,8 @@ _PSEUDO = frozenset({b":method", b":scheme", b":authority", b":path"})
 # malformed, and a response drops them (uvicorn's `transfer-encoding`, for one)
 _CONNECTION_HEADERS = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
 _UPPER = bytes(range(ord("A"), ord("Z") + 1))
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A method is an RFC 9110 token."""
 
 
 class _Request:
@@ -359,8 +363,10 @@ def _scope(conn: ApiHttp2Connection, headers: list[tuple[bytes, bytes]]) -> dict
             return None
         else:
             plain.append((name, value))
-    method, path, scheme = pseudo.get(b":method"), pseudo.get(b":path"), pseudo.get(b":scheme")
-    if method is None or scheme is None or not path or method == b"CONNECT":
+    method, path, scheme = pseudo.get(b":method", b""), pseudo.get(b":path", b""), pseudo.get(b":scheme")
+    if not _TOKEN.fullmatch(method) or method == b"CONNECT" or scheme not in (b"https", b"http"):
+        return None
+    if not (path.startswith(b"/") or (path == b"*" and method == b"OPTIONS")):
         return None
     if b":authority" in pseudo and not any(name == b"host" for name, _ in plain):
         plain.insert(0, (b"host", pseudo[b":authority"]))
