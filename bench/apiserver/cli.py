@@ -1,7 +1,7 @@
 """`raftkube bench apiserver`: the apiserver over raftkube and over etcd, side by side.
 
     raftkube bench apiserver [--servers raftkube,kube-apiserver] [--storage raftkube,etcd] [--quick]
-                             [--only fanout,throughput,lists,creates] [--profile]
+                             [--only fanout,throughput,lists,creates] [--http2] [--profile]
 
 For each storage backend, in the same run: its store (raftkube: 3 members through the store
 launcher, fsync on; etcd: one etcd 3.4 member), ONE `raftkube apiserver` process over it on a
@@ -92,6 +92,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seconds", type=positive_seconds, help="override the measuring time of (b) and (d)")
     p.add_argument("--rate", type=positive_seconds, help="override the create rate of (a), pods/s (default 500)")
     p.add_argument("--clients", type=_positive, default=2, help="load generator processes for watchers and writers")
+    p.add_argument(
+        "--http2",
+        action="store_true",
+        help="watchers share HTTP/2 connections (200 watches a connection) instead of one HTTP/1.1 connection each",
+    )
     p.add_argument("--profile", action="store_true", help="record the apiserver with py-spy during every phase")
     p.add_argument("--json", type=Path, default=Path("bench/results/apiserver.json"), help="where to write the results")
     p.add_argument("--png", type=Path, default=Path("bench/results/apiserver.png"), help="where to write the plot")
@@ -114,6 +119,7 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
     if args.rate:
         s.fanout_rate = args.rate
     s.clients = args.clients
+    s.watch_http2 = args.http2
     return s
 
 

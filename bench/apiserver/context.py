@@ -52,6 +52,9 @@ class Sizes:
     """client: GETs per HTTP client for the client-cost comparison."""
     clients: int = 2
     """Load generator processes for watchers and for closed-loop writers."""
+    watch_http2: bool = False
+    """(a), (b), (f): each watcher process carries its watches as streams of HTTP/2 connections
+    (up to 200 a connection), as client-go does, instead of a connection per watch."""
     memory_steps: tuple[int, ...] = (10_000, 100_000)
     """(g) pods added in all at each reading of the apiserver's RSS."""
     gate_orders: int = 2

@@ -13,7 +13,8 @@ Modes:
            namespace, so that two admission chains taken in turns share every drift of the
            machine).  Each pod carries the annotation SENT_ANNOTATION =
            "<run>:<monotonic time just before the request was written>".
-  watch    one watch per entry of `selectors` ("" = unfiltered) from `resource_version`;
+  watch    one watch per entry of `selectors` ("" = unfiltered) from `resource_version`, each
+           on a connection of its own, or with `http2` as streams of shared HTTP/2 connections;
            `latency`: per-watcher counts of this run's ADDED events and their delivery
            latency (receipt - stamp); else counts every event line in the window only.
            Once all are open it writes `ready_path` and reads its timing from stdin.
@@ -35,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from bench.apiserver.h2watch import H2WatchPool, h2_context
 from bench.apiserver.http11 import Connection, HTTPError, Target
 from bench.store.loadgen import LATENCY_SAMPLE, Window, stdin_stop
 
@@ -234,8 +236,31 @@ async def watch(spec: dict[str, Any], target: Target) -> dict[str, Any]:
         q = f"{KINDS[kind][1]}/{kind}?watch=1&timeoutSeconds=3600&resourceVersion={rv}"
         return q + (f"&fieldSelector={selector}" if selector else "")
 
+    def take_line(i: int, line: bytes) -> None:
+        """One event line of watcher `i` (latency mode): this run's ADDED events are timed."""
+        nonlocal last_event
+        now = mono()
+        got = parse_sent(line)
+        if got is None:
+            return
+        kind, r, stamp = got
+        if r == run and kind == b"ADDED":
+            counts[i] += 1
+            (lat if selectors[i] else lat_unfiltered).append(now - stamp)
+            last_event = now
+        else:
+            other[i] += 1
+
+    def take_chunk(i: int, chunk: bytes) -> None:
+        """A piece of watcher `i`'s stream (count mode): its event lines are counted, not parsed."""
+        nonlocal in_window
+        n = chunk.count(b"\n")
+        counts[i] += n
+        if win.cpu0 is not None and not stop.is_set():
+            in_window += n
+
     async def one(i: int) -> None:
-        nonlocal in_window, last_event, opened
+        nonlocal opened
         conn = Connection(target, ctx)
         line = b""
         try:
@@ -245,23 +270,10 @@ async def watch(spec: dict[str, Any], target: Target) -> dict[str, Any]:
             opened += 1
             if latency:
                 async for line in conn.lines():
-                    now = mono()
-                    got = parse_sent(line)
-                    if got is None:
-                        continue
-                    kind, r, stamp = got
-                    if r == run and kind == b"ADDED":
-                        counts[i] += 1
-                        (lat if selectors[i] else lat_unfiltered).append(now - stamp)
-                        last_event = now
-                    else:
-                        other[i] += 1
+                    take_line(i, line)
             else:
                 async for line in conn.chunks():
-                    n = line.count(b"\n")
-                    counts[i] += n
-                    if win.cpu0 is not None and not stop.is_set():
-                        in_window += n
+                    take_chunk(i, line)
             failures.append(f"watch {i} ended by the server; its last line: {line[:200]!r}")
         except asyncio.CancelledError:
             raise
@@ -270,7 +282,35 @@ async def watch(spec: dict[str, Any], target: Target) -> dict[str, Any]:
         finally:
             await conn.close()
 
-    tasks = [asyncio.create_task(one(i)) for i in range(len(selectors))]
+    pool = H2WatchPool(target, h2_context(target)) if spec.get("http2") else None
+
+    async def one_h2(i: int) -> None:
+        """Watcher `i` as a stream of the process's HTTP/2 connections (`http2` in the spec)."""
+        nonlocal opened
+        assert pool is not None
+        pending = [b""]
+
+        def on_data(chunk: bytes) -> None:
+            if not latency:
+                take_chunk(i, chunk)
+                return
+            *lines, pending[0] = (pending[0] + chunk).split(b"\n")
+            for line in lines:
+                take_line(i, line + b"\n")
+
+        def on_end(why: str) -> None:
+            failures.append(f"watch {i} ended: {why}"[:300])
+
+        try:
+            async with sem:
+                await pool.open_watch(path(selectors[i]), on_data, on_end)
+            opened += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            failures.append(f"watch {i}: {type(e).__name__}: {e}"[:300])
+
+    tasks = [asyncio.create_task((one_h2 if pool is not None else one)(i)) for i in range(len(selectors))]
     t_open = mono()
     while opened + len(failures) < len(selectors) and mono() - t_open < spec.get("open_timeout_s", 120):
         await asyncio.sleep(0.02)
@@ -302,7 +342,10 @@ async def watch(spec: dict[str, Any], target: Target) -> dict[str, Any]:
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    if pool is not None:
+        await pool.close()
     return out | {
+        "connections": len(pool.connections) if pool is not None else opened,
         "watchers": len(selectors),
         "opened": opened,
         "open_s": open_s,

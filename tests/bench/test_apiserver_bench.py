@@ -121,3 +121,21 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     names = {t["name"]: t for t in doc["targets"]}
     assert names["raftkube: create p99 at 64 in flight"]["value"] == cr["p99_ms"]
     assert names["raftkube: creates/s vs the same apiserver on etcd"]["met"] is None  # etcd not run
+
+
+def test_watchers_over_http2_share_connections_and_miss_nothing(tmp_path: Path) -> None:
+    """--http2: each watcher process holds its watches as streams of one HTTP/2 connection (the
+    apiserver's ALPN takes h2), and fan-out still delivers every event to every watcher."""
+    out_json = tmp_path / "apiserver.json"
+    argv = [sys.executable, "-m", "components.cli", "bench", "apiserver", "--quick", "--storage", "raftkube"]
+    argv += ["--only", "fanout,throughput", "--http2", "--watchers", "30", "--pods", "200", "--rate", "200"]
+    argv += ["--seconds", "0.5", "--json", str(out_json), "--png", str(tmp_path / "apiserver.png")]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    doc: dict[str, Any] = json.loads(out_json.read_text())
+    assert doc["config"]["sizes"]["watch_http2"] is True
+    fan, thr = doc["phases"]["fanout"]["raftkube"], doc["phases"]["throughput"]["raftkube"]
+    assert fan["watchers_opened"] == 30 + 10 and fan["watch_connections"] == 2, fan  # 2 load generator processes
+    assert fan["events_delivered"] == fan["events_expected"] and fan["events_missing"] == 0, fan
+    assert thr["watchers_opened"] == 30 and thr["watch_connections"] == 2 and thr["watchers_failed"] == 0, thr
+    assert thr["events_per_s"] > 0

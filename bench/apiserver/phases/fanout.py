@@ -63,6 +63,7 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
     ready = [ctx.root / f"{backend.name}-fanout-ready-{k}" for k in range(len(groups))]
     base = {
         "mode": "watch",
+        "http2": s.watch_http2,
         "run": run_id,
         "latency": True,
         "resource_version": rv,
@@ -116,6 +117,8 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
         "node_watchers": nodes,
         "unfiltered_watchers": s.fanout_unfiltered,
         "watchers_opened": opened["opened"],
+        "watch_connections": sum(r["connections"] for r in results),
+        "watch_http2": s.watch_http2,
         "watch_failures": [f for r in results for f in r["failures"]][:10],
         "watchers_failed": sum(r["failed"] for r in results),
         "watch_open_s": opened["open_s"],

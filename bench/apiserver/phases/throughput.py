@@ -26,6 +26,7 @@ def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods
     groups = split(s.throughput_watchers, s.clients)
     ready = [ctx.root / f"{backend.name}-throughput-ready-{k}" for k in range(len(groups))]
     base = {"mode": "watch", "run": run_id, "latency": False, "resource_version": rv, "kind": kind}
+    base |= {"http2": s.watch_http2}
     watchers = [
         ctx.loadgen(backend, base | {"selectors": [""] * len(g), "ready_path": str(p)}, "throughput-watch")
         for g, p in zip(groups, ready, strict=True)
@@ -58,6 +59,8 @@ def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods
     out: dict[str, Any] = {
         "watchers": s.throughput_watchers,
         "watchers_opened": opened["opened"],
+        "watch_connections": sum(r["connections"] for r in results),
+        "watch_http2": s.watch_http2,
         "watch_failures": [f for r in results for f in r["failures"]][:10],
         "watchers_failed": sum(r["failed"] for r in results),
         "writers_in_flight": s.writers_in_flight,
