@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.apiserver.edge_support import Answer, EdgeServer, closed_within, connect, edge_server, request_head
+from tests.support import h2wire as w
 
 HEADER_TIMEOUT = 2.0
 MAX_WATCHES = 200  # per priority level: one ordinary user gets half, 100
@@ -211,3 +212,39 @@ def test_a_watch_seat_comes_back_when_its_client_disconnects(srv: EdgeServer) ->
                 answer.close()
 
     run(t())
+
+
+def test_over_http2_the_fair_share_counts_streams_and_a_closed_connection_gives_them_back(srv: EdgeServer) -> None:
+    """eve opens 150 watches as streams of ONE HTTP/2 connection: the seats are per request, so
+    100 are served and 50 get 429, exactly as over 150 connections; the server stays ready and
+    its memory bounded; once she drops the connection, her seats come back."""
+    ctx = srv.tls()
+    ctx.set_alpn_protocols(["h2"])
+    baseline = srv.rss_mib()
+    fields = [
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":path", WATCH.encode()),
+        (b":authority", b"127.0.0.1"),
+        (b"authorization", f"Bearer {srv.tokens['eve']}".encode()),
+    ]
+    streams = range(1, 301, 2)  # 150 client streams
+    with w.RawH2.connect(srv.endpoint.port, ctx) as c:
+        c.send(b"".join(w.headers(sid, fields, end=True) for sid in streams))
+        a = c.read(lambda a: all(a.http_status(sid) is not None for sid in streams), timeout=60)
+        statuses = [a.http_status(sid) for sid in streams]
+        assert (statuses.count(b"200"), statuses.count(b"429")) == (100, 50), statuses
+        assert not any(a.done(sid) for sid in streams if a.http_status(sid) == b"200")  # the watches stay open
+        assert srv.ready()
+        assert srv.rss_mib() < baseline + 120, (baseline, srv.rss_mib())
+
+    async def seats_back() -> None:
+        deadline = time.monotonic() + 10
+        while (again := await request_head(srv, WATCH, "eve")).status == 429:
+            again.close()
+            assert time.monotonic() < deadline, "eve's seats did not come back within 10 s of her close"
+            await asyncio.sleep(0.1)
+        assert again.status == 200, again.status
+        again.close()
+
+    run(seats_back())
