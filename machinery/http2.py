@@ -118,7 +118,7 @@ class Handler(Protocol):
     def on_reset(self, stream: Stream) -> None: ...
 
 
-def _frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
+def _frame(kind: int, flags: int, stream_id: int, payload: bytes | memoryview = b"") -> bytes:
     n = len(payload)
     return bytes((n >> 16 & 0xFF, n >> 8 & 0xFF, n & 0xFF, kind, flags)) + stream_id.to_bytes(4, "big") + payload
 
@@ -154,7 +154,7 @@ class Stream:
         self.recv_window = conn.limits.stream_window
         """What the client may still send on this stream before we give some back."""
         self.recv_unacked = 0
-        self._queue: deque[bytes] = deque()
+        self._queue: deque[bytes | memoryview] = deque()
         self.queued = 0
         """Bytes of DATA waiting for the peer's window."""
         self.closed = False
@@ -258,8 +258,11 @@ class Stream:
             chunk = self._queue[0]
             n = min(len(chunk), self.send_window, conn.send_window, conn.peer_max_frame)
             if n < len(chunk):
-                self._queue[0] = chunk[n:]
-                chunk = chunk[:n]
+                # views, not copies: slicing the rest off as bytes copied it again for every
+                # frame (a 10 MiB LIST in Go's 16 KiB frames: 285 ms, quadratic in its size)
+                view = memoryview(chunk)
+                self._queue[0] = view[n:]
+                chunk = view[:n]
             else:
                 self._queue.popleft()
             self.queued -= n
