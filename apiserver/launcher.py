@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from apiserver.endpoint import RECORD_FILE, Endpoint, RecordError, read_record
+from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR, first_address
 from apiserver.pki import ApiserverPKI, cluster_entry, kubeconfig_data
 from machinery.process import disk
 from machinery.process.launch import LauncherError, port_free, read_pid, spawn, stop_process
@@ -98,7 +99,7 @@ class LocalApiserver:
             raise LauncherError(f"the {self.name} is already running (pid {pid})")
         if not in_host and not port_free(endpoint.host, endpoint.port):
             raise LauncherError(f"{self.name}: port {endpoint.port} on {endpoint.host} is in use")
-        self.pki.ensure(endpoint.host, names)
+        self.pki.ensure(endpoint.host, (*names, service_ip_of(extra_args)))
         self.record(endpoint)
         argv = [sys.executable, "-m", "components.cli", "apiserver", "--data-dir", str(self.data_dir)]
         argv += ["--host", endpoint.host, "--port", str(endpoint.port)]
@@ -217,3 +218,17 @@ def kubeconfig(server: str, creds: ApiserverPKI, servers: tuple[str, ...] = ()) 
 
 
 __all__ = ["KUBECONFIG", "Endpoint", "LocalApiserver", "kubeconfig"]
+
+
+def service_ip_of(args: tuple[str, ...]) -> str:
+    """The `kubernetes` Service's ClusterIP an apiserver started with `args` gives itself (the
+    first address of its --service-cluster-ip-range): its serving certificate must name it
+    before it starts, with the HA set's addresses (`start`'s `names`) in the same issue."""
+    cidr = DEFAULT_SERVICE_CIDR
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--service-cluster-ip-range":
+            cidr = args[i + 1]
+    try:
+        return first_address(cidr)
+    except ValueError:
+        return first_address(DEFAULT_SERVICE_CIDR)  # the apiserver itself refuses the flag, naming it

@@ -315,7 +315,8 @@ def options(args: argparse.Namespace) -> ServeOptions:
     generated = ApiserverPKI.of(data_dir)
     if None in (args.tls_cert_file, args.client_ca_file, args.token_auth_file, args.service_account_signing_key_file):
         try:
-            generated.ensure(args.host, (args.advertise_address,) if args.advertise_address else ())
+            advertised = (args.advertise_address,) if args.advertise_address else ()
+            generated.ensure(args.host, (*advertised, kubernetes_service.cluster_ip))
         except (pki.PKIError, ValueError, OSError) as e:
             raise UsageError(f"--data-dir: cannot set up the apiserver's credentials in {generated.root}: {e}") from e
     cert = args.tls_cert_file or generated.serving.cert

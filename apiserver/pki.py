@@ -52,6 +52,15 @@ SERVING = "apiserver"
 ADMIN = "admin"
 ADMIN_GROUP = "system:masters"
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+IN_CLUSTER_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+"""The `kubernetes` Service's names: pods on the pod network dial the API by them or by its
+ClusterIP (KUBERNETES_SERVICE_HOST), so the serving certificate names them, as kube-apiserver's
+does (its apiserver.crt carries the first service IP and these)."""
 SA_KEY = "sa.key"
 SA_PUB = "sa.pub"
 KUBECONFIGS_DIR = "kubeconfigs"
@@ -158,14 +167,17 @@ class ApiserverPKI:
 
     def ensure(self, host: str = "127.0.0.1", also: tuple[str, ...] = ()) -> None:
         """Create whatever is missing: the CA, the serving certificate (reissued when it does
-        not name `host` and the addresses `also`, such as the advertised one), the admin
+        not name `host`, the addresses `also` (the advertised one, the `kubernetes` Service's
+        ClusterIP) and the Service's in-cluster names), the admin
         certificate and the token file.  Existing files are kept."""
         disk.make_dirs(self.root)
         if pki.CA_CERT in _names(self.pki_dir) or pki.CA_KEY in _names(self.pki_dir):
             ca = pki.load_files(self.pki_dir, "ca")
         else:
             ca = pki.create_ca(self.pki_dir, "raftkube apiserver CA")
-        hosts = tuple(dict.fromkeys((*serving_hosts(host), *(a for h in also for a in serving_hosts(h)))))
+        hosts = tuple(
+            dict.fromkeys((*serving_hosts(host), *(a for h in also for a in serving_hosts(h)), *IN_CLUSTER_NAMES))
+        )
         if not self.serving.cert.exists() or not _names_hosts(self.serving.cert, hosts):
             pki.issue_cert(ca, self.pki_dir, SERVING, common_name="raftkube-apiserver", hosts=hosts, server=True)
         if not self.admin.cert.exists() or not self.admin.key.exists():

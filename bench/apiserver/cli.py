@@ -112,7 +112,7 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
         s.fanout_nodes = s.throughput_watchers = args.watchers
     if args.pods:
         s.fanout_pods = s.list_pods = args.pods
-        s.memory_steps = (args.pods, 10 * args.pods)
+        s.memory_steps = (args.pods, 5 * args.pods)
     if args.seconds:
         s.throughput_s = s.create_s = args.seconds
         s.warmup_s = min(s.warmup_s, args.seconds / 2)

@@ -57,6 +57,8 @@ class Sizes:
     (up to 200 a connection), as client-go does, instead of a connection per watch."""
     memory_steps: tuple[int, ...] = (10_000, 100_000)
     """(g) pods added in all at each reading of the apiserver's RSS."""
+    memory_settle_s: float = 3.0
+    """(g) seconds after the last write before the RSS is read (the cache applies, a GC runs)."""
     gate_orders: int = 2
     """(e) the chains measured in order and then in reverse (ABBA, so drift falls on both);
     a quick run measures them once, in order: its figures are a smoke test, not a result."""
@@ -74,6 +76,7 @@ class Sizes:
             client_requests=600,
             gate_orders=1,
             memory_steps=(1_000, 5_000),
+            memory_settle_s=1.0,
         )
 
 

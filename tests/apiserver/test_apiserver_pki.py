@@ -9,7 +9,8 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiserver.config import ApiserverSettings, load_apiserver_settings, parse_storage_url
-from apiserver.pki import ApiserverPKI, serving_hosts
+from apiserver.launcher import service_ip_of
+from apiserver.pki import IN_CLUSTER_NAMES, ApiserverPKI, serving_hosts
 from machinery.process.config import ConfigError
 from tests.support.modes import mode, not_private, umask
 from tests.support.paths import ROOT
@@ -33,7 +34,8 @@ def test_first_start_creates_private_credentials_and_keeps_them(tmp_path: Path) 
     serving = _cert(creds.serving.cert)
     san = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert [str(ip) for ip in san.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
-    assert san.get_values_for_type(x509.DNSName) == ["localhost"]
+    # and the kubernetes Service's in-cluster names: pods dial the API by them (kube's apiserver.crt)
+    assert san.get_values_for_type(x509.DNSName) == ["localhost", *IN_CLUSTER_NAMES]
     token = creds.admin_token()
     assert token is not None and len(token) >= 40
     before = {p: p.read_bytes() for p in creds.root.rglob("*") if p.is_file()}
@@ -99,3 +101,16 @@ def test_storage_urls() -> None:
 
 def test_the_repository_cluster_toml_has_the_defaults() -> None:
     assert load_apiserver_settings(ROOT / "cluster.toml") == ApiserverSettings()
+
+
+def test_an_apiserver_started_by_up_names_its_service_cluster_ip(tmp_path: Path) -> None:
+    """In-cluster clients on the pod network dial KUBERNETES_SERVICE_HOST, the ClusterIP (the
+    conformance Aggregator spec's sample-apiserver failed on `certificate is valid for
+    127.0.0.1, 192.0.2.2, not 10.96.0.1`): the launcher's certificate names it, from the flags."""
+    assert service_ip_of(()) == "10.96.0.1"
+    assert service_ip_of(("--service-cluster-ip-range", "10.100.0.0/16", "--x", "1")) == "10.100.0.1"
+    assert service_ip_of(("--service-cluster-ip-range", "nonsense")) == "10.96.0.1"
+    creds = ApiserverPKI.of(tmp_path)
+    creds.ensure("127.0.0.1", (service_ip_of(()),))
+    san = _cert(creds.serving.cert).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "10.96.0.1" in [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]

@@ -62,11 +62,11 @@ def test_quick_run_over_raftkube(tmp_path: Path) -> None:
     ph = doc["phases"]
     assert set(ph) == {"client", "fanout", "throughput", "lists", "creates", "custom", "gates", "memory"}
     memory = ph["memory"]["raftkube"]
-    # --pods 200: 200 and then 2,000 pods added to those the other phases left, RSS read at each
-    assert [st["added"] for st in memory["steps"]] == [200, 2000], memory
-    assert [st["pods"] for st in memory["steps"]] == [memory["start_pods"] + 200, memory["start_pods"] + 2000]
+    # --pods 200: 200 and then 1,000 pods added to those the other phases left, RSS read at each
+    assert [st["added"] for st in memory["steps"]] == [200, 1000], memory
+    assert [st["pods"] for st in memory["steps"]] == [memory["start_pods"] + 200, memory["start_pods"] + 1000]
     assert memory["start_rss_mib"] > 0 and memory["steps"][-1]["rss_mib"] > memory["start_rss_mib"]
-    assert 0 < memory["bytes_per_pod_2000"] < 1_000_000, memory
+    assert 0 < memory["bytes_per_pod_1000"] < 1_000_000, memory
 
     clients = ph["client"]["clients"]
     for name in ("raw_asyncio", "httpx"):

@@ -7,8 +7,8 @@ phase's start, then after each step has added `memory_steps` pods in all (create
 `writers_in_flight` in flight, as (d), spread over the bench namespaces and 1,000 nodes).
 Bytes per cached pod = (RSS at the step - RSS at the start) / (pods at the step - pods at the
 start): the growth each pod costs, the server's fixed memory left out.  Every reading waits
-`SETTLE_S` after the last write, so that the watch cache has applied it and a collector has had
-a moment.  Pods are counted from the creates the generator saw answered, not by LISTing them:
+`memory_settle_s` (3 s) after the last write, so that the watch cache has applied it and a
+collector has had a moment.  Pods are counted from the creates the generator saw answered, not by LISTing them:
 a LIST of 100,000 pods would itself take the server's memory up by its response.  After the
 other phases the steps start from the pods those left; `--only memory` starts from none.
 """
@@ -22,15 +22,13 @@ from bench.apiserver.backends import Backend
 from bench.apiserver.context import Context
 from bench.store import procs
 
-SETTLE_S = 3.0
-
 
 def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]:
     s = ctx.sizes
     label = f"{backend.name}: memory"
     ctx.progress.start(label)
     _, start_pods = ctx.pods_now(backend)
-    time.sleep(SETTLE_S)
+    time.sleep(s.memory_settle_s)
     start_rss = procs.vm_rss_bytes(backend.pid)
     pods = start_pods
     steps: list[dict[str, Any]] = []
@@ -59,7 +57,7 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
             raise RuntimeError(f"adding {count:,} pods: {fill['errors']} creates failed: {fill['first_error']}")
         pods += fill["ops"]
         fill_s = time.monotonic() - t0
-        time.sleep(SETTLE_S)
+        time.sleep(s.memory_settle_s)
         rss = procs.vm_rss_bytes(backend.pid)
         steps.append(
             {
