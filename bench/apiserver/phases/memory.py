@@ -53,7 +53,7 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
         }
         t0 = time.monotonic()
         (fill,) = ctx.collect([ctx.loadgen(backend, spec, f"memory-{step}")], timeout=300 + count / 100)
-        if fill["errors"]:
+        if fill["errors"] > count // 100:
             raise RuntimeError(f"adding {count:,} pods: {fill['errors']} creates failed: {fill['first_error']}")
         pods += fill["ops"]
         fill_s = time.monotonic() - t0
@@ -66,6 +66,8 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
                 "rss_mib": rss / 2**20,
                 "fill_s": fill_s,
                 "bytes_per_pod": (rss - start_rss) / max(1, pods - start_pods),
+                "create_errors": fill["errors"],  # a few (up to 1 %) are counted, not fatal
+                "first_error": fill["first_error"][:300],
             }
         )
     out = {"start_pods": start_pods, "start_rss_mib": start_rss / 2**20, "steps": steps}
