@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +31,22 @@ MAX_FRAME = 64 << 20
 """Frames above this are refused outright: no request or Raft batch needs more."""
 
 
+_packers = threading.local()
+
+
+def _packer() -> msgpack.Packer:
+    """This thread's Packer, reused.  `msgpack.packb` makes a new one per call, whose 256 KiB
+    buffer is an mmap and a munmap (and their page faults) every time in a process that fixes
+    glibc's mmap threshold, as the apiserver does (apiserver.malloc): 8.6 us a request's frame
+    against 0.85 us reused, and 7.7 % of the apiserver's samples under creates (py-spy)."""
+    packer: msgpack.Packer | None = getattr(_packers, "packer", None)
+    if packer is None:
+        packer = _packers.packer = msgpack.Packer(use_bin_type=True)
+    return packer
+
+
 def encode_frame(obj: Any) -> bytes:
-    body: bytes = msgpack.packb(obj, use_bin_type=True)
+    body: bytes = _packer().pack(obj)
     return HEADER.pack(len(body)) + body
 
 

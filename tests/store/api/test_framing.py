@@ -6,12 +6,13 @@ import asyncio
 import itertools
 import struct
 
+import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from store.api.errors import ProtocolError
-from store.api.framing import FrameReader, encode_frame, encode_frames, read_frame
+from store.api.framing import HEADER, FrameReader, encode_frame, encode_frames, read_frame
 
 
 def _reader(data: bytes) -> asyncio.StreamReader:
@@ -202,3 +203,11 @@ def test_any_bytes_then_silence_end_in_frames_or_a_protocol_error_never_a_hang(d
             return
 
     asyncio.run(go())
+
+
+def test_the_reused_packer_recovers_from_an_object_it_cannot_pack() -> None:
+    """encode_frame reuses one Packer per thread: a failed pack leaves nothing behind for the next."""
+    with pytest.raises(TypeError):
+        encode_frame([1, object()])
+    frame = encode_frame([2, "ok"])
+    assert msgpack.unpackb(frame[HEADER.size :], raw=False) == [2, "ok"]
