@@ -126,6 +126,28 @@ class Context:
                 raise BackendError(f"creating namespace {ns}: HTTP {r.status} {r.body[:200]!r}")
         return names
 
+    def add_pods(
+        self, backend: Backend, count: int, namespaces: list[str], label: str, timeout: float
+    ) -> dict[str, Any]:
+        """`count` pods created as fast as the server takes them (`writers_in_flight` in flight,
+        spread over `namespaces` and 1,000 nodes), for phases that need pods in the cluster
+        rather than a measured rate; the generator's result (ops answered, errors)."""
+        run_id = f"{label[:4]}{int(time.time() * 1000) % 10**8}"
+        spec = {
+            "mode": "create",
+            "connections": self.sizes.writers_in_flight,
+            "run": run_id,
+            "prefix": run_id,
+            "nodes": 1000,
+            "namespaces": namespaces,
+            "rate": 1e9,
+            "count": count,
+            "t_start": time.monotonic(),
+            "drain_s": 120.0,
+        }
+        (done,) = self.collect([self.loadgen(backend, spec, label)], timeout=timeout)
+        return done
+
     def pods_now(self, backend: Backend, collection: str = "/api/v1/pods") -> tuple[str, int]:
         """(resourceVersion, number of objects) from a LIST served by the watch cache: of pods,
         or of the kind at `collection`."""

@@ -6,7 +6,6 @@ requests go one after the other on one keep-alive connection.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from bench.apiserver.backends import Backend
@@ -22,20 +21,7 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
     _, have = ctx.pods_now(backend)
     if have < s.list_pods:
         ctx.progress.update(f"{label}: creating {s.list_pods - have:,} pods")
-        run_id = f"lst{int(time.time() * 1000) % 10**8}"
-        spec = {
-            "mode": "create",
-            "connections": s.writers_in_flight,
-            "run": run_id,
-            "prefix": run_id,
-            "nodes": 1000,
-            "namespaces": namespaces,
-            "rate": 1e9,
-            "count": s.list_pods - have,
-            "t_start": time.monotonic(),
-            "drain_s": 120.0,
-        }
-        (fill,) = ctx.collect([ctx.loadgen(backend, spec, "list-fill")], timeout=300)
+        fill = ctx.add_pods(backend, s.list_pods - have, namespaces, "list-fill", timeout=300)
         if fill["errors"]:
             raise RuntimeError(f"filling for LIST: {fill['errors']} creates failed: {fill['first_error']}")
     out: dict[str, Any] = {"requests": s.list_requests}

@@ -38,21 +38,8 @@ def run(ctx: Context, backend: Backend, namespaces: list[str]) -> dict[str, Any]
             continue
         count = target - pods
         ctx.progress.update(f"{label}: creating {count:,} pods ({step:,} added in all)")
-        run_id = f"mem{int(time.time() * 1000) % 10**8}"
-        spec = {
-            "mode": "create",
-            "connections": s.writers_in_flight,
-            "run": run_id,
-            "prefix": run_id,
-            "nodes": 1000,
-            "namespaces": namespaces,
-            "rate": 1e9,
-            "count": count,
-            "t_start": time.monotonic(),
-            "drain_s": 120.0,
-        }
         t0 = time.monotonic()
-        (fill,) = ctx.collect([ctx.loadgen(backend, spec, f"memory-{step}")], timeout=300 + count / 100)
+        fill = ctx.add_pods(backend, count, namespaces, f"memory-{step}", timeout=300 + count / 100)
         if fill["errors"] > count // 100:
             raise RuntimeError(f"adding {count:,} pods: {fill['errors']} creates failed: {fill['first_error']}")
         pods += fill["ops"]
