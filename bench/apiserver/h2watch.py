@@ -5,8 +5,10 @@ The frames are the `h2` package's (python-hyper, client side; a bench and test d
 never the product's): an HTTP/2 client nobody here wrote, against both apiservers.  Windows are
 opened wide (4 MiB a stream, 1 GiB the connection, as Go's transport does) and given back as
 soon as bytes arrive, so the client never throttles the server it measures.  A connection
-carries at most `STREAMS_PER_CONNECTION` watches (kube-apiserver refuses more than 250 at once
-and Go's transport then opens another connection; `H2WatchPool` does the same).
+carries at most `STREAMS_PER_CONNECTION` watches, and never more than the server's
+SETTINGS_MAX_CONCURRENT_STREAMS (kube-apiserver 1.33 advertises 100 to this client): Go's
+transport opens another connection when a server's limit is reached; `H2WatchPool` does the
+same.
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ class H2Connection:
     writer: asyncio.StreamWriter | None = None
     watches: dict[int, _Watch] = field(default_factory=dict)
     reader_task: asyncio.Task[None] | None = None
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the server's first SETTINGS came: its stream limit is known from then on."""
+
+    @property
+    def capacity(self) -> int:
+        """Watches this connection may carry: ours and the server's limit, the smaller."""
+        return min(STREAMS_PER_CONNECTION, self.conn.remote_settings.max_concurrent_streams)
 
     async def open(self, timeout: float = 30.0) -> None:
         reader, writer = await asyncio.wait_for(
@@ -65,6 +74,7 @@ class H2Connection:
         self.conn.increment_flow_control_window(CONNECTION_WINDOW - 65_535)
         self._flush()
         self.reader_task = asyncio.create_task(self._read(reader))
+        await asyncio.wait_for(self.settled.wait(), timeout)
 
     async def open_watch(self, path: str, on_data: Callable[[bytes], None], on_end: Callable[[str], None]) -> None:
         sid = self.conn.get_next_available_stream_id()
@@ -116,7 +126,9 @@ class H2Connection:
         self.watches.clear()
 
     def _event(self, event: h2.events.Event) -> None:
-        if isinstance(event, h2.events.ResponseReceived):
+        if isinstance(event, h2.events.RemoteSettingsChanged):
+            self.settled.set()
+        elif isinstance(event, h2.events.ResponseReceived):
             w = self.watches.get(event.stream_id)
             status = dict(event.headers or []).get(b":status", b"0")
             if w is not None and not w.answered.done():
@@ -146,7 +158,7 @@ class H2WatchPool:
     async def open_watch(self, path: str, on_data: Callable[[bytes], None], on_end: Callable[[str], None]) -> None:
         async with self._lock:
             conn = self.connections[-1] if self.connections else None
-            if conn is None or len(conn.watches) >= STREAMS_PER_CONNECTION:
+            if conn is None or len(conn.watches) >= conn.capacity:
                 conn = H2Connection(self.target, self.ctx)
                 await conn.open()
                 self.connections.append(conn)
