@@ -331,26 +331,32 @@ def encode_all(value: Any, meta: Meta, excluded: frozenset[Path]) -> dict[str, A
 
 
 def _encode_all(value: Any, meta: Meta, path: Path, excluded: frozenset[Path]) -> dict[str, Any]:
-    if _is_leaf(value, meta):
-        return {}
-    children: dict[str, tuple[Any, Meta]] = {}
-    if isinstance(value, dict):
-        for key, item in value.items():
-            children["f:" + key] = (item, meta.field(key))
-    else:
-        how = granular_list(meta)
-        assert how is not None
-        item_meta = meta.item()
-        for pe, item in index_items(value, meta, how, "").items():
-            children[pe] = (item, item_meta)
     out: dict[str, Any] = {}
-    for pe in sorted(children, key=_order):
-        item, item_meta = children[pe]
-        child_path = (*path, pe)
-        below = _encode_all(item, item_meta, child_path, excluded)
-        member = child_path not in excluded
-        if member and below:
-            out[pe] = {".": {}, **below}
-        elif member or below:
-            out[pe] = below
+    if isinstance(value, dict):
+        if not value or meta.map_type == "atomic":
+            return out
+        # every element is `f:<key>`, so the keys' own order is fieldsV1's order (_order)
+        for key in sorted(value):
+            _encode_child(out, "f:" + key, value[key], meta.field(key), path, excluded)
+        return out
+    if isinstance(value, list) and value:
+        how = granular_list(meta)
+        if how is None:
+            return out
+        item_meta = meta.item()
+        items = index_items(value, meta, how, "")
+        for pe in sorted(items, key=_order):
+            _encode_child(out, pe, items[pe], item_meta, path, excluded)
     return out
+
+
+def _encode_child(
+    out: dict[str, Any], pe: str, item: Any, item_meta: Meta, path: Path, excluded: frozenset[Path]
+) -> None:
+    child_path = (*path, pe)
+    below = _encode_all(item, item_meta, child_path, excluded)
+    member = child_path not in excluded
+    if member and below:
+        out[pe] = {".": {}, **below}
+    elif member or below:
+        out[pe] = below

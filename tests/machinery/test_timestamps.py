@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from machinery.timestamps import format_time, parse_time
 
@@ -24,3 +28,12 @@ def test_fractions_offsets_and_naive_times() -> None:
 @pytest.mark.parametrize("bad", [None, "", "garbage", 5, "2024-13-01T00:00:00Z"])
 def test_unreadable_is_none(bad: object) -> None:
     assert parse_time(bad) is None
+
+
+@example([0.5, 0.9999996, 1.9999994, 1.5, -1e-97, -0.5])
+@given(st.lists(st.floats(min_value=-1e10, max_value=1e10), min_size=1, max_size=20))
+def test_the_remembered_second_never_answers_for_another(instants: list[float]) -> None:
+    """format_time keeps the last second it formatted: any order of instants, repeated or not,
+    reads as datetime itself would write each."""
+    for at in [*instants, *instants]:
+        assert format_time(at) == datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
