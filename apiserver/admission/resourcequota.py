@@ -108,12 +108,15 @@ class ResourceQuota:
 
     async def validate(self, request: AdmissionRequest) -> None:
         assert request.object is not None and request.namespace
+        in_namespace = list(self._quota_objects(request.namespace))
+        if not in_namespace:  # most namespaces have none: a pod's usage is not worth working out
+            return
         delta = usage(request.resource, request.object)
         if not delta:
             return
         quotas = [
             q
-            for q in self._quota_objects(request.namespace)
+            for q in in_namespace
             if any(n in self._hard(q) for n in delta) and in_scope(q, request.resource, request.object)
         ]
         if not quotas:
