@@ -332,17 +332,16 @@ def encode_all(value: Any, meta: Meta, excluded: frozenset[Path]) -> dict[str, A
 
 def _encode_all(value: Any, meta: Meta, path: Path, excluded: frozenset[Path]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    if _is_leaf(value, meta):
+        return out
     if isinstance(value, dict):
-        if not value or meta.map_type == "atomic":
-            return out
         # every element is `f:<key>`, so the keys' own order is fieldsV1's order (_order)
         for key in sorted(value):
             _encode_child(out, "f:" + key, value[key], meta.field(key), path, excluded)
         return out
-    if isinstance(value, list) and value:
+    if isinstance(value, list):
         how = granular_list(meta)
-        if how is None:
-            return out
+        assert how is not None  # _is_leaf: a list without a granular kind is one leaf
         item_meta = meta.item()
         items = index_items(value, meta, how, "")
         for pe in sorted(items, key=_order):
