@@ -1,72 +1,83 @@
-"""The heap keeper freezes what survived a full collection and thaws it all on schedule."""
+"""The heap keeper: young collections only, survivors frozen on every tick, and everything
+thawed and collected in full on schedule."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from collections.abc import Iterator
 
 import pytest
 
-from apiserver.heap import HeapKeeper
+from apiserver.heap import NEVER, HeapKeeper
 
 
 @pytest.fixture(autouse=True)
 def thawed() -> Iterator[None]:
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
-def test_nothing_is_frozen_before_a_full_collection() -> None:
+class Node:
+    """A container that can sit in a reference cycle and be watched by a weak reference."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def cycle() -> weakref.ref[Node]:
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def test_a_tick_freezes_what_is_alive() -> None:
     keeper = HeapKeeper(thaw_every=60.0, clock=lambda: 0.0)
-    keeper.on_collection("stop", {"generation": 1})
-    keeper.on_collection("start", {"generation": 2})
+    keep = [[i] for i in range(1000)]  # tracked containers alive at the tick
     keeper.tick()
-    assert gc.get_freeze_count() == 0 and keeper.freezes == 0
+    assert gc.get_freeze_count() >= len(keep) and keeper.freezes == 1 and keeper.thaws == 0
 
 
-def test_survivors_of_a_full_collection_are_frozen_once() -> None:
-    keeper = HeapKeeper(thaw_every=60.0, clock=lambda: 0.0)
-    keep = [[i] for i in range(1000)]  # tracked containers that outlive the collection
-    keeper.on_collection("stop", {"generation": 2})
-    keeper.tick()
-    assert gc.get_freeze_count() >= len(keep)
-    keeper.tick()
-    assert keeper.freezes == 1
-
-
-def test_everything_is_thawed_on_schedule_so_frozen_cycles_can_be_collected() -> None:
+def test_a_frozen_cycle_outlives_a_full_collection_until_the_thaw() -> None:
     now = [0.0]
     keeper = HeapKeeper(thaw_every=60.0, clock=lambda: now[0])
-    keeper.on_collection("stop", {"generation": 2})
-    keeper.tick()
-    assert gc.get_freeze_count() > 0
+    dead = cycle()
+    keeper.tick()  # frozen while still referenced only by itself: the price of never scanning
+    gc.collect()
+    assert dead() is not None
     now[0] = 61.0
-    keeper.on_collection("stop", {"generation": 2})
-    keeper.tick()  # thawing wins over freezing in the same tick
-    assert gc.get_freeze_count() == 0 and keeper.thaws == 1
+    keeper.tick()  # thaw, collect in full, freeze the survivors again
+    assert dead() is None
+    assert keeper.thaws == 1 and keeper.freezes == 2 and gc.get_freeze_count() > 0
+
+
+def test_a_cycle_dropped_before_the_tick_dies_young() -> None:
+    keeper = HeapKeeper(thaw_every=60.0, clock=lambda: 0.0)
+    dead = cycle()
+    gc.collect(0)  # what the young generation's automatic collection does
     keeper.tick()
-    assert keeper.freezes == 1
+    assert dead() is None
 
 
-def test_run_installs_its_hook_and_removes_it() -> None:
+def test_run_collects_only_the_young_generation_and_restores_everything_after() -> None:
+    before = gc.get_threshold()
 
     async def scenario() -> None:
         keeper = HeapKeeper(thaw_every=3600.0)
         task = asyncio.create_task(keeper.run(every=0.01))
-        await asyncio.sleep(0.05)
-        assert keeper.on_collection in gc.callbacks
-        gc.collect()  # a full collection: the next tick freezes
         for _ in range(100):
             if keeper.freezes:
                 break
             await asyncio.sleep(0.01)
         assert keeper.freezes >= 1 and gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (before[0], NEVER, NEVER)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert keeper.on_collection not in gc.callbacks
 
     asyncio.run(scenario())
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
