@@ -42,11 +42,14 @@ def test_a_tick_freezes_what_is_alive() -> None:
     assert gc.get_freeze_count() >= len(keep) and keeper.freezes == 1 and keeper.thaws == 0
 
 
-def test_a_frozen_cycle_outlives_a_full_collection_until_the_thaw() -> None:
+def test_a_cycle_alive_at_a_tick_is_freed_at_the_thaw() -> None:
     now = [0.0]
     keeper = HeapKeeper(thaw_every=60.0, clock=lambda: now[0])
-    dead = cycle()
-    keeper.tick()  # frozen while still referenced only by itself: the price of never scanning
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    dead = weakref.ref(a)
+    keeper.tick()  # alive: frozen with the rest
+    del a, b  # garbage now, but frozen: the price of never scanning what lives
     gc.collect()
     assert dead() is not None
     now[0] = 61.0
@@ -55,12 +58,12 @@ def test_a_frozen_cycle_outlives_a_full_collection_until_the_thaw() -> None:
     assert keeper.thaws == 1 and keeper.freezes == 2 and gc.get_freeze_count() > 0
 
 
-def test_a_cycle_dropped_before_the_tick_dies_young() -> None:
+def test_a_cycle_dropped_before_a_tick_is_freed_by_it() -> None:
     keeper = HeapKeeper(thaw_every=60.0, clock=lambda: 0.0)
+    gc.collect(0)  # a fresh young count: no automatic collection moves the cycle on before the tick
     dead = cycle()
-    gc.collect(0)  # what the young generation's automatic collection does
     keeper.tick()
-    assert dead() is None
+    assert dead() is None and keeper.thaws == 0
 
 
 def test_run_collects_only_the_young_generation_and_restores_everything_after() -> None:
