@@ -19,13 +19,12 @@ unfreezes everything and collects in full every `thaw_every` seconds.  The same 
 41 us of collections a create.  A full collection of 30,000 cached pods' 880,000 containers
 takes 0.4 s there, as the one after the old keeper's thaw did.
 
-A cycle that became garbage after it was frozen is kept until the next thaw, and clients
-can make such cycles: Python 3.11's socket transport refers to itself through its read
-callback (`_read_ready_cb`, CPython gh-100348, fixed in 3.12), so every connection that was
-open at a tick leaves its transport, its socket and a few dicts (7 objects, about 1 KB) for
-the thaw: a flood of short connections can hold on the order of its connections/s x 1 KB x
-`thaw_every`, never more.  (A growth rule, a thaw whenever the frozen heap grew by half,
-would bound it tighter, but scans a growing cache three times over: 85 us a create.)
+A cycle that became garbage after it was frozen is kept until the next thaw.  Requests,
+served or refused, make none; connections did: Python 3.11's socket transport is a cycle
+through its own read callback (CPython gh-100348), about 1 KB a closed connection, which
+apiserver.transport_cycle mends.  (A thaw whenever the frozen heap grew by half would bound
+such garbage without knowing its source, but scans a growing cache three times over: 85 us
+a create.)
 """
 
 from __future__ import annotations

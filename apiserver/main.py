@@ -32,7 +32,7 @@ from pathlib import Path
 
 import uvicorn
 
-from apiserver import canary
+from apiserver import canary, transport_cycle
 from apiserver.admission.assembly import plugin_names
 from apiserver.aggregator.front_proxy import DEFAULT_ALLOWED_NAMES, FrontProxy
 from apiserver.auth import jws
@@ -676,4 +676,5 @@ async def serve(
 def run(args: argparse.Namespace) -> int:
     opts = options(args)
     fix_mmap_threshold()  # closed connections' buffers go back to the system (apiserver.malloc)
+    transport_cycle.install()  # closed connections' transports die without the collector
     return asyncio.run(serve(opts))
