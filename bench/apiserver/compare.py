@@ -129,15 +129,16 @@ def render(table: list[Row], ours: str, theirs: str = THEIRS) -> list[str]:
     """The table's lines (none when nothing was compared)."""
     if not table:
         return []
+    fw = 1 + max(len("figure"), *(len(r.figure) for r in table))  # "RSS per cached pod, 100,000 added" is 33
     lines = [
         f"{ours.upper()} VS {theirs.upper()} (ratio = {ours} / {theirs}; better: which way the ratio should go;"
         " CPU per request = process CPU over the phase / requests)",
-        f"{'phase':<11}{'figure':<32}{'unit':<5}{ours:>12}{theirs:>16}{'ratio':>9}  better",
+        f"{'phase':<11}{'figure':<{fw}}{'unit':<5}{ours:>12}{theirs:>16}{'ratio':>9}  better",
     ]
     for r in table:
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
         lines.append(
-            f"{r.phase:<11}{r.figure:<32}{r.unit:<5}{_value(r.ours, r.unit):>12}{_value(r.theirs, r.unit):>16}"
+            f"{r.phase:<11}{r.figure:<{fw}}{r.unit:<5}{_value(r.ours, r.unit):>12}{_value(r.theirs, r.unit):>16}"
             f"{ratio:>9}  {'>1' if r.higher_is_better else '<1'}"
         )
     return lines

@@ -39,8 +39,20 @@ def _cpu(r: dict[str, Any]) -> str:
     return f"{r['apiserver_cpu_pct']:>8.0f}%{r['store_cpu_pct']:>9.0f}%"
 
 
+PER_BACKEND = ("fanout", "throughput", "lists", "creates", "custom", "gates", "memory")
+"""The phases whose figures are keyed by backend (the client phase is measured once)."""
+
+
+def _backend_width(ph: dict[str, Any]) -> int:
+    """The backend column's width: the longest backend name and a space ("kube-apiserver" ran
+    into the next column when it was a fixed 10)."""
+    names = [b for phase in PER_BACKEND for b in ph.get(phase, {})]
+    return 1 + max([len("backend"), *map(len, names)])
+
+
 def render(doc: dict[str, Any]) -> str:
     m, cfg, ph = doc["machine"], doc["config"], doc["phases"]
+    bw = _backend_width(ph)
     s = cfg["sizes"]
     pk = m["packages"]
     lines = [
@@ -76,12 +88,12 @@ def render(doc: dict[str, Any]) -> str:
             f"(a) WATCH FAN-OUT ({s['fanout_nodes']:,} watchers with fieldSelector=spec.nodeName=node-i + "
             f"{s['fanout_unfiltered']} unfiltered; {s['fanout_pods']:,} pods created at {s['fanout_rate']:.0f}/s, "
             "each on a node; latency = receipt - the writer's stamp)",
-            f"{'backend':<10}{'creates/s':>10}{'delivered':>12}{'expected':>10}{'missing':>9}{'complete':>10}"
+            f"{'backend':<{bw}}{'creates/s':>10}{'delivered':>12}{'expected':>10}{'missing':>9}{'complete':>10}"
             f"{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}{'open s':>8}{'api CPU':>9}{'store CPU':>10}{'api RSS':>9}",
         ]
         for b, r in ph["fanout"].items():
             lines.append(
-                f"{b:<10}{r['writes_per_s']:>10,.0f}{r['events_delivered']:>12,}{r['events_expected']:>10,}"
+                f"{b:<{bw}}{r['writes_per_s']:>10,.0f}{r['events_delivered']:>12,}{r['events_expected']:>10,}"
                 f"{r['events_missing']:>9,}{r['watchers_complete']:>6,}/{r['watchers']:<,}"
                 f"{r['p50_ms']:>7.0f}{r['p99_ms']:>8.0f}{r['max_ms']:>8.0f}{r['watch_open_s']:>8.1f}{_cpu(r)}"
                 f"{r['apiserver_rss_mib']:>6.0f}MiB"
@@ -103,12 +115,13 @@ def render(doc: dict[str, Any]) -> str:
             "",
             f"(b) WATCH THROUGHPUT ({s['throughput_watchers']} unfiltered watchers, creates with "
             f"{s['writers_in_flight']} in flight, {s['throughput_s']:.0f} s)",
-            f"{'backend':<10}{'events/s':>10}{'creates/s':>11}{'delivered':>11}{'cut off':>9}{'create p99':>12}"
+            f"{'backend':<{bw}}{'events/s':>10}{'creates/s':>11}{'delivered':>11}{'cut off':>9}{'create p99':>12}"
             f"{'api CPU':>9}{'store CPU':>10}{'watcher CPU':>13}{'writer CPU':>12}",
         ]
         for b, r in ph["throughput"].items():
             lines.append(
-                f"{b:<10}{r['events_per_s']:>10,.0f}{r['writes_per_s']:>11,.0f}{100 * r['delivered_fraction']:>10.0f}%"
+                f"{b:<{bw}}{r['events_per_s']:>10,.0f}{r['writes_per_s']:>11,.0f}"
+                f"{100 * r['delivered_fraction']:>10.0f}%"
                 f"{r['watchers_failed']:>9}{r['create']['p99_ms']:>10.0f}ms{_cpu(r)}{r['watcher_client_cpu_pct']:>12.0f}%"
                 f"{r['writer_client_cpu_pct']:>11.0f}%"
             )
@@ -119,22 +132,22 @@ def render(doc: dict[str, Any]) -> str:
             "",
             f"(c) LIST of every pod ({s['list_requests']} requests per kind, one at a time; cache = resourceVersion=0, "
             "consistent = unset)",
-            f"{'backend':<10}{'kind':<12}{'items':>8}{'MiB':>7}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
+            f"{'backend':<{bw}}{'kind':<12}{'items':>8}{'MiB':>7}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
             f"{'api CPU ms/LIST':>17}{'errors':>8}",
         ]
         for b, r in ph["lists"].items():
             for kind in ("cache", "consistent"):
                 k = r[kind]
                 lines.append(
-                    f"{b:<10}{kind:<12}{k['items']:>8,}{k['bytes'] / 2**20:>7.1f}{k['p50_ms']:>8.0f}{k['p99_ms']:>8.0f}"
-                    f"{k['max_ms']:>8.0f}{k['apiserver_cpu_ms_per_list']:>17.0f}{k['errors']:>8}"
+                    f"{b:<{bw}}{kind:<12}{k['items']:>8,}{k['bytes'] / 2**20:>7.1f}{k['p50_ms']:>8.0f}"
+                    f"{k['p99_ms']:>8.0f}{k['max_ms']:>8.0f}{k['apiserver_cpu_ms_per_list']:>17.0f}{k['errors']:>8}"
                 )
     if "creates" in ph:
         lines += [
             "",
             f"(d) POD CREATES ({s['writers_in_flight']} in flight over {s['clients']} processes, "
             f"{s['create_s']:.0f} s)",
-            f"{'backend':<10}{'creates/s':>10}{'vs etcd':>9}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
+            f"{'backend':<{bw}}{'creates/s':>10}{'vs etcd':>9}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
             f"{'api CPU':>9}{'store CPU':>10}{'api ms/create':>15}{'client CPU':>12}{'errors':>8}",
         ]
         et = ph["creates"].get("etcd")
@@ -143,7 +156,7 @@ def render(doc: dict[str, Any]) -> str:
                 f"{r['creates_per_s'] / et['creates_per_s']:.2f}x" if et and b != "etcd" and et["creates_per_s"] else ""
             )
             lines.append(
-                f"{b:<10}{r['creates_per_s']:>10,.0f}{vs:>9}{r['p50_ms']:>8.1f}{r['p99_ms']:>8.0f}{r['max_ms']:>8.0f}"
+                f"{b:<{bw}}{r['creates_per_s']:>10,.0f}{vs:>9}{r['p50_ms']:>8.1f}{r['p99_ms']:>8.0f}{r['max_ms']:>8.0f}"
                 f"{_cpu(r)}{r['apiserver_cpu_ms_per_create']:>15.2f}{r['client_cpu_pct']:>11.0f}%{r['errors']:>8}"
             )
     if "custom" in ph:
@@ -151,14 +164,14 @@ def render(doc: dict[str, Any]) -> str:
             "",
             f"(f) CUSTOM RESOURCES (a CRD's widgets, shaped like the pods: creates as in (d), "
             f"{s['throughput_watchers']} unfiltered watchers as in (b))",
-            f"{'backend':<10}{'creates/s':>10}{'vs pods':>9}{'p99 ms':>8}{'events/s':>10}{'vs pods':>9}{'errors':>8}",
+            f"{'backend':<{bw}}{'creates/s':>10}{'vs pods':>9}{'p99 ms':>8}{'events/s':>10}{'vs pods':>9}{'errors':>8}",
         ]
         for b, r in ph["custom"].items():
             ratio = ratios(ph, b)
             shown = [f"{v:.2f}x" if v is not None else "-" for v in (ratio["creates_per_s"], ratio["events_per_s"])]
             c, t = r["creates"], r["throughput"]
             lines.append(
-                f"{b:<10}{c['creates_per_s']:>10,.0f}{shown[0]:>9}{c['p99_ms']:>8.0f}{t['events_per_s']:>10,.0f}"
+                f"{b:<{bw}}{c['creates_per_s']:>10,.0f}{shown[0]:>9}{c['p99_ms']:>8.0f}{t['events_per_s']:>10,.0f}"
                 f"{shown[1]:>9}{c['errors'] + t['create_errors']:>8}"
             )
     if "gates" in ph:
@@ -195,13 +208,13 @@ def render(doc: dict[str, Any]) -> str:
             "",
             "(g) MEMORY (the apiserver's RSS as the cluster is topped up; bytes per cached pod = RSS growth"
             " since the phase's start / pods added)",
-            f"{'backend':<16}{'pods':>9}{'added':>9}{'RSS MiB':>9}{'B/pod':>9}{'fill s':>8}",
+            f"{'backend':<{bw}}{'pods':>9}{'added':>9}{'RSS MiB':>9}{'B/pod':>9}{'fill s':>8}",
         ]
         for b, r in ph["memory"].items():
-            lines.append(f"{b:<16}{r['start_pods']:>9,}{0:>9,}{r['start_rss_mib']:>9.0f}{'-':>9}{'-':>8}")
+            lines.append(f"{b:<{bw}}{r['start_pods']:>9,}{0:>9,}{r['start_rss_mib']:>9.0f}{'-':>9}{'-':>8}")
             for st in r["steps"]:
                 lines.append(
-                    f"{'':<16}{st['pods']:>9,}{st['added']:>9,}{st['rss_mib']:>9.0f}{st['bytes_per_pod']:>9,.0f}"
+                    f"{'':<{bw}}{st['pods']:>9,}{st['added']:>9,}{st['rss_mib']:>9.0f}{st['bytes_per_pod']:>9,.0f}"
                     f"{st['fill_s']:>8.0f}"
                 )
     lines += ["", "TARGETS", f"{'target':<60}{'goal':>12}{'measured':>14}  met"]

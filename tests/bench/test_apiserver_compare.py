@@ -77,3 +77,12 @@ def test_render_puts_each_figure_on_a_line_with_its_ratio() -> None:
 def test_to_json_carries_the_ratio() -> None:
     r = _row(rows({"creates": CREATES}, "raftkube"), "creates", "creates/s")
     assert r.to_json()["ratio"] == 0.25 and r.to_json()["theirs"] == 2000.0
+
+
+def test_the_longest_figure_stays_apart_from_its_unit() -> None:
+    """ "RSS per cached pod, 100,000 added" (33 characters) ran into its unit when the figure
+    column was a fixed 32."""
+    memory = {"bytes_per_pod_100000": 13_000.0}
+    table = rows({"memory": {"raftkube": memory, "kube-apiserver": {"bytes_per_pod_100000": 26_000.0}}}, "raftkube")
+    line = next(x for x in render(table, "raftkube") if "100,000 added" in x)
+    assert line.split()[6:10] == ["added", "B", "13,000", "26,000"], line
