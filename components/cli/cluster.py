@@ -49,8 +49,7 @@ from components.cli.launcher import (
 )
 from components.cli.supervisor import Part, Supervisor
 from components.cli.up_view import LiveStatus, MergedLog
-from components.kubelet.config import MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
-from components.kubelet.hollow import HOLLOW_LABEL
+from components.kubelet.config import HOLLOW_LABEL, MAX_HOLLOW, MAX_KUBELETS, KubeletSettings, load_kubelet_settings
 from components.kubelet.podnet import PodNetError
 from components.kubelet.process_runtime import ProcessRuntime
 from components.proxy import nft, rules

@@ -17,12 +17,11 @@ The flags apply to our components; an upstream one (`up --upstream`) keeps its o
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components import controller_manager
-from components.scheduler import main as scheduler_main
 from machinery.process.config import ConfigError, load_section
 
 RESERVED = ("--kubeconfig", "--health-port", "--health-address")
@@ -47,26 +46,28 @@ class _CheckingParser(argparse.ArgumentParser):
         raise _Refusal(message)
 
 
-def _check_controller_manager(ns: argparse.Namespace) -> None:
-    controller_manager.options(ns)
-
-
-def _check_scheduler(ns: argparse.Namespace) -> None:
-    scheduler_main.check(ns)
-
-
-_COMPONENTS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], None]]] = {
-    "controller-manager": ("controller_manager", controller_manager.add_arguments, _check_controller_manager),
-    "scheduler": ("scheduler", scheduler_main.add_arguments, _check_scheduler),
+_COMPONENTS: dict[str, tuple[str, str, str]] = {
+    "controller-manager": ("controller_manager", "components.controller_manager", "options"),
+    "scheduler": ("scheduler", "components.scheduler.main", "check"),
 }
-"""Component -> (its cluster.toml section, the parser it builds, the checks it runs at start)."""
+"""Component -> (its cluster.toml section, the module with its parser's `add_arguments`, the
+checks that module runs at start).  The module is imported only when the section has flags to
+check: it is the whole controller-manager (0.45 s of every `up`, `down` and `status` when it
+was imported up front)."""
+
+
+def _parser_and_check(
+    module_name: str, check_name: str
+) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], object]]:
+    module = importlib.import_module(module_name)
+    return module.add_arguments, getattr(module, check_name)
 
 
 def _checked(
     path: Path,
     section: str,
     add_arguments: Callable[[argparse.ArgumentParser], None],
-    check: Callable[[argparse.Namespace], None],
+    check: Callable[[argparse.Namespace], object],
     args: tuple[str, ...],
 ) -> tuple[str, ...]:
     what = f"{path}: {section}.args"
@@ -88,9 +89,10 @@ def load_component_flags(path: Path) -> dict[str, ComponentFlags]:
     """Each component's extra flags and replicas from `path` (the defaults when the file or its
     section is missing); ConfigError names the file and key of a flag the component would refuse."""
     out: dict[str, ComponentFlags] = {}
-    for component, (section, add_arguments, check) in _COMPONENTS.items():
+    for component, (section, module_name, check_name) in _COMPONENTS.items():
         values = load_section(ComponentFlags, path, section, missing_file_ok=True)
         flags = ComponentFlags(**values)
-        _checked(path, section, add_arguments, check, flags.args)
+        if flags.args:  # no flags, nothing to refuse
+            _checked(path, section, *_parser_and_check(module_name, check_name), flags.args)
         out[component] = flags
     return out

@@ -19,6 +19,9 @@ from machinery.process.config import ConfigError, load_section, read_toml
 
 MAX_KUBELETS = 10
 MAX_HOLLOW = 5000
+HOLLOW_LABEL = "raftkube.io/hollow"
+"""On every hollow Node (components.kubelet.hollow): select them, or keep real pods off them.
+Here, not in hollow.py, so that `raftkube status` can tell them apart without importing a kubelet."""
 POD_NETWORKS = ("auto", "host", "netns")
 
 

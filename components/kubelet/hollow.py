@@ -32,6 +32,7 @@ from components.client.indexer import NAMESPACE_INDEX, NODE_NAME_INDEX
 from components.client.informer import EventHandler, InformerFactory
 from components.client.rest import RestClient
 from components.health import add_health_flags, check_health_flags, health_server
+from components.kubelet.config import HOLLOW_LABEL
 from components.kubelet.fake_runtime import FakeRuntime
 from components.kubelet.kubelet import PODS, SERVICES, Kubelet
 from components.kubelet.main import parse_pairs
@@ -43,7 +44,6 @@ log = logging.getLogger("raftkube.hollow")
 MAX_COUNT = 5000
 NODES_GROUP = "system:nodes"
 REGISTER_AT_ONCE = 20
-HOLLOW_LABEL = "raftkube.io/hollow"  # on every hollow Node: select them, or keep real pods off them
 FIRST_ADDRESS = ipaddress.ip_address("10.64.0.1")  # hollow nodes' InternalIPs: unique, never dialled
 _PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[-a-z0-9])?$")
 

@@ -3,6 +3,8 @@ parser when `up` reads the file, refused with the file and key named."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,21 @@ def test_the_shipped_file_and_a_missing_one_give_no_flags(tmp_path: Path) -> Non
     none = {"controller-manager": ComponentFlags(), "scheduler": ComponentFlags()}
     assert load_component_flags(ROOT / "cluster.toml") == none
     assert load_component_flags(tmp_path / "absent.toml") == none
+
+
+def test_the_cluster_commands_load_no_component_to_read_the_shipped_file() -> None:
+    """`up`, `down` and `status` import components.cli.cluster; the controller-manager (all its
+    controllers: 0.45 s) and the scheduler are imported only to check flags a file gives them."""
+    probe = (
+        "import sys\nfrom components.cli import cluster\nfrom components.cli.component_flags import"
+        " load_component_flags\nfrom tests.support.paths import ROOT\nload_component_flags(ROOT / 'cluster.toml')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('components.controller', 'components.scheduler',"
+        " 'components.kubelet.hollow'))))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert proc.stdout.strip() == "[]", proc.stdout
 
 
 def test_flags_the_components_know_are_taken_as_given(tmp_path: Path) -> None:
