@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from apiserver.kubernetes_service import DEFAULT_SERVICE_CIDR, first_address
+from apiserver.resource_metrics import INTERVAL_S as METRICS_INTERVAL_S
+from apiserver.resource_metrics import parse_resolution
 from apiserver.storage import parse_storage_url
 from machinery.process.config import ConfigError, load_section
 
@@ -31,6 +33,9 @@ class ApiserverSettings:
     etcd_compaction_interval: str = "5m0s"
     """How often the storage is compacted (kube's flag of the name; "0": never, as a chaos run
     keeps the whole history for its checks)."""
+    metric_resolution: str = f"{METRICS_INTERVAL_S:g}s"
+    """How often the kubelets' usage is read for metrics.k8s.io (`kubectl top`, autoscalers):
+    metrics-server's flag of the name; a rate needs two readings."""
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     """The Services' CIDR; its first address is the `default/kubernetes` Service's ClusterIP."""
     # The edge (apiserver.http.connection_limits, apiserver.http.inflight): each is a flag of
@@ -72,6 +77,7 @@ class ApiserverSettings:
             *self.edge_flags(),
             *("--service-cluster-ip-range", self.service_cluster_ip_range),
             *("--etcd-compaction-interval", self.etcd_compaction_interval),
+            *("--metric-resolution", self.metric_resolution),
         )
 
 
@@ -88,4 +94,9 @@ def load_apiserver_settings(path: Path) -> ApiserverSettings:
             first_address(values["service_cluster_ip_range"])
         except ValueError as e:
             raise ConfigError(f"{path}: apiserver.service_cluster_ip_range: {e}") from None
+    if "metric_resolution" in values:
+        try:
+            parse_resolution(values["metric_resolution"])
+        except ValueError as e:
+            raise ConfigError(f"{path}: apiserver.metric_resolution: {e}") from None
     return ApiserverSettings(**values)

@@ -51,10 +51,12 @@ from apiserver.malloc import fix_mmap_threshold
 from apiserver.node_ports import DEFAULT_RANGE as DEFAULT_NODE_PORTS
 from apiserver.node_ports import parse_range as parse_port_range
 from apiserver.pki import ApiserverPKI
+from apiserver.resource_metrics import INTERVAL_S as METRIC_RESOLUTION_S
+from apiserver.resource_metrics import parse_resolution
 from apiserver.storage import open_storage, parse_storage_url
 from apiserver.storage.interface import Storage
 from apiserver.tls_scope import protocol_class, ws_protocol_class
-from machinery.duration import SECOND_NS, DurationError, parse_duration
+from machinery.duration import SECOND_NS, DurationError, parse_duration, parse_seconds
 from machinery.http2 import Http2Limits
 from machinery.process import pki
 from machinery.process.command import DEFAULT_DATA_DIR, UsageError
@@ -110,6 +112,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--etcd-compaction-interval",
         default="5m0s",
         help="how often the storage is compacted to the revision of the interval before (kube's flag; 0: never)",
+    )
+    p.add_argument(
+        "--metric-resolution",
+        default=f"{METRIC_RESOLUTION_S:g}s",
+        help="how often the kubelets' usage is read for metrics.k8s.io (metrics-server's flag, a Go duration;"
+        f" default {METRIC_RESOLUTION_S:g}s)",
     )
     p.add_argument("--tls-cert-file", type=Path, help="serving certificate (default: generated in the data dir)")
     p.add_argument("--tls-private-key-file", type=Path, help="its private key")
@@ -286,6 +294,7 @@ class ServeOptions:
     node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS
     compaction_interval: float = COMPACTION_INTERVAL
     http2: Http2Limits = API_LIMITS
+    metric_resolution: float = METRIC_RESOLUTION_S
 
 
 def options(args: argparse.Namespace) -> ServeOptions:
@@ -305,6 +314,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
     connection_limits, inflight_limits = edge_limits(args)
     kubernetes_service = kubernetes_service_of(args)
     compaction_interval = compaction_interval_of(args.etcd_compaction_interval)
+    metric_resolution = metric_resolution_of(args.metric_resolution)
     try:
         node_port_range = parse_port_range(args.service_node_port_range)
     except ValueError as e:
@@ -362,6 +372,7 @@ def options(args: argparse.Namespace) -> ServeOptions:
         node_port_range,
         compaction_interval,
         http2_settings(args.http2_max_streams_per_connection),
+        metric_resolution,
     )
 
 
@@ -376,12 +387,20 @@ def compaction_interval_of(text: str) -> float:
     """--etcd-compaction-interval as kube takes it (a Go duration, `5m0s`; `0` never compacts),
     or plain seconds; UsageError names the flag."""
     try:
-        seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text) / 1e9
-    except ValueError as e:
+        seconds = parse_seconds(text)
+    except DurationError as e:
         raise UsageError(f"--etcd-compaction-interval: {e}") from None
     if not 0 <= seconds <= 86400 * 7:
         raise UsageError(f"--etcd-compaction-interval: from 0 (never) to a week, got {text!r}")
     return seconds
+
+
+def metric_resolution_of(text: str) -> float:
+    """--metric-resolution, checked; UsageError names the flag."""
+    try:
+        return parse_resolution(text)
+    except ValueError as e:
+        raise UsageError(f"--metric-resolution: {e}") from None
 
 
 def kubernetes_service_of(args: argparse.Namespace) -> KubernetesService:
@@ -644,6 +663,7 @@ async def serve(
             compaction_interval=opts.compaction_interval,
             front_proxy=opts.front_proxy,
             client_ca_pem=opts.client_ca_pem,
+            metric_resolution=opts.metric_resolution,
         )
         config = uvicorn.Config(
             app,

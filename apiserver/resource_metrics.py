@@ -1,6 +1,7 @@
 """metrics.k8s.io/v1beta1: NodeMetrics and PodMetrics, computed from the kubelets' usage.
 
-What metrics-server does, inside the apiserver: every `interval` seconds each Node's kubelet
+What metrics-server does, inside the apiserver: every `interval` seconds (the apiserver's
+--metric-resolution, metrics-server's flag; INTERVAL_S by default) each Node's kubelet
 is asked for `/metrics/resource` (the kubelet's client certificate, as for logs and exec), and
 the last two readings of each counter give a rate.  A node's metrics are its CPU in cores
 (nanocores, "123456789n") and its working-set memory ("Ki"), over the window between the two
@@ -22,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
+from machinery.duration import parse_seconds
 from machinery.objects import Obj
 from machinery.timestamps import format_time
 
@@ -29,10 +31,24 @@ log = logging.getLogger("raftkube.apiserver.metrics")
 
 GROUP, VERSION = "metrics.k8s.io", "v1beta1"
 INTERVAL_S = 10.0
+MIN_INTERVAL_S, MAX_INTERVAL_S = 1.0, 3600.0
+"""--metric-resolution's bounds: a scrape a second at most (each reads every kubelet), an hour
+at least (a reading older than three intervals is dropped, so longer shows nothing)."""
 SCRAPE_TIMEOUT_S = 5.0
 MAX_BYTES = 4 * 1024 * 1024
 MAX_SERIES = 20_000
 STALE_INTERVALS = 3
+
+
+def parse_resolution(text: str) -> float:
+    """Seconds between two readings (`--metric-resolution`, cluster.toml's apiserver.
+    metric_resolution): a Go duration as metrics-server takes it (`15s`) or plain seconds, from
+    MIN_INTERVAL_S to MAX_INTERVAL_S; ValueError says what is wrong."""
+    seconds = parse_seconds(text)
+    if not MIN_INTERVAL_S <= seconds <= MAX_INTERVAL_S:
+        raise ValueError(f"from {MIN_INTERVAL_S:g}s to {MAX_INTERVAL_S:g}s, got {text!r}")
+    return seconds
+
 
 # (node name) -> the kubelet's /metrics/resource text; raises when it cannot be read
 Fetch = Callable[[Obj], Awaitable[str]]
@@ -138,20 +154,21 @@ def _quantities(u: Usage) -> dict[str, str]:
 class ResourceMetrics:
     """The readings of every node and container, and the metrics objects made from them."""
 
-    def __init__(self, fetch: Fetch, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, fetch: Fetch, clock: Callable[[], float] = time.time, interval: float = INTERVAL_S) -> None:
         self.fetch = fetch
         self.clock = clock
+        self.interval = interval
         self._nodes: dict[str, tuple[_Series, _Series, float]] = {}  # node -> cpu, memory, last seen
         # (namespace, pod, container) -> cpu, memory, the node it was read on
         self._containers: dict[tuple[str, str, str], tuple[_Series, _Series, str]] = {}
 
-    async def scrape_forever(self, nodes: Callable[[], Iterable[Obj]], interval: float = INTERVAL_S) -> None:
+    async def scrape_forever(self, nodes: Callable[[], Iterable[Obj]]) -> None:
         while True:
             try:
                 await self.scrape(list(nodes()))
             except Exception:  # the loop outlives any one round's surprise; it is logged
                 log.exception("scraping the kubelets' usage")
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self.interval)
 
     async def scrape(self, nodes: list[Obj]) -> None:
         """Read every node's kubelet once, side by side, each bounded in time."""
@@ -205,7 +222,7 @@ class ResourceMetrics:
             del self._containers[key]  # gone from its kubelet: a finished or deleted container
 
     def _forget_stale(self, known: set[str]) -> None:
-        cutoff = self.clock() - STALE_INTERVALS * INTERVAL_S
+        cutoff = self.clock() - STALE_INTERVALS * self.interval
         for node in [n for n, (_, _, seen) in self._nodes.items() if n not in known or seen < cutoff]:
             del self._nodes[node]
             for key in [k for k, (_, _, n) in self._containers.items() if n == node]:

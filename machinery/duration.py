@@ -137,3 +137,11 @@ def parse_duration(text: str) -> int:
     if total > _LIMIT - 1:
         raise invalid
     return total
+
+
+def parse_seconds(text: str) -> float:
+    """Seconds of a duration setting given either as a Go duration (`5m0s`, as kube's flags take
+    them) or as plain seconds (`90`, `0.5`); DurationError (a ValueError) for anything else."""
+    if text.replace(".", "", 1).isascii() and text.replace(".", "", 1).isdigit():
+        return float(text)
+    return parse_duration(text) / 1e9

@@ -64,6 +64,7 @@ from apiserver.node_ports import DEFAULT_RANGE as DEFAULT_NODE_PORTS
 from apiserver.node_ports import NodePortAllocator
 from apiserver.openapi_v2 import SwaggerDocument
 from apiserver.request_context import reset_user, set_user
+from apiserver.resource_metrics import INTERVAL_S as METRICS_INTERVAL_S
 from apiserver.resource_metrics import MAX_BYTES as METRICS_MAX_BYTES
 from apiserver.resource_metrics import ResourceMetrics
 from apiserver.resources import catalog
@@ -112,6 +113,7 @@ class Api:
         front_proxy: FrontProxy | None = None,
         client_ca_pem: str = "",
         node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS,
+        metric_resolution: float = METRICS_INTERVAL_S,
     ) -> None:
         self.storage = storage
         self.kubernetes_service = kubernetes_service
@@ -191,7 +193,7 @@ class Api:
         self.scope.token_requests = self.service_accounts.requests
         self.kubelets = KubeletClient(kubelet_tls)
         self.scope.pod_proxy = PodProxyClient()
-        self.resource_metrics = ResourceMetrics(self._kubelet_usage, clock)
+        self.resource_metrics = ResourceMetrics(self._kubelet_usage, clock, metric_resolution)
         self.scope.computed.update(
             nodemetrics=self._node_metrics,
             podmetrics=self._pod_metrics,
@@ -384,6 +386,7 @@ def build_app(
     front_proxy: FrontProxy | None = None,
     client_ca_pem: str = "",
     node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS,
+    metric_resolution: float = METRICS_INTERVAL_S,
 ) -> Starlette:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
@@ -401,7 +404,8 @@ def build_app(
     never reachable); with `client_ca_pem` (the CA of client certificates) it is published in
     kube-system/extension-apiserver-authentication for aggregated servers.  Services get their
     cluster IPs from `kubernetes_service`'s service CIDR (10.96.0.0/16 without one) and node ports
-    from `node_port_range`."""
+    from `node_port_range`.  `metric_resolution`: seconds between two readings of the kubelets'
+    usage (metrics.k8s.io)."""
     api = Api(
         storage,
         resources if resources is not None else catalog(),
@@ -417,6 +421,7 @@ def build_app(
         front_proxy,
         client_ca_pem,
         node_port_range,
+        metric_resolution,
     )
     authenticator = Union(
         authenticator, [api.service_accounts.authenticator], api.service_accounts.settings.api_audiences

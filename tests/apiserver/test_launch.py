@@ -246,6 +246,8 @@ def test_foreground_up_stops_the_apiserver_and_the_store_on_ctrl_c(tmp_path: Pat
             '--etcd-compaction-interval: time: unknown unit " minutes" in duration "5 minutes"',
         ),
         (["--etcd-compaction-interval=-1s"], "--etcd-compaction-interval: from 0 (never) to a week"),
+        (["--metric-resolution", "500ms"], "--metric-resolution: from 1s to 3600s, got '500ms'"),
+        (["--metric-resolution", "1d"], '--metric-resolution: time: unknown unit "d" in duration "1d"'),
         (["--tls-cert-file", "x.crt"], "give --tls-cert-file and --tls-private-key-file together"),
         (
             ["--client-ca-file", "/nonexistent/ca.crt"],

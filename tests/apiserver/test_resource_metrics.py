@@ -5,15 +5,17 @@ is not a negative rate, and the API answers get/list (with selectors and Tables)
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apiserver.auth.user import User
 from apiserver.http.app import build_app
-from apiserver.resource_metrics import MAX_SERIES, ResourceMetrics, parse_exposition
+from apiserver.resource_metrics import MAX_SERIES, ResourceMetrics, parse_exposition, parse_resolution
 from tests.apiserver.memstorage import MemStorage
 
 WANTED = frozenset({"node_cpu_usage_seconds_total", "container_cpu_usage_seconds_total"})
@@ -87,6 +89,37 @@ def test_two_readings_make_a_rate_and_gone_containers_are_forgotten() -> None:
     now[0] = 1020.0  # the side container restarted (its counter went back), c is gone
     m.record("n1", kubelet_text(110.0, 1 << 30, {side: (0.2, 1 << 20)}, 1_020_000))
     assert m.pod_metrics(POD) is None
+
+
+def test_the_resolution_takes_go_durations_or_seconds_within_its_bounds() -> None:
+    assert parse_resolution("15s") == parse_resolution("15") == 15.0
+    assert parse_resolution("1m30s") == 90.0 and parse_resolution("1.5") == 1.5
+    for bad in ("0", "0.5s", "2h", "-5s", "ten", "", "nan", "1e3"):
+        with pytest.raises(ValueError):
+            parse_resolution(bad)
+
+
+def test_the_kubelets_are_read_every_resolution() -> None:
+    """The scrape loop sleeps the instance's interval (--metric-resolution), not the default's
+    10 s: at 50 ms, a second brings many readings."""
+    reads: list[float] = []
+
+    async def fetch(node: Any) -> str:
+        reads.append(time.monotonic())
+        return ""
+
+    async def go() -> None:
+        m = ResourceMetrics(fetch, interval=0.05)
+        task = asyncio.create_task(m.scrape_forever(lambda: [NODE]))
+        try:
+            deadline = time.monotonic() + 5
+            while len(reads) < 4 and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+        finally:
+            task.cancel()
+        assert len(reads) >= 4 and reads[3] - reads[0] < 2.0, reads
+
+    asyncio.run(go())
 
 
 class Admin:

@@ -45,9 +45,11 @@ def _stop_kubelets(data_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiserverUnderTest]:
-    # autoscalers pass every 3 s, not kube's 15: the HPA spec waits on metrics, not on the period
+    # autoscalers pass every 3 s, not kube's 15, and the kubelets' usage is read every 2 s, not
+    # every 10: the HPA and `kubectl top` specs wait on a pass and two readings, not on the periods
     hpa = '[controller_manager]\nargs = ["--horizontal-pod-autoscaler-sync-period", "3"]\n'
-    config = "[store]\nmembers = 1\n[apiserver]\nstartup_timeout = 60.0\n" + HOST_NETWORK + hpa
+    apiserver = '[apiserver]\nstartup_timeout = 60.0\nmetric_resolution = "2s"\n'
+    config = "[store]\nmembers = 1\n" + apiserver + HOST_NETWORK + hpa
     tmp = tmp_path_factory.mktemp("workloads")
     with detached_cluster(tmp, config, "--kubelets", "2", "--hollow-nodes", "0", also_stop=_stop_kubelets) as up:
         yield up

@@ -22,6 +22,17 @@ def test_repository_cluster_toml_loads() -> None:
     assert load_kubelet_settings(ROOT / "cluster.toml") == KubeletSettings()
 
 
+def test_apiserver_metric_resolution_is_checked_when_the_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.toml"
+    path.write_text('[apiserver]\nmetric_resolution = "2s"\n')
+    settings = load_apiserver_settings(path)
+    assert settings.flags()[-2:] == ("--metric-resolution", "2s")
+    for value, message in [("often", "time: invalid duration"), ("100ms", "from 1s to 3600s, got '100ms'")]:
+        path.write_text(f'[apiserver]\nmetric_resolution = "{value}"\n')
+        with pytest.raises(ConfigError, match=f"apiserver.metric_resolution: {message}"):
+            load_apiserver_settings(path)
+
+
 def test_kubelet_section_errors_name_the_key(tmp_path: Path) -> None:
     path = tmp_path / "cluster.toml"
     for text, message in [
