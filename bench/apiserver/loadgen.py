@@ -11,7 +11,9 @@ Modes:
            `connections` in flight) or closed loop (`connections` in flight from t_start to
            t_end, counted from t_measure; with several namespaces, the latencies also by
            namespace, so that two admission chains taken in turns share every drift of the
-           machine).  Each pod carries the annotation SENT_ANNOTATION =
+           machine; with `barrier`, the times come from the driver once every generator is
+           ready, as bench.store.loadgen's closed loops take them).  Each pod carries the
+           annotation SENT_ANNOTATION =
            "<run>:<monotonic time just before the request was written>".
   watch    one watch per entry of `selectors` ("" = unfiltered) from `resource_version`, each
            on a connection of its own, or with `http2` as streams of shared HTTP/2 connections;
@@ -38,7 +40,7 @@ import orjson
 
 from bench.apiserver.h2watch import H2WatchPool, h2_context
 from bench.apiserver.http11 import Connection, HTTPError, Target
-from bench.store.loadgen import LATENCY_SAMPLE, Window, stdin_stop
+from bench.store.loadgen import LATENCY_SAMPLE, Window, started, stdin_stop
 
 SENT_ANNOTATION = "bench.raftkube.io/sent"
 _SENT = b'"' + SENT_ANNOTATION.encode() + b'":"'
@@ -172,6 +174,7 @@ async def create(spec: dict[str, Any], target: Target) -> dict[str, Any]:
         out = {"window_s": wall, "client_cpu_s": cpu, "client_cpu_pct": 100.0 * cpu / max(wall, 1e-9)}
         out |= {"max_late_s": late, "scheduled": spec["count"]}
     else:  # closed loop
+        await started(spec)  # the connections are open: ready
         win = Window(spec["t_measure"], spec["t_end"])
         stop = asyncio.Event()
         seqs = iter(range(start, start + 10**9))
@@ -188,7 +191,6 @@ async def create(spec: dict[str, Any], target: Target) -> dict[str, Any]:
                     lat_by_namespace[namespaces[seq % len(namespaces)]].append(dt)
                     created.append(seq)
 
-        await asyncio.sleep(max(0.0, spec["t_start"] - mono()))
         tasks = [asyncio.create_task(worker(c)) for c in conns]
         stopper = asyncio.create_task(stdin_stop(stop))
         await win.run(stop)

@@ -12,7 +12,7 @@ from typing import Any
 
 from bench.store import procs
 from bench.store.adapters import make_adapter
-from bench.store.loadrun import LoadProcess, merge_closed_loop, server_cpu, timing, wait_until
+from bench.store.loadrun import LoadProcess, merge_closed_loop, server_cpu, start_together, wait_until
 from bench.store.peers import Peer, make_peer
 from bench.store.progress import Progress
 
@@ -126,7 +126,6 @@ class Context:
     ) -> dict[str, Any]:
         """Run `concurrency` requests in flight for `duration` s; throughput, latency, client and server CPU."""
         nproc = 1 if concurrency < 16 else max(1, min(self.sizes.clients, concurrency))
-        t = timing(self.sizes.warmup_s, duration)
         base = (
             peer.client_spec()
             | {
@@ -135,12 +134,13 @@ class Context:
                 "value_size": self.sizes.value_size,
                 "keyspace": self.sizes.keyspace,
             }
-            | t
+            | {"barrier": True}
             | extra
         )
         per = [concurrency // nproc + (1 if i < concurrency % nproc else 0) for i in range(nproc)]
         gens = [LoadProcess(base | {"concurrency": c}, self.log(f"{peer.label}-{mode}")) for c in per]
         try:
+            t = start_together(gens, self.sizes.warmup_s, duration)
             wait_until(t["t_measure"], lambda: self.progress.update(f"{label}: warming up", transient=True))
             pids = peer.pids()
             cpu0 = server_cpu(pids)

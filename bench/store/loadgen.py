@@ -8,7 +8,9 @@ throughput figure (a client near 100 % of a core is the bottleneck, not the serv
 
 The spec (JSON on stdin) names the system, endpoints, mode and timing in CLOCK_MONOTONIC
 seconds, which all processes on the machine share: load starts at `t_start`, counting at
-`t_measure`, and everything stops at `t_end` or when the driver writes "stop" on stdin.
+`t_measure`, and everything stops at `t_end` or when the driver writes "stop" on stdin.  With
+`barrier` (closed loops), the times come later: the generator says "ready" on stdout and the
+driver answers "go <t_start> <t_measure> <t_end>" once all of a round's generators are ready.
 
 Modes: write, read (N workers in a closed loop), fill (write keys start..start+count once),
 watch (W watchers counting events; with `expect`, until that many arrived), timeline (write,
@@ -83,9 +85,27 @@ async def stdin_stop(stop: asyncio.Event) -> None:
             return
 
 
+async def started(spec: dict[str, Any]) -> None:
+    """Sleep until the load starts.  With `barrier` in the spec, the driver gives the schedule
+    once every generator of the round is ready, instead of guessing how long they take to start
+    (a fixed STARTUP_S of 1.5 s a round, where a generator is ready in 0.2-0.5 s): this says
+    "ready" on stdout, with everything done that comes before the first request, and takes the
+    times from the driver's answer on stdin, "go <t_start> <t_measure> <t_end>"."""
+    if spec.get("barrier"):
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        words = line.split()
+        if len(words) != 4 or words[0] != "go":
+            raise ValueError(f"expected 'go T_START T_MEASURE T_END' on stdin, got {line.strip()[:100]!r}")
+        spec["t_start"], spec["t_measure"], spec["t_end"] = (float(w) for w in words[1:])
+    await asyncio.sleep(max(0.0, spec["t_start"] - time.monotonic()))
+
+
 async def closed_loop(spec: dict[str, Any], adapter: Adapter) -> dict[str, Any]:
     """write / read / timeline: `concurrency` workers, each with one request in flight."""
     mode = spec["mode"]
+    await started(spec)
     win = Window(spec["t_measure"], spec["t_end"])
     stop = asyncio.Event()
     value = os.urandom(spec.get("value_size", 256))
@@ -128,7 +148,6 @@ async def closed_loop(spec: dict[str, Any], adapter: Adapter) -> dict[str, Any]:
                 ops += 1
                 lat.append(dt)
 
-    await asyncio.sleep(max(0.0, spec["t_start"] - time.monotonic()))
     tasks = [asyncio.create_task(worker()) for _ in range(spec["concurrency"])]
     watcher = asyncio.create_task(stdin_stop(stop))
     await win.run(stop)

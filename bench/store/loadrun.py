@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
 import subprocess
 import sys
 import time
@@ -13,7 +15,15 @@ from typing import Any
 from bench.store import procs
 
 STARTUP_S = 1.5
-"""Time a load generator gets to start Python, import its client and connect before load starts."""
+"""Time a load generator gets to start Python, import its client and connect before load
+starts, where the schedule is fixed before it starts (open loops, watchers, failover); closed
+loops start together instead (start_together)."""
+
+READY_TIMEOUT_S = 60.0
+"""How long start_together waits for a round's generators to say they are ready."""
+
+START_MARGIN_S = 0.05
+"""From the last generator's "ready" to t_start: time for each to read its "go" line."""
 
 
 class LoadError(Exception):
@@ -39,6 +49,43 @@ class LoadProcess:
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    def ready(self, deadline: float) -> None:
+        """Wait (until monotonic `deadline`) for its "ready" line: a spec with `barrier` says it
+        once everything before its first request is done; a generator that failed first says
+        its error instead, which is raised."""
+        assert self.proc.stdout is not None
+        while not select.select([self.proc.stdout], [], [], max(0.0, min(0.25, deadline - time.monotonic())))[0]:
+            if time.monotonic() >= deadline:
+                self._abandon()
+                raise LoadError(f"load generator {self.proc.pid} ({self.spec['mode']}) was not ready in time")
+        line = self.proc.stdout.readline().decode(errors="replace").strip()
+        if line == "ready":
+            return
+        try:
+            said = json.loads(line).get("error", line) if line else ""
+        except (ValueError, AttributeError):
+            said = line
+        self._abandon()
+        raise LoadError(
+            f"load generator {self.proc.pid} ({self.spec['mode']}) ended before it was ready"
+            f" (exit {self.proc.poll()}): {said[:300] or 'nothing said'}"
+        )
+
+    def _abandon(self) -> None:
+        """Kill it and close its pipes: it will not be asked for a result."""
+        procs.kill(self.proc.pid, wait=1.0)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self.proc.stdin = None
+
+    def go(self, t: dict[str, float]) -> None:
+        """Give a ready generator its schedule."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"go {t['t_start']!r} {t['t_measure']!r} {t['t_end']!r}\n".encode())
+        self.proc.stdin.flush()
 
     def stop(self) -> None:
         """Ask it to stop now (it finishes its window early)."""
@@ -75,6 +122,19 @@ def timing(warmup: float, duration: float) -> dict[str, float]:
     """t_start/t_measure/t_end for a run starting after the load generators' start-up time."""
     t_start = time.monotonic() + STARTUP_S
     return {"t_start": t_start, "t_measure": t_start + warmup, "t_end": t_start + warmup + duration}
+
+
+def start_together(gens: list[LoadProcess], warmup: float, duration: float) -> dict[str, float]:
+    """Wait until every generator (specs with `barrier`) is ready, then start them all at once:
+    the schedule, as timing() makes it, counted from now instead of from a guess."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    for g in gens:
+        g.ready(deadline)
+    t_start = time.monotonic() + START_MARGIN_S
+    t = {"t_start": t_start, "t_measure": t_start + warmup, "t_end": t_start + warmup + duration}
+    for g in gens:
+        g.go(t)
+    return t
 
 
 def wait_until(t: float, tick: Callable[[], None] | None = None) -> None:

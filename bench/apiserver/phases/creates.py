@@ -9,7 +9,7 @@ from typing import Any
 from bench.apiserver.backends import Backend
 from bench.apiserver.context import Context, latency_ms
 from bench.apiserver.phases.fanout import split
-from bench.store.loadrun import timing, wait_until
+from bench.store.loadrun import start_together, wait_until
 
 
 def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods") -> dict[str, Any]:
@@ -17,12 +17,12 @@ def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods
     label = f"{backend.name}: creates" + ("" if kind == "pods" else f" of {kind}")
     ctx.progress.start(label)
     run_id = f"cre{int(time.time() * 1000) % 10**8}"
-    t = timing(s.warmup_s, s.create_s)
-    spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces, "kind": kind} | t
+    spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces, "kind": kind, "barrier": True}
     writers = [
         ctx.loadgen(backend, spec | {"connections": len(g), "prefix": f"{run_id}-{k}"}, "create")
         for k, g in enumerate(split(s.writers_in_flight, s.clients))
     ]
+    t: dict[str, float] = {}
 
     def tick() -> None:
         ctx.progress.update(
@@ -30,6 +30,7 @@ def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods
         )
 
     try:
+        t |= start_together(writers, s.warmup_s, s.create_s)
         wait_until(t["t_measure"], tick)
         with ctx.measuring(backend, "creates") as m:
             wait_until(t["t_end"], tick)

@@ -37,7 +37,7 @@ from bench.apiserver.context import LOADGEN, Context, latency_ms
 from bench.apiserver.http11 import Target
 from bench.apiserver.phases.fanout import split
 from bench.store import procs
-from bench.store.loadrun import LoadProcess, server_cpu, timing, wait_until
+from bench.store.loadrun import LoadProcess, server_cpu, start_together, wait_until
 from machinery.process import pki
 from machinery.process.launch import free_ports
 
@@ -142,8 +142,8 @@ def _measure(
     seconds the processes of each role (role -> pids) spent over the measured window."""
     s = ctx.sizes
     run_id = f"g{label}{int(time.time() * 1000) % 10**7}"
-    t = timing(s.warmup_s, s.create_s)
-    spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces, "target": target.to_json()} | t
+    spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces, "target": target.to_json()}
+    spec["barrier"] = True
     gens = [
         LoadProcess(
             spec | {"connections": len(g), "prefix": f"{run_id}-{k}", "system": label},
@@ -154,6 +154,7 @@ def _measure(
     ]
     spy = None
     try:
+        t = start_together(gens, s.warmup_s, s.create_s)
         wait_until(t["t_measure"])
         cpu_before = {role: server_cpu(group) for role, group in pids.items()}
         revision_before = _store_revision(target, namespaces[0])

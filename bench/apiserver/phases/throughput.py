@@ -14,7 +14,7 @@ from bench.apiserver.backends import Backend
 from bench.apiserver.context import Context, latency_ms
 from bench.apiserver.loadgen import KINDS
 from bench.apiserver.phases.fanout import split
-from bench.store.loadrun import timing, wait_until
+from bench.store.loadrun import start_together, wait_until
 
 
 def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods") -> dict[str, Any]:
@@ -34,13 +34,15 @@ def run(ctx: Context, backend: Backend, namespaces: list[str], kind: str = "pods
     writers = []
     try:
         opened = ctx.wait_ready(ready, 30 + s.throughput_watchers / 10, label)
-        t = timing(s.warmup_s, s.throughput_s)
-        ctx.tell(watchers, f"go {t['t_measure']} {t['t_end']}")
-        spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces, "kind": kind} | t
+        spec = {"mode": "create", "run": run_id, "nodes": 1000, "namespaces": namespaces, "kind": kind}
         writers = [
-            ctx.loadgen(backend, spec | {"connections": c, "prefix": f"{run_id}-{k}"}, "throughput-create")
+            ctx.loadgen(
+                backend, spec | {"connections": c, "prefix": f"{run_id}-{k}", "barrier": True}, "throughput-create"
+            )
             for k, c in enumerate(len(g) for g in split(s.writers_in_flight, s.clients))
         ]
+        t = start_together(writers, s.warmup_s, s.throughput_s)
+        ctx.tell(watchers, f"go {t['t_measure']} {t['t_end']}")
 
         def tick() -> None:
             ctx.progress.update(f"{label}: {t['t_end'] - time.monotonic():4.1f}s left", transient=True)
