@@ -127,9 +127,13 @@ class LocalApiserver:
             raise LauncherError(f"{self.root / ARGS_FILE}: missing or damaged; `raftkube up` starts it") from None
         return self.start(endpoint, insecure_store=insecure, extra_args=args, in_host=in_host, names=names)
 
+    @property
+    def pid_file(self) -> Path:
+        return self.root / PID_FILE
+
     def stop(self, timeout: float = 10.0) -> bool:
         """SIGTERM (SIGKILL after `timeout`); True if it was running."""
-        return stop_process(self.root / PID_FILE, timeout)
+        return stop_process(self.pid_file, timeout)
 
     # ------------------------------------------------------------------ health
     def admin_tls(self) -> ssl.SSLContext:

@@ -27,7 +27,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ from components.kubelet.process_runtime import ProcessRuntime
 from components.proxy import nft, rules
 from machinery.process import pki
 from machinery.process.command import DEFAULT_DATA_DIR, UsageError
-from machinery.process.launch import LauncherError, free_ports, outward_address, stopped_on_purpose
+from machinery.process.launch import LauncherError, free_ports, outward_address, stop_processes, stopped_on_purpose
 from store.cli import locate
 from store.cli.cluster import start_store, status_rows, store_settings, wait_store_ready
 from store.cli.common import print_json, table
@@ -331,9 +331,9 @@ def _up(args: argparse.Namespace, s: StoreSettings, signals: _Signals) -> int:
         ended = guard.watch(lambda: signals.stop, lambda: signals.release, check)
     finally:
         if ended == "stop":
-            stopped_components = [c.name for c in components if c.stop()]
+            stopped_components = stop_parts(components)
             _stop_containers(components)
-            stopped_apiserver = [m.name for m in apiservers.everyone() if m.stop()]
+            stopped_apiserver = stop_parts(apiservers.everyone())
             stopped = cluster.stop_all()
             if args.output == "human" or detached:
                 print(f"\n{_stopped(stopped_components, stopped_apiserver, stopped)}", flush=True)
@@ -453,9 +453,9 @@ def _down(
     args: argparse.Namespace, data_dir: Path, cluster: LocalCluster, apiservers: ApiserverSet, released: int | None
 ) -> int:
     components = _components(data_dir)
-    stopped_components = [c.name for c in components if c.stop()]
+    stopped_components = stop_parts(components)
     _stop_containers(components)
-    stopped_apiserver = [m.name for m in apiservers.everyone() if m.stop()]
+    stopped_apiserver = stop_parts(apiservers.everyone())
     stopped = cluster.stop_all() if cluster.exists() else []
     if (data_dir / "etcd").is_dir():  # `up --apiserver upstream` ran here
         from components.cli import upstream_up  # noqa: PLC0415 - it imports this module
@@ -646,6 +646,14 @@ def _components(data_dir: Path) -> list[LocalComponent]:
         + local_proxies(data_dir)
         + dns
     )
+
+
+def stop_parts(parts: Sequence[LocalComponent | LocalApiserver]) -> list[str]:
+    """Stop `parts` together (SIGTERM to each, then wait for all: machinery.process.launch.
+    stop_processes); the names of those that were running, in order.  `down` stops the
+    components, then the apiservers, then the store: a layer at a time, each layer at once."""
+    ran = stop_processes([p.pid_file for p in parts])
+    return [p.name for p, was_running in zip(parts, ran, strict=True) if was_running]
 
 
 def _stop_containers(components: list[LocalComponent]) -> None:

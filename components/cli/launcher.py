@@ -212,8 +212,12 @@ class LocalComponent:
             "--client-ca-file", str(creds.ca),
         ]  # fmt: skip
 
+    @property
+    def pid_file(self) -> Path:
+        return self.root / PID_FILE
+
     def stop(self, timeout: float = 10.0) -> bool:
-        return stop_process(self.root / PID_FILE, timeout)
+        return stop_process(self.pid_file, timeout)
 
     def probe(self, timeout: float = 2.0) -> tuple[int, str]:
         """GET /healthz: (status, body); (0, reason) when it cannot be reached."""

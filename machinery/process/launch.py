@@ -21,7 +21,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from machinery.process import disk
@@ -238,33 +238,52 @@ def stop_process(pid_file: Path, timeout: float = 10.0) -> bool:
     """SIGTERM the process group of the pid in `pid_file`, then SIGKILL after `timeout`;
     remove the pid file; True if it was running.  The part is marked stopped on purpose (even
     when it was already down: a supervisor must not bring it back after this)."""
-    if not pid_file.parent.is_dir():
-        return False
-    with part_lock(pid_file):
-        mark_stopped(pid_file)
-        return _stop(pid_file, timeout)
+    return stop_processes([pid_file], timeout)[0]
 
 
-def _stop(pid_file: Path, timeout: float) -> bool:
-    pid = read_pid(pid_file)
-    if pid is None:
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if read_pid(pid_file) is None:
+def stop_processes(pid_files: Sequence[Path], timeout: float = 10.0) -> list[bool]:
+    """stop_process for several parts at once: each is marked stopped on purpose and sent
+    SIGTERM, then all are waited for together, so that stopping them takes the slowest one's
+    shutdown and not the sum of all (a local cluster's `down` spent 1.6 s stopping its parts
+    one after the other, each 0.1-0.45 s).  True for each that was running."""
+    with contextlib.ExitStack() as locks:
+        pids: dict[Path, int] = {}
+        for pid_file in sorted(set(pid_files)):  # every stop takes the locks in one order
+            if not pid_file.parent.is_dir():
+                continue
+            locks.enter_context(part_lock(pid_file))
+            mark_stopped(pid_file)
+            pid = read_pid(pid_file)
+            if pid is not None:
+                pids[pid_file] = pid
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
+                    os.killpg(pid, signal.SIGTERM)
+        waiting = _wait_gone(dict(pids), timeout)
+        for pid in waiting.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        _wait_gone(waiting, 2.0)  # SIGKILL takes a moment too: reap it, leave no zombie
+        for pid_file, pid in pids.items():
+            reap(pid)
+            with contextlib.suppress(FileNotFoundError):
+                pid_file.unlink()
+    return [pid_file in pids for pid_file in pid_files]
+
+
+def _wait_gone(waiting: dict[Path, int], seconds: float) -> dict[Path, int]:
+    """Reap the parts (pid file -> pid) as they end, for at most `seconds`; those still running."""
+    waiting = dict(waiting)
+    deadline = time.monotonic() + seconds
+    while waiting:
+        for pid_file, pid in list(waiting.items()):
+            reap(pid)
+            if read_pid(pid_file) is None:
+                del waiting[pid_file]
+        if not waiting or time.monotonic() >= deadline:
             break
-        reap(pid)
         time.sleep(0.02)
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-    reap(pid)
-    with contextlib.suppress(FileNotFoundError):
-        pid_file.unlink()
-    return True
+    return waiting
 
 
 def exit_code(pid: int) -> int | None:
