@@ -111,12 +111,16 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT-inherited-ignored"])
-def test_a_signal_stops_the_run_its_pass_and_cleans_up(fakes: Path, sig: signal.Signals) -> None:
+@pytest.mark.parametrize(
+    ("sig", "e2e"),
+    [(signal.SIGTERM, "hang"), (signal.SIGINT, "interruptible")],
+    ids=["SIGTERM-e2e-deaf-to-SIGINT", "SIGINT-inherited-ignored"],
+)
+def test_a_signal_stops_the_run_its_pass_and_cleans_up(fakes: Path, sig: signal.Signals, e2e: str) -> None:
     """`kill` of a run (or Ctrl-C of one a shell started in the background, which inherits SIGINT
     ignored) stops it as Ctrl-C does: the pass's processes end, its namespaces are deleted, no
     later pass starts.  A TERM used to end the wrapper alone and leave its cluster running."""
-    env = {**os.environ, "FAKE_E2E_MODE": "hang"}
+    env = {**os.environ, "FAKE_E2E_MODE": e2e}  # an e2e.test deaf to SIGINT is killed after a grace of 10 s
     argv = [sys.executable, "-m", "components.cli", "conformance", "--kubeconfig", str(fakes / "kubeconfig")]
     argv += ["--kubectl", str(DATA / "fake_kubectl.sh"), "--report", str(fakes / "out"), "--parallel", "1"]
     proc = subprocess.Popen(

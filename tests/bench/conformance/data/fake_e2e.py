@@ -1,7 +1,8 @@
 """A stand-in for e2e.test (hand-written, for the runner's tests): records its command line,
 prints ginkgo-like verbose output, makes an e2e namespace through the fake kubectl's state,
 writes a junit_01.xml into --report-dir.  FAKE_E2E_MODE=hang: after one spec it starts a
-child and both ignore SIGINT and sleep (the runner must kill them by process group)."""
+child and both ignore SIGINT and sleep (the runner must kill them by process group);
+FAKE_E2E_MODE=interruptible: the same, but both end on SIGINT, as ginkgo does."""
 
 import os
 import shutil
@@ -23,10 +24,16 @@ print(
     flush=True,
 )
 print("• [0.731 seconds]", flush=True)
-if os.environ.get("FAKE_E2E_MODE") == "hang":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+if os.environ.get("FAKE_E2E_MODE") in ("hang", "interruptible"):
+    deaf = os.environ["FAKE_E2E_MODE"] == "hang"
+    sigint = signal.SIG_IGN if deaf else signal.SIG_DFL
+    signal.signal(signal.SIGINT, sigint)
     child = subprocess.Popen(
-        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(600)"]
+        [
+            sys.executable,
+            "-c",
+            f"import signal, time; signal.signal(signal.SIGINT, signal.{sigint.name}); time.sleep(600)",
+        ]
     )
     Path(os.environ["FAKE_E2E_PIDS"]).write_text(f"{os.getpid()} {child.pid}")
     time.sleep(600)
