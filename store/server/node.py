@@ -146,6 +146,15 @@ class RaftNode:
 
     # ------------------------------------------------------------------ running
     def start(self) -> None:
+        """Run the Ready and tick loops.  The election clock starts two ticks short of the
+        election timeout (etcd's --initial-election-tick-advance, on by default there too): a
+        member just started campaigns after 2 to election_ticks + 2 silent ticks instead of
+        election_ticks to 2 * election_ticks, so a fresh cluster on the default 100 ms x 10 ticks
+        has its leader ~1 s sooner (`raftkube up` waited 2.3 s for it).  A member that restarts
+        into a cluster with a leader hears its heartbeat first, or pre-votes and is refused by
+        the followers in the leader's lease (check quorum): no leader is disturbed."""
+        for _ in range(max(0, self.raw.raft.election_timeout - 2)):
+            self.raw.tick()
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._ready_loop(), name="raft-ready"),
