@@ -1,4 +1,4 @@
-"""The apiserver's HTTP application: one Starlette app, one dispatcher for every path.
+"""The apiserver's HTTP application: one ASGI application, one dispatcher for every path.
 
 Per request: authenticate (401 without credentials, unless anonymous requests are on) ->
 impersonate (`Impersonate-*` headers, each part authorized) -> authorize (403) -> parse the
@@ -16,14 +16,12 @@ import inspect
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import orjson
-from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from apiserver import default_service_cidr, discovery, errors, openapi, version, warnings
@@ -50,6 +48,7 @@ from apiserver.compactor import DEFAULT_INTERVAL, compact_forever
 from apiserver.crd.kinds import CRD_GROUP
 from apiserver.crd.serving import CustomResourceServing
 from apiserver.http import negotiation
+from apiserver.http.asgi import ApiApplication
 from apiserver.http.handlers.body import read_limited
 from apiserver.http.handlers.scope import ResourceScope
 from apiserver.http.inflight import InFlight, InFlightLimits, kind_of
@@ -387,7 +386,7 @@ def build_app(
     client_ca_pem: str = "",
     node_port_range: tuple[int, int] = DEFAULT_NODE_PORTS,
     metric_resolution: float = METRICS_INTERVAL_S,
-) -> Starlette:
+) -> ApiApplication:
     """`compaction_interval`: seconds between storage compactions (0: never, for a storage
     that another apiserver or etcd itself compacts).  `watch_cache_capacity`: events each
     resource's watch cache keeps for watches that resume (older ones get 410 Expired).
@@ -427,14 +426,6 @@ def build_app(
         authenticator, [api.service_accounts.authenticator], api.service_accounts.settings.api_audiences
     )
     api.scope.virtual["tokenreviews"] = TokenReviews(authenticator).create
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await api.start()
-        try:
-            yield
-        finally:
-            await api.stop()
 
     async def dispatch(request: Request) -> Response:
         started = time.perf_counter()
@@ -518,12 +509,7 @@ def build_app(
         await websocket.accept(subprotocol=session.protocol)
         await session.serve(websocket)
 
-    app = Starlette(
-        routes=[Route("/{path:path}", dispatch, methods=list(METHODS)), WebSocketRoute("/{path:path}", stream)],
-        lifespan=lifespan,
-    )
-    app.state.api = api
-    return app
+    return ApiApplication(api, dispatch, stream, METHODS)
 
 
 def _add_warnings(response: Response, warned: list[str]) -> Response:

@@ -25,7 +25,7 @@ async def in_process(users: dict[str, User], **options: Any) -> AsyncIterator[Cl
     app = build_app(
         MemStorage(progress=True), Authenticator({"admin": ADMIN, **users}), compaction_interval=0, **options
     )
-    async with app.router.lifespan_context(app):
+    async with app.running():
         transport = httpx.ASGITransport(app=app)
         clients: list[httpx.AsyncClient] = []
 

@@ -125,11 +125,11 @@ def serve(tmp: Path, exercise: Callable[[httpx.AsyncClient, int, str, Wardle], A
     app = build_app(
         MemStorage(progress=True), Tester(), compaction_interval=0, front_proxy=proxy, client_ca_pem="CLIENT CA PEM"
     )
-    app.state.api.apiservices.recheck = 0.3  # notice lost endpoints quickly
+    app.api.apiservices.recheck = 0.3  # notice lost endpoints quickly
     wardle = Wardle()
 
     async def go() -> None:
-        async with wardle_server(tmp, files.ca, wardle) as (port, bundle), app.router.lifespan_context(app):
+        async with wardle_server(tmp, files.ca, wardle) as (port, bundle), app.running():
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
                 await asyncio.wait_for(exercise(client, port, bundle, wardle), 30)

@@ -129,10 +129,10 @@ class Admin:
 
 def test_the_api_serves_get_and_list_with_selectors_and_tables_and_refuses_watch() -> None:
     app = build_app(MemStorage(progress=True), Admin(), compaction_interval=0)
-    api = app.state.api
+    api = app.api
 
     async def go() -> None:
-        async with app.router.lifespan_context(app):
+        async with app.running():
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
                 node = {"metadata": {"name": "n1", "labels": {"zone": "a"}}}

@@ -153,14 +153,14 @@ class Cluster:
 async def in_process_with_webhooks() -> AsyncIterator[Cluster]:
     """An apiserver app in this process whose webhook plugins read `mutating`/`validating`."""
     app = build_app(MemStorage(progress=True), Authenticator({"admin": ADMIN}), compaction_interval=0)
-    api: Api = app.state.api
+    api: Api = app.api
     mutating, validating = Source(), Source()
     for plugin in (*api.admission.mutating, *api.admission.validating):
         if isinstance(plugin, MutatingWebhook):
             plugin.dispatcher.hooks = CompiledHooks(lambda: mutating, mutating=True)
         if isinstance(plugin, ValidatingWebhook):
             plugin.dispatcher.hooks = CompiledHooks(lambda: validating, mutating=False)
-    async with app.router.lifespan_context(app):
+    async with app.running():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(
             transport=transport, base_url="https://apiserver", headers={"Authorization": "Bearer admin"}

@@ -133,7 +133,7 @@ def test_versions_convert_through_the_webhook(tmp_path: Path) -> None:
             written = await client.post(V2, json={"metadata": {"name": "b"}, "host": "h2", "port": "8080"})
             assert written.status_code == 201, written.text
             assert written.json()["host"] == "h2" and written.json()["apiVersion"] == f"{GROUP}/v2"
-            storage = client._transport.app.state.api.storage  # type: ignore[attr-defined]
+            storage = client._transport.app.api.storage  # type: ignore[attr-defined]
             stored = await storage.get(f"/registry/{GROUP}/endpoints/default/b")
             assert orjson.loads(stored.value)["hostPort"] == "h2:8080"  # kept in the storage version
 
@@ -175,7 +175,7 @@ def test_a_list_read_from_storage_is_converted_before_selectors_see_it(tmp_path:
     app = build_app(NoProgress(), Admin(), compaction_interval=0)
 
     async def go() -> None:
-        async with webhook(tmp_path, converter) as (url, ca), app.router.lifespan_context(app):
+        async with webhook(tmp_path, converter) as (url, ca), app.running():
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
                 assert (await client.post(CRDS, json=crd(url, ca))).status_code == 201
@@ -196,10 +196,10 @@ def test_a_conversion_webhook_that_times_out_fails_only_its_kinds_reads(tmp_path
     and the deadline, and the storage version, the CRD and other kinds are served meanwhile."""
     converter = Converter()
     app = build_app(MemStorage(progress=True), Admin(), compaction_interval=0)
-    app.state.api.custom_resources.conversion_timeout = 1  # kube's 30 s, shortened for the test
+    app.api.custom_resources.conversion_timeout = 1  # kube's 30 s, shortened for the test
 
     async def go() -> None:
-        async with webhook(tmp_path, converter) as (url, ca), app.router.lifespan_context(app):
+        async with webhook(tmp_path, converter) as (url, ca), app.running():
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
                 assert (await client.post(CRDS, json=crd(url, ca))).status_code == 201

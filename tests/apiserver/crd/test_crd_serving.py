@@ -72,7 +72,7 @@ def serve(exercise: Callable[[httpx.AsyncClient], Awaitable[None]]) -> None:
     app = build_app(MemStorage(progress=True), Admin(), compaction_interval=0)
 
     async def go() -> None:
-        async with app.router.lifespan_context(app):
+        async with app.running():
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
                 await asyncio.wait_for(exercise(client), 30)
@@ -148,7 +148,7 @@ def test_a_stored_crd_is_served_validated_defaulted_and_deleted_with_its_objects
         assert [r["cells"] for r in table["rows"]] == [["a", 3], ["c", 2], ["k", 1]]
 
         # stored under kube's key layout
-        storage = client._transport.app.state.api.storage  # type: ignore[attr-defined]
+        storage = client._transport.app.api.storage  # type: ignore[attr-defined]
         assert await storage.get(f"/registry/{GROUP}/widgets/default/a") is not None
 
         # deleting the CRD deletes its objects, then the CRD, then the kind is not served

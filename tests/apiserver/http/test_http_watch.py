@@ -98,7 +98,7 @@ def test_a_too_old_resource_version_is_an_error_event_410() -> None:
     app = build_app(MemStorage(progress=True), Anyone(), watch_cache_capacity=5, compaction_interval=0)
 
     async def go() -> tuple[int, Any]:
-        async with app.router.lifespan_context(app):
+        async with app.running():
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
                 for i in range(12):

@@ -36,7 +36,7 @@ def _serve(exercise: Any) -> None:
     app = build_app(MemStorage(progress=True), Admin(), resources=catalog(), compaction_interval=0)
 
     async def go() -> None:
-        async with app.router.lifespan_context(app):
+        async with app.running():
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
                 await exercise(client)

@@ -69,7 +69,7 @@ def test_a_kind_built_at_run_time_is_served_with_its_subresources() -> None:
     app = build_app(MemStorage(progress=True), Admin(), resources=(*catalog(), widgets()), compaction_interval=0)
 
     async def go() -> None:
-        async with app.router.lifespan_context(app):
+        async with app.running():
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="https://apiserver") as client:
                 await exercise(client)
