@@ -20,9 +20,12 @@ async def ensure_bootstrap_policy(
     cluster_role_bindings: Registry,
     roles: Registry | None = None,
     role_bindings: Registry | None = None,
-) -> None:
+) -> dict[str, int]:
     """Create or extend the bootstrap roles and bindings (another apiserver may race us: fine);
-    the namespaced ones too when their registries are given."""
+    the namespaced ones too when their registries are given.  Returns, per resource (plural),
+    the newest resourceVersion among its bootstrap objects as written or found: a watch cache
+    that has reached it holds the whole policy."""
+    newest: dict[str, int] = {}
     cluster_wide, cluster_bindings = bootstrap_objects()
     kinds = [(cluster_roles, cluster_wide), (cluster_role_bindings, cluster_bindings)]
     if roles is not None and role_bindings is not None:
@@ -41,6 +44,13 @@ async def ensure_bootstrap_policy(
                 return copy.deepcopy(result)
 
             try:
-                await registry.mutate(namespace, name, change, create_if_missing=True, manager="kube-apiserver")
+                obj, _ = await registry.mutate(
+                    namespace, name, change, create_if_missing=True, manager="kube-apiserver"
+                )
             except errors.StatusError as e:
                 log.warning("could not reconcile the bootstrap %s %s yet: %s", registry.resource.kind, name, e.message)
+                continue
+            revision = int(obj["metadata"]["resourceVersion"])
+            plural = registry.resource.plural
+            newest[plural] = max(newest.get(plural, 0), revision)
+    return newest

@@ -295,14 +295,18 @@ class Api:
         if roles is not None and bindings is not None:
             rbac = [self.scope.by_path.get(("rbac.authorization.k8s.io", "v1", p)) for p in ("roles", "rolebindings")]
             namespaced = [self.scope.registries[r] if r is not None else None for r in rbac]
-            await ensure_bootstrap_policy(
+            policy = await ensure_bootstrap_policy(
                 self.scope.registries[roles], self.scope.registries[bindings], namespaced[0], namespaced[1]
             )
-            # serve once the authorizer sees the bootstrap policy (a consistent list waits for it),
-            # as kube-apiserver's rbac/bootstrap-roles post-start hook holds readiness
+            # serve once the authorizer sees the bootstrap policy, as kube-apiserver's
+            # rbac/bootstrap-roles post-start hook holds readiness: each cache up to its own
+            # policy objects' newest revision, not the storage's (an etcd whose progress
+            # notifications are not trusted could not show that an idle cache has caught up with
+            # that, and readiness waited out the cache's timeout twice, 4 s)
             for res in (roles, bindings):
                 with contextlib.suppress(errors.StatusError):
-                    await self.scope.caches[res].list(limit=1)
+                    rv = str(policy.get(res.plural, 0) or "")
+                    await self.scope.caches[res].list(limit=1, resource_version=rv, match="NotOlderThan" if rv else "")
             self._aggregator = asyncio.create_task(
                 keep_aggregated(self.scope.caches[roles], self.scope.registries[roles])
             )
