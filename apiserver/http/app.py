@@ -305,7 +305,7 @@ class Api:
             # that, and readiness waited out the cache's timeout twice, 4 s)
             for res in (roles, bindings):
                 with contextlib.suppress(errors.StatusError):
-                    rv = str(policy.get(res.plural, 0) or "")
+                    rv = str(policy[res.plural]) if res.plural in policy else ""
                     await self.scope.caches[res].list(limit=1, resource_version=rv, match="NotOlderThan" if rv else "")
             self._aggregator = asyncio.create_task(
                 keep_aggregated(self.scope.caches[roles], self.scope.registries[roles])

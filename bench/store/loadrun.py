@@ -118,10 +118,14 @@ class LoadProcess:
         return res
 
 
-def timing(warmup: float, duration: float) -> dict[str, float]:
-    """t_start/t_measure/t_end for a run starting after the load generators' start-up time."""
-    t_start = time.monotonic() + STARTUP_S
+def schedule(t_start: float, warmup: float, duration: float) -> dict[str, float]:
+    """t_start/t_measure/t_end: load from t_start, counted after `warmup`, for `duration`."""
     return {"t_start": t_start, "t_measure": t_start + warmup, "t_end": t_start + warmup + duration}
+
+
+def timing(warmup: float, duration: float) -> dict[str, float]:
+    """The schedule of a run starting after the load generators' start-up time."""
+    return schedule(time.monotonic() + STARTUP_S, warmup, duration)
 
 
 def start_together(gens: list[LoadProcess], warmup: float, duration: float) -> dict[str, float]:
@@ -130,8 +134,7 @@ def start_together(gens: list[LoadProcess], warmup: float, duration: float) -> d
     deadline = time.monotonic() + READY_TIMEOUT_S
     for g in gens:
         g.ready(deadline)
-    t_start = time.monotonic() + START_MARGIN_S
-    t = {"t_start": t_start, "t_measure": t_start + warmup, "t_end": t_start + warmup + duration}
+    t = schedule(time.monotonic() + START_MARGIN_S, warmup, duration)
     for g in gens:
         g.go(t)
     return t

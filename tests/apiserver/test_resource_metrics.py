@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apiserver.auth.user import User
 from apiserver.http.app import build_app
 from apiserver.resource_metrics import MAX_SERIES, ResourceMetrics, parse_exposition, parse_resolution
+from tests.apiserver.admin import Admin
 from tests.apiserver.memstorage import MemStorage
 
 WANTED = frozenset({"node_cpu_usage_seconds_total", "container_cpu_usage_seconds_total"})
@@ -120,11 +120,6 @@ def test_the_kubelets_are_read_every_resolution() -> None:
         assert len(reads) >= 4 and reads[3] - reads[0] < 2.0, reads
 
     asyncio.run(go())
-
-
-class Admin:
-    def authenticate(self, scope: Any) -> User:
-        return User("tester", ("system:masters",))
 
 
 def test_the_api_serves_get_and_list_with_selectors_and_tables_and_refuses_watch() -> None:

@@ -8,19 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
-from apiserver.auth.user import User
 from apiserver.http.app import build_app
+from tests.apiserver.admin import Admin
 from tests.apiserver.memstorage import MemStorage
 
 FRESH_TIMEOUT_S = 3.0
 """The watch cache's wait for a consistent read (apiserver.watchcache.cacher)."""
-
-
-class Admin:
-    def authenticate(self, scope: Any) -> User:
-        return User("tester", ("system:masters",))
 
 
 def test_start_on_a_storage_without_progress_notifications_holds_the_policy_without_waiting() -> None:

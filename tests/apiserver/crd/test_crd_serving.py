@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import orjson
 
-from apiserver.auth.user import User
 from apiserver.http.app import build_app
+from tests.apiserver.admin import Admin
 from tests.apiserver.memstorage import MemStorage
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -61,11 +61,6 @@ def widget_crd(**spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
-
-
-class Admin:
-    def authenticate(self, scope: Any) -> User:
-        return User("tester", ("system:masters",))
 
 
 def serve(exercise: Callable[[httpx.AsyncClient], Awaitable[None]]) -> None:

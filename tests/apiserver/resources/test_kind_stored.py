@@ -12,10 +12,10 @@ import httpx
 import orjson
 import pytest
 
-from apiserver.auth.user import User
 from apiserver.http.app import build_app
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef
+from tests.apiserver.admin import Admin
 from tests.apiserver.kinds_support import causes, cells, create, find, headers, rejected
 from tests.apiserver.memstorage import MemStorage
 from tests.apiserver.resources.stored_samples import SAMPLES, TEMPLATE
@@ -25,11 +25,6 @@ def _url(res: ResourceDef, name: str = "") -> str:
     base = f"/apis/{res.group}/{res.version}" if res.group else f"/api/{res.version}"
     ns = "/namespaces/default" if res.namespaced else ""
     return f"{base}{ns}/{res.plural}" + (f"/{name}" if name else "")
-
-
-class Admin:
-    def authenticate(self, scope: Any) -> User:
-        return User("tester", ("system:masters",))
 
 
 def _serve(exercise: Any) -> None:

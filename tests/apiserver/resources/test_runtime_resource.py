@@ -12,13 +12,11 @@ from __future__ import annotations
 import ast
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import httpx
 import orjson
 
 import apiserver.http
-from apiserver.auth.user import User
 from apiserver.http.app import build_app
 from apiserver.http.subresources.object_view import STATUS_VIEW, ObjectViewHandler
 from apiserver.http.subresources.scale import ScaleHandler
@@ -26,6 +24,7 @@ from apiserver.registry.strategy import UpdateStrategy
 from apiserver.resources import catalog
 from apiserver.resources.base import ResourceDef, Subresource
 from machinery.objects import Obj
+from tests.apiserver.admin import Admin
 from tests.apiserver.memstorage import MemStorage
 
 GROUP = "example.com"
@@ -58,11 +57,6 @@ def widgets() -> ResourceDef:
             Subresource("owner", "Widget", handler=ObjectViewHandler(OWNER)),
         ),
     )
-
-
-class Admin:
-    def authenticate(self, scope: Any) -> User:
-        return User("tester", ("system:masters",))
 
 
 def test_a_kind_built_at_run_time_is_served_with_its_subresources() -> None:
